@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+)
+
+// Config is everything one agent needs. DefaultConfig gives a usable value;
+// LoadConfigFile and the CLI's flags change it; Validate checks it whole.
+type Config struct {
+	// NodeName names this node in the catalog and in DNS
+	// (<node>.node.<dc>.<domain>). Default: the host name, cut at the first dot.
+	NodeName string
+	// Datacenter this agent belongs to. Default "dc1".
+	Datacenter string
+	// Domain is the DNS zone cairn answers for. Default "cluster.".
+	Domain string
+	// BindAddr is the address cluster traffic (server RPC, later gossip)
+	// binds to. Default 127.0.0.1: nothing listens beyond loopback unless
+	// configured.
+	BindAddr string
+	// AdvertiseAddr is the address other nodes and DNS answers use for this
+	// node. Default: BindAddr, or when that is unspecified (0.0.0.0) the
+	// first private IPv4 address of the machine.
+	AdvertiseAddr string
+	// ClientAddr is the address the DNS and HTTP listeners bind to.
+	// Default 127.0.0.1.
+	ClientAddr string
+	// Ports of the listeners; 0 picks a free port (for tests).
+	Ports Ports
+	// DataDir holds the Raft log, snapshots and the agent's own services.
+	// Required unless Dev is set.
+	DataDir string
+	// Dev runs a single in-memory server needing no configuration: nothing is
+	// written to disk unless DataDir is also given.
+	Dev bool
+	// Server makes this agent a server holding the catalog. In this version
+	// every agent is a single-node server; Dev implies it.
+	Server bool
+	// LogLevel is one of debug, info, warn, error. Default "info".
+	LogLevel string
+}
+
+// Ports are the TCP/UDP ports the agent listens on.
+type Ports struct {
+	DNS  int // UDP and TCP, default 8600
+	HTTP int // default 8500
+}
+
+// DefaultConfig returns the configuration of an agent started with no flags.
+func DefaultConfig() Config {
+	return Config{
+		NodeName:   defaultNodeName(),
+		Datacenter: "dc1",
+		Domain:     "cluster.",
+		BindAddr:   "127.0.0.1",
+		ClientAddr: "127.0.0.1",
+		Ports:      Ports{DNS: 8600, HTTP: 8500},
+		LogLevel:   "info",
+	}
+}
+
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "cairn"
+	}
+	h, _, _ = strings.Cut(h, ".")
+	return strings.ToLower(h)
+}
+
+// FieldError names a configuration field and why its value is rejected.
+type FieldError struct {
+	Field  string // the file key / flag name, e.g. "datacenter"
+	Reason string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("config %s: %s", e.Field, e.Reason) }
+
+// Validate checks every field and returns all problems at once, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if r := labelProblem(c.NodeName); r != "" {
+		bad("node_name", "%q %s", c.NodeName, r)
+	}
+	if r := labelProblem(c.Datacenter); r != "" {
+		bad("datacenter", "%q %s", c.Datacenter, r)
+	}
+	if err := checkDomain(c.Domain); err != "" {
+		bad("domain", "%q %s", c.Domain, err)
+	}
+	for _, a := range []struct{ field, value string }{
+		{"bind_addr", c.BindAddr}, {"client_addr", c.ClientAddr},
+	} {
+		if _, err := netip.ParseAddr(a.value); err != nil {
+			bad(a.field, "%q is not an IP address", a.value)
+		}
+	}
+	if c.AdvertiseAddr != "" {
+		if ip, err := netip.ParseAddr(c.AdvertiseAddr); err != nil || ip.IsUnspecified() {
+			bad("advertise_addr", "%q is not a usable IP address", c.AdvertiseAddr)
+		}
+	}
+	for _, p := range []struct {
+		field string
+		value int
+	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}} {
+		if p.value < 0 || p.value > 65535 {
+			bad(p.field, "must be between 0 and 65535, got %d", p.value)
+		}
+	}
+	if c.DataDir == "" && !c.Dev {
+		bad("data_dir", "is required unless -dev is set")
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		bad("log_level", "%v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// labelProblem says why s cannot be one DNS label, or "".
+func labelProblem(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	if len(s) > 63 {
+		return "must be at most 63 characters"
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' ||
+			ch == '-' && i > 0 && i < len(s)-1
+		if !ok {
+			return "must be a DNS label: letters, digits and inner '-' only"
+		}
+	}
+	return ""
+}
+
+func checkDomain(d string) string {
+	d = strings.TrimSuffix(d, ".")
+	if d == "" {
+		return "must not be empty"
+	}
+	for _, label := range strings.Split(d, ".") {
+		if r := labelProblem(label); r != "" {
+			return "has a label that " + r
+		}
+	}
+	return ""
+}
+
+// ParseLogLevel turns a level name into a slog.Level.
+func ParseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
+	}
+	return l, nil
+}

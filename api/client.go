@@ -1,0 +1,222 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// DefaultAddress is the agent's HTTP address when neither Config.Address
+// nor $CAIRN_HTTP_ADDR says otherwise.
+const DefaultAddress = "127.0.0.1:8500"
+
+// AddressEnv names the environment variable DefaultConfig reads the agent's
+// address from.
+const AddressEnv = "CAIRN_HTTP_ADDR"
+
+// maxResponseBytes caps how much of a response body is read.
+const maxResponseBytes = 16 << 20
+
+// Config configures a Client.
+type Config struct {
+	// Address of the agent's HTTP API: "host:port", "http://host:port" or
+	// "https://host:port". Empty means DefaultAddress.
+	Address string
+	// HTTPClient sends the requests. Nil means a client using
+	// http.DefaultTransport and no timeout of its own (the context of each
+	// call bounds it).
+	HTTPClient *http.Client
+}
+
+// DefaultConfig returns a Config whose Address is $CAIRN_HTTP_ADDR when set,
+// DefaultAddress otherwise.
+func DefaultConfig() Config {
+	addr := os.Getenv(AddressEnv)
+	if addr == "" {
+		addr = DefaultAddress
+	}
+	return Config{Address: addr}
+}
+
+// Client talks to one agent's HTTP API. It is safe for concurrent use.
+type Client struct {
+	base *url.URL // scheme and host only
+	http *http.Client
+}
+
+// NewClient checks cfg and returns a Client. It does not contact the agent.
+func NewClient(cfg Config) (*Client, error) {
+	addr := cfg.Address
+	if addr == "" {
+		addr = DefaultAddress
+	}
+	base, err := parseAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{base: base, http: hc}, nil
+}
+
+// parseAddress turns "host:port" or "http(s)://host[:port]" into a base URL.
+func parseAddress(addr string) (*url.URL, error) {
+	bad := func(reason string) error {
+		return fmt.Errorf("invalid agent address %q: %s", addr, reason)
+	}
+	if !strings.Contains(addr, "://") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, bad(`want "host:port" or "http://host:port"`)
+		}
+		if host == "" || port == "" {
+			return nil, bad("host and port must not be empty")
+		}
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil, bad(`want "host:port" or "http://host:port"`)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, bad("scheme must be http or https")
+	case u.Hostname() == "":
+		return nil, bad("missing host")
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return nil, bad("want only a scheme, a host and a port")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, bad("port must be between 1 and 65535")
+		}
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
+}
+
+// Address returns the base URL requests go to, e.g. "http://127.0.0.1:8500".
+func (c *Client) Address() string { return c.base.String() }
+
+// Agent returns the endpoints of the local agent (/v1/agent).
+func (c *Client) Agent() *Agent { return &Agent{c: c} }
+
+// Catalog returns the catalog endpoints (/v1/catalog).
+func (c *Client) Catalog() *Catalog { return &Catalog{c: c} }
+
+// Health returns the health endpoints (/v1/health).
+func (c *Client) Health() *Health { return &Health{c: c} }
+
+// Status returns the status endpoints (/v1/status).
+func (c *Client) Status() *Status { return &Status{c: c} }
+
+// request is one call: method, escaped path, query and JSON body (nil for none).
+type request struct {
+	method string
+	path   string
+	query  url.Values
+	body   any
+}
+
+// do sends r and decodes a 2xx JSON answer into out (unless out is nil).
+// It returns the response's QueryMeta.
+func (c *Client) do(ctx context.Context, r request, out any) (*QueryMeta, error) {
+	req, err := c.newRequest(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); errors.Is(ctxErr, context.Canceled) {
+			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, ctxErr)
+		}
+		return nil, &UnreachableError{Address: c.Address(), Err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read response: %w", r.method, r.path, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, fmt.Errorf("%s %s: response larger than %d bytes", r.method, r.path, maxResponseBytes)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, decodeStatusError(resp.StatusCode, body)
+	}
+	meta, err := parseQueryMeta(resp.Header)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return nil, fmt.Errorf("%s %s: decode response: %w", r.method, r.path, err)
+		}
+	}
+	return meta, nil
+}
+
+func (c *Client) newRequest(ctx context.Context, r request) (*http.Request, error) {
+	u := c.base.String() + r.path
+	if len(r.query) > 0 {
+		u += "?" + r.query.Encode()
+	}
+	var body io.Reader
+	if r.body != nil {
+		b, err := json.Marshal(r.body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: encode request: %w", r.method, r.path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// decodeStatusError reads the agent's JSON error body; a body that is not
+// one (a proxy's page, a plain-text 404) becomes the message as it is.
+func decodeStatusError(code int, body []byte) *StatusError {
+	e := &StatusError{Code: code}
+	var payload struct {
+		Error  string `json:"error"`
+		Field  string `json:"field"`
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(body, &payload) == nil && (payload.Error != "" || payload.Field != "") {
+		e.Message = oneLine(payload.Error)
+		e.Field = payload.Field
+		e.Reason = oneLine(payload.Reason)
+		return e
+	}
+	e.Message = oneLine(string(body))
+	return e
+}
+
+// parseQueryMeta reads X-Consul-Index; a missing header is index 0.
+func parseQueryMeta(h http.Header) (*QueryMeta, error) {
+	meta := &QueryMeta{}
+	if v := h.Get("X-Consul-Index"); v != "" {
+		idx, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("invalid X-Consul-Index header %q", v)
+		}
+		meta.LastIndex = idx
+	}
+	return meta, nil
+}

@@ -1,0 +1,27 @@
+// Package api is the Go client of a cairn agent's HTTP API.
+//
+// The API keeps the paths and JSON shapes of Consul's /v1/agent, /v1/catalog,
+// /v1/health and /v1/status endpoints, so the types here carry Consul's field
+// names and code written against Consul's client reads the same way:
+//
+//	client, err := api.NewClient(api.DefaultConfig())
+//	if err != nil {
+//		return err
+//	}
+//	err = client.Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{
+//		Name: "web",
+//		Port: 8080,
+//	})
+//
+// Every call takes a context first; cancelling it abandons the request.
+//
+// Errors come in two kinds. When the agent answers with a status other than
+// 2xx the error is a *StatusError carrying the code and the agent's message
+// (for a rejected field, the field and the reason). When the agent cannot be
+// reached at all (connection refused, unknown host, timeout) the error is an
+// *UnreachableError whose text is one line naming the address and the root
+// cause. Both are matched with errors.As.
+//
+// The package imports only the standard library. A Client is safe for
+// concurrent use by several goroutines.
+package api

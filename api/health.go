@@ -1,0 +1,52 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+)
+
+// Health is the group of /v1/health endpoints: service instances with the
+// state of their checks.
+type Health struct{ c *Client }
+
+// Service lists the instances of the named service with their node and
+// checks: GET /v1/health/service/<name>[?tag=<tag>&passing=1]. With tag,
+// only instances carrying it; with passingOnly, only instances whose checks
+// all pass.
+func (h *Health) Service(ctx context.Context, name, tag string, passingOnly bool) ([]*ServiceEntry, *QueryMeta, error) {
+	if name == "" {
+		return nil, nil, errors.New("health service: service name is empty")
+	}
+	q := tagQuery(tag)
+	if passingOnly {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("passing", "1")
+	}
+	var out []*ServiceEntry
+	meta, err := h.c.do(ctx, request{
+		method: http.MethodGet,
+		path:   "/v1/health/service/" + url.PathEscape(name),
+		query:  q,
+	}, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, meta, nil
+}
+
+// Status is the group of /v1/status endpoints.
+type Status struct{ c *Client }
+
+// Leader returns the RPC address of the datacenter's Raft leader, or "" when
+// there is none: GET /v1/status/leader.
+func (s *Status) Leader(ctx context.Context) (string, error) {
+	var leader string
+	if _, err := s.c.do(ctx, request{method: http.MethodGet, path: "/v1/status/leader"}, &leader); err != nil {
+		return "", err
+	}
+	return leader, nil
+}

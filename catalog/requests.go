@@ -1,0 +1,25 @@
+package catalog
+
+// RegisterRequest registers or updates a node and, optionally, one service
+// and checks on it, in one atomic write.
+type RegisterRequest struct {
+	Datacenter string
+	ID         string // node ID
+	Node       string
+	Address    string
+	NodeMeta   map[string]string
+	Service    *Service // optional
+	Checks     []*Check // optional; Node is filled in from the request
+	// SkipNodeUpdate leaves an existing node row as it is (used when an
+	// agent re-syncs its services and must not overwrite fresher node data).
+	SkipNodeUpdate bool
+}
+
+// DeregisterRequest removes a service, a check, or (with neither set) a
+// whole node with its services and checks.
+type DeregisterRequest struct {
+	Datacenter string
+	Node       string
+	ServiceID  string
+	CheckID    string
+}

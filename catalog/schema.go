@@ -1,0 +1,74 @@
+package catalog
+
+import "github.com/hashicorp/go-memdb"
+
+// Table names.
+const (
+	tableNodes    = "nodes"
+	tableServices = "services"
+	tableChecks   = "checks"
+	tableIndex    = "index"
+)
+
+// serviceRow is how a service is stored: the service with the node it is on.
+// Name is lowercased so lookups ignore case, as DNS does.
+type serviceRow struct {
+	Node    string
+	ID      string
+	Name    string
+	Service *Service
+}
+
+// checkRow is how a check is stored.
+type checkRow struct {
+	Node      string
+	CheckID   string
+	ServiceID string
+	Check     *Check
+}
+
+// indexRow records the Raft index of the last write to a table.
+type indexRow struct {
+	Table string
+	Index uint64
+}
+
+func schema() *memdb.DBSchema {
+	lower := func(field string) memdb.Indexer {
+		return &memdb.StringFieldIndex{Field: field, Lowercase: true}
+	}
+	exact := func(field string) memdb.Indexer { return &memdb.StringFieldIndex{Field: field} }
+	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+		tableNodes: {
+			Name: tableNodes,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {Name: "id", Unique: true, Indexer: lower("Node")},
+			},
+		},
+		tableServices: {
+			Name: tableServices,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {Name: "id", Unique: true, Indexer: &memdb.CompoundIndex{
+					Indexes: []memdb.Indexer{lower("Node"), exact("ID")},
+				}},
+				"node":    {Name: "node", Indexer: lower("Node")},
+				"service": {Name: "service", Indexer: lower("Name")},
+			},
+		},
+		tableChecks: {
+			Name: tableChecks,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {Name: "id", Unique: true, Indexer: &memdb.CompoundIndex{
+					Indexes: []memdb.Indexer{lower("Node"), exact("CheckID")},
+				}},
+				"node": {Name: "node", Indexer: lower("Node")},
+			},
+		},
+		tableIndex: {
+			Name: tableIndex,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {Name: "id", Unique: true, Indexer: exact("Table")},
+			},
+		},
+	}}
+}

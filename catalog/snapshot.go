@@ -1,0 +1,89 @@
+package catalog
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+// Dump is a point-in-time copy of the whole catalog, as written to and read
+// from Raft snapshots.
+type Dump struct {
+	Index    uint64 // the highest table index
+	Nodes    []*Node
+	Services []DumpService
+	Checks   []*Check
+}
+
+// DumpService is a service with the node it is registered on.
+type DumpService struct {
+	Node    string
+	Service *Service
+}
+
+// Dump copies the current catalog out of one consistent read.
+func (s *Store) Dump() (*Dump, error) {
+	tx := s.read(nil)
+	d := &Dump{Index: maxIndex(tx, tableNodes, tableServices, tableChecks)}
+	err := eachRow(tx, tableNodes, func(raw any) { d.Nodes = append(d.Nodes, raw.(*Node)) })
+	if err == nil {
+		err = eachRow(tx, tableServices, func(raw any) {
+			r := raw.(*serviceRow)
+			d.Services = append(d.Services, DumpService{Node: r.Node, Service: r.Service})
+		})
+	}
+	if err == nil {
+		err = eachRow(tx, tableChecks, func(raw any) { d.Checks = append(d.Checks, raw.(*checkRow).Check) })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dump catalog: %w", err)
+	}
+	return d, nil
+}
+
+func eachRow(tx *memdb.Txn, table string, fn func(any)) error {
+	it, err := tx.Get(table, "id")
+	if err != nil {
+		return err
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		fn(raw)
+	}
+	return nil
+}
+
+// Restore replaces the whole catalog with d. Every watcher of the old
+// contents is woken, since anything may have changed.
+func (s *Store) Restore(d *Dump) error {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		return fmt.Errorf("restore catalog: %w", err)
+	}
+	tx := db.Txn(true)
+	defer tx.Abort()
+	for _, n := range d.Nodes {
+		if err := tx.Insert(tableNodes, n); err != nil {
+			return fmt.Errorf("restore node %q: %w", n.Node, err)
+		}
+	}
+	for _, ds := range d.Services {
+		row := &serviceRow{Node: ds.Node, ID: ds.Service.ID, Name: lower(ds.Service.Service), Service: ds.Service}
+		if err := tx.Insert(tableServices, row); err != nil {
+			return fmt.Errorf("restore service %q: %w", ds.Service.ID, err)
+		}
+	}
+	for _, c := range d.Checks {
+		if err := tx.Insert(tableChecks, &checkRow{Node: c.Node, CheckID: c.CheckID, ServiceID: c.ServiceID, Check: c}); err != nil {
+			return fmt.Errorf("restore check %q: %w", c.CheckID, err)
+		}
+	}
+	for _, t := range []string{tableNodes, tableServices, tableChecks} {
+		if err := bumpIndex(tx, t, d.Index); err != nil {
+			return err
+		}
+	}
+	tx.Commit()
+	old := s.state.Swap(&storeState{db: db, abandon: make(chan struct{})})
+	close(old.abandon)
+	return nil
+}

@@ -1,0 +1,310 @@
+package catalog
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+// WatchSet collects the channels of everything a read looked at; waiting on
+// it returns when any of that data changes. It is go-memdb's type, aliased so
+// callers need not import go-memdb.
+type WatchSet = memdb.WatchSet
+
+// NewWatchSet returns an empty WatchSet.
+func NewWatchSet() WatchSet { return memdb.NewWatchSet() }
+
+// Store is the catalog's state store. Reads never block writes; every value a
+// read returns is shared with other readers and must not be modified.
+type Store struct {
+	state atomic.Pointer[storeState]
+}
+
+// storeState is one database generation. Restore replaces it whole and
+// closes abandon, waking every watcher of the old generation.
+type storeState struct {
+	db      *memdb.MemDB
+	abandon chan struct{}
+}
+
+// NewStore returns an empty store.
+func NewStore() (*Store, error) {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		return nil, fmt.Errorf("create state store: %w", err)
+	}
+	s := &Store{}
+	s.state.Store(&storeState{db: db, abandon: make(chan struct{})})
+	return s, nil
+}
+
+// read opens a read transaction and adds the abandon channel to ws, so a
+// watcher also wakes when the whole store is replaced by a restore.
+func (s *Store) read(ws WatchSet) *memdb.Txn {
+	st := s.state.Load()
+	if ws != nil {
+		ws.Add(st.abandon)
+	}
+	return st.db.Txn(false)
+}
+
+// Index returns the Raft index of the last write to any of the catalog's
+// tables.
+func (s *Store) Index() uint64 {
+	return maxIndex(s.read(nil), tableNodes, tableServices, tableChecks)
+}
+
+func maxIndex(tx *memdb.Txn, tables ...string) uint64 {
+	var max uint64
+	for _, t := range tables {
+		raw, err := tx.First(tableIndex, "id", t)
+		if err == nil && raw != nil {
+			if i := raw.(*indexRow).Index; i > max {
+				max = i
+			}
+		}
+	}
+	return max
+}
+
+func bumpIndex(tx *memdb.Txn, table string, idx uint64) error {
+	if err := tx.Insert(tableIndex, &indexRow{Table: table, Index: idx}); err != nil {
+		return fmt.Errorf("update index of %s: %w", table, err)
+	}
+	return nil
+}
+
+// Register applies a RegisterRequest at Raft index idx: the node, then its
+// service, then its checks, all or nothing. Rows that do not change keep
+// their ModifyIndex, so watchers are not woken for nothing.
+func (s *Store) Register(idx uint64, req *RegisterRequest) error {
+	tx := s.state.Load().db.Txn(true)
+	defer tx.Abort()
+	if err := registerTxn(tx, idx, req); err != nil {
+		return err
+	}
+	tx.Commit()
+	return nil
+}
+
+func registerTxn(tx *memdb.Txn, idx uint64, req *RegisterRequest) error {
+	raw, err := tx.First(tableNodes, "id", req.Node)
+	if err != nil {
+		return fmt.Errorf("look up node %q: %w", req.Node, err)
+	}
+	existing, _ := raw.(*Node)
+	switch {
+	case existing != nil && req.SkipNodeUpdate:
+	case existing == nil && req.Address == "":
+		return fmt.Errorf("node %q: %w", req.Node, ErrNotFound)
+	default:
+		n := &Node{ID: req.ID, Node: req.Node, Address: req.Address, Datacenter: req.Datacenter, Meta: maps.Clone(req.NodeMeta)}
+		if existing == nil || !sameNode(existing, n) {
+			n.CreateIndex, n.ModifyIndex = idx, idx
+			if existing != nil {
+				n.CreateIndex = existing.CreateIndex
+			}
+			if err := tx.Insert(tableNodes, n); err != nil {
+				return fmt.Errorf("insert node %q: %w", req.Node, err)
+			}
+			if err := bumpIndex(tx, tableNodes, idx); err != nil {
+				return err
+			}
+		}
+	}
+	if req.Service != nil {
+		if err := ensureService(tx, idx, req.Node, req.Service); err != nil {
+			return err
+		}
+	}
+	for _, c := range req.Checks {
+		if err := ensureCheck(tx, idx, req.Node, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameNode(a, b *Node) bool {
+	return a.ID == b.ID && a.Node == b.Node && a.Address == b.Address &&
+		a.Datacenter == b.Datacenter && maps.Equal(a.Meta, b.Meta)
+}
+
+func sameService(a, b *Service) bool {
+	return a.ID == b.ID && a.Service == b.Service && slices.Equal(a.Tags, b.Tags) &&
+		a.Address == b.Address && a.Port == b.Port && maps.Equal(a.Meta, b.Meta) && a.Weights == b.Weights
+}
+
+func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
+	raw, err := tx.First(tableServices, "id", node, svc.ID)
+	if err != nil {
+		return fmt.Errorf("look up service %q: %w", svc.ID, err)
+	}
+	cp := *svc
+	cp.Tags = slices.Clone(svc.Tags)
+	cp.Meta = maps.Clone(svc.Meta)
+	if old, ok := raw.(*serviceRow); ok {
+		if sameService(old.Service, &cp) {
+			return nil
+		}
+		cp.CreateIndex = old.Service.CreateIndex
+	} else {
+		cp.CreateIndex = idx
+	}
+	cp.ModifyIndex = idx
+	row := &serviceRow{Node: node, ID: cp.ID, Name: strings.ToLower(cp.Service), Service: &cp}
+	if err := tx.Insert(tableServices, row); err != nil {
+		return fmt.Errorf("insert service %q: %w", svc.ID, err)
+	}
+	return bumpIndex(tx, tableServices, idx)
+}
+
+func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {
+	cp := *c
+	cp.Node = node
+	if cp.ServiceID != "" {
+		raw, err := tx.First(tableServices, "id", node, cp.ServiceID)
+		if err != nil {
+			return fmt.Errorf("look up service %q: %w", cp.ServiceID, err)
+		}
+		if raw == nil {
+			return fmt.Errorf("check %q: service %q: %w", cp.CheckID, cp.ServiceID, ErrNotFound)
+		}
+		cp.ServiceName = raw.(*serviceRow).Service.Service
+	}
+	raw, err := tx.First(tableChecks, "id", node, cp.CheckID)
+	if err != nil {
+		return fmt.Errorf("look up check %q: %w", cp.CheckID, err)
+	}
+	if old, ok := raw.(*checkRow); ok {
+		o := *old.Check
+		o.RaftIndex = RaftIndex{}
+		if o == cp {
+			return nil
+		}
+		cp.CreateIndex = old.Check.CreateIndex
+	} else {
+		cp.CreateIndex = idx
+	}
+	cp.ModifyIndex = idx
+	if err := tx.Insert(tableChecks, &checkRow{Node: node, CheckID: cp.CheckID, ServiceID: cp.ServiceID, Check: &cp}); err != nil {
+		return fmt.Errorf("insert check %q: %w", cp.CheckID, err)
+	}
+	return bumpIndex(tx, tableChecks, idx)
+}
+
+// Deregister applies a DeregisterRequest at Raft index idx. Removing what is
+// not there is not an error: deregistration is idempotent.
+func (s *Store) Deregister(idx uint64, req *DeregisterRequest) error {
+	tx := s.state.Load().db.Txn(true)
+	defer tx.Abort()
+	var err error
+	switch {
+	case req.CheckID != "":
+		err = deleteCheck(tx, idx, req.Node, req.CheckID)
+	case req.ServiceID != "":
+		err = deleteService(tx, idx, req.Node, req.ServiceID)
+	default:
+		err = deleteNode(tx, idx, req.Node)
+	}
+	if err != nil {
+		return err
+	}
+	tx.Commit()
+	return nil
+}
+
+func deleteCheck(tx *memdb.Txn, idx uint64, node, id string) error {
+	n, err := tx.DeleteAll(tableChecks, "id", node, id)
+	if err != nil {
+		return fmt.Errorf("delete check %q: %w", id, err)
+	}
+	if n > 0 {
+		return bumpIndex(tx, tableChecks, idx)
+	}
+	return nil
+}
+
+func deleteService(tx *memdb.Txn, idx uint64, node, id string) error {
+	n, err := tx.DeleteAll(tableServices, "id", node, id)
+	if err != nil {
+		return fmt.Errorf("delete service %q: %w", id, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := bumpIndex(tx, tableServices, idx); err != nil {
+		return err
+	}
+	checks, err := serviceChecks(tx, node, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range checks {
+		if err := deleteCheck(tx, idx, node, c.CheckID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deleteNode(tx *memdb.Txn, idx uint64, node string) error {
+	n, err := tx.DeleteAll(tableNodes, "id", node)
+	if err != nil {
+		return fmt.Errorf("delete node %q: %w", node, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := bumpIndex(tx, tableNodes, idx); err != nil {
+		return err
+	}
+	if n, err := tx.DeleteAll(tableServices, "node", node); err != nil {
+		return fmt.Errorf("delete services of node %q: %w", node, err)
+	} else if n > 0 {
+		if err := bumpIndex(tx, tableServices, idx); err != nil {
+			return err
+		}
+	}
+	if n, err := tx.DeleteAll(tableChecks, "node", node); err != nil {
+		return fmt.Errorf("delete checks of node %q: %w", node, err)
+	} else if n > 0 {
+		if err := bumpIndex(tx, tableChecks, idx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceChecks returns the checks on one service of a node.
+func serviceChecks(tx *memdb.Txn, node, serviceID string) ([]*Check, error) {
+	all, _, err := nodeChecks(tx, node)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Check
+	for _, c := range all {
+		if c.ServiceID == serviceID {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// nodeChecks returns every check of a node and a channel that closes when
+// any of them changes.
+func nodeChecks(tx *memdb.Txn, node string) ([]*Check, <-chan struct{}, error) {
+	it, err := tx.Get(tableChecks, "node", node)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list checks of node %q: %w", node, err)
+	}
+	var out []*Check
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*checkRow).Check)
+	}
+	return out, it.WatchCh(), nil
+}

@@ -1,0 +1,156 @@
+package catalog
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// HealthStatus is the state of one check, or the aggregate of several.
+type HealthStatus string
+
+// The health states, ordered from best to worst by Worse.
+const (
+	HealthPassing     HealthStatus = "passing"
+	HealthWarning     HealthStatus = "warning"
+	HealthCritical    HealthStatus = "critical"
+	HealthMaintenance HealthStatus = "maintenance"
+)
+
+// severity orders states so the worst of a set can be picked. Maintenance
+// ranks above critical: it takes an instance out of answers on purpose.
+func (h HealthStatus) severity() int {
+	switch h {
+	case HealthPassing:
+		return 0
+	case HealthWarning:
+		return 1
+	case HealthCritical:
+		return 2
+	case HealthMaintenance:
+		return 3
+	}
+	return 2 // an unknown state is treated as critical
+}
+
+// Worse returns the worse of two states.
+func (h HealthStatus) Worse(o HealthStatus) HealthStatus {
+	if o.severity() > h.severity() {
+		return o
+	}
+	return h
+}
+
+// Valid reports whether h is one of the known states.
+func (h HealthStatus) Valid() bool {
+	switch h {
+	case HealthPassing, HealthWarning, HealthCritical, HealthMaintenance:
+		return true
+	}
+	return false
+}
+
+// RaftIndex records the Raft indexes at which a row was created and last
+// modified.
+type RaftIndex struct {
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// Node is one machine in a datacenter.
+type Node struct {
+	ID         string            // optional stable identifier (a UUID)
+	Node       string            // node name, a DNS label, unique per datacenter
+	Address    string            // IP address the node is reached at
+	Datacenter string            // datacenter the node belongs to
+	Meta       map[string]string // free-form metadata
+	RaftIndex
+}
+
+// Weights are the SRV weights given to an instance while its checks are
+// passing or warning.
+type Weights struct {
+	Passing int
+	Warning int
+}
+
+// DefaultWeights are the weights of a service registered without any.
+var DefaultWeights = Weights{Passing: 1, Warning: 1}
+
+// Service is one service instance registered on a node.
+type Service struct {
+	ID      string            // unique on its node; defaults to Service
+	Service string            // service name, a DNS label
+	Tags    []string          // each a DNS label
+	Address string            // optional; the node's address is used when empty
+	Port    int               // 0–65535
+	Meta    map[string]string // free-form metadata
+	Weights Weights
+	RaftIndex
+}
+
+// Check is one health check, on a node (ServiceID empty) or on a service.
+type Check struct {
+	Node        string
+	CheckID     string
+	Name        string
+	Status      HealthStatus
+	Notes       string
+	Output      string
+	ServiceID   string
+	ServiceName string
+	RaftIndex
+}
+
+// ServiceInstance is a service together with the node it runs on and every
+// check that bears on its health: the node's own checks and the service's.
+// Instances returned by the store are shared snapshots and must not be
+// modified.
+type ServiceInstance struct {
+	Node    *Node
+	Service *Service
+	Checks  []*Check
+}
+
+// Status is the aggregate health of the instance: the worst of its checks,
+// passing when it has none.
+func (si ServiceInstance) Status() HealthStatus {
+	s := HealthPassing
+	for _, c := range si.Checks {
+		s = s.Worse(c.Status)
+	}
+	return s
+}
+
+// Healthy reports whether the instance should be given out: no check on it
+// or its node is critical or in maintenance, and with onlyPassing none is
+// warning either.
+func (si ServiceInstance) Healthy(onlyPassing bool) bool {
+	switch si.Status() {
+	case HealthPassing:
+		return true
+	case HealthWarning:
+		return !onlyPassing
+	}
+	return false
+}
+
+// Address is the address the instance is reached at: the service's own
+// address, else its node's.
+func (si ServiceInstance) Address() string {
+	if si.Service.Address != "" {
+		return si.Service.Address
+	}
+	return si.Node.Address
+}
+
+// HasTag reports whether the service carries tag, compared case-insensitively
+// as DNS compares names.
+func (s *Service) HasTag(tag string) bool {
+	return slices.ContainsFunc(s.Tags, func(t string) bool { return equalFold(t, tag) })
+}
+
+// IsIP reports whether addr parses as an IPv4 or IPv6 address.
+func IsIP(addr string) bool {
+	_, err := netip.ParseAddr(addr)
+	return err == nil
+}

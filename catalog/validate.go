@@ -1,0 +1,178 @@
+package catalog
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Limits on what a registration may carry. They keep every accepted value
+// answerable in DNS and keep one registration from bloating the catalog.
+const (
+	MaxLabelLength  = 63  // RFC 1035 limit of one DNS label
+	MaxIDLength     = 128 // service and check IDs
+	MaxTags         = 64
+	MaxMetaPairs    = 64
+	MaxMetaKeyLen   = 128
+	MaxMetaValueLen = 512
+)
+
+var metaKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ValidLabel reports why s cannot be one DNS label, or "" when it can: 1–63
+// letters, digits and hyphens, not starting or ending with a hyphen (RFC 1123).
+// Names are compared case-insensitively, as DNS does.
+func ValidLabel(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	if len(s) > MaxLabelLength {
+		return fmt.Sprintf("must be at most %d characters to be a DNS label, got %d", MaxLabelLength, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-':
+			if i == 0 || i == len(s)-1 {
+				return "must not start or end with '-' to be a DNS label"
+			}
+		default:
+			return fmt.Sprintf("character %q is not allowed in a DNS label (letters, digits and '-' only)", c)
+		}
+	}
+	return ""
+}
+
+// ValidateNodeName checks a node name.
+func ValidateNodeName(field, name string) error {
+	if r := ValidLabel(name); r != "" {
+		return fieldErr(field, "%s", r)
+	}
+	return nil
+}
+
+// ValidateID checks a service or check ID: it appears in URL paths, so it
+// must be non-empty printable ASCII without '/', '?', '#' or '%'.
+func ValidateID(field, id string) error {
+	if id == "" {
+		return fieldErr(field, "must not be empty")
+	}
+	if len(id) > MaxIDLength {
+		return fieldErr(field, "must be at most %d characters, got %d", MaxIDLength, len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("/?#%", c) >= 0 {
+			return fieldErr(field, "character %q is not allowed (printable ASCII without space, '/', '?', '#', '%%')", c)
+		}
+	}
+	return nil
+}
+
+// ValidateMeta checks metadata keys and values.
+func ValidateMeta(field string, meta map[string]string) error {
+	if len(meta) > MaxMetaPairs {
+		return fieldErr(field, "at most %d pairs are allowed, got %d", MaxMetaPairs, len(meta))
+	}
+	for k, v := range meta {
+		if len(k) > MaxMetaKeyLen || !metaKeyRE.MatchString(k) {
+			return fieldErr(field+"["+k+"]", "key must be 1–%d letters, digits, '_' or '-'", MaxMetaKeyLen)
+		}
+		if len(v) > MaxMetaValueLen {
+			return fieldErr(field+"["+k+"]", "value must be at most %d characters, got %d", MaxMetaValueLen, len(v))
+		}
+	}
+	return nil
+}
+
+// NormalizeService fills in defaults (ID from the name, default weights) and
+// validates every field, so that everything accepted can be answered in DNS.
+// It returns a *FieldError naming the first bad field.
+func NormalizeService(s *Service) error {
+	if s.Service == "" {
+		return fieldErr("Name", "is required")
+	}
+	if r := ValidLabel(s.Service); r != "" {
+		return fieldErr("Name", "%s", r)
+	}
+	if s.ID == "" {
+		s.ID = s.Service
+	}
+	if err := ValidateID("ID", s.ID); err != nil {
+		return err
+	}
+	if len(s.Tags) > MaxTags {
+		return fieldErr("Tags", "at most %d tags are allowed, got %d", MaxTags, len(s.Tags))
+	}
+	for i, t := range s.Tags {
+		if r := ValidLabel(t); r != "" {
+			return fieldErr(fmt.Sprintf("Tags[%d]", i), "%s", r)
+		}
+	}
+	if s.Address != "" && !IsIP(s.Address) {
+		return fieldErr("Address", "%q is not an IP address", s.Address)
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		return fieldErr("Port", "must be between 0 and 65535, got %d", s.Port)
+	}
+	if err := ValidateMeta("Meta", s.Meta); err != nil {
+		return err
+	}
+	if s.Weights == (Weights{}) {
+		s.Weights = DefaultWeights
+	}
+	if s.Weights.Passing < 1 || s.Weights.Passing > 65535 {
+		return fieldErr("Weights.Passing", "must be between 1 and 65535, got %d", s.Weights.Passing)
+	}
+	if s.Weights.Warning < 0 || s.Weights.Warning > 65535 {
+		return fieldErr("Weights.Warning", "must be between 0 and 65535, got %d", s.Weights.Warning)
+	}
+	return nil
+}
+
+// ValidateRegister checks a whole RegisterRequest, normalising its service.
+func ValidateRegister(r *RegisterRequest) error {
+	if err := ValidateNodeName("Node", r.Node); err != nil {
+		return err
+	}
+	if r.Address == "" && !r.SkipNodeUpdate {
+		return fieldErr("Address", "is required")
+	}
+	if r.Address != "" && !IsIP(r.Address) {
+		return fieldErr("Address", "%q is not an IP address", r.Address)
+	}
+	if err := ValidateMeta("NodeMeta", r.NodeMeta); err != nil {
+		return err
+	}
+	if r.Service != nil {
+		if err := NormalizeService(r.Service); err != nil {
+			var fe *FieldError
+			if asFieldError(err, &fe) {
+				fe.Field = "Service." + fe.Field
+			}
+			return err
+		}
+	}
+	for i, c := range r.Checks {
+		if err := ValidateID(fmt.Sprintf("Checks[%d].CheckID", i), c.CheckID); err != nil {
+			return err
+		}
+		if !c.Status.Valid() {
+			return fieldErr(fmt.Sprintf("Checks[%d].Status", i), "must be passing, warning, critical or maintenance, got %q", c.Status)
+		}
+	}
+	return nil
+}
+
+func asFieldError(err error, fe **FieldError) bool {
+	e, ok := err.(*FieldError)
+	if ok {
+		*fe = e
+	}
+	return ok
+}
+
+func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
+
+func lower(s string) string { return strings.ToLower(s) }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cairndns/cairn/agent"
+	"github.com/urfave/cli/v2"
+)
+
+func agentCommand() *cli.Command {
+	def := agent.DefaultConfig()
+	return &cli.Command{
+		Name:      "agent",
+		Usage:     "Run a cairn agent",
+		UsageText: "cairn agent -dev\ncairn agent -data-dir /var/lib/cairn [-config-file cairn.hcl] [options]",
+		Description: "Runs the agent of this machine: the DNS server, the HTTP API and, with\n" +
+			"-server, the catalog. It runs until interrupted (SIGINT or SIGTERM), then\n" +
+			"shuts down cleanly.\n\n" +
+			"Settings are applied in order: the defaults, -dev, the -config-file (HCL,\n" +
+			"or JSON when its name ends in .json), then the flags given on the command\n" +
+			"line, which win over the file.",
+		OnUsageError: usageError("cairn agent"),
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dev", Usage: "development mode: one in-memory server, nothing to configure"},
+			&cli.BoolFlag{Name: "server", Usage: "run as a server holding the catalog (implied by -dev)"},
+			&cli.StringFlag{Name: "config-file", Usage: "read settings from an HCL or JSON `FILE`"},
+			&cli.StringFlag{Name: "node", Usage: "node `NAME` in the catalog and in DNS", DefaultText: "host name"},
+			&cli.StringFlag{Name: "datacenter", Usage: "`DC` this agent belongs to", Value: def.Datacenter},
+			&cli.StringFlag{Name: "domain", Usage: "DNS `ZONE` cairn answers for", Value: def.Domain},
+			&cli.StringFlag{Name: "bind", Usage: "`IP` cluster traffic binds to", Value: def.BindAddr},
+			&cli.StringFlag{Name: "advertise", Usage: "`IP` other nodes and DNS answers use for this node", DefaultText: "the bind address"},
+			&cli.StringFlag{Name: "client", Usage: "`IP` the DNS and HTTP listeners bind to", Value: def.ClientAddr},
+			&cli.IntFlag{Name: "dns-port", Usage: "DNS `PORT` (UDP and TCP)", Value: def.Ports.DNS},
+			&cli.IntFlag{Name: "http-port", Usage: "HTTP API `PORT`", Value: def.Ports.HTTP},
+			&cli.StringFlag{Name: "data-dir", Usage: "`DIR` holding the Raft log, snapshots and local services (required unless -dev)"},
+			&cli.StringFlag{Name: "log-level", Usage: "log `LEVEL`: debug, info, warn or error", Value: def.LogLevel},
+		},
+		Action: runAgent,
+	}
+}
+
+func runAgent(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: \"cairn agent\" takes only flags (see \"cairn agent -h\")", c.Args().First())
+	}
+	cfg, err := agentConfig(c)
+	if err != nil {
+		return err
+	}
+	level, err := agent.ParseLogLevel(cfg.LogLevel)
+	if err != nil { // Validate has checked it; kept for safety
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// After the first signal, restore the default handling so a second
+	// one ends a shutdown that hangs.
+	context.AfterFunc(ctx, stop)
+
+	if err := agent.Run(ctx, cfg, logger); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	return nil
+}
+
+// flagForField names the flag that sets a config field, as agent.FieldError
+// names it ("ports.dns" → "dns-port").
+func flagForField(field string) (string, bool) {
+	switch field {
+	case "node_name":
+		return "node", true
+	case "bind_addr":
+		return "bind", true
+	case "advertise_addr":
+		return "advertise", true
+	case "client_addr":
+		return "client", true
+	case "ports.dns":
+		return "dns-port", true
+	case "ports.http":
+		return "http-port", true
+	case "datacenter", "domain", "data_dir", "log_level":
+		return strings.ReplaceAll(field, "_", "-"), true
+	}
+	return "", false
+}
+
+// agentConfig builds the agent's configuration: defaults, then -dev, then
+// the config file, then every flag the user gave (flags win over the file),
+// then validation.
+func agentConfig(c *cli.Context) (agent.Config, error) {
+	cfg := agent.DefaultConfig()
+	if c.Bool("dev") {
+		cfg.Dev = true
+		cfg.Server = true
+	}
+	if path := c.String("config-file"); path != "" {
+		if err := agent.LoadConfigFile(path, &cfg); err != nil {
+			return cfg, err
+		}
+	}
+	for _, f := range []struct {
+		flag string
+		dst  *string
+	}{
+		{"node", &cfg.NodeName}, {"datacenter", &cfg.Datacenter}, {"domain", &cfg.Domain},
+		{"bind", &cfg.BindAddr}, {"advertise", &cfg.AdvertiseAddr}, {"client", &cfg.ClientAddr},
+		{"data-dir", &cfg.DataDir}, {"log-level", &cfg.LogLevel},
+	} {
+		if c.IsSet(f.flag) {
+			*f.dst = c.String(f.flag)
+		}
+	}
+	if c.IsSet("dns-port") {
+		cfg.Ports.DNS = c.Int("dns-port")
+	}
+	if c.IsSet("http-port") {
+		cfg.Ports.HTTP = c.Int("http-port")
+	}
+	if c.IsSet("server") {
+		cfg.Server = c.Bool("server")
+	}
+	if cfg.Dev && !cfg.Server {
+		if c.IsSet("server") {
+			return cfg, errors.New("-server=false cannot be combined with -dev: a dev agent is always a server")
+		}
+		cfg.Server = true // a config file's "server = false" yields to -dev
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, explainConfigError(c, err)
+	}
+	return cfg, nil
+}
+
+// explainConfigError names, for each rejected field, the flag the user gave
+// for it, or the flag to use when neither the flag nor a config file set it.
+// A field that may come from the file keeps the file's key.
+func explainConfigError(c *cli.Context, err error) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		var fe *agent.FieldError
+		flag, known := "", false
+		if errors.As(e, &fe) {
+			flag, known = flagForField(fe.Field)
+		}
+		switch {
+		case !known:
+			out = append(out, e)
+		case c.IsSet(flag) || !c.IsSet("config-file"):
+			out = append(out, fmt.Errorf("-%s: %s", flag, fe.Reason))
+		default:
+			out = append(out, fmt.Errorf("%s (in %s, or set -%s): %s",
+				fe.Field, strconv.Quote(c.String("config-file")), flag, fe.Reason))
+		}
+	}
+	return errors.Join(out...)
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairndns/cairn/agent"
+	"github.com/urfave/cli/v2"
+)
+
+// configFromArgs runs "cairn agent args…" with the agent's action replaced
+// by one that only builds the configuration.
+func configFromArgs(t *testing.T, args ...string) (agent.Config, error) {
+	t.Helper()
+	app := newApp(io.Discard, io.Discard)
+	var (
+		cfg    agent.Config
+		cfgErr error
+		ran    bool
+	)
+	for _, cmd := range app.Commands {
+		if cmd.Name == "agent" {
+			cmd.Action = func(c *cli.Context) error {
+				ran = true
+				cfg, cfgErr = agentConfig(c)
+				return nil
+			}
+		}
+	}
+	if err := app.Run(append([]string{"cairn", "agent"}, args...)); err != nil {
+		t.Fatalf("cairn agent %v: %v", args, err)
+	}
+	if !ran {
+		t.Fatalf("cairn agent %v: the action did not run", args)
+	}
+	return cfg, cfgErr
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestAgentConfigDefaults(t *testing.T) {
+	got, err := configFromArgs(t, "-dev")
+	if err != nil {
+		t.Fatalf("-dev: %v", err)
+	}
+	want := agent.DefaultConfig()
+	want.Dev, want.Server = true, true
+	if got != want {
+		t.Errorf("-dev: got %+v, want %+v", got, want)
+	}
+
+	got, err = configFromArgs(t, "-data-dir", "/var/lib/cairn")
+	if err != nil {
+		t.Fatalf("-data-dir: %v", err)
+	}
+	want = agent.DefaultConfig()
+	want.DataDir = "/var/lib/cairn"
+	if got != want {
+		t.Errorf("-data-dir: got %+v, want %+v", got, want)
+	}
+}
+
+const hclConfig = `
+datacenter = "dc2"
+domain     = "corp."
+data_dir   = "/data/file"
+server     = true
+log_level  = "debug"
+ports {
+  dns  = 5353
+  http = 9500
+}
+`
+
+func TestAgentConfigFile(t *testing.T) {
+	for name, content := range map[string]string{
+		"cairn.hcl": hclConfig,
+		"cairn.json": `{"datacenter": "dc2", "domain": "corp.", "data_dir": "/data/file", "server": true,
+			"log_level": "debug", "ports": {"dns": 5353, "http": 9500}}`,
+	} {
+		got, err := configFromArgs(t, "-config-file", writeFile(t, name, content))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := agent.DefaultConfig()
+		want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc2", "corp.", "/data/file", true, "debug"
+		want.Ports = agent.Ports{DNS: 5353, HTTP: 9500}
+		if got != want {
+			t.Errorf("%s: got %+v, want %+v", name, got, want)
+		}
+	}
+}
+
+func TestAgentConfigFlagsWinOverFile(t *testing.T) {
+	path := writeFile(t, "cairn.hcl", hclConfig)
+	got, err := configFromArgs(t, "-config-file", path,
+		"-datacenter", "dc3", "-http-port", "0", "-server=false", "-node", "n7",
+		"-bind", "10.0.0.7", "-advertise", "10.0.0.8", "-client", "0.0.0.0", "-log-level", "warn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agent.DefaultConfig()
+	want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc3", "corp.", "/data/file", false, "warn"
+	want.NodeName, want.BindAddr, want.AdvertiseAddr, want.ClientAddr = "n7", "10.0.0.7", "10.0.0.8", "0.0.0.0"
+	want.Ports = agent.Ports{DNS: 5353, HTTP: 0} // -http-port 0 wins although it is the zero value
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestAgentConfigDevIsAlwaysServer(t *testing.T) {
+	path := writeFile(t, "cairn.hcl", "server = false\n")
+	got, err := configFromArgs(t, "-dev", "-config-file", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Dev || !got.Server {
+		t.Errorf("-dev with a file saying server = false: got Dev %v, Server %v, want both true", got.Dev, got.Server)
+	}
+	if _, err := configFromArgs(t, "-dev", "-server=false"); err == nil || !strings.Contains(err.Error(), "-server=false") {
+		t.Errorf("-dev -server=false: got error %v, want one naming -server=false", err)
+	}
+}
+
+func TestAgentConfigErrors(t *testing.T) {
+	badDC := writeFile(t, "bad.hcl", "datacenter = \"dc_2\"\ndata_dir = \"/d\"\n")
+	typo := writeFile(t, "typo.hcl", "data_dri = \"/d\"\n")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"-data-dir: is required"}},
+		{[]string{"-dev", "-dns-port", "70000"}, []string{"-dns-port: ", "70000"}},
+		{[]string{"-dev", "-http-port", "-1"}, []string{"-http-port: ", "-1"}},
+		{[]string{"-dev", "-datacenter", "dc_1"}, []string{"-datacenter: ", "dc_1"}},
+		{[]string{"-dev", "-node", "a.b"}, []string{"-node: ", "a.b"}},
+		{[]string{"-dev", "-domain", "bad..domain"}, []string{"-domain: "}},
+		{[]string{"-dev", "-bind", "nowhere"}, []string{"-bind: ", "nowhere"}},
+		{[]string{"-dev", "-advertise", "0.0.0.0"}, []string{"-advertise: "}},
+		{[]string{"-dev", "-client", "::x"}, []string{"-client: "}},
+		{[]string{"-dev", "-log-level", "loud"}, []string{"-log-level: ", "loud"}},
+		{[]string{"-dev", "-dns-port", "70000", "-log-level", "loud"}, []string{"-dns-port: ", "-log-level: "}},
+		{[]string{"-config-file", badDC}, []string{"datacenter", badDC, "-datacenter", "dc_2"}},
+		{[]string{"-config-file", typo}, []string{"data_dri", "unknown key"}},
+		{[]string{"-config-file", filepath.Join(t.TempDir(), "missing.hcl")}, []string{"missing.hcl"}},
+	} {
+		_, err := configFromArgs(t, tc.args...)
+		if err == nil {
+			t.Errorf("%v: got no error, want one containing %q", tc.args, tc.want)
+			continue
+		}
+		line := errorLine(err)
+		if strings.Contains(line, "\n") {
+			t.Errorf("%v: error line %q has several lines", tc.args, line)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%v: got error %q, want it to contain %q", tc.args, line, w)
+			}
+		}
+	}
+}
+
+func TestAgentBadConfigExitsWithOneLine(t *testing.T) {
+	_, stderr, code := runCLI(t, "agent", "-dev", "-dns-port", "70000", "-datacenter", "x_y")
+	wantError(t, stderr, code, "-dns-port: must be between 0 and 65535, got 70000", "; ", "-datacenter: ")
+}

@@ -1,0 +1,141 @@
+// Command cairn is the cairn agent and the command-line client of its HTTP
+// API. It only turns flags, files and the environment into an agent.Config
+// or an api call; the work happens in package agent and on the agent.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/cairndns/cairn/api"
+	"github.com/urfave/cli/v2"
+)
+
+// devVersion is the version of a build that says nothing else.
+const devVersion = "0.1.0-dev"
+
+// version is set at release with
+// -ldflags "-X main.version=1.2.3"; otherwise the module version from the
+// build info is used when there is one.
+var version = devVersion
+
+func main() {
+	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
+}
+
+// run runs the CLI and returns the process exit code. An error is printed
+// to stderr as one line, "Error: …".
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if err := newApp(stdout, stderr).RunContext(ctx, args); err != nil {
+		fmt.Fprintf(stderr, "Error: %s\n", errorLine(err))
+		return 1
+	}
+	return 0
+}
+
+// newApp builds the CLI writing to stdout and stderr. It never exits the
+// process: errors are returned from Run.
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      "cairn",
+		Usage:     "DNS-centric service discovery",
+		UsageText: "cairn <command> [options]",
+		Description: "Every machine runs one \"cairn agent\"; applications find services by DNS\n" +
+			"(dig @127.0.0.1 -p 8600 web.service.cluster SRV) and operators register them\n" +
+			"with \"cairn services register\". Run \"cairn <command> -h\" for a command's options.",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// Version is a command; the -v flag urfave adds would print
+		// through a package-level printer.
+		HideVersion: true,
+		// One -tag or -meta value is one value, even with a comma in it.
+		DisableSliceFlagSeparator: true,
+		// Errors are returned to run, which prints them; never os.Exit here.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   usageError("cairn"),
+		Action:         groupAction("cairn"),
+		Commands: []*cli.Command{
+			agentCommand(),
+			servicesCommand(),
+			catalogCommand(),
+			versionCommand(),
+		},
+	}
+}
+
+// usageError turns a flag parse error into one line telling where help is.
+func usageError(path string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		return fmt.Errorf("%v (see \"%s -h\")", err, path)
+	}
+}
+
+// groupAction is the action of a command that only holds subcommands:
+// without arguments it shows help, with one it names the unknown command.
+func groupAction(path string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return fmt.Errorf("unknown command %q (see \"%s -h\" for the commands)",
+				path+" "+c.Args().First(), path)
+		}
+		if path == "cairn" {
+			return cli.ShowAppHelp(c)
+		}
+		return cli.ShowSubcommandHelp(c)
+	}
+}
+
+// errorLine renders err as the one line main prints. An unreachable agent is
+// reported by its own message alone; joined errors are separated by "; ".
+func errorLine(err error) string {
+	var ue *api.UnreachableError
+	if errors.As(err, &ue) {
+		return ue.Error()
+	}
+	var parts []string
+	var flatten func(error)
+	flatten = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, sub := range j.Unwrap() {
+				flatten(sub)
+			}
+			return
+		}
+		parts = append(parts, strings.Join(strings.Fields(e.Error()), " "))
+	}
+	flatten(err)
+	return strings.Join(parts, "; ")
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "version",
+		Usage:        "Print the version of cairn",
+		UsageText:    "cairn version",
+		OnUsageError: usageError("cairn version"),
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return errors.New(`"cairn version" takes no arguments`)
+			}
+			_, err := fmt.Fprintln(c.App.Writer, versionString())
+			return err
+		},
+	}
+}
+
+// versionString is "cairn <version> (<go version>)".
+func versionString() string {
+	v := version
+	if v == devVersion {
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+	}
+	return fmt.Sprintf("cairn %s (%s)", v, runtime.Version())
+}

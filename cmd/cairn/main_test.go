@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// runCLI runs the CLI with args and returns its output and exit code.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), append([]string{"cairn"}, args...), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// wantError checks that the CLI failed with exactly one "Error: " line on
+// stderr containing every part of want.
+func wantError(t *testing.T, stderr string, code int, want ...string) {
+	t.Helper()
+	if code != 1 {
+		t.Errorf("got exit code %d, want 1", code)
+	}
+	if !strings.HasPrefix(stderr, "Error: ") || strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		t.Errorf("got stderr %q, want one line starting with \"Error: \"", stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("got stderr %q, want it to contain %q", stderr, w)
+		}
+	}
+}
+
+// seenRequest is what the fake agent saw of one request.
+type seenRequest struct {
+	Method, Path string
+	Body         []byte
+}
+
+// fakeAgent serves canned answers by "METHOD /path" (404 for others) and
+// records the requests it sees.
+type fakeAgent struct {
+	URL     string
+	mu      sync.Mutex
+	seen    []seenRequest
+	answers map[string]answer
+}
+
+type answer struct {
+	status int
+	body   string
+}
+
+func newFakeAgent(t *testing.T, answers map[string]answer) *fakeAgent {
+	t.Helper()
+	f := &fakeAgent{answers: answers}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.seen = append(f.seen, seenRequest{Method: r.Method, Path: r.URL.EscapedPath(), Body: body})
+		f.mu.Unlock()
+		a, ok := f.answers[r.Method+" "+r.URL.EscapedPath()]
+		if !ok {
+			a = answer{status: 404, body: `{"error": "no such endpoint"}`}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Consul-Index", "3")
+		if a.status != 0 {
+			w.WriteHeader(a.status)
+		}
+		io.WriteString(w, a.body)
+	}))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// reset forgets the requests seen so far.
+func (f *fakeAgent) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen = nil
+}
+
+func (f *fakeAgent) requests() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.seen...)
+}
+
+// only returns the one request the agent saw, checking its method and path.
+func (f *fakeAgent) only(t *testing.T, method, path string) seenRequest {
+	t.Helper()
+	got := f.requests()
+	if len(got) != 1 {
+		t.Fatalf("agent saw %d requests, want 1: %+v", len(got), got)
+	}
+	if got[0].Method != method || got[0].Path != path {
+		t.Errorf("agent saw %s %s, want %s %s", got[0].Method, got[0].Path, method, path)
+	}
+	return got[0]
+}
+
+// bodyMap decodes a JSON body for comparison.
+func bodyMap(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	return m
+}
+
+// closedAddress returns an address on which nothing listens.
+func closedAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestUnreachableAgentIsOneLine(t *testing.T) {
+	addr := closedAddress(t)
+	for _, args := range [][]string{
+		{"services", "register", "-http-addr", addr, "-name", "web"},
+		{"services", "deregister", "-http-addr", addr, "-id", "web"},
+		{"services", "list", "-http-addr", addr},
+		{"catalog", "services", "-http-addr", addr},
+		{"catalog", "nodes", "-http-addr", addr},
+	} {
+		stdout, stderr, code := runCLI(t, args...)
+		want := "Error: cannot reach the cairn agent at http://" + addr + ": connection refused ("
+		wantError(t, stderr, code, want, "CAIRN_HTTP_ADDR")
+		if !strings.HasPrefix(stderr, want) {
+			t.Errorf("%v: got stderr %q, want it to start with %q", args, stderr, want)
+		}
+		if stdout != "" {
+			t.Errorf("%v: got stdout %q, want none", args, stdout)
+		}
+	}
+}
+
+func TestHTTPAddrFromEnv(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"GET /v1/agent/services": {body: `{}`}})
+	t.Setenv("CAIRN_HTTP_ADDR", agent.URL)
+	if _, stderr, code := runCLI(t, "services", "list"); code != 0 {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	agent.only(t, "GET", "/v1/agent/services")
+}
+
+func TestBadHTTPAddr(t *testing.T) {
+	_, stderr, code := runCLI(t, "services", "list", "-http-addr", "ftp://x:1")
+	wantError(t, stderr, code, "-http-addr", "ftp://x:1")
+}
+
+func TestVersion(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "version")
+	if code != 0 || stderr != "" {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	if re := regexp.MustCompile(`^cairn \S+ \(go[0-9.]+\S*\)\n$`); !re.MatchString(stdout) {
+		t.Errorf("got %q, want %s", stdout, re)
+	}
+	if !strings.Contains(stdout, " "+version+" ") {
+		t.Errorf("got %q, want it to hold the version %q", stdout, version)
+	}
+}
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	for _, args := range [][]string{
+		{"-h"}, {"agent", "-h"}, {"services", "-h"}, {"services", "register", "-h"},
+		{"services", "deregister", "-h"}, {"services", "list", "-h"}, {"catalog", "-h"},
+		{"catalog", "services", "-h"}, {"catalog", "nodes", "-h"}, {"version", "-h"},
+	} {
+		stdout, stderr, code := runCLI(t, args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("%v: got exit code %d, stderr %q", args, code, stderr)
+		}
+		name := "cairn " + strings.Join(args[:len(args)-1], " ")
+		if !strings.Contains(stdout, "USAGE:") || !strings.Contains(stdout, strings.TrimSpace(name)) {
+			t.Errorf("%v: got help %q, want USAGE naming %q", args, stdout, name)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"nope"}, []string{`unknown command "cairn nope"`, `"cairn -h"`}},
+		{[]string{"services", "nope"}, []string{`unknown command "cairn services nope"`}},
+		{[]string{"services", "list", "-bogus"}, []string{"-bogus", `"cairn services list -h"`}},
+		{[]string{"services", "register", "-port", "http"}, []string{"-port", `"cairn services register -h"`}},
+		{[]string{"services", "list", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"agent", "-dev", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"version", "extra"}, []string{"no arguments"}},
+	} {
+		stdout, stderr, code := runCLI(t, tc.args...)
+		wantError(t, stderr, code, tc.want...)
+		if stdout != "" {
+			t.Errorf("%v: got stdout %q, want none", tc.args, stdout)
+		}
+	}
+}

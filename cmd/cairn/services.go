@@ -1,0 +1,257 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cairndns/cairn/api"
+	"github.com/urfave/cli/v2"
+)
+
+// httpAddrFlag is the agent address flag shared by every command that talks
+// to the agent.
+func httpAddrFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:    "http-addr",
+		Usage:   "`ADDRESS` of the agent's HTTP API: host:port or http(s)://host:port",
+		EnvVars: []string{api.AddressEnv},
+		Value:   api.DefaultAddress,
+	}
+}
+
+// newClient returns a client for the agent named by -http-addr.
+func newClient(c *cli.Context) (*api.Client, error) {
+	client, err := api.NewClient(api.Config{Address: c.String("http-addr")})
+	if err != nil {
+		return nil, fmt.Errorf("-http-addr: %w", err)
+	}
+	return client, nil
+}
+
+func servicesCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "services",
+		Usage:        "Register, deregister and list the services of the local agent",
+		UsageText:    "cairn services <register|deregister|list> [options]",
+		OnUsageError: usageError("cairn services"),
+		Action:       groupAction("cairn services"),
+		Subcommands: []*cli.Command{
+			registerCommand(),
+			deregisterCommand(),
+			listCommand(),
+		},
+	}
+}
+
+func registerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "register",
+		Usage: "Register a service with the local agent",
+		UsageText: "cairn services register -name web -port 8080 [-id web-1] [-tag v1]... [-meta key=value]...\n" +
+			"cairn services register [-http-addr ADDRESS] FILE",
+		Description: "Registers one service, described by flags or by a file. The file is JSON\n" +
+			"when its name ends in .json and HCL otherwise; it holds either the\n" +
+			"registration itself ({\"Name\": \"web\", \"Port\": 8080}) or Consul's service\n" +
+			"definition ({\"service\": {\"name\": \"web\", \"port\": 8080}}), with the keys\n" +
+			"id, name, tags, port, address, meta and weights (any case).\n" +
+			"Flags must come before FILE.",
+		ArgsUsage:    "[FILE]",
+		OnUsageError: usageError("cairn services register"),
+		Flags: []cli.Flag{
+			httpAddrFlag(),
+			&cli.StringFlag{Name: "name", Usage: "service `NAME` (required without FILE)"},
+			&cli.StringFlag{Name: "id", Usage: "service `ID`, unique on this agent", DefaultText: "the name"},
+			&cli.IntFlag{Name: "port", Usage: "service `PORT`", DefaultText: "none"},
+			&cli.StringFlag{Name: "address", Usage: "service `IP` or host name", DefaultText: "the node's address"},
+			&cli.StringSliceFlag{Name: "tag", Usage: "a `TAG` of the service; repeat for several"},
+			&cli.StringSliceFlag{Name: "meta", Usage: "metadata `key=value`; repeat for several"},
+			&cli.IntFlag{Name: "weight-passing", Usage: "SRV `WEIGHT` while passing", DefaultText: "1"},
+			&cli.IntFlag{Name: "weight-warning", Usage: "SRV `WEIGHT` while warning", DefaultText: "1"},
+		},
+		Action: registerService,
+	}
+}
+
+func registerService(c *cli.Context) error {
+	reg, err := registrationFromArgs(c)
+	if err != nil {
+		return err
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	if err := client.Agent().ServiceRegister(c.Context, reg); err != nil {
+		return fmt.Errorf("register service %q: %w", reg.Name, err)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "Registered service: %s\n", reg.Name)
+	return err
+}
+
+// registrationFromArgs reads the service from FILE or from the flags.
+func registrationFromArgs(c *cli.Context) (*api.AgentServiceRegistration, error) {
+	file, err := fileArg(c, "cairn services register")
+	if err != nil {
+		return nil, err
+	}
+	if file != "" {
+		// The flags describing the service cannot be combined with a file.
+		for _, name := range []string{"name", "id", "port", "address", "tag", "meta", "weight-passing", "weight-warning"} {
+			if c.IsSet(name) {
+				return nil, fmt.Errorf("give either FILE or -%s and the other service flags, not both", name)
+			}
+		}
+		return readServiceFile(file)
+	}
+	if c.String("name") == "" {
+		return nil, fmt.Errorf("missing -name: give the service with -name and -port, " +
+			"or a service definition FILE (see \"cairn services register -h\")")
+	}
+	reg := &api.AgentServiceRegistration{
+		ID:      c.String("id"),
+		Name:    c.String("name"),
+		Port:    c.Int("port"),
+		Address: c.String("address"),
+		Tags:    c.StringSlice("tag"),
+	}
+	if reg.Meta, err = parseMeta(c.StringSlice("meta")); err != nil {
+		return nil, err
+	}
+	if c.IsSet("weight-passing") || c.IsSet("weight-warning") {
+		// Unset weights keep the agent's defaults, 1 and 1.
+		reg.Weights = &api.AgentWeights{Passing: 1, Warning: 1}
+		if c.IsSet("weight-passing") {
+			reg.Weights.Passing = c.Int("weight-passing")
+		}
+		if c.IsSet("weight-warning") {
+			reg.Weights.Warning = c.Int("weight-warning")
+		}
+	}
+	return reg, nil
+}
+
+// fileArg returns the optional single FILE argument.
+func fileArg(c *cli.Context, path string) (string, error) {
+	switch c.NArg() {
+	case 0:
+		return "", nil
+	case 1:
+		return c.Args().First(), nil
+	}
+	if strings.HasPrefix(c.Args().Get(1), "-") {
+		return "", fmt.Errorf("flags must come before FILE: got %q after %q (see \"%s -h\")",
+			c.Args().Get(1), c.Args().First(), path)
+	}
+	return "", fmt.Errorf("want at most one FILE, got %d arguments (see \"%s -h\")", c.NArg(), path)
+}
+
+// parseMeta turns repeated "key=value" flags into a map.
+func parseMeta(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	meta := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("-meta %q: want key=value", p)
+		}
+		if _, dup := meta[k]; dup {
+			return nil, fmt.Errorf("-meta %q: key %q given twice", p, k)
+		}
+		meta[k] = v
+	}
+	return meta, nil
+}
+
+func deregisterCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "deregister",
+		Usage: "Deregister a service from the local agent",
+		UsageText: "cairn services deregister -id web-1\n" +
+			"cairn services deregister [-http-addr ADDRESS] FILE",
+		Description: "Removes the service with the given ID, or the one FILE describes (its\n" +
+			"id, or its name when it has no id), the same file it was registered from.",
+		ArgsUsage:    "[FILE]",
+		OnUsageError: usageError("cairn services deregister"),
+		Flags: []cli.Flag{
+			httpAddrFlag(),
+			&cli.StringFlag{Name: "id", Usage: "`ID` of the service to remove"},
+		},
+		Action: deregisterService,
+	}
+}
+
+func deregisterService(c *cli.Context) error {
+	file, err := fileArg(c, "cairn services deregister")
+	if err != nil {
+		return err
+	}
+	id := c.String("id")
+	switch {
+	case file != "" && c.IsSet("id"):
+		return fmt.Errorf("give either -id or FILE, not both")
+	case file != "":
+		reg, err := readServiceFile(file)
+		if err != nil {
+			return err
+		}
+		id = reg.ID
+		if id == "" {
+			id = reg.Name
+		}
+	case id == "":
+		return fmt.Errorf("missing -id: give the service ID with -id, or the service definition FILE " +
+			"it was registered from (see \"cairn services deregister -h\")")
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	if err := client.Agent().ServiceDeregister(c.Context, id); err != nil {
+		return fmt.Errorf("deregister service %q: %w", id, err)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "Deregistered service: %s\n", id)
+	return err
+}
+
+func listCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "list",
+		Usage:        "List the services registered on the local agent",
+		UsageText:    "cairn services list [-http-addr ADDRESS]",
+		OnUsageError: usageError("cairn services list"),
+		Flags:        []cli.Flag{httpAddrFlag()},
+		Action:       listServices,
+	}
+}
+
+func listServices(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see \"cairn services list -h\")", c.Args().First())
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	services, err := client.Agent().Services(c.Context)
+	if err != nil {
+		return fmt.Errorf("list services: %w", err)
+	}
+	ids := make([]string, 0, len(services))
+	for id := range services {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	rows := [][]string{{"ID", "Name", "Address", "Port", "Tags"}}
+	for _, id := range ids {
+		s := services[id]
+		if s == nil {
+			continue
+		}
+		rows = append(rows, []string{id, s.Service, s.Address, strconv.Itoa(s.Port), strings.Join(s.Tags, ",")})
+	}
+	return writeTable(c.App.Writer, rows)
+}

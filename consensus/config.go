@@ -1,0 +1,82 @@
+package consensus
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config configures one Raft server.
+type Config struct {
+	// NodeID is this server's Raft ID, the agent's node name. Required.
+	NodeID string
+	// Address is the address other servers reach this one at (host:port of
+	// the server RPC port). Required.
+	Address string
+	// DataDir holds the Raft log ("raft/wal") and snapshots ("raft/snapshots").
+	// Empty keeps everything in memory (dev mode): a restart starts empty.
+	DataDir string
+	// Bootstrap makes this server form a single-server cluster on first start
+	// when it has no Raft state yet.
+	Bootstrap bool
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are Raft's
+	// timers. Defaults: 1s, 1s, 500ms (hashicorp/raft's defaults).
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// ApplyTimeout bounds how long one write waits to be committed when the
+	// caller's context sets no deadline. Default 10s.
+	ApplyTimeout time.Duration
+	// SnapshotsRetained is how many snapshots are kept on disk. Default 2.
+	SnapshotsRetained int
+}
+
+// DefaultConfig returns a Config with every timer set; NodeID and Address
+// must still be filled in.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:   time.Second,
+		ElectionTimeout:    time.Second,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		ApplyTimeout:       10 * time.Second,
+		SnapshotsRetained:  2,
+	}
+}
+
+// SingleServerTiming shortens the election timers for a cluster of one, where
+// no peer can be slow: the dev agent elects itself in a few hundred
+// milliseconds instead of seconds.
+func (c *Config) SingleServerTiming() {
+	c.HeartbeatTimeout = 150 * time.Millisecond
+	c.ElectionTimeout = 150 * time.Millisecond
+	c.LeaderLeaseTimeout = 100 * time.Millisecond
+}
+
+// Validate reports every invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("consensus NodeID: is required"))
+	}
+	if c.Address == "" {
+		errs = append(errs, errors.New("consensus Address: is required"))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HeartbeatTimeout", c.HeartbeatTimeout}, {"ElectionTimeout", c.ElectionTimeout},
+		{"LeaderLeaseTimeout", c.LeaderLeaseTimeout}, {"ApplyTimeout", c.ApplyTimeout},
+	} {
+		if d.v < 5*time.Millisecond {
+			errs = append(errs, fmt.Errorf("consensus %s: must be at least 5ms, got %s", d.name, d.v))
+		}
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		errs = append(errs, fmt.Errorf("consensus LeaderLeaseTimeout: must not exceed HeartbeatTimeout (%s > %s)", c.LeaderLeaseTimeout, c.HeartbeatTimeout))
+	}
+	if c.SnapshotsRetained < 1 {
+		errs = append(errs, fmt.Errorf("consensus SnapshotsRetained: must be at least 1, got %d", c.SnapshotsRetained))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,100 @@
+package consensus
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+)
+
+// commandType is the first byte of every log entry cairn writes; the rest is
+// the msgpack-encoded request. New types are appended, never renumbered.
+type commandType byte
+
+const (
+	cmdRegister   commandType = 0
+	cmdDeregister commandType = 1
+)
+
+var msgpackHandle = &codec.MsgpackHandle{}
+
+func encodeCommand(t commandType, req any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(t))
+	if err := codec.NewEncoder(&buf, msgpackHandle).Encode(req); err != nil {
+		return nil, fmt.Errorf("encode command %d: %w", t, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(data []byte, v any) error {
+	return codec.NewDecoderBytes(data, msgpackHandle).Decode(v)
+}
+
+// fsm applies committed log entries to the catalog. Raft calls Apply,
+// Snapshot and Restore from its FSM goroutine, one at a time.
+type fsm struct {
+	store *catalog.Store
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+// Apply returns nil or an error; the error reaches the writer through
+// Server.apply.
+func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand || len(l.Data) == 0 {
+		return nil
+	}
+	switch commandType(l.Data[0]) {
+	case cmdRegister:
+		var req catalog.RegisterRequest
+		if err := decode(l.Data[1:], &req); err != nil {
+			return fmt.Errorf("decode register at index %d: %w", l.Index, err)
+		}
+		return f.store.Register(l.Index, &req)
+	case cmdDeregister:
+		var req catalog.DeregisterRequest
+		if err := decode(l.Data[1:], &req); err != nil {
+			return fmt.Errorf("decode deregister at index %d: %w", l.Index, err)
+		}
+		return f.store.Deregister(l.Index, &req)
+	}
+	return fmt.Errorf("log index %d type %d: %w", l.Index, l.Data[0], ErrUnknownCommand)
+}
+
+// Snapshot takes a consistent dump of the catalog; writing it out happens
+// later, off the FSM goroutine, in Persist.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	d, err := f.store.Dump()
+	if err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{dump: d}, nil
+}
+
+// Restore replaces the catalog with a snapshot's contents.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var d catalog.Dump
+	if err := codec.NewDecoder(rc, msgpackHandle).Decode(&d); err != nil {
+		return fmt.Errorf("decode snapshot: %w", err)
+	}
+	return f.store.Restore(&d)
+}
+
+type fsmSnapshot struct {
+	dump *catalog.Dump
+}
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := codec.NewEncoder(sink, msgpackHandle).Encode(s.dump); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,206 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/hashicorp/raft"
+	raftwal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+)
+
+// Server is one Raft server holding the catalog.
+type Server struct {
+	cfg    Config
+	store  *catalog.Store
+	raft   *raft.Raft
+	logger *slog.Logger
+	// closers release the on-disk log store after Raft stops, in order;
+	// empty in memory.
+	closers []io.Closer
+}
+
+// New opens (or creates) the Raft state under cfg.DataDir, restores the
+// catalog from the latest snapshot and log, and starts Raft. With
+// cfg.Bootstrap and no prior state it forms a cluster of this server alone.
+// The transport is in-process: this version runs a single server per
+// datacenter; a network transport on the server RPC port comes with
+// clustering.
+func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger = logger.With("component", "consensus")
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.Logger = newHCLog(logger)
+
+	s := &Server{cfg: cfg, store: store, logger: logger}
+	logs, stable, snaps, err := s.openStores(rc)
+	if err != nil {
+		return nil, err
+	}
+	_, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.Address))
+
+	if cfg.Bootstrap {
+		existing, err := raft.HasExistingState(logs, stable, snaps)
+		if err != nil {
+			s.closeStores()
+			return nil, fmt.Errorf("check raft state: %w", err)
+		}
+		if !existing {
+			conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
+			if err := raft.BootstrapCluster(rc, logs, stable, snaps, transport, conf); err != nil {
+				s.closeStores()
+				return nil, fmt.Errorf("bootstrap raft: %w", err)
+			}
+		}
+	}
+	r, err := raft.NewRaft(rc, &fsm{store: store}, logs, stable, snaps, transport)
+	if err != nil {
+		s.closeStores()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	s.raft = r
+	return s, nil
+}
+
+func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+	if s.cfg.DataDir == "" {
+		mem := raft.NewInmemStore()
+		return mem, mem, raft.NewInmemSnapshotStore(), nil
+	}
+	walDir := filepath.Join(s.cfg.DataDir, "raft", "wal")
+	if err := os.MkdirAll(walDir, 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("create raft log dir: %w", err)
+	}
+	// raft-wal's Close leaves its metadata database open; keeping our own
+	// handle lets Shutdown release the file lock, so the same process (a test,
+	// or a future in-process restart) can open the directory again.
+	meta := &metadb.BoltMetaDB{}
+	wal, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta), raftwal.WithLogger(rc.Logger))
+	if err != nil {
+		_ = meta.Close()
+		return nil, nil, nil, fmt.Errorf("open raft log %s: %w", walDir, err)
+	}
+	s.closers = []io.Closer{wal, meta}
+	snapDir := filepath.Join(s.cfg.DataDir, "raft")
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, s.cfg.SnapshotsRetained, rc.Logger)
+	if err != nil {
+		s.closeStores()
+		return nil, nil, nil, fmt.Errorf("open raft snapshots in %s: %w", snapDir, err)
+	}
+	return wal, wal, snaps, nil
+}
+
+func (s *Server) closeStores() {
+	for _, c := range s.closers {
+		if err := c.Close(); err != nil {
+			s.logger.Error("close raft log", "err", err)
+		}
+	}
+	s.closers = nil
+}
+
+// Store returns the catalog this server applies to. On the leader it is
+// current; on a follower it may lag by what is in flight.
+func (s *Server) Store() *catalog.Store { return s.store }
+
+// Leader returns the address of the current leader, or "" when none is known.
+func (s *Server) Leader() string {
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr)
+}
+
+// IsLeader reports whether this server is the leader.
+func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// WaitForLeader blocks until a leader is known or ctx ends.
+func (s *Server) WaitForLeader(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for s.Leader() == "" {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for leader: %w: %w", ErrNoLeader, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Register commits a registration and returns once it is applied.
+func (s *Server) Register(ctx context.Context, req *catalog.RegisterRequest) error {
+	if err := catalog.ValidateRegister(req); err != nil {
+		return err
+	}
+	if err := s.apply(ctx, cmdRegister, req); err != nil {
+		return fmt.Errorf("register node %q: %w", req.Node, err)
+	}
+	return nil
+}
+
+// Deregister commits a deregistration and returns once it is applied.
+func (s *Server) Deregister(ctx context.Context, req *catalog.DeregisterRequest) error {
+	if err := s.apply(ctx, cmdDeregister, req); err != nil {
+		return fmt.Errorf("deregister on node %q: %w", req.Node, err)
+	}
+	return nil
+}
+
+// apply is the one place a write enters Raft: it encodes the command, waits
+// for it to be committed and applied, and turns both Raft's error and the
+// FSM's response into one returned error.
+func (s *Server) apply(ctx context.Context, t commandType, req any) error {
+	data, err := encodeCommand(t, req)
+	if err != nil {
+		return err
+	}
+	timeout := s.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if timeout <= 0 {
+		return ctx.Err()
+	}
+	f := s.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return fmt.Errorf("%w: %w", ErrNotLeader, err)
+		}
+		return fmt.Errorf("raft apply: %w", err)
+	}
+	if resp, ok := f.Response().(error); ok && resp != nil {
+		return resp
+	}
+	return nil
+}
+
+// Snapshot forces a Raft snapshot now (used by tests and operators).
+func (s *Server) Snapshot() error {
+	if err := s.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("raft snapshot: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops Raft, waiting for in-flight applies, then closes the log
+// store so nothing is left half-written.
+func (s *Server) Shutdown() error {
+	err := s.raft.Shutdown().Error()
+	s.closeStores()
+	if err != nil {
+		return fmt.Errorf("shut down raft: %w", err)
+	}
+	return nil
+}

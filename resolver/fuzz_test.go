@@ -1,0 +1,63 @@
+package resolver
+
+import (
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/resolver/resolvertest"
+)
+
+func FuzzServeDNS(f *testing.F) {
+	seed := func(m *dns.Msg) {
+		b, err := m.Pack()
+		if err != nil {
+			f.Fatalf("pack seed: %v", err)
+		}
+		f.Add(b)
+	}
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"web.service.cluster.", dns.TypeSRV}, {"v1.web.service.dc2.cluster.", dns.TypeA},
+		{"WEB.service.dc9.cluster.", dns.TypeANY}, {"node1.node.cluster.", dns.TypeAAAA},
+		{"0a000102.addr.dc1.cluster.", dns.TypeA}, {"cluster.", dns.TypeNS}, {"ns.cluster.", dns.TypeA},
+		{"example.com.", dns.TypeA}, {`we\.b.service.cluster.`, dns.TypeTXT}, {"cluster.", dns.TypeAXFR},
+	} {
+		seed(query(q.name, q.qtype))
+		m := query(q.name, q.qtype)
+		m.SetEdns0(4096, true)
+		seed(m)
+	}
+	s := newTestServer(f, manyInstances(40), nil)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req := new(dns.Msg)
+		if err := req.Unpack(b); err != nil {
+			return
+		}
+		_, packErr := req.Copy().Pack() // may the request's question be written back?
+		for _, network := range []string{"udp", "tcp"} {
+			w := resolvertest.NewRecorder(network)
+			s.ServeDNS(w, req)
+			if n := s.panics.Load(); n != 0 {
+				t.Fatalf("ServeDNS panicked answering %v", req)
+			}
+			if req.Response {
+				continue
+			}
+			if w.Writes != 1 {
+				t.Fatalf("ServeDNS wrote %d replies, want 1", w.Writes)
+			}
+			if packErr != nil {
+				continue
+			}
+			if _, err := w.Reply(); err != nil {
+				t.Fatalf("reply to %v does not pack and unpack: %v", req, err)
+			}
+			if network == "udp" && len(w.Wire) > int(s.cfg.UDPSize) {
+				t.Fatalf("UDP reply of %d bytes, want at most %d", len(w.Wire), s.cfg.UDPSize)
+			}
+		}
+	})
+}

@@ -1,0 +1,214 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/zones"
+)
+
+// panicLogInterval is the least time between two log lines about panics.
+const panicLogInterval = time.Minute
+
+// ServeDNS answers one query. It implements dns.Handler.
+func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	defer s.recoverPanic(w, r)
+	if r.Response {
+		return // never answer a response: two servers could bounce forever
+	}
+	_ = w.WriteMsg(s.reply(w, r)) // a lost reply is the client's to retry; nothing is logged per query
+}
+
+// reply builds the reply to r.
+func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetReply(r)
+	opt, err := checkQuery(r)
+	var ans zones.Answer
+	kind := zones.KindOutside
+	if err == nil {
+		q := s.zone.Parse(strings.ToLower(r.Question[0].Name))
+		kind = q.Kind
+		ans, err = s.lookup(q, r.Question[0].Qtype)
+	}
+	m.Rcode = rcodeFor(ans.Result, err)
+	m.Authoritative = kind != zones.KindOutside &&
+		(m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError)
+	m.Answer = shuffled(ans.Answer)
+	m.Ns = ans.Ns
+	m.Extra = ans.Extra
+	if opt != nil {
+		// A fresh slice: Extra may be shared with other answers, and both
+		// this append and Truncate write into it.
+		m.Extra = append(slices.Clip(m.Extra), s.opt(opt))
+	}
+	s.fit(w, m, opt)
+	return m
+}
+
+// checkQuery checks what is answered before the name is looked at, and
+// returns the query's OPT record, if any. A query with an OPT record of an
+// unknown EDNS version gets BADVERS, which needs an OPT record in the
+// reply too, so opt is returned with errBadVersion.
+func checkQuery(r *dns.Msg) (opt *dns.OPT, err error) {
+	for _, rr := range r.Extra {
+		if o, ok := rr.(*dns.OPT); ok {
+			if opt != nil {
+				return nil, errMalformed // RFC 6891 6.1.1: at most one OPT
+			}
+			opt = o
+		}
+	}
+	switch {
+	case r.Opcode != dns.OpcodeQuery:
+		return opt, errNotImplemented
+	case len(r.Question) != 1:
+		return opt, errMalformed
+	case opt != nil && opt.Version() != 0:
+		return opt, errBadVersion
+	case r.Question[0].Qclass != dns.ClassINET:
+		return opt, errRefused // only IN data is served
+	}
+	switch r.Question[0].Qtype {
+	case dns.TypeAXFR, dns.TypeIXFR:
+		return opt, errRefused // no zone transfers
+	}
+	return opt, nil
+}
+
+// lookup answers a parsed question. For an unknown datacenter it returns
+// the NXDOMAIN sections along with the error.
+func (s *Server) lookup(q zones.Query, qtype uint16) (zones.Answer, error) {
+	switch q.Kind {
+	case zones.KindService:
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
+		defer cancel()
+		insts, err := s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
+		if err != nil {
+			return s.failed(err)
+		}
+		return s.zone.ServiceAnswer(q, qtype, insts), nil
+	case zones.KindNode:
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
+		defer cancel()
+		node, err := s.src.Node(ctx, q.Datacenter, q.Name)
+		if err != nil {
+			return s.failed(err)
+		}
+		return s.zone.NodeAnswer(q, qtype, node), nil
+	case zones.KindAddr:
+		return s.zone.AddrAnswer(q, qtype), nil
+	case zones.KindApex:
+		return s.zone.ApexAnswer(qtype), nil
+	case zones.KindNameserver:
+		return s.zone.NameserverAnswer(qtype), nil
+	case zones.KindOutside:
+		return zones.Answer{Result: zones.Refused}, nil // no recursion (yet)
+	}
+	return s.zone.Negative(zones.NameError), nil
+}
+
+// failed returns the sections answering a Source error with.
+func (s *Server) failed(err error) (zones.Answer, error) {
+	if errors.Is(err, ErrUnknownDatacenter) {
+		return s.zone.Negative(zones.NameError), err
+	}
+	return zones.Answer{}, err
+}
+
+// rcodeFor chooses the rcode of a reply: from the error that stopped the
+// lookup, if any, else from the lookup's result. It is the one place an
+// rcode is chosen.
+func rcodeFor(res zones.Result, err error) int {
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrUnknownDatacenter):
+			return dns.RcodeNameError
+		case errors.Is(err, errMalformed):
+			return dns.RcodeFormatError
+		case errors.Is(err, errNotImplemented):
+			return dns.RcodeNotImplemented
+		case errors.Is(err, errBadVersion):
+			return dns.RcodeBadVers
+		case errors.Is(err, errRefused):
+			return dns.RcodeRefused
+		}
+		return dns.RcodeServerFailure // Source failures, timeouts, panics
+	}
+	switch res {
+	case zones.Success, zones.NoData:
+		return dns.RcodeSuccess
+	case zones.NameError:
+		return dns.RcodeNameError
+	case zones.Refused:
+		return dns.RcodeRefused
+	}
+	return dns.RcodeServerFailure
+}
+
+// shuffled returns a shuffled copy of rrs, which may be shared.
+func shuffled(rrs []dns.RR) []dns.RR {
+	if len(rrs) < 2 {
+		return rrs
+	}
+	out := slices.Clone(rrs)
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// opt returns the OPT record of a reply to a query carrying q: version 0,
+// the server's UDP size, the DO bit copied (RFC 3225), no options. It is
+// new for each reply because packing writes the extended rcode into it.
+func (s *Server) opt(q *dns.OPT) *dns.OPT {
+	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	o.SetUDPSize(s.cfg.UDPSize)
+	if q.Do() {
+		o.SetDo()
+	}
+	return o
+}
+
+// fit cuts m to what the client can receive, setting TC when records are
+// left out: over UDP 512 bytes, or the client's EDNS0 buffer size capped at
+// Config.UDPSize; over TCP the 64 KiB a DNS message can hold. Names are
+// always compressed.
+func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) {
+	size := dns.MaxMsgSize
+	if _, tcp := w.RemoteAddr().(*net.TCPAddr); !tcp {
+		size = dns.MinMsgSize
+		if opt != nil {
+			size = min(max(int(opt.UDPSize()), dns.MinMsgSize), int(s.cfg.UDPSize))
+		}
+	}
+	m.Truncate(size)
+	m.Compress = true
+}
+
+// recoverPanic answers SERVFAIL to a query whose handling panicked, and
+// logs the panic unless one was logged less than panicLogInterval ago.
+func (s *Server) recoverPanic(w dns.ResponseWriter, r *dns.Msg) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	n := s.panics.Add(1)
+	now, last := time.Now().UnixNano(), s.lastPanicLog.Load()
+	if now-last >= int64(panicLogInterval) && s.lastPanicLog.CompareAndSwap(last, now) {
+		s.log.Error("panic answering DNS query", "panic", v, "panics", n, "stack", string(debug.Stack()))
+	}
+	defer func() { _ = recover() }() // the writer itself may be what panicked
+	m := new(dns.Msg)
+	if r != nil {
+		m.SetReply(r)
+	}
+	m.Rcode = rcodeFor(zones.ServerFailure, errPanic)
+	_ = w.WriteMsg(m)
+}

@@ -1,0 +1,217 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/zones"
+)
+
+// readBufferSize is the size of the buffer a UDP query is read into: more
+// than any query needs (a question and an OPT record), so none is cut.
+const readBufferSize = 4096
+
+// bindAttempts is how often Start tries to find a port free for both TCP
+// and UDP when Config.Addr has port 0.
+const bindAttempts = 10
+
+// networks names the servers of Server.servers, in order.
+var networks = [...]string{"udp", "tcp"}
+
+// Server is cairn's DNS server. Create it with New, then Start it; stop it
+// with Shutdown. It is also a dns.Handler, which tests call directly.
+type Server struct {
+	cfg  Config
+	zone *zones.Zone
+	src  Source
+	log  *slog.Logger
+
+	panics       atomic.Uint64 // panics recovered while answering
+	lastPanicLog atomic.Int64  // Unix nanoseconds of the last panic logged
+
+	mu      sync.Mutex // guards what follows
+	state   int        // stateNew, stateStarted or stateStopped
+	servers []*dns.Server
+	udpAddr net.Addr
+	tcpAddr net.Addr
+	wg      sync.WaitGroup // the serving goroutines
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+// New returns a server answering for zone from src. A nil logger discards
+// the server's few log lines.
+func New(cfg Config, zone *zones.Zone, src Source, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if zone == nil {
+		return nil, errors.New("resolver: nil zone")
+	}
+	if src == nil {
+		return nil, errors.New("resolver: nil source")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, zone: zone, src: src, log: logger.With("component", "resolver")}, nil
+}
+
+// Start binds the UDP socket and the TCP listener, starts serving on both
+// and returns once both serve. A bind error is returned and nothing is
+// left running. Start may be called once.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return errors.New("resolver: server already started")
+	}
+	pc, ln, err := listen(s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("start DNS server on %s: %w", s.cfg.Addr, err)
+	}
+	s.state = stateStarted
+	s.udpAddr, s.tcpAddr = pc.LocalAddr(), ln.Addr()
+	s.servers = []*dns.Server{
+		{PacketConn: pc, Handler: s, UDPSize: readBufferSize, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout},
+		{Listener: ln, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout},
+	}
+	type report struct {
+		i   int
+		err error // nil: serving
+	}
+	reports := make(chan report, len(s.servers))
+	for i, srv := range s.servers {
+		s.wg.Go(func() {
+			serving := false // only this goroutine touches it
+			srv.NotifyStartedFunc = func() { serving = true; reports <- report{i, nil} }
+			err := srv.ActivateAndServe()
+			switch {
+			case !serving:
+				reports <- report{i, orErr(err, errors.New("stopped before serving"))}
+			case err != nil:
+				s.log.Error("DNS server stopped", "net", networks[i], "err", err)
+			}
+		})
+	}
+	var errs []error
+	var serving []*dns.Server
+	for range s.servers {
+		r := <-reports
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("serve %s: %w", networks[r.i], r.err))
+			continue
+		}
+		serving = append(serving, s.servers[r.i])
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	for _, srv := range serving {
+		_ = srv.ShutdownContext(context.Background()) // the start error is what matters
+	}
+	s.wg.Wait()
+	_, _ = pc.Close(), ln.Close() // in case serving never began; closing twice is harmless
+	s.state = stateStopped
+	s.udpAddr, s.tcpAddr = nil, nil
+	return fmt.Errorf("start DNS server on %s: %w", s.cfg.Addr, errors.Join(errs...))
+}
+
+// orErr returns err, or def when err is nil.
+func orErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
+
+// listen binds the UDP socket and the TCP listener of addr. With port 0 it
+// binds TCP to a free port first and then UDP to the same port, trying
+// again with another port when that one is taken for UDP.
+func listen(addr string) (net.PacketConn, net.Listener, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p, _ := strconv.Atoi(port); p != 0 {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			ln.Close()
+			return nil, nil, err
+		}
+		return pc, ln, nil
+	}
+	for attempt := 1; ; attempt++ {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		tcp := ln.Addr().(*net.TCPAddr)
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(tcp.IP.String(), strconv.Itoa(tcp.Port)))
+		if err == nil {
+			return pc, ln, nil
+		}
+		ln.Close()
+		if attempt == bindAttempts || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil, err
+		}
+	}
+}
+
+// UDPAddr returns the address the UDP socket is bound to, nil before Start.
+func (s *Server) UDPAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.udpAddr
+}
+
+// TCPAddr returns the address the TCP listener is bound to, nil before
+// Start.
+func (s *Server) TCPAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tcpAddr
+}
+
+// Shutdown stops both listeners, lets the queries being answered finish
+// until ctx is done, and waits for the serving goroutines to return (a
+// query still waiting for its Source holds them up to Config.QueryTimeout
+// longer). It returns ctx's error if ctx ended first. Shutting down a
+// server that was never started, or a second time, does nothing.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateStarted {
+		s.state = stateStopped
+		return nil
+	}
+	s.state = stateStopped
+	var errs []error
+	for _, srv := range s.servers {
+		if err := srv.ShutdownContext(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("shut down DNS server: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+package resolver
+
+import (
+	"context"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// Source gives the resolver its data. Implementations answer from memory,
+// are safe for concurrent use, and return values that are shared and must
+// not be modified.
+//
+// The resolver calls a Source from the goroutine answering a query, with a
+// context that expires after Config.QueryTimeout; an implementation that
+// must wait (for a cache miss) should give up when it does.
+type Source interface {
+	// Instances returns the healthy instances of service in datacenter
+	// dc, only those carrying tag when tag != "". An empty result
+	// (nil, nil) means none. service, tag and dc are lowercase.
+	Instances(ctx context.Context, dc, service, tag string) ([]catalog.ServiceInstance, error)
+	// Node returns the named node of datacenter dc, or (nil, nil) when
+	// there is none. name and dc are lowercase.
+	Node(ctx context.Context, dc, name string) (*catalog.Node, error)
+}

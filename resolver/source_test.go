@@ -1,0 +1,111 @@
+package resolver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// call is one call the fake source received.
+type call struct {
+	Method, DC, Name, Tag string
+}
+
+// fakeSource answers from fixed data and records what it is asked.
+type fakeSource struct {
+	dcs       []string                                        // known datacenters
+	instances map[string]map[string][]catalog.ServiceInstance // dc → service → instances
+	nodes     map[string]map[string]*catalog.Node             // dc → name → node
+	err       error                                           // returned by every call when set
+	hook      func(ctx context.Context)                       // run at the start of every call when set
+
+	mu    sync.Mutex
+	calls []call
+}
+
+var _ Source = (*fakeSource)(nil)
+
+func (f *fakeSource) record(c call) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
+
+// Calls returns the calls received so far and forgets them.
+func (f *fakeSource) Calls() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+func (f *fakeSource) check(ctx context.Context, dc string) error {
+	if f.hook != nil {
+		f.hook(ctx)
+	}
+	if f.err != nil {
+		return f.err
+	}
+	if !slices.Contains(f.dcs, dc) {
+		return fmt.Errorf("datacenter %q: %w", dc, ErrUnknownDatacenter)
+	}
+	return nil
+}
+
+func (f *fakeSource) Instances(ctx context.Context, dc, service, tag string) ([]catalog.ServiceInstance, error) {
+	f.record(call{"Instances", dc, service, tag})
+	if err := f.check(ctx, dc); err != nil {
+		return nil, err
+	}
+	var out []catalog.ServiceInstance
+	for _, si := range f.instances[dc][service] {
+		if tag == "" || si.Service.HasTag(tag) {
+			out = append(out, si)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeSource) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
+	f.record(call{"Node", dc, name, ""})
+	if err := f.check(ctx, dc); err != nil {
+		return nil, err
+	}
+	return f.nodes[dc][name], nil
+}
+
+// instance returns an instance of service on a node.
+func instance(node, nodeAddr, service, svcAddr string, port int, tags ...string) catalog.ServiceInstance {
+	return catalog.ServiceInstance{
+		Node:    &catalog.Node{Node: node, Address: nodeAddr},
+		Service: &catalog.Service{ID: service, Service: service, Address: svcAddr, Port: port, Tags: tags, Weights: catalog.DefaultWeights},
+	}
+}
+
+// newFakeSource returns the source most tests use:
+//
+//	dc1: web on node1 (10.0.0.1:80, tags v1, primary) and node2 (10.0.1.2:81, tag v2)
+//	     nodes node1 10.0.0.1, node2 10.0.0.2
+//	dc2: web on node9 (10.1.0.9:80)
+func newFakeSource() *fakeSource {
+	return &fakeSource{
+		dcs: []string{"dc1", "dc2"},
+		instances: map[string]map[string][]catalog.ServiceInstance{
+			"dc1": {"web": {
+				instance("node1", "10.0.0.1", "web", "", 80, "v1", "primary"),
+				instance("node2", "10.0.0.2", "web", "10.0.1.2", 81, "v2"),
+			}},
+			"dc2": {"web": {instance("node9", "10.1.0.9", "web", "", 80)}},
+		},
+		nodes: map[string]map[string]*catalog.Node{
+			"dc1": {
+				"node1": {Node: "node1", Address: "10.0.0.1"},
+				"node2": {Node: "node2", Address: "10.0.0.2"},
+			},
+		},
+	}
+}

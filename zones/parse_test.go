@@ -1,0 +1,165 @@
+package zones
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func testZone(t testing.TB, edit func(*Config)) *Zone {
+	t.Helper()
+	cfg := DefaultConfig()
+	if edit != nil {
+		edit(&cfg)
+	}
+	z, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return z
+}
+
+func TestParse(t *testing.T) {
+	z := testZone(t, nil)
+	v4 := netip.MustParseAddr("192.168.0.1")
+	v6 := netip.MustParseAddr("2001:db8::1")
+	label63 := strings.Repeat("a", 63)
+	tests := []struct {
+		qname string
+		want  Query
+	}{
+		// Services.
+		{"web.service.cluster.", Query{Kind: KindService, Qname: "web.service.cluster.", Name: "web", Datacenter: "dc1"}},
+		{"web.service.cluster", Query{Kind: KindService, Qname: "web.service.cluster.", Name: "web", Datacenter: "dc1"}},
+		{"WEB.Service.CLUSTER.", Query{Kind: KindService, Qname: "web.service.cluster.", Name: "web", Datacenter: "dc1"}},
+		{"web.service.dc2.cluster.", Query{Kind: KindService, Qname: "web.service.dc2.cluster.", Name: "web", Datacenter: "dc2"}},
+		{"v1.web.service.cluster.", Query{Kind: KindService, Qname: "v1.web.service.cluster.", Name: "web", Tag: "v1", Datacenter: "dc1"}},
+		{"v1.web.service.dc2.cluster.", Query{Kind: KindService, Qname: "v1.web.service.dc2.cluster.", Name: "web", Tag: "v1", Datacenter: "dc2"}},
+		{"a.b.service.dc1.cluster.", Query{Kind: KindService, Qname: "a.b.service.dc1.cluster.", Name: "b", Tag: "a", Datacenter: "dc1"}},
+		{"service.service.cluster.", Query{Kind: KindService, Qname: "service.service.cluster.", Name: "service", Datacenter: "dc1"}},
+		{label63 + ".service.cluster.", Query{Kind: KindService, Qname: label63 + ".service.cluster.", Name: label63, Datacenter: "dc1"}},
+		// A keyword in last place means the local dc: "dc1" here is the service.
+		{"web.dc1.service.cluster.", Query{Kind: KindService, Qname: "web.dc1.service.cluster.", Name: "dc1", Tag: "web", Datacenter: "dc1"}},
+		// Nodes.
+		{"node1.node.cluster.", Query{Kind: KindNode, Qname: "node1.node.cluster.", Name: "node1", Datacenter: "dc1"}},
+		{"Node-1.NODE.dc2.cluster.", Query{Kind: KindNode, Qname: "node-1.node.dc2.cluster.", Name: "node-1", Datacenter: "dc2"}},
+		// Addresses.
+		{"c0a80001.addr.dc1.cluster.", Query{Kind: KindAddr, Qname: "c0a80001.addr.dc1.cluster.", Name: "c0a80001", Datacenter: "dc1", Addr: v4}},
+		{"C0A80001.addr.dc2.cluster.", Query{Kind: KindAddr, Qname: "c0a80001.addr.dc2.cluster.", Name: "c0a80001", Datacenter: "dc2", Addr: v4}},
+		{"c0a80001.addr.cluster.", Query{Kind: KindAddr, Qname: "c0a80001.addr.cluster.", Name: "c0a80001", Datacenter: "dc1", Addr: v4}},
+		{"20010db8000000000000000000000001.addr.dc1.cluster.", Query{Kind: KindAddr, Qname: "20010db8000000000000000000000001.addr.dc1.cluster.", Name: "20010db8000000000000000000000001", Datacenter: "dc1", Addr: v6}},
+		// The apex and its name server.
+		{"cluster.", Query{Kind: KindApex, Qname: "cluster.", Datacenter: "dc1"}},
+		{"CLUSTER", Query{Kind: KindApex, Qname: "cluster.", Datacenter: "dc1"}},
+		{"ns.cluster.", Query{Kind: KindNameserver, Qname: "ns.cluster.", Datacenter: "dc1"}},
+		// Outside the domain.
+		{"example.com.", Query{Kind: KindOutside, Qname: "example.com."}},
+		{"cluster.example.com.", Query{Kind: KindOutside, Qname: "cluster.example.com."}},
+		{"mycluster.", Query{Kind: KindOutside, Qname: "mycluster."}},
+		{"web.service.mycluster.", Query{Kind: KindOutside, Qname: "web.service.mycluster."}},
+		{`foo\.cluster.`, Query{Kind: KindOutside, Qname: `foo\.cluster.`}},
+		{".", Query{Kind: KindOutside, Qname: "."}},
+		{"", Query{Kind: KindOutside, Qname: "."}},
+		// Invalid names under the domain.
+		{"dc1.cluster.", Query{Qname: "dc1.cluster."}},
+		{"service.cluster.", Query{Qname: "service.cluster."}},
+		{"ns.dc1.cluster.", Query{Qname: "ns.dc1.cluster."}},
+		{"web.db.cluster.", Query{Qname: "web.db.cluster."}},                                                             // unknown keyword
+		{"web.service.dc1.extra.cluster.", Query{Qname: "web.service.dc1.extra.cluster."}},                               // dc not last
+		{"a.b.c.service.cluster.", Query{Qname: "a.b.c.service.cluster."}},                                               // too many before keyword
+		{"a.b.c.service.dc1.cluster.", Query{Qname: "a.b.c.service.dc1.cluster."}},                                       // too many before keyword
+		{"a.b.c.d.e.service.cluster.", Query{Qname: "a.b.c.d.e.service.cluster."}},                                       // too many labels
+		{"a.node1.node.cluster.", Query{Qname: "a.node1.node.cluster."}},                                                 // node has no tag
+		{"node.cluster.", Query{Qname: "node.cluster."}},                                                                 // no node name
+		{"web..service.cluster.", Query{Qname: "web..service.cluster."}},                                                 // empty label
+		{".service.cluster.", Query{Qname: ".service.cluster."}},                                                         // empty label
+		{".cluster.", Query{Qname: ".cluster."}},                                                                         // empty label
+		{"web_1.service.cluster.", Query{Qname: "web_1.service.cluster."}},                                               // not a LDH label
+		{"_web._tcp.service.cluster.", Query{Qname: "_web._tcp.service.cluster."}},                                       // RFC 2782: not yet
+		{`we\.b.service.cluster.`, Query{Qname: `we\.b.service.cluster.`}},                                               // escaped dot
+		{`web.service.d\099.cluster.`, Query{Qname: `web.service.d\099.cluster.`}},                                       // escape in dc
+		{label63 + "a.service.cluster.", Query{Qname: label63 + "a.service.cluster."}},                                   // label too long
+		{"c0a8001.addr.dc1.cluster.", Query{Qname: "c0a8001.addr.dc1.cluster."}},                                         // 7 hex digits
+		{"c0a8000g.addr.dc1.cluster.", Query{Qname: "c0a8000g.addr.dc1.cluster."}},                                       // not hex
+		{"x.c0a80001.addr.dc1.cluster.", Query{Qname: "x.c0a80001.addr.dc1.cluster."}},                                   // two labels before addr
+		{"20010db800000000000000000000001.addr.cluster.", Query{Qname: "20010db800000000000000000000001.addr.cluster."}}, // 31 hex digits
+	}
+	for _, tt := range tests {
+		t.Run(tt.qname, func(t *testing.T) {
+			if got := z.Parse(tt.qname); got != tt.want {
+				t.Errorf("Parse(%q)\n got %+v\nwant %+v", tt.qname, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseMultiLabelDomain(t *testing.T) {
+	z := testZone(t, func(c *Config) { c.Domain, c.Datacenter = "Consul.Example.COM", "East" })
+	tests := []struct {
+		qname string
+		want  Query
+	}{
+		{"web.service.consul.example.com.", Query{Kind: KindService, Qname: "web.service.consul.example.com.", Name: "web", Datacenter: "east"}},
+		{"web.service.west.consul.example.com.", Query{Kind: KindService, Qname: "web.service.west.consul.example.com.", Name: "web", Datacenter: "west"}},
+		{"consul.example.com.", Query{Kind: KindApex, Qname: "consul.example.com.", Datacenter: "east"}},
+		{"example.com.", Query{Kind: KindOutside, Qname: "example.com."}},
+		{"web.service.example.com.", Query{Kind: KindOutside, Qname: "web.service.example.com."}},
+	}
+	for _, tt := range tests {
+		if got := z.Parse(tt.qname); got != tt.want {
+			t.Errorf("Parse(%q)\n got %+v\nwant %+v", tt.qname, got, tt.want)
+		}
+	}
+}
+
+func TestParseAllocs(t *testing.T) {
+	z := testZone(t, nil)
+	for _, qname := range []string{
+		"v1.web.service.dc2.cluster.",
+		"node1.node.cluster.",
+		"c0a80001.addr.dc1.cluster.",
+		"cluster.",
+		"example.com.",
+		"a.b.c.d.e.f.g.cluster.",
+	} {
+		if got := testing.AllocsPerRun(100, func() { z.Parse(qname) }); got != 0 {
+			t.Errorf("Parse(%q): got %v allocs, want 0", qname, got)
+		}
+	}
+}
+
+func TestEncodeAddr(t *testing.T) {
+	tests := []struct{ addr, want string }{
+		{"192.168.0.1", "c0a80001"},
+		{"::ffff:10.0.0.1", "0a000001"},
+		{"2001:db8::1", "20010db8000000000000000000000001"},
+	}
+	for _, tt := range tests {
+		got := encodeAddr(netip.MustParseAddr(tt.addr))
+		if got != tt.want {
+			t.Errorf("encodeAddr(%s): got %q, want %q", tt.addr, got, tt.want)
+		}
+		a, ok := decodeAddr(got)
+		if want := netip.MustParseAddr(tt.addr).Unmap(); !ok || a != want {
+			t.Errorf("decodeAddr(%q): got %v, %v, want %v, true", got, a, ok, want)
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	z := testZone(b, nil)
+	for _, qname := range []string{
+		"web.service.cluster.",
+		"v1.web.service.dc2.cluster.",
+		"node1.node.cluster.",
+		"20010db8000000000000000000000001.addr.dc1.cluster.",
+		"Web.Service.Cluster.", // must be lowercased: allocates
+	} {
+		b.Run(qname, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				z.Parse(qname)
+			}
+		})
+	}
+}
