@@ -1,1 +1,238 @@
 package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cairndns/cairn/agent/httpapi"
+	"github.com/cairndns/cairn/agent/local"
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/zones"
+)
+
+// startTimeout bounds how long Start waits for Raft to elect a leader and
+// for the first sync of the agent's node.
+const startTimeout = 30 * time.Second
+
+// Agent is one running cairn agent. Create it with New, Start it, and stop
+// it with Shutdown; or use Run, which does all three.
+type Agent struct {
+	cfg       Config
+	advertise string
+	logger    *slog.Logger
+
+	store   *catalog.Store
+	server  *consensus.Server
+	local   *local.State
+	http    *httpapi.Server
+	dns     *resolver.Server
+	backend *backend
+
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup
+	shutdown  sync.Once
+}
+
+// Run starts an agent and blocks until ctx ends, then shuts it down in
+// order. It returns nil after a clean shutdown.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	a, err := New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil {
+		return err
+	}
+	logger.Info("agent stopped")
+	return nil
+}
+
+// New validates cfg and builds the agent's components without starting
+// anything that listens.
+func New(cfg Config, logger *slog.Logger) (*Agent, error) {
+	if cfg.Dev {
+		cfg.Server = true
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	adv, err := advertiseAddr(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, advertise: adv, logger: logger.With("node", cfg.NodeName, "dc", cfg.Datacenter)}
+	if a.store, err = catalog.NewStore(); err != nil {
+		return nil, err
+	}
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// advertiseAddr picks the address this node is known by.
+func advertiseAddr(cfg Config) (string, error) {
+	if cfg.AdvertiseAddr != "" {
+		return cfg.AdvertiseAddr, nil
+	}
+	bind, _ := netip.ParseAddr(cfg.BindAddr)
+	if !bind.IsUnspecified() {
+		return bind.String(), nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("find an address to advertise: %w", err)
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && p.Addr().IsPrivate() {
+			return p.Addr().String(), nil
+		}
+	}
+	return "", &FieldError{Field: "advertise_addr", Reason: "bind_addr is unspecified and no private IPv4 address was found; set -advertise"}
+}
+
+// Start brings the agent up: Raft and the catalog, the first sync of this
+// node, then the HTTP API and DNS. On error everything started is stopped.
+func (a *Agent) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = errors.Join(err, a.Shutdown(sctx))
+		}
+	}()
+	if err := a.startServer(ctx); err != nil {
+		return err
+	}
+	if err := a.startLocal(ctx); err != nil {
+		return err
+	}
+	if err := a.startHTTP(); err != nil {
+		return err
+	}
+	if err := a.startDNS(); err != nil {
+		return err
+	}
+	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", a.http.Addr().String(),
+		"advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
+	return nil
+}
+
+func (a *Agent) startServer(ctx context.Context) error {
+	cc := consensus.DefaultConfig()
+	cc.NodeID = a.cfg.NodeName
+	cc.Address = net.JoinHostPort(a.advertise, strconv.Itoa(a.cfg.Ports.Server))
+	cc.Bootstrap = true
+	cc.SingleServerTiming()
+	if a.cfg.DataDir != "" {
+		cc.DataDir = a.cfg.DataDir
+	}
+	srv, err := consensus.New(cc, a.store, a.logger)
+	if err != nil {
+		return err
+	}
+	a.server = srv
+	a.backend = &backend{server: srv, dc: a.cfg.Datacenter}
+	wctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return a.server.WaitForLeader(wctx)
+}
+
+func (a *Agent) startLocal(ctx context.Context) error {
+	lc := local.DefaultConfig()
+	lc.NodeName, lc.Address, lc.Datacenter = a.cfg.NodeName, a.advertise, a.cfg.Datacenter
+	if a.cfg.DataDir != "" {
+		lc.DataDir = a.cfg.DataDir
+	}
+	st, err := local.New(lc, a.backend, a.logger)
+	if err != nil {
+		return err
+	}
+	a.local = st
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := st.SyncFull(sctx); err != nil {
+		return fmt.Errorf("first sync of node %q: %w", a.cfg.NodeName, err)
+	}
+	loopCtx, stop := context.WithCancel(context.Background())
+	a.stopLoops = stop
+	a.loops.Go(func() { st.Run(loopCtx) })
+	return nil
+}
+
+func (a *Agent) startHTTP() error {
+	hc := httpapi.DefaultConfig()
+	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
+	hc.Datacenter = a.cfg.Datacenter
+	srv, err := httpapi.New(hc, a.local, a.backend, a.backend, a.logger)
+	if err != nil {
+		return err
+	}
+	a.http = srv
+	return srv.Start()
+}
+
+func (a *Agent) startDNS() error {
+	zc := zones.DefaultConfig()
+	zc.Domain, zc.Datacenter = a.cfg.Domain, a.cfg.Datacenter
+	zone, err := zones.New(zc)
+	if err != nil {
+		return err
+	}
+	rc := resolver.DefaultConfig()
+	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
+	srv, err := resolver.New(rc, zone, a.backend, a.logger.With("component", "dns"))
+	if err != nil {
+		return err
+	}
+	a.dns = srv
+	return srv.Start()
+}
+
+// DNSAddr is the bound DNS address (UDP; TCP uses the same port).
+func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }
+
+// HTTPAddr is the bound HTTP API address.
+func (a *Agent) HTTPAddr() net.Addr { return a.http.Addr() }
+
+// Shutdown stops the agent in order — DNS listeners, HTTP API, background
+// loops, Raft (which closes its log) — and waits for each. It is safe to
+// call more than once and on a partly started agent.
+func (a *Agent) Shutdown(ctx context.Context) error {
+	var errs []error
+	a.shutdown.Do(func() {
+		if a.dns != nil {
+			errs = append(errs, a.dns.Shutdown(ctx))
+		}
+		if a.http != nil {
+			errs = append(errs, a.http.Shutdown(ctx))
+		}
+		if a.stopLoops != nil {
+			a.stopLoops()
+		}
+		a.loops.Wait()
+		if a.server != nil {
+			errs = append(errs, a.server.Shutdown())
+		}
+	})
+	return errors.Join(errs...)
+}

@@ -49,6 +49,10 @@ type Config struct {
 type Ports struct {
 	DNS  int // UDP and TCP, default 8600
 	HTTP int // default 8500
+	// Server is the server RPC port, default 8300. A server's Raft address
+	// is AdvertiseAddr:Server. This version runs one server per datacenter
+	// and opens no listener on it yet; clustering will.
+	Server int
 }
 
 // DefaultConfig returns the configuration of an agent started with no flags.
@@ -59,7 +63,7 @@ func DefaultConfig() Config {
 		Domain:     "cluster.",
 		BindAddr:   "127.0.0.1",
 		ClientAddr: "127.0.0.1",
-		Ports:      Ports{DNS: 8600, HTTP: 8500},
+		Ports:      Ports{DNS: 8600, HTTP: 8500, Server: 8300},
 		LogLevel:   "info",
 	}
 }
@@ -111,7 +115,7 @@ func (c *Config) Validate() error {
 	for _, p := range []struct {
 		field string
 		value int
-	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}} {
+	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}, {"ports.server", c.Ports.Server}} {
 		if p.value < 0 || p.value > 65535 {
 			bad(p.field, "must be between 0 and 65535, got %d", p.value)
 		}

@@ -24,14 +24,15 @@ type fileConfig struct {
 }
 
 type filePorts struct {
-	DNS  *int `hcl:"dns"`
-	HTTP *int `hcl:"http"`
+	DNS    *int `hcl:"dns"`
+	HTTP   *int `hcl:"http"`
+	Server *int `hcl:"server"`
 }
 
 var knownKeys = map[string]bool{
 	"node_name": true, "datacenter": true, "domain": true, "bind_addr": true,
 	"advertise_addr": true, "client_addr": true, "data_dir": true, "server": true,
-	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true,
+	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true, "ports.server": true,
 }
 
 // LoadConfigFile reads an HCL or JSON file (by extension: .json is JSON,
@@ -83,6 +84,9 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 		}
 		if fc.Ports.HTTP != nil {
 			c.Ports.HTTP = *fc.Ports.HTTP
+		}
+		if fc.Ports.Server != nil {
+			c.Ports.Server = *fc.Ports.Server
 		}
 	}
 	return nil

@@ -134,6 +134,10 @@ func sameNode(a, b *Node) bool {
 		a.Datacenter == b.Datacenter && maps.Equal(a.Meta, b.Meta)
 }
 
+// SameAs reports whether two services are registered with the same fields,
+// ignoring their Raft indexes.
+func (a *Service) SameAs(b *Service) bool { return sameService(a, b) }
+
 func sameService(a, b *Service) bool {
 	return a.ID == b.ID && a.Service == b.Service && slices.Equal(a.Tags, b.Tags) &&
 		a.Address == b.Address && a.Port == b.Port && maps.Equal(a.Meta, b.Meta) && a.Weights == b.Weights

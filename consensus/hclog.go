@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -40,6 +41,14 @@ func toSlogLevel(l hclog.Level) slog.Level {
 }
 
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	for i, v := range args {
+		// hclog.Fmt values are a format and its arguments, rendered lazily.
+		if f, ok := v.(hclog.Format); ok && len(f) > 0 {
+			if format, ok := f[0].(string); ok {
+				args[i] = fmt.Sprintf(format, f[1:]...)
+			}
+		}
+	}
 	a.logger.Log(context.Background(), toSlogLevel(level), msg, args...)
 }
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }

@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// weights is the JSON shape of catalog.Weights.
+type weights struct {
+	Passing int
+	Warning int
+}
+
+// serviceRegistration is the body of PUT /v1/agent/service/register.
+type serviceRegistration struct {
+	ID      string
+	Name    string
+	Tags    []string
+	Address string
+	Port    int
+	Meta    map[string]string
+	Weights *weights
+}
+
+// agentService is a service as GET /v1/agent/services lists it.
+type agentService struct {
+	ID         string
+	Service    string
+	Tags       []string
+	Meta       map[string]string
+	Port       int
+	Address    string
+	Weights    weights
+	Datacenter string
+}
+
+func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) error {
+	var reg serviceRegistration
+	if err := s.decodeBody(w, r, &reg); err != nil {
+		return err
+	}
+	svc := &catalog.Service{
+		ID: reg.ID, Service: reg.Name, Tags: reg.Tags, Address: reg.Address,
+		Port: reg.Port, Meta: reg.Meta,
+	}
+	if reg.Weights != nil {
+		svc.Weights = catalog.Weights{Passing: reg.Weights.Passing, Warning: reg.Weights.Warning}
+		if svc.Weights == (catalog.Weights{}) {
+			return badRequest("Weights.Passing", "must be between 1 and 65535, got 0")
+		}
+	}
+	if err := s.local.AddService(r.Context(), svc); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (s *Server) agentServiceDeregister(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if id == "" {
+		return badRequest("ID", "is required in the path: /v1/agent/service/deregister/<id>")
+	}
+	if err := s.local.RemoveService(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (s *Server) agentServices(w http.ResponseWriter, r *http.Request) error {
+	out := make(map[string]*agentService)
+	for _, svc := range s.local.Services() {
+		out[svc.ID] = s.toAgentService(svc)
+	}
+	writeJSONIndex(w, r, 0, out)
+	return nil
+}
+
+func (s *Server) toAgentService(svc *catalog.Service) *agentService {
+	return &agentService{
+		ID: svc.ID, Service: svc.Service, Tags: nonNil(svc.Tags), Meta: nonNilMap(svc.Meta),
+		Port: svc.Port, Address: svc.Address,
+		Weights:    weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
+		Datacenter: s.cfg.Datacenter,
+	}
+}
+
+// nonNil keeps JSON arrays as [] rather than null, as Consul's clients expect.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

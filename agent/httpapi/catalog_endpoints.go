@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// node is a node as the catalog endpoints give it.
+type node struct {
+	ID          string
+	Node        string
+	Address     string
+	Datacenter  string
+	Meta        map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// catalogService is one instance as GET /v1/catalog/service/<name> gives it.
+type catalogService struct {
+	ID             string
+	Node           string
+	Address        string
+	Datacenter     string
+	NodeMeta       map[string]string
+	ServiceID      string
+	ServiceName    string
+	ServiceTags    []string
+	ServiceAddress string
+	ServicePort    int
+	ServiceMeta    map[string]string
+	ServiceWeights weights
+	CreateIndex    uint64
+	ModifyIndex    uint64
+}
+
+// healthCheck is a check as the health endpoints give it.
+type healthCheck struct {
+	Node        string
+	CheckID     string
+	Name        string
+	Status      string
+	Notes       string
+	Output      string
+	ServiceID   string
+	ServiceName string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// serviceEntry is one instance as GET /v1/health/service/<name> gives it.
+type serviceEntry struct {
+	Node    *node
+	Service *serviceWithIndex
+	Checks  []*healthCheck
+}
+
+type serviceWithIndex struct {
+	agentService
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+func toNode(n *catalog.Node) *node {
+	return &node{
+		ID: n.ID, Node: n.Node, Address: n.Address, Datacenter: n.Datacenter,
+		Meta: nonNilMap(n.Meta), CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
+	}
+}
+
+func (s *Server) catalogNodes(w http.ResponseWriter, r *http.Request) error {
+	idx, nodes, err := s.catalog.Nodes(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]*node, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, toNode(n))
+	}
+	writeJSONIndex(w, r, idx, out)
+	return nil
+}
+
+func (s *Server) catalogServices(w http.ResponseWriter, r *http.Request) error {
+	idx, services, err := s.catalog.Services(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSONIndex(w, r, idx, services)
+	return nil
+}
+
+func (s *Server) catalogService(w http.ResponseWriter, r *http.Request) error {
+	idx, insts, err := s.catalog.ServiceInstances(r.Context(), r.PathValue("name"), r.URL.Query().Get("tag"))
+	if err != nil {
+		return err
+	}
+	out := make([]*catalogService, 0, len(insts))
+	for _, in := range insts {
+		n, svc := in.Node, in.Service
+		out = append(out, &catalogService{
+			ID: n.ID, Node: n.Node, Address: n.Address, Datacenter: n.Datacenter, NodeMeta: nonNilMap(n.Meta),
+			ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: nonNil(svc.Tags),
+			ServiceAddress: svc.Address, ServicePort: svc.Port, ServiceMeta: nonNilMap(svc.Meta),
+			ServiceWeights: weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
+			CreateIndex:    svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
+		})
+	}
+	writeJSONIndex(w, r, idx, out)
+	return nil
+}
+
+func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
+	idx, insts, err := s.catalog.ServiceInstances(r.Context(), r.PathValue("name"), r.URL.Query().Get("tag"))
+	if err != nil {
+		return err
+	}
+	passing := boolParam(r, "passing")
+	out := make([]*serviceEntry, 0, len(insts))
+	for _, in := range insts {
+		if passing && !in.Healthy(true) {
+			continue
+		}
+		svc := &serviceWithIndex{agentService: *s.toAgentService(in.Service),
+			CreateIndex: in.Service.CreateIndex, ModifyIndex: in.Service.ModifyIndex}
+		svc.Datacenter = in.Node.Datacenter
+		checks := make([]*healthCheck, 0, len(in.Checks))
+		for _, c := range in.Checks {
+			checks = append(checks, &healthCheck{
+				Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
+				Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
+				CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
+			})
+		}
+		out = append(out, &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks})
+	}
+	writeJSONIndex(w, r, idx, out)
+	return nil
+}
+
+func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, s.status.Leader())
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package httpapi serves cairn's HTTP API under /v1/, with the paths, JSON
+// shapes and headers of Consul's for the same endpoints, so existing clients
+// work. Bad input is answered with a 400 and a JSON body naming the field and
+// the reason; every error body is JSON.
+//
+// httpapi imports catalog and declares what it needs of the rest of the
+// agent as small interfaces (Local, Catalog) that the agent wires. Handlers
+// are safe for concurrent use.
+package httpapi

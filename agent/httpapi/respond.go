@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cairndns/cairn/agent/local"
+	"github.com/cairndns/cairn/catalog"
+)
+
+// errorBody is every error response: Error is one line; Field and Reason
+// are set for bad input.
+type errorBody struct {
+	Error  string `json:"error"`
+	Field  string `json:"field,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// httpError is an error with the status code it is answered with.
+type httpError struct {
+	code int
+	body errorBody
+}
+
+func (e *httpError) Error() string { return e.body.Error }
+
+func badRequest(field, format string, args ...any) *httpError {
+	reason := fmt.Sprintf(format, args...)
+	return &httpError{code: http.StatusBadRequest, body: errorBody{Error: field + ": " + reason, Field: field, Reason: reason}}
+}
+
+func notFound(format string, args ...any) *httpError {
+	return &httpError{code: http.StatusNotFound, body: errorBody{Error: fmt.Sprintf(format, args...)}}
+}
+
+// writeError chooses the status for err — the one place that does — and
+// writes the JSON error body.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	var fe *catalog.FieldError
+	switch {
+	case errors.As(err, &he):
+	case errors.As(err, &fe):
+		he = badRequest(fe.Field, "%s", fe.Reason)
+	case errors.Is(err, local.ErrUnknownService), errors.Is(err, catalog.ErrNotFound):
+		he = notFound("%s", err.Error())
+	default:
+		he = &httpError{code: http.StatusInternalServerError, body: errorBody{Error: oneLine(err.Error())}}
+		s.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, he.code, he.body)
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeJSONIndex writes a read's result with the index it reflects.
+func writeJSONIndex(w http.ResponseWriter, r *http.Request, index uint64, v any) {
+	w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("X-Consul-KnownLeader", "true")
+	if _, ok := r.URL.Query()["pretty"]; ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "    ")
+		_ = enc.Encode(v)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// decodeBody decodes a JSON request body into v, rejecting unknown fields,
+// trailing data and bodies over the configured size, each with a 400 that
+// names what is wrong.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, s.cfg.MaxBodyBytes)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return jsonError(err, s.cfg.MaxBodyBytes)
+		}
+		return badRequest("body", "must hold exactly one JSON object")
+	}
+	return nil
+}
+
+func jsonError(err error, limit int64) *httpError {
+	var tooBig *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &tooBig):
+		return badRequest("body", "must be at most %d bytes", limit)
+	case errors.As(err, &typeErr):
+		return badRequest(typeErr.Field, "must be a JSON %s, got %s", typeErr.Type, typeErr.Value)
+	case errors.As(err, &syntax):
+		return badRequest("body", "invalid JSON at byte %d: %v", syntax.Offset, err)
+	case errors.Is(err, io.EOF):
+		return badRequest("body", "is empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("body", "JSON ends early")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return badRequest(strings.Trim(name, `"`), "unknown field")
+	}
+	return badRequest("body", "%v", err)
+}
+
+// boolParam reads a flag-like query parameter the way Consul does: present
+// with no value, or any value strconv.ParseBool reads as true.
+func boolParam(r *http.Request, name string) bool {
+	vals, ok := r.URL.Query()[name]
+	if !ok {
+		return false
+	}
+	if len(vals) == 0 || vals[0] == "" {
+		return true
+	}
+	b, err := strconv.ParseBool(vals[0])
+	return err != nil || b
+}

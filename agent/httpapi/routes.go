@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+)
+
+// handlerFunc is an endpoint: it writes a success itself and returns any
+// error for writeError to answer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	s.handle(mux, "/v1/agent/service/register", s.agentServiceRegister, http.MethodPut)
+	s.handle(mux, "/v1/agent/service/deregister/{id...}", s.agentServiceDeregister, http.MethodPut)
+	s.handle(mux, "/v1/agent/services", s.agentServices, http.MethodGet)
+	s.handle(mux, "/v1/catalog/services", s.catalogServices, http.MethodGet)
+	s.handle(mux, "/v1/catalog/service/{name}", s.catalogService, http.MethodGet)
+	s.handle(mux, "/v1/catalog/nodes", s.catalogNodes, http.MethodGet)
+	s.handle(mux, "/v1/health/service/{name}", s.healthService, http.MethodGet)
+	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFound("no endpoint %s", r.URL.Path))
+	})
+	return mux
+}
+
+// handle registers an endpoint for the given methods; any other method gets
+// a 405 with an Allow header and a JSON body, like every other error.
+func (s *Server) handle(mux *http.ServeMux, pattern string, h handlerFunc, methods ...string) {
+	allow := strings.Join(methods, ", ")
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		ok := false
+		for _, m := range methods {
+			ok = ok || r.Method == m
+		}
+		if !ok {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "method " + r.Method + " not allowed; use " + allow})
+			return
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}

@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// Local is this agent's own services (package agent/local satisfies it).
+type Local interface {
+	AddService(ctx context.Context, svc *catalog.Service) error
+	RemoveService(ctx context.Context, id string) error
+	Services() []*catalog.Service
+}
+
+// Catalog answers catalog reads. Each read returns the Raft index it
+// reflects, sent to clients as X-Consul-Index.
+type Catalog interface {
+	Nodes(ctx context.Context) (uint64, []*catalog.Node, error)
+	Services(ctx context.Context) (uint64, map[string][]string, error)
+	ServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error)
+}
+
+// Status tells which server leads.
+type Status interface {
+	// Leader returns the leader's server address, or "" when none is known.
+	Leader() string
+}
+
+// Config configures the HTTP listener.
+type Config struct {
+	// Addr is the listen address. Default "127.0.0.1:8500".
+	Addr string
+	// Datacenter is the agent's datacenter, reported on its services.
+	Datacenter string
+	// MaxBodyBytes caps request bodies. Default 1 MiB.
+	MaxBodyBytes int64
+	// ReadHeaderTimeout bounds a slow client's headers. Default 10s.
+	ReadHeaderTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{Addr: "127.0.0.1:8500", Datacenter: "dc1", MaxBodyBytes: 1 << 20, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// Validate reports every bad field.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("http Addr: %q is not host:port", c.Addr))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("http MaxBodyBytes: must be at least 1024, got %d", c.MaxBodyBytes))
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("http ReadHeaderTimeout: must be positive, got %s", c.ReadHeaderTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is the HTTP API server.
+type Server struct {
+	cfg     Config
+	local   Local
+	catalog Catalog
+	status  Status
+	logger  *slog.Logger
+	handler http.Handler
+
+	mu   sync.Mutex
+	srv  *http.Server
+	addr net.Addr
+	wg   sync.WaitGroup
+}
+
+// New builds the server; Start makes it listen.
+func New(cfg Config, local Local, cat Catalog, status Status, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, local: local, catalog: cat, status: status, logger: logger.With("component", "http")}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the API's handler, for tests that use httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start binds the listener (so a bind error is returned here) and serves in
+// a goroutine owned by the server.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+	s.mu.Lock()
+	s.srv, s.addr = srv, ln.Addr()
+	s.mu.Unlock()
+	s.wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("http server stopped", "err", err)
+		}
+	})
+	return nil
+}
+
+// Addr is the bound address, nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Shutdown stops accepting requests, waits for those in flight until ctx
+// ends, then closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	s.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
