@@ -170,6 +170,7 @@ func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
 func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {
 	cp := *c
 	cp.Node = node
+	cp.RaftIndex = RaftIndex{} // a check read back from the store is the same check
 	if cp.ServiceID != "" {
 		raw, err := tx.First(tableServices, "id", node, cp.ServiceID)
 		if err != nil {

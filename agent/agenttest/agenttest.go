@@ -1,0 +1,64 @@
+// Package agenttest starts real cairn agents in-process for tests: on
+// loopback, on free ports, with logs routed to the test's log.
+package agenttest
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/agent"
+)
+
+// Config returns a dev agent configuration on 127.0.0.1 with every port
+// picked free by the system, and the node named "test".
+func Config(t testing.TB) agent.Config {
+	t.Helper()
+	cfg := agent.DefaultConfig()
+	cfg.Dev = true
+	cfg.NodeName = "test"
+	cfg.Ports = agent.Ports{}
+	cfg.LogLevel = "warn"
+	return cfg
+}
+
+// Start starts an agent with cfg and shuts it down when the test ends.
+func Start(t testing.TB, cfg agent.Config) *agent.Agent {
+	t.Helper()
+	level, err := agent.ParseLogLevel(cfg.LogLevel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+	a, err := agent.New(cfg, logger)
+	if err != nil {
+		t.Fatalf("agent.New: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("agent.Start: %v", err)
+	}
+	t.Cleanup(func() { Stop(t, a) })
+	return a
+}
+
+// Stop shuts an agent down and fails the test if that fails. Stopping twice
+// is harmless.
+func Stop(t testing.TB, a *agent.Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Errorf("agent.Shutdown: %v", err)
+	}
+}
+
+// testWriter sends log lines to t.Log, so they show only for failing tests.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
