@@ -120,16 +120,22 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			err = errors.Join(err, a.Shutdown(sctx))
 		}
 	}()
+	if !a.cfg.Server {
+		// Client agents need servers to talk to, which come with clustering.
+		a.logger.Warn("client agents are not supported yet; running as a single-server datacenter")
+	}
 	if err := a.startServer(ctx); err != nil {
 		return err
 	}
 	if err := a.startLocal(ctx); err != nil {
 		return err
 	}
-	if err := a.startHTTP(); err != nil {
+	// DNS before HTTP: a client that waits for the HTTP API to answer can
+	// then rely on DNS answering too.
+	if err := a.startDNS(); err != nil {
 		return err
 	}
-	if err := a.startDNS(); err != nil {
+	if err := a.startHTTP(); err != nil {
 		return err
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", a.http.Addr().String(),

@@ -163,9 +163,15 @@ func checkDomain(d string) string {
 
 // ParseLogLevel turns a level name into a slog.Level.
 func ParseLogLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
 	}
-	return l, nil
+	return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
 }

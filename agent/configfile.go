@@ -1,10 +1,16 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl"
+	"github.com/hashicorp/hcl/hcl/ast"
+	hclparser "github.com/hashicorp/hcl/hcl/parser"
+	jsonparser "github.com/hashicorp/hcl/json/parser"
 )
 
 // fileConfig mirrors Config with the keys users write in a config file. HCL
@@ -47,7 +53,7 @@ func LoadConfigFile(path string, c *Config) error {
 }
 
 func applyConfigFile(path string, data []byte, c *Config) error {
-	tree, err := hcl.ParseBytes(data)
+	tree, err := parseConfig(path, data)
 	if err != nil {
 		return fmt.Errorf("parse config file %s: %w", path, err)
 	}
@@ -92,6 +98,20 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 	return nil
 }
 
+// parseConfig parses data as JSON when path ends in .json, else as HCL.
+// hcl's JSON parser forgives truncated and malformed documents, so JSON is
+// checked with encoding/json first.
+func parseConfig(path string, data []byte) (*ast.File, error) {
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return nil, err
+		}
+		return jsonparser.Parse(data)
+	}
+	return hclparser.Parse(data)
+}
+
 // checkKeys rejects keys the agent does not know. HCL decodes a block as a
 // list of maps, so both shapes are walked.
 func checkKeys(prefix string, v any) error {
@@ -101,6 +121,9 @@ func checkKeys(prefix string, v any) error {
 			key := prefix + k
 			if !knownKeys[key] {
 				return &FieldError{Field: key, Reason: "unknown key"}
+			}
+			if list, ok := sub.([]map[string]any); ok && len(list) > 1 {
+				return &FieldError{Field: key, Reason: "given more than once; write one block"}
 			}
 			if err := checkKeys(key+".", sub); err != nil {
 				return err

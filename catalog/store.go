@@ -164,7 +164,34 @@ func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
 	if err := tx.Insert(tableServices, row); err != nil {
 		return fmt.Errorf("insert service %q: %w", svc.ID, err)
 	}
-	return bumpIndex(tx, tableServices, idx)
+	if err := bumpIndex(tx, tableServices, idx); err != nil {
+		return err
+	}
+	return renameServiceChecks(tx, idx, node, &cp)
+}
+
+// renameServiceChecks keeps the ServiceName of a service's checks equal to
+// the service's name when a registration renames it.
+func renameServiceChecks(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
+	checks, err := serviceChecks(tx, node, svc.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range checks {
+		if c.ServiceName == svc.Service {
+			continue
+		}
+		cp := *c
+		cp.ServiceName, cp.ModifyIndex = svc.Service, idx
+		row := &checkRow{Node: node, CheckID: cp.CheckID, ServiceID: cp.ServiceID, Check: &cp}
+		if err := tx.Insert(tableChecks, row); err != nil {
+			return fmt.Errorf("rename check %q: %w", cp.CheckID, err)
+		}
+		if err := bumpIndex(tx, tableChecks, idx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {

@@ -149,8 +149,9 @@ func (s *Service) HasTag(tag string) bool {
 	return slices.ContainsFunc(s.Tags, func(t string) bool { return equalFold(t, tag) })
 }
 
-// IsIP reports whether addr parses as an IPv4 or IPv6 address.
+// IsIP reports whether addr parses as an IPv4 or IPv6 address without a
+// zone: an address with a zone (fe80::1%eth0) cannot be put in a DNS record.
 func IsIP(addr string) bool {
-	_, err := netip.ParseAddr(addr)
-	return err == nil
+	a, err := netip.ParseAddr(addr)
+	return err == nil && a.Zone() == ""
 }

@@ -42,6 +42,11 @@ func toSlogLevel(l hclog.Level) slog.Level {
 
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	for i, v := range args {
+		// raft's "node" names a Raft peer; the agent's logger already carries
+		// "node" for this agent, so raft's is renamed to keep keys unique.
+		if i%2 == 0 && v == "node" {
+			args[i] = "raft_node"
+		}
 		// hclog.Fmt values are a format and its arguments, rendered lazily.
 		if f, ok := v.(hclog.Format); ok && len(f) > 0 {
 			if format, ok := f[0].(string); ok {

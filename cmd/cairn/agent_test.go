@@ -94,7 +94,7 @@ func TestAgentConfigFile(t *testing.T) {
 		}
 		want := agent.DefaultConfig()
 		want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc2", "corp.", "/data/file", true, "debug"
-		want.Ports = agent.Ports{DNS: 5353, HTTP: 9500}
+		want.Ports.DNS, want.Ports.HTTP = 5353, 9500
 		if got != want {
 			t.Errorf("%s: got %+v, want %+v", name, got, want)
 		}
@@ -112,7 +112,7 @@ func TestAgentConfigFlagsWinOverFile(t *testing.T) {
 	want := agent.DefaultConfig()
 	want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc3", "corp.", "/data/file", false, "warn"
 	want.NodeName, want.BindAddr, want.AdvertiseAddr, want.ClientAddr = "n7", "10.0.0.7", "10.0.0.8", "0.0.0.0"
-	want.Ports = agent.Ports{DNS: 5353, HTTP: 0} // -http-port 0 wins although it is the zero value
+	want.Ports.DNS, want.Ports.HTTP = 5353, 0 // -http-port 0 wins although it is the zero value
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}

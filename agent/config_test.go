@@ -1,0 +1,395 @@
+package agent
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	got := DefaultConfig()
+	want := Config{
+		NodeName:   got.NodeName, // the host name: checked below
+		Datacenter: "dc1",
+		Domain:     "cluster.",
+		BindAddr:   "127.0.0.1",
+		ClientAddr: "127.0.0.1",
+		Ports:      Ports{DNS: 8600, HTTP: 8500, Server: 8300},
+		LogLevel:   "info",
+	}
+	if got != want {
+		t.Errorf("DefaultConfig: got %+v, want %+v", got, want)
+	}
+
+	wantNode := "cairn"
+	if h, err := os.Hostname(); err == nil && h != "" {
+		h, _, _ = strings.Cut(h, ".")
+		wantNode = strings.ToLower(h)
+	}
+	if got.NodeName != wantNode {
+		t.Errorf("NodeName: got %q, want %q (the host name up to its first dot, lowercased)", got.NodeName, wantNode)
+	}
+
+	// The defaults lack only a data directory, which -dev makes optional.
+	err := got.Validate()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "data_dir" || len(fieldsOf(err)) != 1 {
+		t.Errorf("DefaultConfig().Validate(): got %v, want only a data_dir error", err)
+	}
+	dev := DefaultConfig()
+	dev.Dev = true
+	if err := dev.Validate(); err != nil {
+		t.Errorf("DefaultConfig() with Dev: got %v, want valid", err)
+	}
+}
+
+// validConfig is a configuration Validate accepts, to change one field of.
+func validConfig() Config {
+	c := DefaultConfig()
+	c.NodeName = "node-1"
+	c.DataDir = "/var/lib/cairn"
+	return c
+}
+
+// fieldsOf lists the Field of every *FieldError joined in err, in order.
+func fieldsOf(err error) []string {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else if err != nil {
+		errs = []error{err}
+	}
+	var fields []string
+	for _, e := range errs {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			fields = append(fields, fe.Field)
+		} else {
+			fields = append(fields, "not a *FieldError: "+e.Error())
+		}
+	}
+	return fields
+}
+
+func TestConfigValidateRejects(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		field string // the FieldError.Field wanted
+		value string // shown in the test name
+		edit  func(*Config)
+	}{
+		{"node_name", `""`, func(c *Config) { c.NodeName = "" }},
+		{"node_name", "a.b", func(c *Config) { c.NodeName = "a.b" }},
+		{"node_name", "a_b", func(c *Config) { c.NodeName = "a_b" }},
+		{"node_name", "-a", func(c *Config) { c.NodeName = "-a" }},
+		{"node_name", "a-", func(c *Config) { c.NodeName = "a-" }},
+		{"node_name", "64 letters", func(c *Config) { c.NodeName = long }},
+		{"datacenter", `""`, func(c *Config) { c.Datacenter = "" }},
+		{"datacenter", "dc_1", func(c *Config) { c.Datacenter = "dc_1" }},
+		{"datacenter", `"dc 1"`, func(c *Config) { c.Datacenter = "dc 1" }},
+		{"domain", `""`, func(c *Config) { c.Domain = "" }},
+		{"domain", ".", func(c *Config) { c.Domain = "." }},
+		{"domain", "bad..domain", func(c *Config) { c.Domain = "bad..domain" }},
+		{"domain", ".cluster", func(c *Config) { c.Domain = ".cluster" }},
+		{"domain", "my_zone.", func(c *Config) { c.Domain = "my_zone." }},
+		{"domain", "64-letter label", func(c *Config) { c.Domain = long + ".cluster." }},
+		{"bind_addr", `""`, func(c *Config) { c.BindAddr = "" }},
+		{"bind_addr", "nowhere", func(c *Config) { c.BindAddr = "nowhere" }},
+		{"bind_addr", "127.0.0.1:8300", func(c *Config) { c.BindAddr = "127.0.0.1:8300" }},
+		{"client_addr", "::x", func(c *Config) { c.ClientAddr = "::x" }},
+		{"client_addr", "localhost", func(c *Config) { c.ClientAddr = "localhost" }},
+		{"advertise_addr", "0.0.0.0", func(c *Config) { c.AdvertiseAddr = "0.0.0.0" }},
+		{"advertise_addr", "::", func(c *Config) { c.AdvertiseAddr = "::" }},
+		{"advertise_addr", "host.example", func(c *Config) { c.AdvertiseAddr = "host.example" }},
+		{"ports.dns", "-1", func(c *Config) { c.Ports.DNS = -1 }},
+		{"ports.dns", "65536", func(c *Config) { c.Ports.DNS = 65536 }},
+		{"ports.http", "-1", func(c *Config) { c.Ports.HTTP = -1 }},
+		{"ports.http", "70000", func(c *Config) { c.Ports.HTTP = 70000 }},
+		{"ports.server", "-8300", func(c *Config) { c.Ports.Server = -8300 }},
+		{"ports.server", "65536", func(c *Config) { c.Ports.Server = 65536 }},
+		{"data_dir", `"" without Dev`, func(c *Config) { c.DataDir = "" }},
+		{"log_level", `""`, func(c *Config) { c.LogLevel = "" }},
+		{"log_level", "loud", func(c *Config) { c.LogLevel = "loud" }},
+		{"log_level", "warning", func(c *Config) { c.LogLevel = "warning" }},
+	} {
+		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
+			c := validConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("got %v, want a *FieldError for %s", err, tc.field)
+			}
+			if got := fieldsOf(err); !slices.Equal(got, []string{tc.field}) {
+				t.Errorf("got errors for %q, want only %q", got, tc.field)
+			}
+			if fe.Reason == "" {
+				t.Errorf("got an empty Reason, want why %s is rejected", tc.field)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "config "+tc.field+": ") {
+				t.Errorf("got message %q, want it to start with %q", msg, "config "+tc.field+": ")
+			}
+		})
+	}
+}
+
+func TestConfigValidateAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"defaults with a data dir", func(*Config) {}},
+		{"dev without a data dir", func(c *Config) { c.Dev, c.DataDir = true, "" }},
+		{"63-letter node name", func(c *Config) { c.NodeName = strings.Repeat("n", 63) }},
+		{"upper-case node name", func(c *Config) { c.NodeName = "Web-01" }},
+		{"domain without the final dot", func(c *Config) { c.Domain = "cluster" }},
+		{"domain of several labels", func(c *Config) { c.Domain = "svc.example.com." }},
+		{"ports 0 pick free ones", func(c *Config) { c.Ports = Ports{} }},
+		{"highest ports", func(c *Config) { c.Ports = Ports{DNS: 65535, HTTP: 65535, Server: 65535} }},
+		{"IPv6 and unspecified addresses", func(c *Config) { c.BindAddr, c.ClientAddr = "::", "::1" }},
+		{"advertise address", func(c *Config) { c.AdvertiseAddr = "10.0.0.7" }},
+		{"log levels in any case", func(c *Config) { c.LogLevel = "DEBUG" }},
+		{"log level warn", func(c *Config) { c.LogLevel = "warn" }},
+		{"log level error", func(c *Config) { c.LogLevel = "error" }},
+	} {
+		c := validConfig()
+		tc.edit(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: got %v, want valid", tc.name, err)
+		}
+	}
+}
+
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	c := Config{
+		NodeName:      "a.b",
+		Datacenter:    "dc_1",
+		Domain:        "",
+		BindAddr:      "nowhere",
+		ClientAddr:    "",
+		AdvertiseAddr: "0.0.0.0",
+		Ports:         Ports{DNS: 70000, HTTP: -1, Server: 65536},
+		LogLevel:      "loud",
+	}
+	err := c.Validate()
+	got := fieldsOf(err)
+	slices.Sort(got)
+	want := []string{"advertise_addr", "bind_addr", "client_addr", "data_dir", "datacenter", "domain",
+		"log_level", "node_name", "ports.dns", "ports.http", "ports.server"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got errors for %q, want %q", got, want)
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Errorf("errors.As(%v, *FieldError): got false, want true", err)
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != len(want) {
+		t.Errorf("got %d lines in %q, want one per problem, %d", n, err, len(want))
+	}
+}
+
+func writeConfig(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// everyKey is the configuration the files of TestLoadConfigFileEveryKey set:
+// every key, each different from its default.
+func everyKey() Config {
+	c := DefaultConfig()
+	c.NodeName, c.Datacenter, c.Domain = "n7", "dc2", "corp."
+	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
+	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
+	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300}
+	return c
+}
+
+func TestLoadConfigFileEveryKey(t *testing.T) {
+	for name, content := range map[string]string{
+		"cairn.hcl": `
+node_name      = "n7"
+datacenter     = "dc2"
+domain         = "corp."
+bind_addr      = "10.0.0.7"
+advertise_addr = "10.0.0.8"
+client_addr    = "0.0.0.0"
+data_dir       = "/data/cairn"
+server         = true
+log_level      = "debug"
+ports {
+  dns    = 53
+  http   = 9500
+  server = 9300
+}
+`,
+		"assigned.hcl": `
+node_name = "n7"
+datacenter = "dc2"
+domain = "corp."
+bind_addr = "10.0.0.7"
+advertise_addr = "10.0.0.8"
+client_addr = "0.0.0.0"
+data_dir = "/data/cairn"
+server = true
+log_level = "debug"
+ports = { dns = 53, http = 9500, server = 9300 }
+`,
+		"cairn.json": `{
+  "node_name": "n7",
+  "datacenter": "dc2",
+  "domain": "corp.",
+  "bind_addr": "10.0.0.7",
+  "advertise_addr": "10.0.0.8",
+  "client_addr": "0.0.0.0",
+  "data_dir": "/data/cairn",
+  "server": true,
+  "log_level": "debug",
+  "ports": {"dns": 53, "http": 9500, "server": 9300}
+}`,
+	} {
+		got := DefaultConfig()
+		if err := LoadConfigFile(writeConfig(t, name, content), &got); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if want := everyKey(); got != want {
+			t.Errorf("%s: got %+v, want %+v", name, got, want)
+		}
+	}
+}
+
+func TestLoadConfigFileKeepsAbsentKeys(t *testing.T) {
+	// Start from values that are not the defaults, so that a key reset to
+	// its default or zero value shows.
+	start := everyKey()
+	start.Dev = true
+	for _, tc := range []struct {
+		name, content string
+		edit          func(*Config) // what the file changes
+	}{
+		{"empty.hcl", "", func(*Config) {}},
+		{"empty.json", "{}", func(*Config) {}},
+		{"comment.hcl", "# nothing set\n", func(*Config) {}},
+		{"dc.hcl", `datacenter = "dc9"`, func(c *Config) { c.Datacenter = "dc9" }},
+		{"dc.json", `{"datacenter": "dc9"}`, func(c *Config) { c.Datacenter = "dc9" }},
+		{"one-port.hcl", "ports {\n  http = 1\n}\n", func(c *Config) { c.Ports.HTTP = 1 }},
+		{"one-port.json", `{"ports": {"dns": 2}}`, func(c *Config) { c.Ports.DNS = 2 }},
+		{"empty-ports.hcl", "ports {}\n", func(*Config) {}},
+		{"server-false.hcl", "server = false\n", func(c *Config) { c.Server = false }},
+		{"zero-port.json", `{"ports": {"server": 0}}`, func(c *Config) { c.Ports.Server = 0 }},
+		{"empty-string.hcl", `advertise_addr = ""`, func(c *Config) { c.AdvertiseAddr = "" }},
+	} {
+		got := start
+		if err := LoadConfigFile(writeConfig(t, tc.name, tc.content), &got); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		want := start
+		tc.edit(&want)
+		if got != want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, want)
+		}
+	}
+}
+
+func TestLoadConfigFileUnknownKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, key string
+	}{
+		{"typo.hcl", `data_dri = "/d"`, "data_dri"},
+		{"typo.json", `{"datacenter": "dc2", "data_dri": "/d"}`, "data_dri"},
+		{"dev.hcl", "dev = true\n", "dev"}, // -dev is a flag only
+		{"port.hcl", "ports {\n  dns = 53\n  dsn = 54\n}\n", "ports.dsn"},
+		{"port.json", `{"ports": {"http": 1, "https": 2}}`, "ports.https"},
+		{"assigned-port.hcl", "ports = { grpc = 1 }\n", "ports.grpc"},
+		{"labelled-block.hcl", "ports \"x\" {\n  dns = 1\n}\n", "ports.x"},
+		{"nested.json", `{"ports": {"dns": {"udp": 1}}}`, "ports.dns.udp"},
+	} {
+		path := writeConfig(t, tc.name, tc.content)
+		c := DefaultConfig()
+		err := LoadConfigFile(path, &c)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.key {
+			t.Errorf("%s: got %v, want a *FieldError for %q", tc.name, err, tc.key)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "unknown key") {
+			t.Errorf("%s: got %q, want the file's path and \"unknown key\"", tc.name, msg)
+		}
+		if c != DefaultConfig() {
+			t.Errorf("%s: got %+v after the error, want the config unchanged", tc.name, c)
+		}
+	}
+}
+
+func TestLoadConfigFileSyntaxError(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+	}{
+		{"unterminated.hcl", `datacenter = "dc2`},
+		{"unclosed.hcl", "ports {\n  dns = 53\n"},
+		{"no-equals.hcl", `datacenter "dc2"`},
+		{"bare-word.hcl", "datacenter = dc2\n"},
+		{"no-key.hcl", "= 1\n"},
+		{"bare-word.json", `{"datacenter": dc2}`},
+		{"missing-value.json", `{"domain": , "datacenter": "dc2"}`},
+		{"truncated.json", `{"datacenter": "dc2"`},
+		{"no-colon.json", `{"datacenter" "dc2"}`},
+		{"trailing.json", `{"datacenter": "dc2"} x`},
+		{"last-value-missing.json", `{"datacenter": }`},
+		{"hcl-in.json", `datacenter = "dc2"`},
+		{"two-ports-blocks.hcl", "ports { dns = 1 }\nports { http = 2 }\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.name, tc.content)
+			c := DefaultConfig()
+			err := LoadConfigFile(path, &c)
+			if err == nil {
+				t.Fatalf("got no error for %q, want a syntax error", tc.content)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("got %q, want it to name the file %s", err, path)
+			}
+			if c != DefaultConfig() {
+				t.Errorf("got %+v after the error, want the config unchanged", c)
+			}
+		})
+	}
+}
+
+func TestLoadConfigFileWrongType(t *testing.T) {
+	for _, tc := range []struct{ name, content string }{
+		{"port-word.hcl", `ports { dns = "fifty-three" }`},
+		{"port-fraction.json", `{"ports": {"dns": 1.5}}`},
+		{"server-string.hcl", `server = "yes"`},
+		{"ports-number.hcl", "ports = 5\n"},
+		{"dc-list.hcl", `datacenter = ["a", "b"]`},
+	} {
+		path := writeConfig(t, tc.name, tc.content)
+		c := DefaultConfig()
+		err := LoadConfigFile(path, &c)
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: got %v, want an error naming %s", tc.name, err, path)
+		}
+		if c != DefaultConfig() {
+			t.Errorf("%s: got %+v after the error, want the config unchanged", tc.name, c)
+		}
+	}
+}
+
+func TestLoadConfigFileMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.hcl")
+	c := DefaultConfig()
+	err := LoadConfigFile(path, &c)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Errorf("got %v, want fs.ErrNotExist naming %s", err, path)
+	}
+}
