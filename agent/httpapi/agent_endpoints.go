@@ -74,7 +74,7 @@ func (s *Server) agentServices(w http.ResponseWriter, r *http.Request) error {
 	for _, svc := range s.local.Services() {
 		out[svc.ID] = s.toAgentService(svc)
 	}
-	writeJSONIndex(w, r, 0, out)
+	writeJSONPretty(w, r, out)
 	return nil
 }
 

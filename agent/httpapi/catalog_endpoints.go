@@ -78,7 +78,7 @@ func (s *Server) catalogNodes(w http.ResponseWriter, r *http.Request) error {
 	for _, n := range nodes {
 		out = append(out, toNode(n))
 	}
-	writeJSONIndex(w, r, idx, out)
+	s.writeJSONIndex(w, r, idx, out)
 	return nil
 }
 
@@ -87,7 +87,7 @@ func (s *Server) catalogServices(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSONIndex(w, r, idx, services)
+	s.writeJSONIndex(w, r, idx, services)
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (s *Server) catalogService(w http.ResponseWriter, r *http.Request) error {
 			CreateIndex:    svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
 		})
 	}
-	writeJSONIndex(w, r, idx, out)
+	s.writeJSONIndex(w, r, idx, out)
 	return nil
 }
 
@@ -135,7 +135,7 @@ func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks})
 	}
-	writeJSONIndex(w, r, idx, out)
+	s.writeJSONIndex(w, r, idx, out)
 	return nil
 }
 

@@ -65,9 +65,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // writeJSONIndex writes a read's result with the index it reflects.
-func writeJSONIndex(w http.ResponseWriter, r *http.Request, index uint64, v any) {
+func (s *Server) writeJSONIndex(w http.ResponseWriter, r *http.Request, index uint64, v any) {
 	w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
-	w.Header().Set("X-Consul-KnownLeader", "true")
+	w.Header().Set("X-Consul-KnownLeader", strconv.FormatBool(s.status.Leader() != ""))
+	writeJSONPretty(w, r, v)
+}
+
+// writeJSONPretty writes v, indented when the request has ?pretty.
+func writeJSONPretty(w http.ResponseWriter, r *http.Request, v any) {
 	if _, ok := r.URL.Query()["pretty"]; ok {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
@@ -105,6 +110,8 @@ func jsonError(err error, limit int64) *httpError {
 	switch {
 	case errors.As(err, &tooBig):
 		return badRequest("body", "must be at most %d bytes", limit)
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return badRequest("body", "must be a JSON object, got %s", typeErr.Value)
 	case errors.As(err, &typeErr):
 		return badRequest(typeErr.Field, "must be a JSON %s, got %s", typeErr.Type, typeErr.Value)
 	case errors.As(err, &syntax):
@@ -121,7 +128,7 @@ func jsonError(err error, limit int64) *httpError {
 }
 
 // boolParam reads a flag-like query parameter the way Consul does: present
-// with no value, or any value strconv.ParseBool reads as true.
+// means true unless its value is one strconv.ParseBool reads as false.
 func boolParam(r *http.Request, name string) bool {
 	vals, ok := r.URL.Query()[name]
 	if !ok {

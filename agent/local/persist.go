@@ -21,7 +21,10 @@ type persister struct {
 	dir string // "" disables persistence
 }
 
-const fileSuffix = ".json"
+const (
+	fileSuffix = ".json"
+	tmpPrefix  = ".tmp-"
+)
 
 // persistedService is the on-disk form: the registration without the Raft
 // indexes, which belong to the catalog.
@@ -81,10 +84,16 @@ func (p persister) load() ([]*catalog.Service, error) {
 	}
 	var out []*catalog.Service
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), fileSuffix) {
-			continue // temporary files of an interrupted write
-		}
 		path := filepath.Join(p.dir, e.Name())
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			// An interrupted write: the rename never happened, so the
+			// registration it carried was never acknowledged.
+			_ = os.Remove(path)
+			continue
+		}
+		if e.IsDir() || !strings.HasSuffix(e.Name(), fileSuffix) {
+			continue
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read service file: %w", err)
@@ -100,6 +109,9 @@ func (p persister) load() ([]*catalog.Service, error) {
 		if err := catalog.NormalizeService(svc); err != nil {
 			return nil, fmt.Errorf("service file %s: %w", path, err)
 		}
+		if p.path(svc.ID) != path {
+			return nil, fmt.Errorf("service file %s: holds service %q, whose file is %s", path, svc.ID, p.path(svc.ID))
+		}
 		out = append(out, svc)
 	}
 	return out, nil
@@ -107,7 +119,7 @@ func (p persister) load() ([]*catalog.Service, error) {
 
 func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
 		return err
 	}

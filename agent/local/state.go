@@ -33,8 +33,10 @@ type State struct {
 	mu       sync.Mutex // guards services
 	services map[string]*catalog.Service
 
-	// syncMu serialises every write to the catalog made on this node's
-	// behalf, so a full sync never compares against a half-pushed change.
+	// syncMu serialises every change and every write to the catalog made on
+	// this node's behalf, so a full sync never compares against a
+	// half-pushed change and pushes land in the order changes were made.
+	// It is taken before mu.
 	syncMu sync.Mutex
 	// retry wakes the anti-entropy loop early, after a failed push.
 	retry chan struct{}
@@ -86,6 +88,10 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service) error {
 	if err := catalog.NormalizeService(svc); err != nil {
 		return err
 	}
+	// syncMu first, held until the push is done: two changes to one service
+	// then reach the catalog in the order they were stored.
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	s.mu.Lock()
 	if err := s.persist.save(svc); err != nil {
 		s.mu.Unlock()
@@ -94,8 +100,6 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service) error {
 	s.services[svc.ID] = svc
 	s.mu.Unlock()
 
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
 	if err := s.catalog.Register(ctx, s.registerRequest(svc)); err != nil {
 		s.retrySoon()
 		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, err)
@@ -106,6 +110,8 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service) error {
 // RemoveService forgets a service and deregisters it from the catalog. An
 // unknown ID returns ErrUnknownService.
 func (s *State) RemoveService(ctx context.Context, id string) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	s.mu.Lock()
 	if _, ok := s.services[id]; !ok {
 		s.mu.Unlock()
@@ -118,8 +124,6 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 	delete(s.services, id)
 	s.mu.Unlock()
 
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
 	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
 		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, ServiceID: id,
 	})

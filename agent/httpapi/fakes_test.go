@@ -1,0 +1,297 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairndns/cairn/agent/httpapi"
+	"github.com/cairndns/cairn/agent/local"
+	"github.com/cairndns/cairn/catalog"
+)
+
+// testMaxBody is the body limit of every test server: the smallest allowed,
+// so an oversized body stays small.
+const testMaxBody = 1024
+
+// fakeLocal is an httpapi.Local that records what it is given.
+type fakeLocal struct {
+	mu       sync.Mutex
+	added    []*catalog.Service
+	removed  []string
+	services []*catalog.Service
+	err      error // returned by AddService and RemoveService when set
+}
+
+var _ httpapi.Local = (*fakeLocal)(nil)
+
+func (f *fakeLocal) AddService(_ context.Context, svc *catalog.Service) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cp := *svc
+	f.added = append(f.added, &cp)
+	return f.err
+}
+
+func (f *fakeLocal) RemoveService(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = append(f.removed, id)
+	if f.err != nil {
+		return f.err
+	}
+	if !slices.ContainsFunc(f.services, func(s *catalog.Service) bool { return s.ID == id }) {
+		return fmt.Errorf("service %q: %w", id, local.ErrUnknownService)
+	}
+	return nil
+}
+
+func (f *fakeLocal) Services() []*catalog.Service {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.services
+}
+
+// fakeCatalog is an httpapi.Catalog serving fixed data at a fixed index,
+// recording what it was asked.
+type fakeCatalog struct {
+	index     uint64
+	nodes     []*catalog.Node
+	services  map[string][]string
+	instances []catalog.ServiceInstance
+	err       error // returned by every read when set
+
+	mu              sync.Mutex
+	gotName, gotTag string
+}
+
+var _ httpapi.Catalog = (*fakeCatalog)(nil)
+
+func (f *fakeCatalog) Nodes(context.Context) (uint64, []*catalog.Node, error) {
+	if f.err != nil {
+		return 0, nil, f.err
+	}
+	return f.index, f.nodes, nil
+}
+
+func (f *fakeCatalog) Services(context.Context) (uint64, map[string][]string, error) {
+	if f.err != nil {
+		return 0, nil, f.err
+	}
+	return f.index, f.services, nil
+}
+
+// ServiceInstances filters as the store does: name case-insensitively, then
+// tag when one is given.
+func (f *fakeCatalog) ServiceInstances(_ context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error) {
+	f.mu.Lock()
+	f.gotName, f.gotTag = name, tag
+	f.mu.Unlock()
+	if f.err != nil {
+		return 0, nil, f.err
+	}
+	var out []catalog.ServiceInstance
+	for _, in := range f.instances {
+		if strings.EqualFold(in.Service.Service, name) && (tag == "" || in.Service.HasTag(tag)) {
+			out = append(out, in)
+		}
+	}
+	return f.index, out, nil
+}
+
+func (f *fakeCatalog) asked() (name, tag string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gotName, f.gotTag
+}
+
+type fakeStatus string
+
+func (s fakeStatus) Leader() string { return string(s) }
+
+// memCatalog is a local.Catalog holding one node's services in a map, so
+// tests can run a real local.State behind the API.
+type memCatalog struct {
+	mu       sync.Mutex
+	node     *catalog.Node
+	services map[string]*catalog.Service
+	writes   int
+	err      error // returned by every call when set
+}
+
+var _ local.Catalog = (*memCatalog)(nil)
+
+func (m *memCatalog) Register(_ context.Context, req *catalog.RegisterRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	m.writes++
+	m.node = &catalog.Node{ID: req.ID, Node: req.Node, Address: req.Address, Datacenter: req.Datacenter, Meta: req.NodeMeta}
+	if req.Service != nil {
+		cp := *req.Service
+		cp.Tags = slices.Clone(cp.Tags)
+		cp.Meta = maps.Clone(cp.Meta)
+		if m.services == nil {
+			m.services = map[string]*catalog.Service{}
+		}
+		m.services[cp.ID] = &cp
+	}
+	return nil
+}
+
+func (m *memCatalog) Deregister(_ context.Context, req *catalog.DeregisterRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	m.writes++
+	delete(m.services, req.ServiceID)
+	return nil
+}
+
+func (m *memCatalog) NodeServices(context.Context, string) (*catalog.Node, []*catalog.Service, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, nil, m.err
+	}
+	return m.node, slices.Collect(maps.Values(m.services)), nil
+}
+
+func (m *memCatalog) setErr(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.err = err
+}
+
+// snapshot returns the writes so far and a copy of the services by ID.
+func (m *memCatalog) snapshot() (int, map[string]catalog.Service) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]catalog.Service, len(m.services))
+	for id, s := range m.services {
+		out[id] = *s
+	}
+	return m.writes, out
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func testConfig() httpapi.Config {
+	cfg := httpapi.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Datacenter = "dc1"
+	cfg.MaxBodyBytes = testMaxBody
+	return cfg
+}
+
+// newServer returns the handler of a server over the given parts; nil
+// parts are replaced by empty fakes.
+func newServer(t testing.TB, l httpapi.Local, c httpapi.Catalog) http.Handler {
+	t.Helper()
+	return newServerWith(t, l, c, fakeStatus("10.0.0.1:8300"))
+}
+
+func newServerWith(t testing.TB, l httpapi.Local, c httpapi.Catalog, st httpapi.Status) http.Handler {
+	t.Helper()
+	if l == nil {
+		l = &fakeLocal{}
+	}
+	if c == nil {
+		c = &fakeCatalog{}
+	}
+	s, err := httpapi.New(testConfig(), l, c, st, discard())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s.Handler()
+}
+
+// realLocal returns a local.State over an in-memory catalog.
+func realLocal(t testing.TB) (*local.State, *memCatalog) {
+	t.Helper()
+	cfg := local.DefaultConfig()
+	cfg.NodeName, cfg.Address, cfg.Datacenter = "node1", "10.0.0.1", "dc1"
+	cat := &memCatalog{}
+	st, err := local.New(cfg, cat, discard())
+	if err != nil {
+		t.Fatalf("local.New: %v", err)
+	}
+	return st, cat
+}
+
+// serve runs one request through h.
+func serve(h http.Handler, method, target, body string) *httptest.ResponseRecorder {
+	var r io.Reader = http.NoBody
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, target, r))
+	return rec
+}
+
+// wantStatus fails the test unless rec has the status code, showing the body.
+func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, code int) {
+	t.Helper()
+	if rec.Code != code {
+		t.Fatalf("got status %d, want %d; body %s", rec.Code, code, rec.Body)
+	}
+}
+
+// errorBody checks that rec holds a one-line JSON error body and returns it.
+func errorBody(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("got Content-Type %q, want application/json", ct)
+	}
+	body := rec.Body.String()
+	if strings.Count(body, "\n") != 1 || !strings.HasSuffix(body, "\n") {
+		t.Errorf("got body %q, want one line", body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", body, err)
+	}
+	if msg, _ := m["error"].(string); msg == "" {
+		t.Errorf("got body %s, want a non-empty \"error\"", body)
+	}
+	return m
+}
+
+// decode decodes rec's JSON body into a value of type T.
+func decode[T any](t testing.TB, rec *httptest.ResponseRecorder) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		t.Fatalf("decode %s: %v", rec.Body, err)
+	}
+	return v
+}
+
+// keys returns the sorted keys of a JSON object.
+func keys(t testing.TB, v any) []string {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("got %T (%v), want a JSON object", v, v)
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+func sorted(s ...string) []string { return slices.Sorted(slices.Values(s)) }
+
+var errBoom = errors.New("boom")
