@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,15 +51,9 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// goCommand is the go command of the toolchain running the tests, or the
-// one on PATH.
+// goCommand is the go command on PATH (go test puts the running
+// toolchain's first), else plain "go".
 func goCommand() string {
-	if goroot := runtime.GOROOT(); goroot != "" {
-		p := filepath.Join(goroot, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
