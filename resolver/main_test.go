@@ -1,45 +1,13 @@
 package resolver
 
 import (
-	"fmt"
 	"os"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/cairndns/cairn/internal/leaktest"
 )
 
-// TestMain fails the run if goroutines of this package or of miekg/dns
-// are still running once every test has finished: each Server must have
-// been shut down and have waited for its goroutines.
+// TestMain fails the run if a goroutine of this package or of miekg/dns (each Server must be shut down and have waited for its goroutines) outlives the tests.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if leaked := leakedGoroutines(5 * time.Second); leaked != "" {
-			fmt.Fprintf(os.Stderr, "leaked goroutines:\n%s\n", leaked)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leakedGoroutines waits up to timeout for the goroutines running code of
-// this package or miekg/dns to end, and returns the stacks of those that
-// do not.
-func leakedGoroutines(timeout time.Duration) string {
-	deadline := time.Now().Add(timeout)
-	for {
-		var leaked []string
-		buf := make([]byte, 1<<20)
-		stacks := strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n")
-		for _, g := range stacks[1:] { // stacks[0] is this goroutine
-			if strings.Contains(g, "github.com/miekg/dns.") || strings.Contains(g, "cairn/resolver.") {
-				leaked = append(leaked, g)
-			}
-		}
-		if len(leaked) == 0 || time.Now().After(deadline) {
-			return strings.Join(leaked, "\n\n")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	os.Exit(leaktest.Main(m, "cairn/resolver.", "github.com/miekg/dns."))
 }
