@@ -122,7 +122,10 @@ func jsonError(err error, limit int64) *httpError {
 		return badRequest("body", "JSON ends early")
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return badRequest(strings.Trim(name, `"`), "unknown field")
+		if field, err := strconv.Unquote(name); err == nil && field != "" {
+			return badRequest(field, "unknown field")
+		}
+		return badRequest("body", "unknown field %s", name)
 	}
 	return badRequest("body", "%v", err)
 }

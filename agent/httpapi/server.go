@@ -66,6 +66,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// idleTimeout closes keep-alive connections left unused this long.
+const idleTimeout = 2 * time.Minute
+
 // Server is the HTTP API server.
 type Server struct {
 	cfg     Config
@@ -104,6 +107,7 @@ func (s *Server) Start() error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
 	s.mu.Lock()
