@@ -157,7 +157,7 @@ func (a *Agent) startServer(ctx context.Context) error {
 		return err
 	}
 	a.server = srv
-	a.backend = &backend{server: srv, dc: a.cfg.Datacenter}
+	a.backend = &backend{server: srv, store: a.store, dc: a.cfg.Datacenter}
 	wctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return a.server.WaitForLeader(wctx)

@@ -16,7 +16,8 @@ import (
 // consumer declares. When client agents and RPC arrive, an RPC-backed
 // implementation takes its place, and the DNS side moves behind the cache.
 type backend struct {
-	server *consensus.Server
+	server *consensus.Server // writes and leadership
+	store  *catalog.Store    // reads: the server's own state store
 	dc     string
 }
 
@@ -36,24 +37,24 @@ func (b *backend) Deregister(ctx context.Context, req *catalog.DeregisterRequest
 }
 
 func (b *backend) NodeServices(_ context.Context, name string) (*catalog.Node, []*catalog.Service, error) {
-	_, n, err := b.server.Store().Node(nil, name)
+	_, n, err := b.store.Node(nil, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, svcs, err := b.server.Store().NodeServices(nil, name)
+	_, svcs, err := b.store.NodeServices(nil, name)
 	return n, svcs, err
 }
 
 func (b *backend) Nodes(context.Context) (uint64, []*catalog.Node, error) {
-	return b.server.Store().Nodes(nil)
+	return b.store.Nodes(nil)
 }
 
 func (b *backend) Services(context.Context) (uint64, map[string][]string, error) {
-	return b.server.Store().Services(nil)
+	return b.store.Services(nil)
 }
 
 func (b *backend) ServiceInstances(_ context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error) {
-	return b.server.Store().ServiceInstances(nil, name, tag)
+	return b.store.ServiceInstances(nil, name, tag)
 }
 
 func (b *backend) Leader() string { return b.server.Leader() }
@@ -64,7 +65,7 @@ func (b *backend) Instances(_ context.Context, dc, service, tag string) ([]catal
 	if dc != b.dc {
 		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
 	}
-	_, all, err := b.server.Store().ServiceInstances(nil, service, tag)
+	_, all, err := b.store.ServiceInstances(nil, service, tag)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +83,6 @@ func (b *backend) Node(_ context.Context, dc, name string) (*catalog.Node, error
 	if dc != b.dc {
 		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
 	}
-	_, n, err := b.server.Store().Node(nil, name)
+	_, n, err := b.store.Node(nil, name)
 	return n, err
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -148,7 +149,7 @@ func ValidateRegister(r *RegisterRequest) error {
 	if r.Service != nil {
 		if err := NormalizeService(r.Service); err != nil {
 			var fe *FieldError
-			if asFieldError(err, &fe) {
+			if errors.As(err, &fe) {
 				fe.Field = "Service." + fe.Field
 			}
 			return err
@@ -163,14 +164,6 @@ func ValidateRegister(r *RegisterRequest) error {
 		}
 	}
 	return nil
-}
-
-func asFieldError(err error, fe **FieldError) bool {
-	e, ok := err.(*FieldError)
-	if ok {
-		*fe = e
-	}
-	return ok
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
