@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	if cfg.Dev {
 		cfg.Server = true
 	}
+	// DNS names are compared lowercase; the datacenter and domain are kept
+	// that way everywhere so a "DC1" in the config matches dc1 in a name.
+	cfg.Datacenter, cfg.Domain = strings.ToLower(cfg.Datacenter), strings.ToLower(cfg.Domain)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

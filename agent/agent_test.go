@@ -173,3 +173,20 @@ func TestBadRegistrationLeavesCatalogAlone(t *testing.T) {
 		t.Fatalf("got %+v, want the first registration untouched", svcs)
 	}
 }
+
+// TestMixedCaseDatacenter checks that a datacenter configured in upper case
+// answers for its lowercase DNS names, implied or explicit.
+func TestMixedCaseDatacenter(t *testing.T) {
+	cfg := agenttest.Config(t)
+	cfg.Datacenter = "DC-East"
+	a := agenttest.Start(t, cfg)
+	if err := client(t, a).Agent().ServiceRegister(context.Background(), &api.AgentServiceRegistration{Name: "web", Port: 80}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web.service.cluster", "web.service.dc-east.cluster", "WEB.service.DC-EAST.cluster"} {
+		r := query(t, a, "udp", name, dns.TypeSRV)
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.SRV).Target != "test.node.dc-east.cluster." {
+			t.Errorf("%s: got %s %v, want one SRV to test.node.dc-east.cluster.", name, dns.RcodeToString[r.Rcode], r.Answer)
+		}
+	}
+}

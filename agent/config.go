@@ -96,6 +96,8 @@ func (c *Config) Validate() error {
 	}
 	if r := labelProblem(c.Datacenter); r != "" {
 		bad("datacenter", "%q %s", c.Datacenter, r)
+	} else if reservedLabels[strings.ToLower(c.Datacenter)] {
+		bad("datacenter", "%q is a keyword of DNS names (service, node, addr, query) and cannot name a datacenter", c.Datacenter)
 	}
 	if err := checkDomain(c.Domain); err != "" {
 		bad("domain", "%q %s", c.Domain, err)
@@ -128,6 +130,10 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// reservedLabels are the keywords of cairn's DNS names; a datacenter named
+// like one would make names such as web.service.node.cluster ambiguous.
+var reservedLabels = map[string]bool{"service": true, "node": true, "addr": true, "query": true}
 
 // labelProblem says why s cannot be one DNS label, or "".
 func labelProblem(s string) string {

@@ -91,6 +91,8 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"datacenter", `""`, func(c *Config) { c.Datacenter = "" }},
 		{"datacenter", "dc_1", func(c *Config) { c.Datacenter = "dc_1" }},
 		{"datacenter", `"dc 1"`, func(c *Config) { c.Datacenter = "dc 1" }},
+		{"datacenter", "service", func(c *Config) { c.Datacenter = "service" }},
+		{"datacenter", "Node", func(c *Config) { c.Datacenter = "Node" }},
 		{"domain", `""`, func(c *Config) { c.Domain = "" }},
 		{"domain", ".", func(c *Config) { c.Domain = "." }},
 		{"domain", "bad..domain", func(c *Config) { c.Domain = "bad..domain" }},
