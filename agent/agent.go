@@ -74,6 +74,7 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	// DNS names are compared lowercase; the datacenter and domain are kept
 	// that way everywhere so a "DC1" in the config matches dc1 in a name.
 	cfg.Datacenter, cfg.Domain = strings.ToLower(cfg.Datacenter), strings.ToLower(cfg.Domain)
+	cfg.AltDomain = strings.ToLower(cfg.AltDomain)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func (a *Agent) startServer(ctx context.Context) error {
 		return err
 	}
 	a.server = srv
-	a.backend = &backend{server: srv, store: a.store, dc: a.cfg.Datacenter}
+	a.backend = &backend{server: srv, store: a.store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing}
 	wctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return a.server.WaitForLeader(wctx)
@@ -202,20 +203,56 @@ func (a *Agent) startHTTP() error {
 }
 
 func (a *Agent) startDNS() error {
-	zc := zones.DefaultConfig()
-	zc.Domain, zc.Datacenter = a.cfg.Domain, a.cfg.Datacenter
-	zone, err := zones.New(zc)
-	if err != nil {
-		return err
+	zs, rc := a.dnsConfig()
+	var zoneList []*zones.Zone
+	for _, zc := range zs {
+		zone, err := zones.New(zc)
+		if err != nil {
+			return err
+		}
+		zoneList = append(zoneList, zone)
 	}
-	rc := resolver.DefaultConfig()
-	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
-	srv, err := resolver.New(rc, zone, a.backend, a.logger.With("component", "dns"))
+	srv, err := resolver.New(rc, zoneList, a.backend, a.logger.With("component", "dns"))
 	if err != nil {
 		return err
 	}
 	a.dns = srv
 	return srv.Start()
+}
+
+// dnsConfig derives the zones' (the domain's, then the alternative
+// domain's) and the resolver's configurations from the agent's.
+func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
+	d := a.cfg.DNS
+	zc := zones.DefaultConfig()
+	zc.Domain, zc.Datacenter = a.cfg.Domain, a.cfg.Datacenter
+	zc.NodeTTL, zc.ServiceTTLs = d.NodeTTL, d.ServiceTTL
+	zc.NodeMetaTXT, zc.AdditionalNodeMetaTXT = d.NodeMetaTXT, d.AdditionalNodeMetaTXT
+	zc.SOA = zones.SOAConfig{Refresh: d.SOA.Refresh, Retry: d.SOA.Retry, Expire: d.SOA.Expire, MinTTL: d.SOA.MinTTL}
+	// This agent is its datacenter's one server, so it is the name server
+	// the apex NS record names.
+	zc.NSAddress = a.advertise
+	zs := []zones.Config{zc}
+	if a.cfg.AltDomain != "" {
+		alt := zc
+		alt.Domain = a.cfg.AltDomain
+		zs = append(zs, alt)
+	}
+
+	rc := resolver.DefaultConfig()
+	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
+	rc.Recursors = a.cfg.Recursors
+	rc.UDPAnswerLimit, rc.ARecordLimit = d.UDPAnswerLimit, d.ARecordLimit
+	if d.MaxUDPSize != 0 {
+		rc.UDPSize = uint16(d.MaxUDPSize)
+	}
+	if d.RecursorTimeout != 0 {
+		rc.RecursorTimeout = d.RecursorTimeout
+	}
+	if d.RecursorStrategy != "" {
+		rc.RecursorStrategy = d.RecursorStrategy
+	}
+	return zs, rc
 }
 
 // DNSAddr is the bound DNS address (UDP; TCP uses the same port).

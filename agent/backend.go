@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
@@ -19,6 +20,8 @@ type backend struct {
 	server *consensus.Server // writes and leadership
 	store  *catalog.Store    // reads: the server's own state store
 	dc     string
+	// onlyPassing leaves instances with warning checks out of DNS answers.
+	onlyPassing bool
 }
 
 var (
@@ -71,7 +74,7 @@ func (b *backend) Instances(_ context.Context, dc, service, tag string) ([]catal
 	}
 	healthy := all[:0:0]
 	for _, in := range all {
-		if in.Healthy(false) {
+		if in.Healthy(b.onlyPassing) {
 			healthy = append(healthy, in)
 		}
 	}
@@ -85,4 +88,10 @@ func (b *backend) Node(_ context.Context, dc, name string) (*catalog.Node, error
 	}
 	_, n, err := b.store.Node(nil, name)
 	return n, err
+}
+
+// Reverse answers the resolver's PTR questions from the catalog's address
+// index.
+func (b *backend) Reverse(_ context.Context, addr netip.Addr) (nodes, services []string, err error) {
+	return b.store.Reverse(nil, addr)
 }

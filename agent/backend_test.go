@@ -51,7 +51,7 @@ func BenchmarkDNSFromCatalog(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := resolver.New(resolver.DefaultConfig(), z, &backend{store: benchStore(b), dc: "dc1"}, nil)
+	srv, err := resolver.New(resolver.DefaultConfig(), []*zones.Zone{z}, &backend{store: benchStore(b), dc: "dc1"}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

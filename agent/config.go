@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 )
 
 // Config is everything one agent needs. DefaultConfig gives a usable value;
@@ -43,6 +44,54 @@ type Config struct {
 	Server bool
 	// LogLevel is one of debug, info, warn, error. Default "info".
 	LogLevel string
+	// AltDomain is a second zone answered like Domain (for a migration, or
+	// a name users know from elsewhere). Default none.
+	AltDomain string
+	// Recursors are the upstream resolvers names outside cairn's zones are
+	// forwarded to (IP or IP:port). None (the default) answers REFUSED:
+	// cairn is never an open resolver.
+	Recursors []string
+	// DNS tunes answers: TTLs, limits, negative caching, recursion.
+	DNS DNSConfig
+}
+
+// DNSConfig tunes the DNS interface. For MaxUDPSize, RecursorTimeout and
+// RecursorStrategy the zero value means the default; see DefaultConfig.
+type DNSConfig struct {
+	// NodeTTL is the TTL of node records. Default 0, like Consul: every
+	// question reaches the agent, which answers from memory.
+	NodeTTL time.Duration
+	// ServiceTTL maps a service name, or a prefix ending in '*' ("*",
+	// "db*"), to the TTL of its records; the most specific key wins.
+	// Default: none (0).
+	ServiceTTL map[string]time.Duration
+	// OnlyPassing leaves instances with a warning check out of answers.
+	// Default false: warning counts as healthy.
+	OnlyPassing bool
+	// UDPAnswerLimit caps the answer records of a UDP reply, ARecordLimit
+	// the A/AAAA records of any reply. 0 (default) means no cap beyond the
+	// message size.
+	UDPAnswerLimit int
+	ARecordLimit   int
+	// MaxUDPSize is the largest UDP reply, advertised in EDNS0. Default 1232.
+	MaxUDPSize int
+	// RecursorTimeout bounds one upstream exchange. Default 2s.
+	RecursorTimeout time.Duration
+	// RecursorStrategy is "sequential" (default: in order) or "random".
+	RecursorStrategy string
+	// SOA timers in seconds. MinTTL is also the TTL of negative answers.
+	// Defaults: refresh 3600, retry 600, expire 86400, min_ttl 5.
+	SOA SOAConfig
+	// NodeMetaTXT answers TXT questions for nodes with their metadata, and
+	// AdditionalNodeMetaTXT adds those records to A/AAAA answers. Both
+	// default on.
+	NodeMetaTXT           bool
+	AdditionalNodeMetaTXT bool
+}
+
+// SOAConfig are the SOA timers, in seconds.
+type SOAConfig struct {
+	Refresh, Retry, Expire, MinTTL uint32
 }
 
 // Ports are the TCP/UDP ports the agent listens on.
@@ -65,6 +114,14 @@ func DefaultConfig() Config {
 		ClientAddr: "127.0.0.1",
 		Ports:      Ports{DNS: 8600, HTTP: 8500, Server: 8300},
 		LogLevel:   "info",
+		DNS: DNSConfig{
+			MaxUDPSize:            1232,
+			RecursorTimeout:       2 * time.Second,
+			RecursorStrategy:      "sequential",
+			SOA:                   SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
+			NodeMetaTXT:           true,
+			AdditionalNodeMetaTXT: true,
+		},
 	}
 }
 
@@ -128,7 +185,70 @@ func (c *Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		bad("log_level", "%v", err)
 	}
+	if c.AltDomain != "" {
+		if r := checkDomain(c.AltDomain); r != "" {
+			bad("alt_domain", "%q %s", c.AltDomain, r)
+		} else if strings.EqualFold(strings.TrimSuffix(c.AltDomain, "."), strings.TrimSuffix(c.Domain, ".")) {
+			bad("alt_domain", "%q is the same as domain", c.AltDomain)
+		}
+	}
+	for i, r := range c.Recursors {
+		if _, err := ParseRecursor(r); err != nil {
+			bad(fmt.Sprintf("recursors[%d]", i), "%v", err)
+		}
+	}
+	errs = append(errs, c.DNS.validate()...)
 	return errors.Join(errs...)
+}
+
+// ParseRecursor turns "IP" or "IP:port" into an address with a port (53
+// when none is given).
+func ParseRecursor(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.AddrPort{}, fmt.Errorf("%q is not an IP address or IP:port", s)
+	}
+	return netip.AddrPortFrom(a, 53), nil
+}
+
+func (d DNSConfig) validate() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: "dns_config." + field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if d.NodeTTL < 0 {
+		bad("node_ttl", "must not be negative, got %s", d.NodeTTL)
+	}
+	for k, v := range d.ServiceTTL {
+		name := strings.TrimSuffix(k, "*")
+		if name != "" && labelProblem(name) != "" || strings.Contains(name, "*") {
+			bad("service_ttl["+k+"]", "key must be a service name, a prefix ending in '*', or '*'")
+		}
+		if v < 0 {
+			bad("service_ttl["+k+"]", "must not be negative, got %s", v)
+		}
+	}
+	if d.UDPAnswerLimit < 0 {
+		bad("udp_answer_limit", "must not be negative, got %d", d.UDPAnswerLimit)
+	}
+	if d.ARecordLimit < 0 {
+		bad("a_record_limit", "must not be negative, got %d", d.ARecordLimit)
+	}
+	if d.MaxUDPSize != 0 && (d.MaxUDPSize < 512 || d.MaxUDPSize > 65535) {
+		bad("max_udp_size", "must be between 512 and 65535, got %d", d.MaxUDPSize)
+	}
+	if d.RecursorTimeout < 0 {
+		bad("recursor_timeout", "must not be negative, got %s", d.RecursorTimeout)
+	}
+	switch d.RecursorStrategy {
+	case "", "sequential", "random":
+	default:
+		bad("recursor_strategy", "must be sequential or random, got %q", d.RecursorStrategy)
+	}
+	return errs
 }
 
 // reservedLabels are the keywords of cairn's DNS names; a datacenter named

@@ -5,9 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -20,8 +22,13 @@ func TestConfigDefaults(t *testing.T) {
 		ClientAddr: "127.0.0.1",
 		Ports:      Ports{DNS: 8600, HTTP: 8500, Server: 8300},
 		LogLevel:   "info",
+		DNS: DNSConfig{
+			MaxUDPSize: 1232, RecursorTimeout: 2 * time.Second, RecursorStrategy: "sequential",
+			SOA:         SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
+			NodeMetaTXT: true, AdditionalNodeMetaTXT: true,
+		},
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig: got %+v, want %+v", got, want)
 	}
 
@@ -117,6 +124,19 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"log_level", `""`, func(c *Config) { c.LogLevel = "" }},
 		{"log_level", "loud", func(c *Config) { c.LogLevel = "loud" }},
 		{"log_level", "warning", func(c *Config) { c.LogLevel = "warning" }},
+		{"alt_domain", "bad..zone", func(c *Config) { c.AltDomain = "bad..zone" }},
+		{"alt_domain", "same as domain", func(c *Config) { c.AltDomain = "Cluster" }},
+		{"recursors[1]", "dns.example", func(c *Config) { c.Recursors = []string{"10.0.0.1", "dns.example"} }},
+		{"recursors[0]", "10.0.0.1:99999", func(c *Config) { c.Recursors = []string{"10.0.0.1:99999"} }},
+		{"dns_config.node_ttl", "-1s", func(c *Config) { c.DNS.NodeTTL = -time.Second }},
+		{"dns_config.service_ttl[we_b]", "bad key", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"we_b": 0} }},
+		{"dns_config.service_ttl[a*b]", "inner star", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"a*b": 0} }},
+		{"dns_config.service_ttl[*]", "-1s", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"*": -time.Second} }},
+		{"dns_config.udp_answer_limit", "-1", func(c *Config) { c.DNS.UDPAnswerLimit = -1 }},
+		{"dns_config.a_record_limit", "-1", func(c *Config) { c.DNS.ARecordLimit = -1 }},
+		{"dns_config.max_udp_size", "511", func(c *Config) { c.DNS.MaxUDPSize = 511 }},
+		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.DNS.RecursorTimeout = -time.Second }},
+		{"dns_config.recursor_strategy", "fastest", func(c *Config) { c.DNS.RecursorStrategy = "fastest" }},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			c := validConfig()
@@ -211,6 +231,14 @@ func everyKey() Config {
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
 	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300}
+	c.AltDomain, c.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
+	c.DNS = DNSConfig{
+		NodeTTL:     10 * time.Second,
+		ServiceTTL:  map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute},
+		OnlyPassing: true, UDPAnswerLimit: 3, ARecordLimit: 5, MaxUDPSize: 4096,
+		RecursorTimeout: 3 * time.Second, RecursorStrategy: "random",
+		SOA: SOAConfig{Refresh: 1, Retry: 2, Expire: 3, MinTTL: 4},
+	}
 	return c
 }
 
@@ -231,6 +259,21 @@ ports {
   http   = 9500
   server = 9300
 }
+alt_domain = "consul."
+recursors = ["10.0.0.53", "10.0.0.54:5353"]
+dns_config {
+  node_ttl = "10s"
+  service_ttl { "*" = "5s", "db*" = "1m" }
+  only_passing = true
+  udp_answer_limit = 3
+  a_record_limit = 5
+  max_udp_size = 4096
+  recursor_timeout = "3s"
+  recursor_strategy = "random"
+  node_meta_txt = false
+  enable_additional_node_meta_txt = false
+  soa { refresh = 1, retry = 2, expire = 3, min_ttl = 4 }
+}
 `,
 		"assigned.hcl": `
 node_name = "n7"
@@ -243,6 +286,21 @@ data_dir = "/data/cairn"
 server = true
 log_level = "debug"
 ports = { dns = 53, http = 9500, server = 9300 }
+alt_domain = "consul."
+recursors = ["10.0.0.53", "10.0.0.54:5353"]
+dns_config {
+  node_ttl = "10s"
+  service_ttl { "*" = "5s", "db*" = "1m" }
+  only_passing = true
+  udp_answer_limit = 3
+  a_record_limit = 5
+  max_udp_size = 4096
+  recursor_timeout = "3s"
+  recursor_strategy = "random"
+  node_meta_txt = false
+  enable_additional_node_meta_txt = false
+  soa { refresh = 1, retry = 2, expire = 3, min_ttl = 4 }
+}
 `,
 		"cairn.json": `{
   "node_name": "n7",
@@ -254,7 +312,22 @@ ports = { dns = 53, http = 9500, server = 9300 }
   "data_dir": "/data/cairn",
   "server": true,
   "log_level": "debug",
-  "ports": {"dns": 53, "http": 9500, "server": 9300}
+  "ports": {"dns": 53, "http": 9500, "server": 9300},
+  "alt_domain": "consul.",
+  "recursors": ["10.0.0.53", "10.0.0.54:5353"],
+  "dns_config": {
+    "node_ttl": "10s",
+    "service_ttl": {"*": "5s", "db*": "1m"},
+    "only_passing": true,
+    "udp_answer_limit": 3,
+    "a_record_limit": 5,
+    "max_udp_size": 4096,
+    "recursor_timeout": "3s",
+    "recursor_strategy": "random",
+    "node_meta_txt": false,
+    "enable_additional_node_meta_txt": false,
+    "soa": {"refresh": 1, "retry": 2, "expire": 3, "min_ttl": 4}
+  }
 }`,
 	} {
 		got := DefaultConfig()
@@ -262,7 +335,7 @@ ports = { dns = 53, http = 9500, server = 9300 }
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if want := everyKey(); got != want {
+		if want := everyKey(); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, want %+v", name, got, want)
 		}
 	}
@@ -296,7 +369,7 @@ func TestLoadConfigFileKeepsAbsentKeys(t *testing.T) {
 		}
 		want := start
 		tc.edit(&want)
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, want)
 		}
 	}
@@ -326,7 +399,7 @@ func TestLoadConfigFileUnknownKey(t *testing.T) {
 		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "unknown key") {
 			t.Errorf("%s: got %q, want the file's path and \"unknown key\"", tc.name, msg)
 		}
-		if c != DefaultConfig() {
+		if !reflect.DeepEqual(c, DefaultConfig()) {
 			t.Errorf("%s: got %+v after the error, want the config unchanged", tc.name, c)
 		}
 	}
@@ -360,7 +433,7 @@ func TestLoadConfigFileSyntaxError(t *testing.T) {
 			if !strings.Contains(err.Error(), path) {
 				t.Errorf("got %q, want it to name the file %s", err, path)
 			}
-			if c != DefaultConfig() {
+			if !reflect.DeepEqual(c, DefaultConfig()) {
 				t.Errorf("got %+v after the error, want the config unchanged", c)
 			}
 		})
@@ -381,7 +454,7 @@ func TestLoadConfigFileWrongType(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: got %v, want an error naming %s", tc.name, err, path)
 		}
-		if c != DefaultConfig() {
+		if !reflect.DeepEqual(c, DefaultConfig()) {
 			t.Errorf("%s: got %+v after the error, want the config unchanged", tc.name, c)
 		}
 	}
@@ -393,5 +466,26 @@ func TestLoadConfigFileMissing(t *testing.T) {
 	err := LoadConfigFile(path, &c)
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 		t.Errorf("got %v, want fs.ErrNotExist naming %s", err, path)
+	}
+}
+
+func TestLoadConfigFileDNSErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, field string
+	}{
+		{"ttl.hcl", "dns_config { node_ttl = \"soon\" }\n", "dns_config.node_ttl"},
+		{"svcttl.hcl", "dns_config { service_ttl { web = \"1 minute\" } }\n", "dns_config.service_ttl[web]"},
+		{"unknown.hcl", "dns_config { allow_recursion = true }\n", "dns_config.allow_recursion"},
+		{"soa.json", `{"dns_config": {"soa": {"minimum": 5}}}`, "dns_config.soa.minimum"},
+		{"soa-neg.hcl", "dns_config { soa { min_ttl = -1 } }\n", "dns_config.soa.min_ttl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			err := LoadConfigFile(writeConfig(t, tc.name, tc.content), &c)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Fatalf("got %v, want a FieldError for %s", err, tc.field)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/hcl/ast"
@@ -27,6 +28,31 @@ type fileConfig struct {
 	Server        *bool      `hcl:"server"`
 	LogLevel      *string    `hcl:"log_level"`
 	Ports         *filePorts `hcl:"ports"`
+	AltDomain     *string    `hcl:"alt_domain"`
+	Recursors     []string   `hcl:"recursors"`
+	DNS           *fileDNS   `hcl:"dns_config"`
+}
+
+// fileDNS is the dns_config block. Durations are strings ("5s").
+type fileDNS struct {
+	NodeTTL                     *string           `hcl:"node_ttl"`
+	ServiceTTL                  map[string]string `hcl:"service_ttl"`
+	OnlyPassing                 *bool             `hcl:"only_passing"`
+	UDPAnswerLimit              *int              `hcl:"udp_answer_limit"`
+	ARecordLimit                *int              `hcl:"a_record_limit"`
+	MaxUDPSize                  *int              `hcl:"max_udp_size"`
+	RecursorTimeout             *string           `hcl:"recursor_timeout"`
+	RecursorStrategy            *string           `hcl:"recursor_strategy"`
+	NodeMetaTXT                 *bool             `hcl:"node_meta_txt"`
+	EnableAdditionalNodeMetaTXT *bool             `hcl:"enable_additional_node_meta_txt"`
+	SOA                         *fileSOA          `hcl:"soa"`
+}
+
+type fileSOA struct {
+	Refresh *int `hcl:"refresh"`
+	Retry   *int `hcl:"retry"`
+	Expire  *int `hcl:"expire"`
+	MinTTL  *int `hcl:"min_ttl"`
 }
 
 type filePorts struct {
@@ -39,7 +65,18 @@ var knownKeys = map[string]bool{
 	"node_name": true, "datacenter": true, "domain": true, "bind_addr": true,
 	"advertise_addr": true, "client_addr": true, "data_dir": true, "server": true,
 	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true, "ports.server": true,
+	"alt_domain": true, "recursors": true, "dns_config": true,
+	"dns_config.node_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
+	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
+	"dns_config.max_udp_size": true, "dns_config.recursor_timeout": true,
+	"dns_config.recursor_strategy": true, "dns_config.node_meta_txt": true,
+	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
+	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
+	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
 }
+
+// freeFormKeys hold maps whose keys are the user's own (service names).
+var freeFormKeys = map[string]bool{"dns_config.service_ttl": true}
 
 // LoadConfigFile reads an HCL or JSON file (by extension: .json is JSON,
 // anything else HCL) and applies every key it sets onto c. Unknown keys are
@@ -95,6 +132,83 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 			c.Ports.Server = *fc.Ports.Server
 		}
 	}
+	set(&c.AltDomain, fc.AltDomain)
+	if fc.Recursors != nil {
+		c.Recursors = fc.Recursors
+	}
+	if fc.DNS != nil {
+		return fc.DNS.apply(&c.DNS)
+	}
+	return nil
+}
+
+// apply sets the keys of a dns_config block onto d.
+func (f *fileDNS) apply(d *DNSConfig) error {
+	dur := func(key string, dst *time.Duration, v *string) error {
+		if v == nil {
+			return nil
+		}
+		p, err := time.ParseDuration(*v)
+		if err != nil {
+			return &FieldError{Field: "dns_config." + key, Reason: fmt.Sprintf("%q is not a duration such as \"5s\"", *v)}
+		}
+		*dst = p
+		return nil
+	}
+	if err := dur("node_ttl", &d.NodeTTL, f.NodeTTL); err != nil {
+		return err
+	}
+	if err := dur("recursor_timeout", &d.RecursorTimeout, f.RecursorTimeout); err != nil {
+		return err
+	}
+	if f.ServiceTTL != nil {
+		d.ServiceTTL = make(map[string]time.Duration, len(f.ServiceTTL))
+		for k, v := range f.ServiceTTL {
+			var p time.Duration
+			if err := dur("service_ttl["+k+"]", &p, &v); err != nil {
+				return err
+			}
+			d.ServiceTTL[k] = p
+		}
+	}
+	setBool := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setInt := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setBool(&d.OnlyPassing, f.OnlyPassing)
+	setBool(&d.NodeMetaTXT, f.NodeMetaTXT)
+	setBool(&d.AdditionalNodeMetaTXT, f.EnableAdditionalNodeMetaTXT)
+	setInt(&d.UDPAnswerLimit, f.UDPAnswerLimit)
+	setInt(&d.ARecordLimit, f.ARecordLimit)
+	setInt(&d.MaxUDPSize, f.MaxUDPSize)
+	if f.RecursorStrategy != nil {
+		d.RecursorStrategy = *f.RecursorStrategy
+	}
+	if f.SOA != nil {
+		for _, p := range []struct {
+			key string
+			dst *uint32
+			v   *int
+		}{
+			{"refresh", &d.SOA.Refresh, f.SOA.Refresh}, {"retry", &d.SOA.Retry, f.SOA.Retry},
+			{"expire", &d.SOA.Expire, f.SOA.Expire}, {"min_ttl", &d.SOA.MinTTL, f.SOA.MinTTL},
+		} {
+			if p.v == nil {
+				continue
+			}
+			// RFC 2181 8: TTL-like values are 31-bit.
+			if *p.v < 0 || *p.v > 1<<31-1 {
+				return &FieldError{Field: "dns_config.soa." + p.key, Reason: fmt.Sprintf("must be between 0 and 2147483647 seconds, got %d", *p.v)}
+			}
+			*p.dst = uint32(*p.v)
+		}
+	}
 	return nil
 }
 
@@ -124,6 +238,9 @@ func checkKeys(prefix string, v any) error {
 			}
 			if list, ok := sub.([]map[string]any); ok && len(list) > 1 {
 				return &FieldError{Field: key, Reason: "given more than once; write one block"}
+			}
+			if freeFormKeys[key] {
+				continue
 			}
 			if err := checkKeys(key+".", sub); err != nil {
 				return err

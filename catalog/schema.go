@@ -16,6 +16,7 @@ type serviceRow struct {
 	Node    string
 	ID      string
 	Name    string
+	Address string // the service's own address, "" when it uses its node's
 	Service *Service
 }
 
@@ -42,7 +43,8 @@ func schema() *memdb.DBSchema {
 		tableNodes: {
 			Name: tableNodes,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id": {Name: "id", Unique: true, Indexer: lower("Node")},
+				"id":      {Name: "id", Unique: true, Indexer: lower("Node")},
+				"address": {Name: "address", AllowMissing: true, Indexer: exact("Address")},
 			},
 		},
 		tableServices: {
@@ -53,6 +55,8 @@ func schema() *memdb.DBSchema {
 				}},
 				"node":    {Name: "node", Indexer: lower("Node")},
 				"service": {Name: "service", Indexer: lower("Name")},
+				// address indexes services with their own address, for PTR.
+				"address": {Name: "address", AllowMissing: true, Indexer: exact("Address")},
 			},
 		},
 		tableChecks: {

@@ -67,8 +67,7 @@ func (s *Store) Restore(d *Dump) error {
 		}
 	}
 	for _, ds := range d.Services {
-		row := &serviceRow{Node: ds.Node, ID: ds.Service.ID, Name: lower(ds.Service.Service), Service: ds.Service}
-		if err := tx.Insert(tableServices, row); err != nil {
+		if err := tx.Insert(tableServices, newServiceRow(ds.Node, ds.Service)); err != nil {
 			return fmt.Errorf("restore service %q: %w", ds.Service.ID, err)
 		}
 	}

@@ -160,7 +160,7 @@ func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
 		cp.CreateIndex = idx
 	}
 	cp.ModifyIndex = idx
-	row := &serviceRow{Node: node, ID: cp.ID, Name: strings.ToLower(cp.Service), Service: &cp}
+	row := newServiceRow(node, &cp)
 	if err := tx.Insert(tableServices, row); err != nil {
 		return fmt.Errorf("insert service %q: %w", svc.ID, err)
 	}
@@ -168,6 +168,10 @@ func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
 		return err
 	}
 	return renameServiceChecks(tx, idx, node, &cp)
+}
+
+func newServiceRow(node string, svc *Service) *serviceRow {
+	return &serviceRow{Node: node, ID: svc.ID, Name: strings.ToLower(svc.Service), Address: svc.Address, Service: svc}
 }
 
 // renameServiceChecks keeps the ServiceName of a service's checks equal to

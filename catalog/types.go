@@ -149,6 +149,16 @@ func (s *Service) HasTag(tag string) bool {
 	return slices.ContainsFunc(s.Tags, func(t string) bool { return equalFold(t, tag) })
 }
 
+// canonicalIP returns addr in its canonical text form (as netip prints it),
+// so one address is stored one way and found by PTR lookups.
+func canonicalIP(addr string) (string, bool) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || a.Zone() != "" {
+		return "", false
+	}
+	return a.String(), true
+}
+
 // IsIP reports whether addr parses as an IPv4 or IPv6 address without a
 // zone: an address with a zone (fe80::1%eth0) cannot be put in a DNS record.
 func IsIP(addr string) bool {

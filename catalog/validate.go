@@ -111,8 +111,12 @@ func NormalizeService(s *Service) error {
 			return fieldErr(fmt.Sprintf("Tags[%d]", i), "%s", r)
 		}
 	}
-	if s.Address != "" && !IsIP(s.Address) {
-		return fieldErr("Address", "%q is not an IP address", s.Address)
+	if s.Address != "" {
+		a, ok := canonicalIP(s.Address)
+		if !ok {
+			return fieldErr("Address", "%q is not an IP address", s.Address)
+		}
+		s.Address = a
 	}
 	if s.Port < 0 || s.Port > 65535 {
 		return fieldErr("Port", "must be between 0 and 65535, got %d", s.Port)
@@ -140,8 +144,12 @@ func ValidateRegister(r *RegisterRequest) error {
 	if r.Address == "" && !r.SkipNodeUpdate {
 		return fieldErr("Address", "is required")
 	}
-	if r.Address != "" && !IsIP(r.Address) {
-		return fieldErr("Address", "%q is not an IP address", r.Address)
+	if r.Address != "" {
+		a, ok := canonicalIP(r.Address)
+		if !ok {
+			return fieldErr("Address", "%q is not an IP address", r.Address)
+		}
+		r.Address = a
 	}
 	if err := ValidateMeta("NodeMeta", r.NodeMeta); err != nil {
 		return err
@@ -167,5 +175,3 @@ func ValidateRegister(r *RegisterRequest) error {
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
-
-func lower(s string) string { return strings.ToLower(s) }

@@ -16,11 +16,26 @@ type Config struct {
 	// With port 0 a free port is picked, the same for both.
 	// Default "127.0.0.1:8600".
 	Addr string
-	// UDPSize is the largest UDP reply sent to a client that advertises
-	// a larger EDNS0 buffer, and the size the server advertises in its own
+	// UDPSize is both the EDNS0 buffer size the server advertises in its
+	// own OPT record and the cap on the size of a UDP reply: a client
+	// advertising a larger buffer still gets at most UDPSize bytes (the
+	// rest cut, with TC set), one advertising none at most 512. It is
+	// also the size advertised to recursors for a client that sent no
 	// OPT record. Default 1232, as DNS Flag Day 2020 recommends to avoid
 	// IP fragmentation. At least 512.
 	UDPSize uint16
+	// UDPAnswerLimit caps the number of answer records of a reply over
+	// UDP, as Consul's udp_answer_limit does; 0 means no cap. The cap is
+	// applied to the shuffled answers, so clients get different subsets,
+	// and does not set TC: it is a policy, not a lack of room (replies
+	// are cut to the client's size anyway). Forwarded answers are not
+	// capped. Default 0; at least 0.
+	UDPAnswerLimit int
+	// ARecordLimit caps the number of A and AAAA records (together) in
+	// the answer section over any transport, as Consul's a_record_limit
+	// does; 0 means no cap. Applied like UDPAnswerLimit. Default 0; at
+	// least 0.
+	ARecordLimit int
 	// ReadTimeout bounds reading a query from a TCP connection.
 	// Default 2s.
 	ReadTimeout time.Duration
@@ -29,6 +44,28 @@ type Config struct {
 	// QueryTimeout bounds the Source calls answering one question; a
 	// question not answered in time gets SERVFAIL. Default 2s.
 	QueryTimeout time.Duration
+	// TCPIdleTimeout is how long a TCP connection may sit idle after an
+	// answer before the server closes it, so a slow or idle client cannot
+	// hold a connection; the first query must arrive within ReadTimeout.
+	// A connection carries any number of queries, pipelined (RFC 7766).
+	// Default 10s.
+	TCPIdleTimeout time.Duration
+
+	// Recursors are the servers that questions about names outside
+	// cairn's domains are forwarded to, each an IP address with an
+	// optional port (default 53): "10.0.0.2", "10.0.0.2:5353",
+	// "[2001:db8::1]:53". With none, such questions are refused: cairn is
+	// never an open recursor. Default none.
+	Recursors []string
+	// RecursorTimeout bounds asking one recursor, a UDP try and a TCP
+	// retry of a truncated reply together; a recursor that has not
+	// answered by then is passed over for the next. Default 2s.
+	RecursorTimeout time.Duration
+	// RecursorStrategy is the order recursors are asked in:
+	// RecursorSequential ("sequential", the configured order) or
+	// RecursorRandom ("random": a random one first, then the others in
+	// order). Default "sequential".
+	RecursorStrategy string
 }
 
 // DefaultConfig returns the default configuration.
@@ -39,6 +76,12 @@ func DefaultConfig() Config {
 		ReadTimeout:  2 * time.Second,
 		WriteTimeout: 2 * time.Second,
 		QueryTimeout: 2 * time.Second,
+		// UDPAnswerLimit and ARecordLimit: 0, no cap; replies are cut
+		// to the client's size anyway.
+		TCPIdleTimeout:   10 * time.Second, // a little over miekg/dns's 8s (RFC 7766 asks for seconds, not minutes)
+		RecursorTimeout:  2 * time.Second,
+		RecursorStrategy: RecursorSequential, // Consul's default
+		// Recursors: none, so outside names are refused.
 	}
 }
 
@@ -59,10 +102,25 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		field string
 		d     time.Duration
-	}{{"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout}, {"QueryTimeout", c.QueryTimeout}} {
+	}{{"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout}, {"QueryTimeout", c.QueryTimeout},
+		{"TCPIdleTimeout", c.TCPIdleTimeout}, {"RecursorTimeout", c.RecursorTimeout}} {
 		if d.d <= 0 {
 			bad(d.field, "must be positive, got %s", d.d)
 		}
+	}
+	if c.UDPAnswerLimit < 0 {
+		bad("UDPAnswerLimit", "must be 0 (no cap) or more, got %d", c.UDPAnswerLimit)
+	}
+	if c.ARecordLimit < 0 {
+		bad("ARecordLimit", "must be 0 (no cap) or more, got %d", c.ARecordLimit)
+	}
+	for i, r := range c.Recursors {
+		if _, err := recursorAddr(r); err != nil {
+			bad("Recursors["+strconv.Itoa(i)+"]", "%v", err)
+		}
+	}
+	if c.RecursorStrategy != RecursorSequential && c.RecursorStrategy != RecursorRandom {
+		bad("RecursorStrategy", "must be %q or %q, got %q", RecursorSequential, RecursorRandom, c.RecursorStrategy)
 	}
 	return errors.Join(errs...)
 }

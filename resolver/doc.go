@@ -2,13 +2,27 @@
 // the handler that answers questions about the zone's names.
 //
 // The handler checks the query (opcode, question count, class, EDNS0
-// version), parses the name with zones, asks a Source for the catalog data
-// the name needs, has zones build the records, and turns the result into a
-// reply: the rcode (chosen in one function, rcodeFor), the AA bit, a
-// shuffled copy of the answer records, an OPT record echoing the client's
-// EDNS0, and truncation to what the client can receive over UDP. Nothing
-// is logged per query; a panic while answering is recovered, answered
-// SERVFAIL and logged (at most once a minute).
+// version), parses the name with the first of its zones (the primary
+// domain, then any alternative ones) the name is under, asks a Source for
+// the catalog data the name needs, has that zone build the records, and
+// turns the result into a reply: the rcode (chosen in one function,
+// rcodeFor), the AA bit, a shuffled copy of the answer records, owner
+// names spelt as the client spelt the question (0x20), an OPT record
+// echoing the client's EDNS0, and truncation to what the client can
+// receive over UDP. Nothing is logged per query; a panic while answering
+// is recovered, answered SERVFAIL and logged (at most once a minute).
+//
+// A question about a name outside cairn's domains is forwarded to the
+// configured recursors (recursor.go) when the client set RD, and refused
+// otherwise or when none are configured: cairn is never an open
+// recursor. A forwarded reply keeps the recursor's rcode (NOERROR or
+// NXDOMAIN; a recursor answering anything else is passed over, and when
+// all fail the answer is SERVFAIL) and its records in their order, never
+// has AA set, and is cut to the client's size like any other reply. RA
+// is set on every reply when recursors are configured.
+//
+// Over TCP a connection carries any number of queries, pipelined (RFC
+// 7766), and is closed after Config.TCPIdleTimeout without one.
 //
 // resolver imports miekg/dns, zones and catalog only. It gets its data
 // through the Source interface it declares (the agent's cache satisfies

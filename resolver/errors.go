@@ -14,4 +14,5 @@ var (
 	errBadVersion     = errors.New("unsupported EDNS version")   // BADVERS
 	errRefused        = errors.New("class or type not answered") // REFUSED
 	errPanic          = errors.New("panic while answering")      // SERVFAIL
+	errRecursion      = errors.New("no recursor answered")       // SERVFAIL
 )

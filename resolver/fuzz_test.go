@@ -24,6 +24,11 @@ func FuzzServeDNS(f *testing.F) {
 		{"WEB.service.dc9.cluster.", dns.TypeANY}, {"node1.node.cluster.", dns.TypeAAAA},
 		{"0a000102.addr.dc1.cluster.", dns.TypeA}, {"cluster.", dns.TypeNS}, {"ns.cluster.", dns.TypeA},
 		{"example.com.", dns.TypeA}, {`we\.b.service.cluster.`, dns.TypeTXT}, {"cluster.", dns.TypeAXFR},
+		{"_web._tcp.service.cluster.", dns.TypeSRV}, {"_WeB._v1.service.dc2.cluster.", dns.TypeA},
+		{"_web.service.cluster.", dns.TypeA}, {"service.cluster.", dns.TypeA}, {"dc2.cluster.", dns.TypeSOA},
+		{"node.dc1.cluster.", dns.TypeANY}, {"node1.node.cluster.", dns.TypeTXT}, {"NoDe1.NoDe.ClUsTeR.", dns.TypeA},
+		{"wEb.SeRvIcE.cLuStEr.", dns.TypeSRV}, {"CLUSTER.", dns.TypeSOA}, {"web.service.consul.", dns.TypeSRV},
+		{"CoNsUl.", dns.TypeNS}, {"service.consul.", dns.TypeTXT}, {"cluster.", dns.TypeIXFR},
 	} {
 		seed(query(q.name, q.qtype))
 		m := query(q.name, q.qtype)

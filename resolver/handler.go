@@ -33,18 +33,31 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) *dns.Msg {
 	m.SetReply(r)
 	opt, err := checkQuery(r)
 	var ans zones.Answer
-	kind := zones.KindOutside
+	kind, qname := zones.KindOutside, ""
+	ours := false // the answer is cairn's own data, not a recursor's
 	if err == nil {
-		q := s.zone.Parse(strings.ToLower(r.Question[0].Name))
-		kind = q.Kind
-		ans, err = s.lookup(q, r.Question[0].Qtype)
+		z, q := s.parse(strings.ToLower(r.Question[0].Name)) // names.go
+		kind, qname = q.Kind, q.Qname
+		if kind == zones.KindOutside {
+			ans, ours, err = s.lookupReverse(qname, r.Question[0].Qtype) // reverse.go
+		}
+		if !ours {
+			ans, err = s.lookup(z, q, r)
+		}
+		ours = ours || kind != zones.KindOutside
 	}
 	m.Rcode = rcodeFor(ans.Result, err)
-	m.Authoritative = kind != zones.KindOutside &&
-		(m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError)
-	m.Answer = shuffled(ans.Answer)
+	m.Authoritative = ours && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError)
+	m.RecursionAvailable = len(s.cfg.Recursors) > 0 // offered (to clients setting RD), as Consul does
+	m.Answer = ans.Answer                           // forwarded: the recursor's order, CNAMEs before their targets
+	if ours {
+		m.Answer = shuffled(ans.Answer)
+	}
 	m.Ns = ans.Ns
 	m.Extra = ans.Extra
+	if ours {
+		echoCase(m, qname, r.Question[0].Name) // names.go
+	}
 	if opt != nil {
 		// A fresh slice: Extra may be shared with other answers, and both
 		// this append and Truncate write into it.
@@ -84,42 +97,46 @@ func checkQuery(r *dns.Msg) (opt *dns.OPT, err error) {
 	return opt, nil
 }
 
-// lookup answers a parsed question. For an unknown datacenter it returns
-// the NXDOMAIN sections along with the error.
-func (s *Server) lookup(q zones.Query, qtype uint16) (zones.Answer, error) {
+// lookup answers q, the parsed question of the query r, from z, the zone
+// that parsed it. For an unknown datacenter it returns the NXDOMAIN
+// sections along with the error.
+func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer, error) {
+	qtype := r.Question[0].Qtype
 	switch q.Kind {
 	case zones.KindService:
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
 		defer cancel()
 		insts, err := s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
 		if err != nil {
-			return s.failed(err)
+			return failed(z, err)
 		}
-		return s.zone.ServiceAnswer(q, qtype, insts), nil
+		return z.ServiceAnswer(q, qtype, insts), nil
 	case zones.KindNode:
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
 		defer cancel()
 		node, err := s.src.Node(ctx, q.Datacenter, q.Name)
 		if err != nil {
-			return s.failed(err)
+			return failed(z, err)
 		}
-		return s.zone.NodeAnswer(q, qtype, node), nil
+		return z.NodeAnswer(q, qtype, node), nil
 	case zones.KindAddr:
-		return s.zone.AddrAnswer(q, qtype), nil
+		return z.AddrAnswer(q, qtype), nil
 	case zones.KindApex:
-		return s.zone.ApexAnswer(qtype), nil
+		return z.ApexAnswer(qtype), nil
 	case zones.KindNameserver:
-		return s.zone.NameserverAnswer(qtype), nil
+		return z.NameserverAnswer(qtype), nil
+	case zones.KindEmptyNonTerminal:
+		return z.EmptyNonTerminalAnswer(q), nil
 	case zones.KindOutside:
-		return zones.Answer{Result: zones.Refused}, nil // no recursion (yet)
+		return s.forward(r) // recursor.go
 	}
-	return s.zone.Negative(zones.NameError), nil
+	return z.Negative(zones.NameError), nil
 }
 
 // failed returns the sections answering a Source error with.
-func (s *Server) failed(err error) (zones.Answer, error) {
+func failed(z *zones.Zone, err error) (zones.Answer, error) {
 	if errors.Is(err, ErrUnknownDatacenter) {
-		return s.zone.Negative(zones.NameError), err
+		return z.Negative(zones.NameError), err
 	}
 	return zones.Answer{}, err
 }
@@ -178,7 +195,8 @@ func (s *Server) opt(q *dns.OPT) *dns.OPT {
 
 // fit cuts m to what the client can receive, setting TC when records are
 // left out: over UDP 512 bytes, or the client's EDNS0 buffer size capped at
-// Config.UDPSize; over TCP the 64 KiB a DNS message can hold. Names are
+// Config.UDPSize; over TCP the 64 KiB a DNS message can hold. The answer
+// limits of Config (limits.go) are applied first, without TC. Names are
 // always compressed.
 func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) {
 	size := dns.MaxMsgSize
@@ -188,6 +206,7 @@ func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) {
 			size = min(max(int(opt.UDPSize()), dns.MinMsgSize), int(s.cfg.UDPSize))
 		}
 	}
+	s.limitAnswers(w, m) // limits.go
 	m.Truncate(size)
 	m.Compress = true
 }

@@ -2,9 +2,11 @@ package resolver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,16 +20,22 @@ import (
 	"github.com/cairndns/cairn/zones"
 )
 
-func testZone(t testing.TB) *zones.Zone {
+// testZones returns the zones of the test server: the primary cluster.
+// and the alternative consul., both with local datacenter dc1.
+func testZones(t testing.TB) []*zones.Zone {
 	t.Helper()
-	cfg := zones.DefaultConfig()
-	cfg.NSAddress = "10.0.0.53"
-	cfg.SOA.MinTTL = 5
-	z, err := zones.New(cfg)
-	if err != nil {
-		t.Fatalf("zones.New: %v", err)
+	var zs []*zones.Zone
+	for _, domain := range []string{"cluster.", "consul."} {
+		cfg := zones.DefaultConfig()
+		cfg.Domain = domain
+		cfg.NSAddress = "10.0.0.53"
+		z, err := zones.New(cfg)
+		if err != nil {
+			t.Fatalf("zones.New: %v", err)
+		}
+		zs = append(zs, z)
 	}
-	return z
+	return zs
 }
 
 func newTestServer(t testing.TB, src Source, logger *slog.Logger) *Server {
@@ -35,7 +43,7 @@ func newTestServer(t testing.TB, src Source, logger *slog.Logger) *Server {
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.QueryTimeout = 100 * time.Millisecond
-	s, err := New(cfg, testZone(t), src, logger)
+	s, err := New(cfg, testZones(t), src, logger)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -114,7 +122,7 @@ func serveDNSCases(soa []string, failing *fakeSource) []serveDNSCase {
 			extra:  []string{"node9.node.dc2.cluster.\t0\tIN\tA\t10.1.0.9"},
 			calls:  []call{{"Instances", "dc2", "web", ""}}},
 		{name: "case-insensitive", qname: "WEB.Service.CLUSTER.", qtype: dns.TypeA, rcode: dns.RcodeSuccess, aa: true,
-			answer: sorted(web+"A\t10.0.0.1", web+"A\t10.0.1.2"),
+			answer: sorted("WEB.Service.CLUSTER.\t0\tIN\tA\t10.0.0.1", "WEB.Service.CLUSTER.\t0\tIN\tA\t10.0.1.2"),
 			calls:  []call{{"Instances", "dc1", "web", ""}}},
 		{name: "no such service", qname: "db.service.cluster.", qtype: dns.TypeA, rcode: dns.RcodeNameError, aa: true, ns: soa,
 			calls: []call{{"Instances", "dc1", "db", ""}}},
@@ -153,7 +161,8 @@ func TestServeDNS(t *testing.T) {
 	s := newTestServer(t, src, nil)
 	failing := newFakeSource()
 	failing.err = errors.New("servers unreachable")
-	tests := serveDNSCases([]string{s.zone.SOA().String()}, failing)
+	tests := append(serveDNSCases([]string{s.zone.SOA().String()}, failing),
+		nameCases(s.zone.SOA(), s.zones[1].SOA())...) // names_test.go
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src.Calls()
@@ -392,7 +401,8 @@ func TestServeDNSConcurrent(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			for j := range 50 {
-				req := query([]string{"cluster.", "web.service.cluster.", "ns.cluster."}[j%3], []uint16{dns.TypeANY, dns.TypeSRV, dns.TypeA}[j%3])
+				req := query([]string{"cluster.", "web.service.cluster.", "ns.cluster.", "CLUSTER.", "Web.Service.Consul.", "NS.cluster."}[j%6],
+					[]uint16{dns.TypeANY, dns.TypeSRV, dns.TypeA}[j%3])
 				if i%2 == 0 {
 					req.SetEdns0(1232, true)
 				}
@@ -412,6 +422,8 @@ func (panicSource) Instances(context.Context, string, string, string) ([]catalog
 }
 
 func (panicSource) Node(context.Context, string, string) (*catalog.Node, error) { panic("boom") }
+
+func (panicSource) Reverse(context.Context, netip.Addr) ([]string, []string, error) { panic("boom") }
 
 func TestServeDNSRecoversPanics(t *testing.T) {
 	var logs bytes.Buffer
@@ -501,30 +513,46 @@ func (s staticSource) Node(context.Context, string, string) (*catalog.Node, erro
 	return s.node, nil
 }
 
+func (s staticSource) Reverse(context.Context, netip.Addr) ([]string, []string, error) {
+	return nil, nil, nil
+}
+
 func BenchmarkServeDNS(b *testing.B) {
 	src := staticSource{insts: []catalog.ServiceInstance{
 		instance("node1", "10.0.0.1", "web", "", 80),
 		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
 		instance("node3", "10.0.0.3", "web", "", 80),
 	}}
-	s := newTestServer(b, src, nil)
+	var ten []catalog.ServiceInstance
+	for i := range 10 {
+		ten = append(ten, instance("node"+strconv.Itoa(i), "10.0.0."+strconv.Itoa(i+1), "web", "", 80))
+	}
+	s3 := newTestServer(b, src, nil)
+	s10 := newTestServer(b, staticSource{insts: ten}, nil)
 	for _, bc := range []struct {
 		name  string
+		s     *Server
 		qtype uint16
 		edns  bool
-	}{{"SRV", dns.TypeSRV, false}, {"SRV+EDNS", dns.TypeSRV, true}, {"A", dns.TypeA, false}} {
+		want  int    // answers
+		qname string // "" for web.service.cluster.
+	}{
+		{"SRV", s3, dns.TypeSRV, false, 3, ""}, {"SRV+EDNS", s3, dns.TypeSRV, true, 3, ""},
+		{"A", s3, dns.TypeA, false, 3, ""}, {"A10", s10, dns.TypeA, false, 10, ""},
+		{"SRV-0x20", s3, dns.TypeSRV, false, 3, "wEb.SeRvIcE.cLuStEr."}, // owner names echoed: copies
+	} {
 		b.Run(bc.name, func(b *testing.B) {
-			req := query("web.service.cluster.", bc.qtype)
+			req := query(cmp.Or(bc.qname, "web.service.cluster."), bc.qtype)
 			if bc.edns {
 				req.SetEdns0(1232, false)
 			}
 			w := resolvertest.NewRecorder("udp")
 			b.ReportAllocs()
 			for b.Loop() {
-				s.ServeDNS(w, req)
+				bc.s.ServeDNS(w, req)
 			}
-			if w.Msg.Rcode != dns.RcodeSuccess || len(w.Msg.Answer) != 3 {
-				b.Fatalf("got rcode %d and %d answers, want NOERROR and 3", w.Msg.Rcode, len(w.Msg.Answer))
+			if w.Msg.Rcode != dns.RcodeSuccess || len(w.Msg.Answer) != bc.want {
+				b.Fatalf("got rcode %d and %d answers, want NOERROR and %d", w.Msg.Rcode, len(w.Msg.Answer), bc.want)
 			}
 		})
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -30,10 +32,11 @@ var networks = [...]string{"udp", "tcp"}
 // Server is cairn's DNS server. Create it with New, then Start it; stop it
 // with Shutdown. It is also a dns.Handler, which tests call directly.
 type Server struct {
-	cfg  Config
-	zone *zones.Zone
-	src  Source
-	log  *slog.Logger
+	cfg   Config
+	zone  *zones.Zone   // the primary zone, zones[0]
+	zones []*zones.Zone // the primary zone, then the alternative ones
+	src   Source
+	log   *slog.Logger
 
 	panics       atomic.Uint64 // panics recovered while answering
 	lastPanicLog atomic.Int64  // Unix nanoseconds of the last panic logged
@@ -52,14 +55,19 @@ const (
 	stateStopped
 )
 
-// New returns a server answering for zone from src. A nil logger discards
-// the server's few log lines.
-func New(cfg Config, zone *zones.Zone, src Source, logger *slog.Logger) (*Server, error) {
+// New returns a server answering from src for the names of zs: the
+// primary zone first, then any alternative ones (other domains for the
+// same names, such as Consul's alt_domain). A question is answered by the
+// first zone whose domain it is under, so records such as SRV targets are
+// spelt under the domain the question was asked in. A zone under an
+// earlier one's domain could never answer and is an error. A nil logger
+// discards the server's few log lines.
+func New(cfg Config, zs []*zones.Zone, src Source, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if zone == nil {
-		return nil, errors.New("resolver: nil zone")
+	if err := checkZones(zs); err != nil {
+		return nil, err
 	}
 	if src == nil {
 		return nil, errors.New("resolver: nil source")
@@ -67,7 +75,7 @@ func New(cfg Config, zone *zones.Zone, src Source, logger *slog.Logger) (*Server
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, zone: zone, src: src, log: logger.With("component", "resolver")}, nil
+	return &Server{cfg: cfg, zone: zs[0], zones: slices.Clone(zs), src: src, log: logger.With("component", "resolver")}, nil
 }
 
 // Start binds the UDP socket and the TCP listener, starts serving on both
@@ -87,7 +95,10 @@ func (s *Server) Start() error {
 	s.udpAddr, s.tcpAddr = pc.LocalAddr(), ln.Addr()
 	s.servers = []*dns.Server{
 		{PacketConn: pc, Handler: s, UDPSize: readBufferSize, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout},
-		{Listener: ln, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout},
+		{Listener: ln, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout,
+			// Any number of queries per connection (RFC 7766); an idle one
+			// is closed after TCPIdleTimeout.
+			MaxTCPQueries: -1, IdleTimeout: func() time.Duration { return s.cfg.TCPIdleTimeout }},
 	}
 	type report struct {
 		i   int

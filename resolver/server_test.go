@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/zones"
 )
 
 func TestServerUDPAndTCP(t *testing.T) {
@@ -79,7 +81,7 @@ func TestServerBindError(t *testing.T) {
 
 	cfg := DefaultConfig()
 	cfg.Addr = first.UDPAddr().String()
-	second, err := New(cfg, testZone(t), newFakeSource(), nil)
+	second, err := New(cfg, testZones(t), newFakeSource(), nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -143,7 +145,7 @@ func TestConfigValidate(t *testing.T) {
 			if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.field+":") {
 				t.Errorf("Validate: got %v, want an error naming %s", err, tt.field)
 			}
-			if _, err := New(cfg, testZone(t), newFakeSource(), nil); err == nil {
+			if _, err := New(cfg, testZones(t), newFakeSource(), nil); err == nil {
 				t.Errorf("New: got nil error, want one naming %s", tt.field)
 			}
 		})
@@ -151,10 +153,42 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestNewNilDependencies(t *testing.T) {
-	if _, err := New(DefaultConfig(), nil, newFakeSource(), nil); err == nil {
-		t.Errorf("New with a nil zone: got nil error")
-	}
-	if _, err := New(DefaultConfig(), testZone(t), nil, nil); err == nil {
+	zs := testZones(t)
+	if _, err := New(DefaultConfig(), testZones(t), nil, nil); err == nil {
 		t.Errorf("New with a nil source: got nil error")
+	}
+	zone := func(domain string) *zones.Zone {
+		cfg := zones.DefaultConfig()
+		cfg.Domain = domain
+		z, err := zones.New(cfg)
+		if err != nil {
+			t.Fatalf("zones.New: %v", err)
+		}
+		return z
+	}
+	tests := []struct {
+		name string
+		zs   []*zones.Zone
+		want string // in the error; "" for none
+	}{
+		{"no zones", nil, "no zone"},
+		{"empty zones", []*zones.Zone{}, "no zone"},
+		{"nil zone", []*zones.Zone{zs[0], nil}, "zone 1 is nil"},
+		{"same domain twice", []*zones.Zone{zs[0], zone("Cluster")}, `zone "cluster." is given twice`},
+		{"alt under the primary", []*zones.Zone{zs[0], zone("alt.cluster.")}, `zone "alt.cluster." is under zone "cluster."`},
+		{"primary under the alt", []*zones.Zone{zone("alt.cluster."), zs[0]}, ""},
+		{"one zone", zs[:1], ""},
+		{"two zones", zs, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(DefaultConfig(), tt.zs, newFakeSource(), nil)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("New: got %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("New: got %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }

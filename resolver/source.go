@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/cairndns/cairn/catalog"
 )
@@ -21,4 +22,8 @@ type Source interface {
 	// Node returns the named node of datacenter dc, or (nil, nil) when
 	// there is none. name and dc are lowercase.
 	Node(ctx context.Context, dc, name string) (*catalog.Node, error)
+	// Reverse returns the names of the local datacenter's nodes registered
+	// at addr and of the services registered with addr as their own
+	// address, for PTR answers; both empty when nothing holds addr.
+	Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error)
 }

@@ -3,6 +3,7 @@ package resolver
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -19,6 +20,7 @@ type fakeSource struct {
 	dcs       []string                                        // known datacenters
 	instances map[string]map[string][]catalog.ServiceInstance // dc → service → instances
 	nodes     map[string]map[string]*catalog.Node             // dc → name → node
+	reverse   map[netip.Addr][2][]string                      // address → {nodes, services}
 	err       error                                           // returned by every call when set
 	hook      func(ctx context.Context)                       // run at the start of every call when set
 
@@ -78,6 +80,18 @@ func (f *fakeSource) Node(ctx context.Context, dc, name string) (*catalog.Node, 
 	return f.nodes[dc][name], nil
 }
 
+func (f *fakeSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
+	f.record(call{"Reverse", "", addr.String(), ""})
+	if f.hook != nil {
+		f.hook(ctx)
+	}
+	if f.err != nil {
+		return nil, nil, f.err
+	}
+	r := f.reverse[addr]
+	return r[0], r[1], nil
+}
+
 // instance returns an instance of service on a node.
 func instance(node, nodeAddr, service, svcAddr string, port int, tags ...string) catalog.ServiceInstance {
 	return catalog.ServiceInstance{
@@ -89,7 +103,7 @@ func instance(node, nodeAddr, service, svcAddr string, port int, tags ...string)
 // newFakeSource returns the source most tests use:
 //
 //	dc1: web on node1 (10.0.0.1:80, tags v1, primary) and node2 (10.0.1.2:81, tag v2)
-//	     nodes node1 10.0.0.1, node2 10.0.0.2
+//	     nodes node1 10.0.0.1, node2 10.0.0.2, node3 10.0.0.3 (meta rack=r1, az=a)
 //	dc2: web on node9 (10.1.0.9:80)
 func newFakeSource() *fakeSource {
 	return &fakeSource{
@@ -105,7 +119,13 @@ func newFakeSource() *fakeSource {
 			"dc1": {
 				"node1": {Node: "node1", Address: "10.0.0.1"},
 				"node2": {Node: "node2", Address: "10.0.0.2"},
+				"node3": {Node: "node3", Address: "10.0.0.3", Meta: map[string]string{"rack": "r1", "az": "a"}},
 			},
+		},
+		reverse: map[netip.Addr][2][]string{
+			netip.MustParseAddr("10.0.0.1"):    {{"node1"}, nil},
+			netip.MustParseAddr("10.0.1.2"):    {nil, {"web"}},
+			netip.MustParseAddr("2001:db8::1"): {{"node6"}, nil},
 		},
 	}
 }

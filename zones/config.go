@@ -3,8 +3,10 @@ package zones
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,12 +27,30 @@ type Config struct {
 	// Default "dc1".
 	Datacenter string
 	// ServiceTTL is the TTL of the records answering service names and of
-	// the .addr. names SRV targets point at. Whole seconds; default 0, so
-	// that clients always see current health, as Consul does.
+	// the .addr. names SRV targets point at, for services ServiceTTLs does
+	// not cover. Whole seconds; default 0, so that clients always see
+	// current health, as Consul does.
 	ServiceTTL time.Duration
+	// ServiceTTLs overrides ServiceTTL per service. A key is a service
+	// name ("web") or a prefix followed by '*' ("db*"; "*" alone matches
+	// every service); keys are letters, digits and '-', case-insensitive.
+	// The most specific key wins: the exact name, then the longest
+	// matching prefix, then "*", then ServiceTTL. The TTL applies to the
+	// service's A, AAAA and SRV records and to the .addr. records in the
+	// additional section of its SRV answers. Whole seconds; default none.
+	ServiceTTLs map[string]time.Duration
 	// NodeTTL is the TTL of node records and of the apex NS record and its
 	// glue. Whole seconds; default 0.
 	NodeTTL time.Duration
+	// NodeMetaTXT answers TXT questions about <node>.node names with the
+	// node's metadata, one TXT record "key=value" per pair, sorted by key.
+	// When false, node names have no TXT records. Default true.
+	NodeMetaTXT bool
+	// AdditionalNodeMetaTXT also puts those TXT records in the additional
+	// section of A and AAAA answers about node names (Consul's
+	// enable_additional_node_meta_txt). It has no effect unless
+	// NodeMetaTXT is set. Default true.
+	AdditionalNodeMetaTXT bool
 	// NSAddress is the IPv4 or IPv6 address given as glue for ns.<domain>,
 	// the name server the apex NS record names. Default "": the NS record
 	// is answered without glue and ns.<domain> has no address records.
@@ -46,23 +66,28 @@ type SOAConfig struct {
 	Expire  uint32 // default 86400
 	// MinTTL is the negative-caching TTL (RFC 2308): the TTL of the SOA
 	// record itself, sent in the authority section of NXDOMAIN and NODATA
-	// answers. Default 0, so a name that appears is answered at once.
+	// answers. Default 5: long enough for downstream resolvers to absorb
+	// a burst of questions for a missing name, short enough that a
+	// service that appears is answered within seconds.
 	MinTTL uint32
 }
 
 // DefaultConfig returns the default configuration.
 func DefaultConfig() Config {
 	return Config{
-		Domain:     "cluster.", // Consul's "consul." renamed
-		Datacenter: "dc1",
-		ServiceTTL: 0, // no caching of health-dependent answers
-		NodeTTL:    0,
-		NSAddress:  "", // no glue
+		Domain:                "cluster.", // Consul's "consul." renamed
+		Datacenter:            "dc1",
+		ServiceTTL:            0,   // no caching of health-dependent answers
+		ServiceTTLs:           nil, // no per-service TTLs
+		NodeTTL:               0,
+		NodeMetaTXT:           true, // node metadata as TXT, as Consul
+		AdditionalNodeMetaTXT: true, // and in the additional section of A/AAAA
+		NSAddress:             "",   // no glue
 		SOA: SOAConfig{
 			Refresh: 3600,
 			Retry:   600,
 			Expire:  86400,
-			MinTTL:  0,
+			MinTTL:  5, // negative answers cached for 5s downstream
 		},
 	}
 }
@@ -85,9 +110,22 @@ func (c Config) Validate() error {
 		field string
 		ttl   time.Duration
 	}{{"ServiceTTL", c.ServiceTTL}, {"NodeTTL", c.NodeTTL}} {
-		if d.ttl < 0 || d.ttl/time.Second > math.MaxUint32 {
-			bad(d.field, "must be between 0 and %ds, got %s", uint32(math.MaxUint32), d.ttl)
+		if r := validTTL(d.ttl); r != "" {
+			bad(d.field, "%s", r)
 		}
+	}
+	lower := make(map[string]string, len(c.ServiceTTLs)) // lowercase key → key
+	for _, key := range slices.Sorted(maps.Keys(c.ServiceTTLs)) {
+		if r := validTTLKey(key); r != "" {
+			bad("ServiceTTLs", "key %q %s", key, r)
+		}
+		if r := validTTL(c.ServiceTTLs[key]); r != "" {
+			bad("ServiceTTLs["+key+"]", "%s", r)
+		}
+		if other, ok := lower[strings.ToLower(key)]; ok {
+			bad("ServiceTTLs", "keys %q and %q differ only in case", other, key)
+		}
+		lower[strings.ToLower(key)] = key
 	}
 	if c.NSAddress != "" {
 		if _, err := netip.ParseAddr(c.NSAddress); err != nil {
@@ -104,6 +142,33 @@ func (c Config) Validate() error {
 		bad("SOA.Expire", "must be at least SOA.Refresh (%d), got %d", c.SOA.Refresh, c.SOA.Expire)
 	}
 	return errors.Join(errs...)
+}
+
+// validTTL reports why d cannot be a TTL, or "" when it can.
+func validTTL(d time.Duration) string {
+	if d < 0 || d/time.Second > math.MaxUint32 {
+		return fmt.Sprintf("must be between 0 and %ds, got %s", uint32(math.MaxUint32), d)
+	}
+	return ""
+}
+
+// validTTLKey reports why key cannot be a key of Config.ServiceTTLs, or ""
+// when it can: letters, digits and '-' (at most a label's length),
+// optionally followed by one '*'; "*" alone is the wildcard.
+func validTTLKey(key string) string {
+	name := strings.TrimSuffix(key, "*")
+	if key == "" {
+		return "must not be empty"
+	}
+	if len(name) > catalog.MaxLabelLength {
+		return fmt.Sprintf("must be at most %d characters before '*'", catalog.MaxLabelLength)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isLDH(c) && !(c >= 'A' && c <= 'Z') {
+			return fmt.Sprintf("has character %q (letters, digits and '-', then an optional trailing '*')", c)
+		}
+	}
+	return ""
 }
 
 // validDomain reports why d cannot be the zone's domain, or "" when it can:

@@ -28,6 +28,13 @@ func TestValidate(t *testing.T) {
 		{"dc is a keyword", func(c *Config) { c.Datacenter = "Service" }, "Datacenter"},
 		{"negative service TTL", func(c *Config) { c.ServiceTTL = -time.Second }, "ServiceTTL"},
 		{"huge node TTL", func(c *Config) { c.NodeTTL = 200 * 365 * 24 * time.Hour }, "NodeTTL"},
+		{"empty TTL key", func(c *Config) { c.ServiceTTLs = map[string]time.Duration{"": time.Second} }, "ServiceTTLs"},
+		{"star inside a TTL key", func(c *Config) { c.ServiceTTLs = map[string]time.Duration{"d*b": time.Second} }, "ServiceTTLs"},
+		{"two stars in a TTL key", func(c *Config) { c.ServiceTTLs = map[string]time.Duration{"db**": time.Second} }, "ServiceTTLs"},
+		{"underscore in a TTL key", func(c *Config) { c.ServiceTTLs = map[string]time.Duration{"_db": time.Second} }, "ServiceTTLs"},
+		{"long TTL key", func(c *Config) { c.ServiceTTLs = map[string]time.Duration{strings.Repeat("a", 64) + "*": time.Second} }, "ServiceTTLs"},
+		{"TTL keys differing in case", func(c *Config) { c.ServiceTTLs = map[string]time.Duration{"Web": 0, "web": 0} }, "ServiceTTLs"},
+		{"negative service TTLs value", func(c *Config) { c.ServiceTTLs = map[string]time.Duration{"web": -time.Second} }, "ServiceTTLs[web]"},
 		{"bad NS address", func(c *Config) { c.NSAddress = "ns1" }, "NSAddress"},
 		{"zero refresh", func(c *Config) { c.SOA.Refresh = 0 }, "SOA.Refresh"},
 		{"zero retry", func(c *Config) { c.SOA.Retry = 0 }, "SOA.Retry"},
@@ -45,6 +52,21 @@ func TestValidate(t *testing.T) {
 				t.Errorf("New: got nil error, want one naming %s", tt.field)
 			}
 		})
+	}
+}
+
+func TestValidServiceTTLs(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ServiceTTLs = map[string]time.Duration{"*": 0, "db*": time.Second, "Web-1": time.Hour, "a": 0}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate: got %v, want nil", err)
+	}
+}
+
+func TestDefaultSOAMinTTL(t *testing.T) {
+	z := testZone(t, nil)
+	if soa := z.SOA(); soa.Minttl != 5 || soa.Hdr.Ttl != 5 {
+		t.Errorf("default SOA: got minimum %d and TTL %d, want 5 and 5", soa.Minttl, soa.Hdr.Ttl)
 	}
 }
 

@@ -16,10 +16,53 @@
 //
 //	<svc>.service[.<dc>].<domain>
 //	<tag>.<svc>.service[.<dc>].<domain>
-//	<node>.node[.<dc>].<domain>
+//	_<svc>._<tag>.service[.<dc>].<domain>  RFC 2782; _tcp or _udp as <tag>: any
+//	<node>.node[.<dc>].<domain>     A/AAAA: its address; TXT: its metadata
 //	<hex>.addr[.<dc>].<domain>      8 hex digits: IPv4, 32: IPv6
 //	ns.<domain>                     the name server named by the apex NS record
 //	<domain>                        the apex: SOA and NS
+//	<dc>.<domain>, service[.<dc>].<domain>, node[.<dc>].<domain>,
+//	addr[.<dc>].<domain>            empty non-terminals (RFC 8020)
+//
+// Labels are letters, digits and '-' (matched case-insensitively); a
+// leading '_' is allowed only in the first two labels of an RFC 2782
+// service name, and then on both.
+//
+// # Negative answers
+//
+// Both kinds of negative answer carry the zone's SOA in the authority
+// section so that downstream resolvers can cache them (RFC 2308); the
+// SOA's own TTL equals its minimum field, SOAConfig.MinTTL (default 5s).
+//
+// NameError (NXDOMAIN) — the name does not exist:
+//   - a name under the domain of none of the forms above (KindInvalid):
+//     an unknown keyword, too many or too few labels, a character outside
+//     the label alphabet, '_' outside the RFC 2782 position, an .addr.
+//     label that is not 8 or 32 hex digits;
+//   - a service (with the tag, if any) that has no healthy instance;
+//   - a node that does not exist;
+//   - an empty non-terminal naming a datacenter other than the local one
+//     (until the WAN pool tells which datacenters exist);
+//   - a datacenter the data source does not know: the resolver answers
+//     Negative(NameError) when its Source says so.
+//
+// NoData (NOERROR, no answer records) — the name exists, but has no
+// record of the type asked for:
+//   - a service with healthy instances, asked for a type other than A,
+//     AAAA, SRV and ANY, or for A or AAAA when none of its addresses is
+//     of that family;
+//   - a node asked for a type other than A, AAAA, ANY and TXT, for the
+//     family its address is not of, or for TXT when it has no metadata
+//     or Config.NodeMetaTXT is off;
+//   - an .addr. name asked for the other family or another type;
+//   - the apex asked for a type other than SOA, NS and ANY;
+//   - ns.<domain> without Config.NSAddress, or asked for the other family;
+//   - an empty non-terminal of the local datacenter, for every type.
+//
+// ANY is answered minimally (RFC 8482): a service's or node's address
+// records, the apex's SOA and NS, never everything a name owns.
+// Names outside the domain are KindOutside; the zone has no answer for
+// them (Refused), and what to do with them is the resolver's business.
 //
 // zones is pure: no I/O, no goroutines, no clocks after New, no logging. It
 // imports miekg/dns and catalog only and must not import any other cairn

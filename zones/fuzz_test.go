@@ -23,6 +23,8 @@ func canonical(z *Zone, q Query) string {
 		return z.Domain()
 	case KindNameserver:
 		return "ns." + z.Domain()
+	case KindEmptyNonTerminal:
+		return keywordService + "." + q.Datacenter + "." + z.Domain() // not <dc>.<domain>: dc may be "ns"
 	}
 	return ""
 }
@@ -44,6 +46,9 @@ func FuzzParse(f *testing.F) {
 		"c0a80001.addr.dc1.cluster.", "20010db8000000000000000000000001.addr.dc1.cluster.",
 		"cluster.", "ns.cluster.", "example.com.", "a..b.cluster.", `a\.b.cluster.`,
 		"a.b.c.d.e.f.cluster.", "", ".", "..", "service.node.addr.cluster.",
+		"_web._tcp.service.cluster.", "_web._v1.service.dc2.cluster", "_web.service.cluster.",
+		"web._v1.service.cluster.", "__a._b.service.cluster.", "_._.service.cluster.",
+		"service.cluster.", "node.dc2.cluster.", "addr.dc1.cluster.", "dc2.cluster.", "_dc2.cluster.",
 	} {
 		f.Add(s)
 	}
@@ -65,7 +70,8 @@ func FuzzParse(f *testing.F) {
 		if c != q {
 			t.Fatalf("Parse(%q) = %+v, but Parse of its canonical name %q = %+v", qname, q, name, c)
 		}
-		if q.Datacenter == "" || (q.Kind >= KindService && !validLabel(q.Name)) {
+		named := q.Kind == KindService || q.Kind == KindNode || q.Kind == KindAddr
+		if q.Datacenter == "" || (named && !validLabel(q.Name)) || (q.Tag != "" && !validLabel(q.Tag)) {
 			t.Fatalf("Parse(%q) = %+v: a valid kind without its name or datacenter", qname, q)
 		}
 	})

@@ -21,12 +21,19 @@ const (
 	KindApex
 	// KindNameserver is ns.<domain>, the target of the apex NS record.
 	KindNameserver
-	// KindService is [<tag>.]<svc>.service[.<dc>].<domain>.
+	// KindService is [<tag>.]<svc>.service[.<dc>].<domain>, or its
+	// RFC 2782 spelling _<svc>._<tag>.service[.<dc>].<domain>.
 	KindService
 	// KindNode is <node>.node[.<dc>].<domain>.
 	KindNode
 	// KindAddr is <hex>.addr[.<dc>].<domain>, an IP address spelt in hex.
 	KindAddr
+	// KindEmptyNonTerminal is a name that owns no records but has names
+	// below it (RFC 8020): <dc>.<domain> and service, node and addr
+	// [.<dc>].<domain>. Parse cannot tell datacenters from other labels,
+	// so <dc> is any label that is not a keyword nor "ns";
+	// EmptyNonTerminalAnswer decides whether the datacenter exists.
+	KindEmptyNonTerminal
 )
 
 var kindNames = [...]string{
@@ -37,6 +44,8 @@ var kindNames = [...]string{
 	KindService:    "service",
 	KindNode:       "node",
 	KindAddr:       "addr",
+
+	KindEmptyNonTerminal: "empty non-terminal",
 }
 
 func (k Kind) String() string {
@@ -67,11 +76,13 @@ type Query struct {
 	// Name is the service name (KindService), the node name (KindNode) or
 	// the hex label (KindAddr).
 	Name string
-	// Tag is the tag a service query asks for, "" for any.
+	// Tag is the tag a service query asks for, "" for any (which the
+	// RFC 2782 protocol labels _tcp and _udp also mean).
 	Tag string
 	// Datacenter is the datacenter the name is in: the one it names, or
 	// the local one when it names none. Empty for KindOutside and
-	// KindInvalid.
+	// KindInvalid. For KindEmptyNonTerminal it is only the label in the
+	// datacenter's place, which need not name a datacenter that exists.
 	Datacenter string
 	// Addr is the address a KindAddr name encodes.
 	Addr netip.Addr
@@ -99,10 +110,17 @@ func (z *Zone) Parse(qname string) Query {
 		q.Kind = KindOutside
 		return q
 	}
+	return z.parseLabels(q, name[:len(name)-len(z.origin)-1])
+}
+
+// parseLabels parses the labels of a name under the domain (rest, without
+// the domain and the dot before it) into q, whose Qname is set. A name of
+// no known form leaves q's Kind KindInvalid.
+func (z *Zone) parseLabels(q Query, rest string) Query {
 	var labels [maxLabels]string
-	n, ok := splitLabels(name[:len(name)-len(z.origin)-1], &labels)
+	n, under, ok := splitLabels(rest, &labels)
 	if !ok {
-		return q // KindInvalid
+		return q
 	}
 	if n == 1 && labels[0] == nameserverHost {
 		q.Kind, q.Datacenter = KindNameserver, z.dc
@@ -113,30 +131,39 @@ func (z *Zone) Parse(qname string) Query {
 	// place wins, so datacenters cannot be named like keywords.
 	at, dc := n-1, z.dc
 	kind := keywordKind(labels[at])
-	if kind == KindInvalid && n >= 2 {
+	if kind == KindInvalid {
+		// <dc>.<domain> is an empty non-terminal when n == 1.
 		at, dc = n-2, labels[n-1]
-		kind = keywordKind(labels[at])
+		if n >= 2 {
+			kind = keywordKind(labels[at])
+		}
+	}
+	// Labels with a leading '_' are RFC 2782's _<svc>._<tag> and nothing
+	// else: both labels before "service", and only those.
+	rfc2782 := kind == KindService && at == 2 && under == 0b11
+	if under != 0 && !rfc2782 {
+		return q
+	}
+	if at <= 0 {
+		if at < 0 || kind != KindInvalid {
+			q.Kind, q.Datacenter = KindEmptyNonTerminal, dc
+		}
+		return q
 	}
 	before := labels[:at]
-	switch kind {
-	case KindService:
-		switch len(before) {
-		case 1:
-			q.Name = before[0]
-		case 2:
-			q.Tag, q.Name = before[0], before[1]
-		default:
-			return q
+	switch {
+	case rfc2782:
+		q.Name, q.Tag = before[0][1:], before[1][1:]
+		if q.Tag == "tcp" || q.Tag == "udp" {
+			q.Tag = "" // a protocol, not a tag: any instance
 		}
-	case KindNode:
-		if len(before) != 1 {
-			return q
-		}
+	case kind == KindService && len(before) == 1:
 		q.Name = before[0]
-	case KindAddr:
-		if len(before) != 1 {
-			return q
-		}
+	case kind == KindService && len(before) == 2:
+		q.Tag, q.Name = before[0], before[1]
+	case kind == KindNode && len(before) == 1:
+		q.Name = before[0]
+	case kind == KindAddr && len(before) == 1:
 		if q.Addr, ok = decodeAddr(before[0]); !ok {
 			return q
 		}
@@ -162,13 +189,14 @@ func keywordKind(label string) Kind {
 	return KindInvalid
 }
 
-// splitLabels cuts name at its dots into labels, without allocating. It
-// fails when name has more labels than labels holds, or a label that is
-// empty, longer than 63 characters or has a character other than a
-// lowercase letter, a digit or '-' (which also rules out escapes such as
-// "\." and "\000" in the presentation format miekg/dns gives names in).
-func splitLabels(name string, labels *[maxLabels]string) (int, bool) {
-	n := 0
+// splitLabels cuts name at its dots into labels, without allocating, and
+// reports which labels begin with an underscore: bit i of under is set
+// when label i does. It fails when name has more labels than labels
+// holds, or a label that is neither valid (see validLabel) nor '_'
+// followed by a valid label of at most 62 characters. That also rules out
+// escapes such as "\." and "\000" in the presentation format miekg/dns
+// gives names in.
+func splitLabels(name string, labels *[maxLabels]string) (n int, under uint8, ok bool) {
 	for start := 0; ; {
 		end := strings.IndexByte(name[start:], '.')
 		if end < 0 {
@@ -176,13 +204,21 @@ func splitLabels(name string, labels *[maxLabels]string) (int, bool) {
 		} else {
 			end += start
 		}
-		if n == len(labels) || !validLabel(name[start:end]) {
-			return 0, false
+		label := name[start:end]
+		if n == len(labels) {
+			return 0, 0, false
 		}
-		labels[n] = name[start:end]
+		switch {
+		case validLabel(label):
+		case len(label) >= 2 && len(label) <= 63 && label[0] == '_' && validLabel(label[1:]):
+			under |= 1 << n
+		default:
+			return 0, 0, false
+		}
+		labels[n] = label
 		n++
 		if end == len(name) {
-			return n, true
+			return n, under, true
 		}
 		start = end + 1
 	}

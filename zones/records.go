@@ -70,17 +70,19 @@ func (z *Zone) Negative(r Result) Answer {
 // with one record per instance whose target is the instance's node name
 // when it uses its node's address and an .addr. name otherwise, with the
 // target's address record in the additional section. No instances is a
-// NameError; instances but no record of qtype is NoData.
+// NameError; instances but no record of qtype is NoData. The records'
+// TTL is the service's (see Config.ServiceTTLs).
 func (z *Zone) ServiceAnswer(q Query, qtype uint16, insts []catalog.ServiceInstance) Answer {
 	if len(insts) == 0 {
 		return z.Negative(NameError)
 	}
+	ttl := z.ttlFor(q.Name)
 	var a Answer
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA, dns.TypeANY:
-		a.Answer = z.addressRecords(q.Qname, qtype, insts)
+		a.Answer = addressRecords(q.Qname, qtype, ttl, insts)
 	case dns.TypeSRV:
-		a.Answer, a.Extra = z.srvRecords(q.Qname, q.Datacenter, insts)
+		a.Answer, a.Extra = z.srvRecords(q.Qname, q.Datacenter, ttl, insts)
 	}
 	if len(a.Answer) == 0 {
 		return z.Negative(NoData)
@@ -90,7 +92,7 @@ func (z *Zone) ServiceAnswer(q Query, qtype uint16, insts []catalog.ServiceInsta
 
 // addressRecords returns one A or AAAA record for each distinct address of
 // insts that qtype asks for.
-func (z *Zone) addressRecords(owner string, qtype uint16, insts []catalog.ServiceInstance) []dns.RR {
+func addressRecords(owner string, qtype uint16, ttl uint32, insts []catalog.ServiceInstance) []dns.RR {
 	var rrs []dns.RR
 	var seen smallSet[netip.Addr]
 	for _, inst := range insts {
@@ -104,7 +106,7 @@ func (z *Zone) addressRecords(owner string, qtype uint16, insts []catalog.Servic
 		if rrs == nil {
 			rrs = make([]dns.RR, 0, len(insts))
 		}
-		rrs = append(rrs, addrRR(owner, a, z.serviceTTL))
+		rrs = append(rrs, addrRR(owner, a, ttl))
 	}
 	return rrs
 }
@@ -116,8 +118,8 @@ type srvKey struct {
 }
 
 // srvRecords returns the SRV records of insts and their targets' address
-// records.
-func (z *Zone) srvRecords(owner, dc string, insts []catalog.ServiceInstance) (answer, extra []dns.RR) {
+// records; ttl is the TTL of the SRV records and of .addr. targets.
+func (z *Zone) srvRecords(owner, dc string, ttl uint32, insts []catalog.ServiceInstance) (answer, extra []dns.RR) {
 	answer = make([]dns.RR, 0, len(insts))
 	var seen smallSet[srvKey]
 	var targets smallSet[string]
@@ -125,7 +127,7 @@ func (z *Zone) srvRecords(owner, dc string, insts []catalog.ServiceInstance) (an
 		if inst.Service == nil || inst.Node == nil {
 			continue
 		}
-		target, glue := z.srvTarget(dc, inst)
+		target, glue := z.srvTarget(dc, ttl, inst)
 		if target == "" {
 			continue
 		}
@@ -134,7 +136,7 @@ func (z *Zone) srvRecords(owner, dc string, insts []catalog.ServiceInstance) (an
 			continue
 		}
 		answer = append(answer, &dns.SRV{
-			Hdr:      header(owner, dns.TypeSRV, z.serviceTTL),
+			Hdr:      header(owner, dns.TypeSRV, ttl),
 			Priority: 1,
 			Weight:   weight(inst),
 			Port:     port,
@@ -153,8 +155,9 @@ func (z *Zone) srvRecords(owner, dc string, insts []catalog.ServiceInstance) (an
 // srvTarget returns the SRV target of an instance and the target's address
 // record: <node>.node.<dc>.<domain> when the instance is reached at its
 // node's address, else <hex>.addr.<dc>.<domain>. It returns "" when the
-// instance has no usable address.
-func (z *Zone) srvTarget(dc string, inst catalog.ServiceInstance) (string, dns.RR) {
+// instance has no usable address. An .addr. target's record has TTL ttl, a
+// node's the node TTL.
+func (z *Zone) srvTarget(dc string, ttl uint32, inst catalog.ServiceInstance) (string, dns.RR) {
 	nodeAddr, nodeOK := parseAddr(inst.Node.Address)
 	addr, ok := nodeAddr, nodeOK
 	if inst.Service.Address != "" {
@@ -169,7 +172,7 @@ func (z *Zone) srvTarget(dc string, inst catalog.ServiceInstance) (string, dns.R
 		return "", nil
 	}
 	target := encodeAddr(addr) + "." + keywordAddr + "." + dc + "." + z.domain
-	return target, addrRR(target, addr, z.serviceTTL)
+	return target, addrRR(target, addr, ttl)
 }
 
 // weight returns the SRV weight of an instance: its passing weight while
@@ -182,17 +185,43 @@ func weight(inst catalog.ServiceInstance) uint16 {
 	return uint16(min(max(w, 0), 65535))
 }
 
-// NodeAnswer answers a KindNode query of type qtype: the address record of
-// node, which is nil when there is no such node (a NameError).
+// NodeAnswer answers a KindNode query of type qtype about node, which is
+// nil when there is no such node (a NameError). A, AAAA and ANY are
+// answered with the node's address record; with Config.NodeMetaTXT, TXT
+// is answered with the node's metadata (see nodeMetaTXT), which A and
+// AAAA answers also carry in the additional section with
+// Config.AdditionalNodeMetaTXT. Anything else is NoData.
 func (z *Zone) NodeAnswer(q Query, qtype uint16, node *catalog.Node) Answer {
 	if node == nil {
 		return z.Negative(NameError)
+	}
+	if qtype == dns.TypeTXT {
+		if !z.nodeMetaTXT || len(node.Meta) == 0 {
+			return z.Negative(NoData)
+		}
+		return Answer{Answer: nodeMetaTXT(q.Qname, z.nodeTTL, node.Meta)}
 	}
 	a, ok := parseAddr(node.Address)
 	if !ok || !wants(qtype, a) {
 		return z.Negative(NoData)
 	}
-	return Answer{Answer: []dns.RR{addrRR(q.Qname, a, z.nodeTTL)}}
+	ans := Answer{Answer: []dns.RR{addrRR(q.Qname, a, z.nodeTTL)}}
+	if qtype != dns.TypeANY && z.additionalNodeMeta && len(node.Meta) != 0 {
+		ans.Extra = nodeMetaTXT(q.Qname, z.nodeTTL, node.Meta)
+	}
+	return ans
+}
+
+// EmptyNonTerminalAnswer answers a KindEmptyNonTerminal query: NoData for
+// every type when it is in the local datacenter, NameError in any other.
+// Other datacenters' names are not told apart from names that do not
+// exist: the resolver asks nothing of its Source for these names, and
+// only the WAN pool will tell which datacenters exist.
+func (z *Zone) EmptyNonTerminalAnswer(q Query) Answer {
+	if q.Datacenter != z.dc {
+		return z.Negative(NameError)
+	}
+	return z.Negative(NoData)
 }
 
 // AddrAnswer answers a KindAddr query of type qtype: an A record for an

@@ -15,8 +15,12 @@ type Zone struct {
 	domain     string // lowercase, fully qualified: "cluster."
 	origin     string // domain without the trailing dot: "cluster"
 	dc         string // the local datacenter, lowercase
-	serviceTTL uint32
+	serviceTTL uint32 // Config.ServiceTTL: services ServiceTTLs does not cover, .addr. names
 	nodeTTL    uint32
+	ttls       serviceTTLs // Config.ServiceTTLs
+
+	nodeMetaTXT        bool // TXT records of node metadata
+	additionalNodeMeta bool // … also in the additional section of node A/AAAA
 
 	// Records and sections built once by New and shared by every answer.
 	soa        *dns.SOA
@@ -40,6 +44,10 @@ func New(cfg Config) (*Zone, error) {
 		dc:         strings.ToLower(cfg.Datacenter),
 		serviceTTL: seconds(cfg.ServiceTTL),
 		nodeTTL:    seconds(cfg.NodeTTL),
+		ttls:       newServiceTTLs(cfg.ServiceTTLs),
+
+		nodeMetaTXT:        cfg.NodeMetaTXT,
+		additionalNodeMeta: cfg.NodeMetaTXT && cfg.AdditionalNodeMetaTXT,
 	}
 	nsName := nameserverHost + "." + domain
 	z.soa = &dns.SOA{

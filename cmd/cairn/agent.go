@@ -42,6 +42,8 @@ func agentCommand() *cli.Command {
 			&cli.IntFlag{Name: "http-port", Usage: "HTTP API `PORT`", Value: def.Ports.HTTP},
 			&cli.StringFlag{Name: "data-dir", Usage: "`DIR` holding the Raft log, snapshots and local services (required unless -dev)"},
 			&cli.StringFlag{Name: "log-level", Usage: "log `LEVEL`: debug, info, warn or error", Value: def.LogLevel},
+			&cli.StringFlag{Name: "alt-domain", Usage: "a second DNS `ZONE` answered like -domain"},
+			&cli.StringSliceFlag{Name: "recursor", Usage: "upstream resolver `IP[:PORT]` for names outside cairn's zones; repeat for several (none: REFUSED)"},
 		},
 		Action: runAgent,
 	}
@@ -89,8 +91,11 @@ func flagForField(field string) (string, bool) {
 		return "dns-port", true
 	case "ports.http":
 		return "http-port", true
-	case "datacenter", "domain", "data_dir", "log_level":
+	case "datacenter", "domain", "data_dir", "log_level", "alt_domain":
 		return strings.ReplaceAll(field, "_", "-"), true
+	}
+	if strings.HasPrefix(field, "recursors[") {
+		return "recursor", true
 	}
 	return "", false
 }
@@ -115,11 +120,14 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 	}{
 		{"node", &cfg.NodeName}, {"datacenter", &cfg.Datacenter}, {"domain", &cfg.Domain},
 		{"bind", &cfg.BindAddr}, {"advertise", &cfg.AdvertiseAddr}, {"client", &cfg.ClientAddr},
-		{"data-dir", &cfg.DataDir}, {"log-level", &cfg.LogLevel},
+		{"data-dir", &cfg.DataDir}, {"log-level", &cfg.LogLevel}, {"alt-domain", &cfg.AltDomain},
 	} {
 		if c.IsSet(f.flag) {
 			*f.dst = c.String(f.flag)
 		}
+	}
+	if c.IsSet("recursor") {
+		cfg.Recursors = c.StringSlice("recursor")
 	}
 	if c.IsSet("dns-port") {
 		cfg.Ports.DNS = c.Int("dns-port")

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestAgentConfigDefaults(t *testing.T) {
 	}
 	want := agent.DefaultConfig()
 	want.Dev, want.Server = true, true
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("-dev: got %+v, want %+v", got, want)
 	}
 
@@ -65,7 +66,7 @@ func TestAgentConfigDefaults(t *testing.T) {
 	}
 	want = agent.DefaultConfig()
 	want.DataDir = "/var/lib/cairn"
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("-data-dir: got %+v, want %+v", got, want)
 	}
 }
@@ -95,7 +96,7 @@ func TestAgentConfigFile(t *testing.T) {
 		want := agent.DefaultConfig()
 		want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc2", "corp.", "/data/file", true, "debug"
 		want.Ports.DNS, want.Ports.HTTP = 5353, 9500
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, want %+v", name, got, want)
 		}
 	}
@@ -105,15 +106,17 @@ func TestAgentConfigFlagsWinOverFile(t *testing.T) {
 	path := writeFile(t, "cairn.hcl", hclConfig)
 	got, err := configFromArgs(t, "-config-file", path,
 		"-datacenter", "dc3", "-http-port", "0", "-server=false", "-node", "n7",
-		"-bind", "10.0.0.7", "-advertise", "10.0.0.8", "-client", "0.0.0.0", "-log-level", "warn")
+		"-bind", "10.0.0.7", "-advertise", "10.0.0.8", "-client", "0.0.0.0", "-log-level", "warn",
+		"-alt-domain", "consul.", "-recursor", "10.0.0.53", "-recursor", "10.0.0.54:5353")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := agent.DefaultConfig()
+	want.AltDomain, want.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
 	want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc3", "corp.", "/data/file", false, "warn"
 	want.NodeName, want.BindAddr, want.AdvertiseAddr, want.ClientAddr = "n7", "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	want.Ports.DNS, want.Ports.HTTP = 5353, 0 // -http-port 0 wins although it is the zero value
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
