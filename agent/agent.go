@@ -252,6 +252,9 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	if d.RecursorStrategy != "" {
 		rc.RecursorStrategy = d.RecursorStrategy
 	}
+	if d.UnhealthyAnswer != "" {
+		rc.UnhealthyAnswer = d.UnhealthyAnswer
+	}
 	return zs, rc
 }
 

@@ -62,23 +62,24 @@ func (b *backend) ServiceInstances(_ context.Context, name, tag string) (uint64,
 
 func (b *backend) Leader() string { return b.server.Leader() }
 
-// Instances answers the resolver: healthy instances of the local
+// Instances answers the resolver: the instances of the local
 // datacenter. Other datacenters are unknown until the WAN pool exists.
-func (b *backend) Instances(_ context.Context, dc, service, tag string) ([]catalog.ServiceInstance, error) {
+func (b *backend) Instances(_ context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error) {
 	if dc != b.dc {
-		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+		return nil, nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
 	}
 	_, all, err := b.store.ServiceInstances(nil, service, tag)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	healthy := all[:0:0]
 	for _, in := range all {
 		if in.Healthy(b.onlyPassing) {
 			healthy = append(healthy, in)
+		} else {
+			unhealthy = append(unhealthy, in)
 		}
 	}
-	return healthy, nil
+	return healthy, unhealthy, nil
 }
 
 // Node answers the resolver's node questions for the local datacenter.

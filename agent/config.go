@@ -55,8 +55,9 @@ type Config struct {
 	DNS DNSConfig
 }
 
-// DNSConfig tunes the DNS interface. For MaxUDPSize, RecursorTimeout and
-// RecursorStrategy the zero value means the default; see DefaultConfig.
+// DNSConfig tunes the DNS interface. For MaxUDPSize, RecursorTimeout,
+// RecursorStrategy and UnhealthyAnswer the zero value means the default;
+// see DefaultConfig.
 type DNSConfig struct {
 	// NodeTTL is the TTL of node records. Default 0, like Consul: every
 	// question reaches the agent, which answers from memory.
@@ -68,6 +69,10 @@ type DNSConfig struct {
 	// OnlyPassing leaves instances with a warning check out of answers.
 	// Default false: warning counts as healthy.
 	OnlyPassing bool
+	// UnhealthyAnswer answers a service that exists but has no healthy
+	// instance: "nodata" (default: NOERROR, no records, the SOA),
+	// "nxdomain" (Consul's behaviour) or "all" (fail open: every instance).
+	UnhealthyAnswer string
 	// UDPAnswerLimit caps the answer records of a UDP reply, ARecordLimit
 	// the A/AAAA records of any reply. 0 (default) means no cap beyond the
 	// message size.
@@ -118,6 +123,7 @@ func DefaultConfig() Config {
 			MaxUDPSize:            1232,
 			RecursorTimeout:       2 * time.Second,
 			RecursorStrategy:      "sequential",
+			UnhealthyAnswer:       "nodata",
 			SOA:                   SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
 			NodeMetaTXT:           true,
 			AdditionalNodeMetaTXT: true,
@@ -247,6 +253,11 @@ func (d DNSConfig) validate() []error {
 	case "", "sequential", "random":
 	default:
 		bad("recursor_strategy", "must be sequential or random, got %q", d.RecursorStrategy)
+	}
+	switch d.UnhealthyAnswer {
+	case "", "nodata", "nxdomain", "all":
+	default:
+		bad("unhealthy_answer", "must be nodata, nxdomain or all, got %q", d.UnhealthyAnswer)
 	}
 	return errs
 }

@@ -23,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 		Ports:      Ports{DNS: 8600, HTTP: 8500, Server: 8300},
 		LogLevel:   "info",
 		DNS: DNSConfig{
-			MaxUDPSize: 1232, RecursorTimeout: 2 * time.Second, RecursorStrategy: "sequential",
+			MaxUDPSize: 1232, RecursorTimeout: 2 * time.Second, RecursorStrategy: "sequential", UnhealthyAnswer: "nodata",
 			SOA:         SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
 			NodeMetaTXT: true, AdditionalNodeMetaTXT: true,
 		},
@@ -137,6 +137,7 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"dns_config.max_udp_size", "511", func(c *Config) { c.DNS.MaxUDPSize = 511 }},
 		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.DNS.RecursorTimeout = -time.Second }},
 		{"dns_config.recursor_strategy", "fastest", func(c *Config) { c.DNS.RecursorStrategy = "fastest" }},
+		{"dns_config.unhealthy_answer", "maybe", func(c *Config) { c.DNS.UnhealthyAnswer = "maybe" }},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			c := validConfig()
@@ -236,7 +237,7 @@ func everyKey() Config {
 		NodeTTL:     10 * time.Second,
 		ServiceTTL:  map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute},
 		OnlyPassing: true, UDPAnswerLimit: 3, ARecordLimit: 5, MaxUDPSize: 4096,
-		RecursorTimeout: 3 * time.Second, RecursorStrategy: "random",
+		RecursorTimeout: 3 * time.Second, RecursorStrategy: "random", UnhealthyAnswer: "all",
 		SOA: SOAConfig{Refresh: 1, Retry: 2, Expire: 3, MinTTL: 4},
 	}
 	return c
@@ -270,6 +271,7 @@ dns_config {
   max_udp_size = 4096
   recursor_timeout = "3s"
   recursor_strategy = "random"
+  unhealthy_answer = "all"
   node_meta_txt = false
   enable_additional_node_meta_txt = false
   soa { refresh = 1, retry = 2, expire = 3, min_ttl = 4 }
@@ -297,6 +299,7 @@ dns_config {
   max_udp_size = 4096
   recursor_timeout = "3s"
   recursor_strategy = "random"
+  unhealthy_answer = "all"
   node_meta_txt = false
   enable_additional_node_meta_txt = false
   soa { refresh = 1, retry = 2, expire = 3, min_ttl = 4 }
@@ -324,6 +327,7 @@ dns_config {
     "max_udp_size": 4096,
     "recursor_timeout": "3s",
     "recursor_strategy": "random",
+    "unhealthy_answer": "all",
     "node_meta_txt": false,
     "enable_additional_node_meta_txt": false,
     "soa": {"refresh": 1, "retry": 2, "expire": 3, "min_ttl": 4}

@@ -43,6 +43,7 @@ type fileDNS struct {
 	MaxUDPSize                  *int              `hcl:"max_udp_size"`
 	RecursorTimeout             *string           `hcl:"recursor_timeout"`
 	RecursorStrategy            *string           `hcl:"recursor_strategy"`
+	UnhealthyAnswer             *string           `hcl:"unhealthy_answer"`
 	NodeMetaTXT                 *bool             `hcl:"node_meta_txt"`
 	EnableAdditionalNodeMetaTXT *bool             `hcl:"enable_additional_node_meta_txt"`
 	SOA                         *fileSOA          `hcl:"soa"`
@@ -69,7 +70,7 @@ var knownKeys = map[string]bool{
 	"dns_config.node_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
 	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
 	"dns_config.max_udp_size": true, "dns_config.recursor_timeout": true,
-	"dns_config.recursor_strategy": true, "dns_config.node_meta_txt": true,
+	"dns_config.recursor_strategy": true, "dns_config.unhealthy_answer": true, "dns_config.node_meta_txt": true,
 	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
 	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
 	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
@@ -189,6 +190,9 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 	setInt(&d.MaxUDPSize, f.MaxUDPSize)
 	if f.RecursorStrategy != nil {
 		d.RecursorStrategy = *f.RecursorStrategy
+	}
+	if f.UnhealthyAnswer != nil {
+		d.UnhealthyAnswer = *f.UnhealthyAnswer
 	}
 	if f.SOA != nil {
 		for _, p := range []struct {

@@ -66,6 +66,11 @@ type Config struct {
 	// RecursorRandom ("random": a random one first, then the others in
 	// order). Default "sequential".
 	RecursorStrategy string
+	// UnhealthyAnswer says how a service that exists but has no healthy
+	// instance is answered: UnhealthyNoData (the default: NOERROR, no
+	// records, the SOA — the name exists), UnhealthyNXDomain (Consul's
+	// behaviour) or UnhealthyAll (fail open: every instance is given out).
+	UnhealthyAnswer string
 }
 
 // DefaultConfig returns the default configuration.
@@ -81,6 +86,7 @@ func DefaultConfig() Config {
 		TCPIdleTimeout:   10 * time.Second, // a little over miekg/dns's 8s (RFC 7766 asks for seconds, not minutes)
 		RecursorTimeout:  2 * time.Second,
 		RecursorStrategy: RecursorSequential, // Consul's default
+		UnhealthyAnswer:  UnhealthyNoData,
 		// Recursors: none, so outside names are refused.
 	}
 }
@@ -118,6 +124,11 @@ func (c Config) Validate() error {
 		if _, err := recursorAddr(r); err != nil {
 			bad("Recursors["+strconv.Itoa(i)+"]", "%v", err)
 		}
+	}
+	switch c.UnhealthyAnswer {
+	case UnhealthyNoData, UnhealthyNXDomain, UnhealthyAll:
+	default:
+		bad("UnhealthyAnswer", "must be %q, %q or %q, got %q", UnhealthyNoData, UnhealthyNXDomain, UnhealthyAll, c.UnhealthyAnswer)
 	}
 	if c.RecursorStrategy != RecursorSequential && c.RecursorStrategy != RecursorRandom {
 		bad("RecursorStrategy", "must be %q or %q, got %q", RecursorSequential, RecursorRandom, c.RecursorStrategy)

@@ -106,11 +106,14 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer,
 	case zones.KindService:
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
 		defer cancel()
-		insts, err := s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
+		healthy, unhealthy, err := s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
 		if err != nil {
 			return failed(z, err)
 		}
-		return z.ServiceAnswer(q, qtype, insts), nil
+		if len(healthy) == 0 && len(unhealthy) > 0 {
+			return s.unhealthyAnswer(z, q, qtype, unhealthy), nil
+		}
+		return z.ServiceAnswer(q, qtype, healthy), nil
 	case zones.KindNode:
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
 		defer cancel()

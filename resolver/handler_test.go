@@ -417,7 +417,7 @@ func TestServeDNSConcurrent(t *testing.T) {
 // panicSource panics on every call.
 type panicSource struct{}
 
-func (panicSource) Instances(context.Context, string, string, string) ([]catalog.ServiceInstance, error) {
+func (panicSource) Instances(context.Context, string, string, string) ([]catalog.ServiceInstance, []catalog.ServiceInstance, error) {
 	panic("boom")
 }
 
@@ -505,8 +505,8 @@ type staticSource struct {
 	node  *catalog.Node
 }
 
-func (s staticSource) Instances(context.Context, string, string, string) ([]catalog.ServiceInstance, error) {
-	return s.insts, nil
+func (s staticSource) Instances(context.Context, string, string, string) ([]catalog.ServiceInstance, []catalog.ServiceInstance, error) {
+	return s.insts, nil, nil
 }
 
 func (s staticSource) Node(context.Context, string, string) (*catalog.Node, error) {

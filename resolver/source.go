@@ -15,10 +15,13 @@ import (
 // context that expires after Config.QueryTimeout; an implementation that
 // must wait (for a cache miss) should give up when it does.
 type Source interface {
-	// Instances returns the healthy instances of service in datacenter
-	// dc, only those carrying tag when tag != "". An empty result
-	// (nil, nil) means none. service, tag and dc are lowercase.
-	Instances(ctx context.Context, dc, service, tag string) ([]catalog.ServiceInstance, error)
+	// Instances returns the instances of service in datacenter dc, only
+	// those carrying tag when tag != "", split by health: healthy ones are
+	// answered; unhealthy ones (a critical or maintenance check, or a
+	// warning when only passing instances count) are left out, and used
+	// only as Config.UnhealthyAnswer says when none is healthy. Both empty
+	// means no such service. service, tag and dc are lowercase.
+	Instances(ctx context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error)
 	// Node returns the named node of datacenter dc, or (nil, nil) when
 	// there is none. name and dc are lowercase.
 	Node(ctx context.Context, dc, name string) (*catalog.Node, error)

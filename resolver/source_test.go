@@ -58,18 +58,21 @@ func (f *fakeSource) check(ctx context.Context, dc string) error {
 	return nil
 }
 
-func (f *fakeSource) Instances(ctx context.Context, dc, service, tag string) ([]catalog.ServiceInstance, error) {
+func (f *fakeSource) Instances(ctx context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error) {
 	f.record(call{"Instances", dc, service, tag})
 	if err := f.check(ctx, dc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []catalog.ServiceInstance
 	for _, si := range f.instances[dc][service] {
-		if tag == "" || si.Service.HasTag(tag) {
-			out = append(out, si)
+		switch {
+		case tag != "" && !si.Service.HasTag(tag):
+		case si.Healthy(false):
+			healthy = append(healthy, si)
+		default:
+			unhealthy = append(unhealthy, si)
 		}
 	}
-	return out, nil
+	return healthy, unhealthy, nil
 }
 
 func (f *fakeSource) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
