@@ -171,6 +171,7 @@ func (a *Agent) startServer(ctx context.Context) error {
 func (a *Agent) startLocal(ctx context.Context) error {
 	lc := local.DefaultConfig()
 	lc.NodeName, lc.Address, lc.Datacenter = a.cfg.NodeName, a.advertise, a.cfg.Datacenter
+	lc.NodeMeta = a.cfg.NodeMeta
 	if a.cfg.DataDir != "" {
 		lc.DataDir = a.cfg.DataDir
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/cairndns/cairn/catalog"
 )
 
 // Config is everything one agent needs. DefaultConfig gives a usable value;
@@ -18,6 +20,9 @@ type Config struct {
 	NodeName string
 	// Datacenter this agent belongs to. Default "dc1".
 	Datacenter string
+	// NodeMeta is free-form metadata of this node, answered in DNS as TXT
+	// records "key=value" of <node>.node names. Default none.
+	NodeMeta map[string]string
 	// Domain is the DNS zone cairn answers for. Default "cluster.".
 	Domain string
 	// BindAddr is the address cluster traffic (server RPC, later gossip)
@@ -190,6 +195,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		bad("log_level", "%v", err)
+	}
+	if err := catalog.ValidateMeta("node_meta", c.NodeMeta); err != nil {
+		var fe *catalog.FieldError
+		if errors.As(err, &fe) {
+			bad(fe.Field, "%s", fe.Reason)
+		}
 	}
 	if c.AltDomain != "" {
 		if r := checkDomain(c.AltDomain); r != "" {

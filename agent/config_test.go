@@ -138,6 +138,7 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.DNS.RecursorTimeout = -time.Second }},
 		{"dns_config.recursor_strategy", "fastest", func(c *Config) { c.DNS.RecursorStrategy = "fastest" }},
 		{"dns_config.unhealthy_answer", "maybe", func(c *Config) { c.DNS.UnhealthyAnswer = "maybe" }},
+		{"node_meta[a b]", "bad key", func(c *Config) { c.NodeMeta = map[string]string{"a b": "x"} }},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			c := validConfig()
@@ -233,6 +234,7 @@ func everyKey() Config {
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
 	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300}
 	c.AltDomain, c.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
+	c.NodeMeta = map[string]string{"rack": "r1", "az-1": "a"}
 	c.DNS = DNSConfig{
 		NodeTTL:     10 * time.Second,
 		ServiceTTL:  map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute},
@@ -261,6 +263,7 @@ ports {
   server = 9300
 }
 alt_domain = "consul."
+node_meta { rack = "r1", "az-1" = "a" }
 recursors = ["10.0.0.53", "10.0.0.54:5353"]
 dns_config {
   node_ttl = "10s"
@@ -289,6 +292,7 @@ server = true
 log_level = "debug"
 ports = { dns = 53, http = 9500, server = 9300 }
 alt_domain = "consul."
+node_meta { rack = "r1", "az-1" = "a" }
 recursors = ["10.0.0.53", "10.0.0.54:5353"]
 dns_config {
   node_ttl = "10s"
@@ -317,6 +321,7 @@ dns_config {
   "log_level": "debug",
   "ports": {"dns": 53, "http": 9500, "server": 9300},
   "alt_domain": "consul.",
+  "node_meta": {"rack": "r1", "az-1": "a"},
   "recursors": ["10.0.0.53", "10.0.0.54:5353"],
   "dns_config": {
     "node_ttl": "10s",

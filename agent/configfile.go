@@ -18,19 +18,20 @@ import (
 // and JSON share the keys (HCL's decoder reads both). Pointers tell a key
 // that is absent from one set to its zero value.
 type fileConfig struct {
-	NodeName      *string    `hcl:"node_name"`
-	Datacenter    *string    `hcl:"datacenter"`
-	Domain        *string    `hcl:"domain"`
-	BindAddr      *string    `hcl:"bind_addr"`
-	AdvertiseAddr *string    `hcl:"advertise_addr"`
-	ClientAddr    *string    `hcl:"client_addr"`
-	DataDir       *string    `hcl:"data_dir"`
-	Server        *bool      `hcl:"server"`
-	LogLevel      *string    `hcl:"log_level"`
-	Ports         *filePorts `hcl:"ports"`
-	AltDomain     *string    `hcl:"alt_domain"`
-	Recursors     []string   `hcl:"recursors"`
-	DNS           *fileDNS   `hcl:"dns_config"`
+	NodeName      *string           `hcl:"node_name"`
+	Datacenter    *string           `hcl:"datacenter"`
+	Domain        *string           `hcl:"domain"`
+	BindAddr      *string           `hcl:"bind_addr"`
+	AdvertiseAddr *string           `hcl:"advertise_addr"`
+	ClientAddr    *string           `hcl:"client_addr"`
+	DataDir       *string           `hcl:"data_dir"`
+	Server        *bool             `hcl:"server"`
+	LogLevel      *string           `hcl:"log_level"`
+	Ports         *filePorts        `hcl:"ports"`
+	AltDomain     *string           `hcl:"alt_domain"`
+	Recursors     []string          `hcl:"recursors"`
+	DNS           *fileDNS          `hcl:"dns_config"`
+	NodeMeta      map[string]string `hcl:"node_meta"`
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -66,7 +67,7 @@ var knownKeys = map[string]bool{
 	"node_name": true, "datacenter": true, "domain": true, "bind_addr": true,
 	"advertise_addr": true, "client_addr": true, "data_dir": true, "server": true,
 	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true, "ports.server": true,
-	"alt_domain": true, "recursors": true, "dns_config": true,
+	"alt_domain": true, "recursors": true, "dns_config": true, "node_meta": true,
 	"dns_config.node_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
 	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
 	"dns_config.max_udp_size": true, "dns_config.recursor_timeout": true,
@@ -77,7 +78,7 @@ var knownKeys = map[string]bool{
 }
 
 // freeFormKeys hold maps whose keys are the user's own (service names).
-var freeFormKeys = map[string]bool{"dns_config.service_ttl": true}
+var freeFormKeys = map[string]bool{"dns_config.service_ttl": true, "node_meta": true}
 
 // LoadConfigFile reads an HCL or JSON file (by extension: .json is JSON,
 // anything else HCL) and applies every key it sets onto c. Unknown keys are
@@ -134,6 +135,9 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 		}
 	}
 	set(&c.AltDomain, fc.AltDomain)
+	if fc.NodeMeta != nil {
+		c.NodeMeta = fc.NodeMeta
+	}
 	if fc.Recursors != nil {
 		c.Recursors = fc.Recursors
 	}

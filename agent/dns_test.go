@@ -67,6 +67,7 @@ func TestDNSConformance(t *testing.T) {
 	cfg := agenttest.Config(t)
 	cfg.AltDomain = "consul."
 	cfg.Recursors = []string{upstream(t)}
+	cfg.NodeMeta = map[string]string{"rack": "r1"}
 	a := agenttest.Start(t, cfg)
 	ctx := context.Background()
 	c := client(t, a)
@@ -94,7 +95,18 @@ func TestDNSConformance(t *testing.T) {
 			}},
 		{name: "RFC 2782", qname: "_web._v1.service.cluster.", qtype: dns.TypeSRV, aa: true, answer: []string{"SRV"}},
 		{name: "RFC 2782 any tag", qname: "_web._tcp.service.dc1.cluster.", qtype: dns.TypeSRV, aa: true, answer: []string{"SRV", "SRV"}},
-		{name: "node A", qname: "test.node.cluster.", qtype: dns.TypeA, aa: true, answer: []string{"A"}},
+		{name: "node A, meta TXT in extra", qname: "test.node.cluster.", qtype: dns.TypeA, aa: true, answer: []string{"A"},
+			check: func(t *testing.T, r *dns.Msg) {
+				if !strings.Contains(types(r.Extra), "TXT") {
+					t.Errorf("got extra %v, want the node's meta as TXT", r.Extra)
+				}
+			}},
+		{name: "node TXT", qname: "test.node.dc1.cluster.", qtype: dns.TypeTXT, aa: true, answer: []string{"TXT"},
+			check: func(t *testing.T, r *dns.Msg) {
+				if txt := r.Answer[0].(*dns.TXT).Txt; len(txt) != 1 || txt[0] != "rack=r1" {
+					t.Errorf("got %q, want rack=r1", txt)
+				}
+			}},
 		{name: "addr", qname: "0a000002.addr.dc1.cluster.", qtype: dns.TypeA, aa: true, answer: []string{"A"}},
 		{name: "apex SOA", qname: "cluster.", qtype: dns.TypeSOA, aa: true, answer: []string{"SOA"}},
 		{name: "apex NS with glue", qname: "cluster.", qtype: dns.TypeNS, aa: true, answer: []string{"NS"},

@@ -42,6 +42,7 @@ func agentCommand() *cli.Command {
 			&cli.IntFlag{Name: "http-port", Usage: "HTTP API `PORT`", Value: def.Ports.HTTP},
 			&cli.StringFlag{Name: "data-dir", Usage: "`DIR` holding the Raft log, snapshots and local services (required unless -dev)"},
 			&cli.StringFlag{Name: "log-level", Usage: "log `LEVEL`: debug, info, warn or error", Value: def.LogLevel},
+			&cli.StringSliceFlag{Name: "node-meta", Usage: "node metadata `key=value`, answered as DNS TXT; repeat for several"},
 			&cli.StringFlag{Name: "alt-domain", Usage: "a second DNS `ZONE` answered like -domain"},
 			&cli.StringSliceFlag{Name: "recursor", Usage: "upstream resolver `IP[:PORT]` for names outside cairn's zones; repeat for several (none: REFUSED)"},
 		},
@@ -94,6 +95,9 @@ func flagForField(field string) (string, bool) {
 	case "datacenter", "domain", "data_dir", "log_level", "alt_domain":
 		return strings.ReplaceAll(field, "_", "-"), true
 	}
+	if strings.HasPrefix(field, "node_meta") {
+		return "node-meta", true
+	}
 	if strings.HasPrefix(field, "recursors[") {
 		return "recursor", true
 	}
@@ -125,6 +129,13 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		if c.IsSet(f.flag) {
 			*f.dst = c.String(f.flag)
 		}
+	}
+	if c.IsSet("node-meta") {
+		meta, err := parseMeta("node-meta", c.StringSlice("node-meta"))
+		if err != nil {
+			return cfg, err
+		}
+		cfg.NodeMeta = meta
 	}
 	if c.IsSet("recursor") {
 		cfg.Recursors = c.StringSlice("recursor")

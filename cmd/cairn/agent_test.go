@@ -107,12 +107,13 @@ func TestAgentConfigFlagsWinOverFile(t *testing.T) {
 	got, err := configFromArgs(t, "-config-file", path,
 		"-datacenter", "dc3", "-http-port", "0", "-server=false", "-node", "n7",
 		"-bind", "10.0.0.7", "-advertise", "10.0.0.8", "-client", "0.0.0.0", "-log-level", "warn",
-		"-alt-domain", "consul.", "-recursor", "10.0.0.53", "-recursor", "10.0.0.54:5353")
+		"-alt-domain", "consul.", "-recursor", "10.0.0.53", "-recursor", "10.0.0.54:5353", "-node-meta", "rack=r1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := agent.DefaultConfig()
 	want.AltDomain, want.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
+	want.NodeMeta = map[string]string{"rack": "r1"}
 	want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc3", "corp.", "/data/file", false, "warn"
 	want.NodeName, want.BindAddr, want.AdvertiseAddr, want.ClientAddr = "n7", "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	want.Ports.DNS, want.Ports.HTTP = 5353, 0 // -http-port 0 wins although it is the zero value

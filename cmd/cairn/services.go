@@ -116,7 +116,7 @@ func registrationFromArgs(c *cli.Context) (*api.AgentServiceRegistration, error)
 		Address: c.String("address"),
 		Tags:    c.StringSlice("tag"),
 	}
-	if reg.Meta, err = parseMeta(c.StringSlice("meta")); err != nil {
+	if reg.Meta, err = parseMeta("meta", c.StringSlice("meta")); err != nil {
 		return nil, err
 	}
 	if c.IsSet("weight-passing") || c.IsSet("weight-warning") {
@@ -147,8 +147,8 @@ func fileArg(c *cli.Context, path string) (string, error) {
 	return "", fmt.Errorf("want at most one FILE, got %d arguments (see \"%s -h\")", c.NArg(), path)
 }
 
-// parseMeta turns repeated "key=value" flags into a map.
-func parseMeta(pairs []string) (map[string]string, error) {
+// parseMeta turns the values of a repeated "key=value" flag into a map.
+func parseMeta(flag string, pairs []string) (map[string]string, error) {
 	if len(pairs) == 0 {
 		return nil, nil
 	}
@@ -156,10 +156,10 @@ func parseMeta(pairs []string) (map[string]string, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("-meta %q: want key=value", p)
+			return nil, fmt.Errorf("-%s %q: want key=value", flag, p)
 		}
 		if _, dup := meta[k]; dup {
-			return nil, fmt.Errorf("-meta %q: key %q given twice", p, k)
+			return nil, fmt.Errorf("-%s %q: key %q given twice", flag, p, k)
 		}
 		meta[k] = v
 	}
