@@ -227,7 +227,7 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	d := a.cfg.DNS
 	zc := zones.DefaultConfig()
 	zc.Domain, zc.Datacenter = a.cfg.Domain, a.cfg.Datacenter
-	zc.NodeTTL, zc.ServiceTTLs = d.NodeTTL, d.ServiceTTL
+	zc.NodeTTL, zc.ServiceTTLs, zc.PTRTTL = d.NodeTTL, d.ServiceTTL, d.PTRTTL
 	zc.NodeMetaTXT, zc.AdditionalNodeMetaTXT = d.NodeMetaTXT, d.AdditionalNodeMetaTXT
 	zc.SOA = zones.SOAConfig{Refresh: d.SOA.Refresh, Retry: d.SOA.Retry, Expire: d.SOA.Expire, MinTTL: d.SOA.MinTTL}
 	// This agent is its datacenter's one server, so it is the name server

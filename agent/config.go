@@ -67,6 +67,8 @@ type DNSConfig struct {
 	// NodeTTL is the TTL of node records. Default 0, like Consul: every
 	// question reaches the agent, which answers from memory.
 	NodeTTL time.Duration
+	// PTRTTL is the TTL of reverse-lookup (PTR) records. Default 0.
+	PTRTTL time.Duration
 	// ServiceTTL maps a service name, or a prefix ending in '*' ("*",
 	// "db*"), to the TTL of its records; the most specific key wins.
 	// Default: none (0).
@@ -238,6 +240,9 @@ func (d DNSConfig) validate() []error {
 	}
 	if d.NodeTTL < 0 {
 		bad("node_ttl", "must not be negative, got %s", d.NodeTTL)
+	}
+	if d.PTRTTL < 0 {
+		bad("ptr_ttl", "must not be negative, got %s", d.PTRTTL)
 	}
 	for k, v := range d.ServiceTTL {
 		name := strings.TrimSuffix(k, "*")

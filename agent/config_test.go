@@ -129,6 +129,7 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"recursors[1]", "dns.example", func(c *Config) { c.Recursors = []string{"10.0.0.1", "dns.example"} }},
 		{"recursors[0]", "10.0.0.1:99999", func(c *Config) { c.Recursors = []string{"10.0.0.1:99999"} }},
 		{"dns_config.node_ttl", "-1s", func(c *Config) { c.DNS.NodeTTL = -time.Second }},
+		{"dns_config.ptr_ttl", "-1s", func(c *Config) { c.DNS.PTRTTL = -time.Second }},
 		{"dns_config.service_ttl[we_b]", "bad key", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"we_b": 0} }},
 		{"dns_config.service_ttl[a*b]", "inner star", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"a*b": 0} }},
 		{"dns_config.service_ttl[*]", "-1s", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"*": -time.Second} }},
@@ -237,6 +238,7 @@ func everyKey() Config {
 	c.NodeMeta = map[string]string{"rack": "r1", "az-1": "a"}
 	c.DNS = DNSConfig{
 		NodeTTL:     10 * time.Second,
+		PTRTTL:      20 * time.Second,
 		ServiceTTL:  map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute},
 		OnlyPassing: true, UDPAnswerLimit: 3, ARecordLimit: 5, MaxUDPSize: 4096,
 		RecursorTimeout: 3 * time.Second, RecursorStrategy: "random", UnhealthyAnswer: "all",
@@ -267,6 +269,7 @@ node_meta { rack = "r1", "az-1" = "a" }
 recursors = ["10.0.0.53", "10.0.0.54:5353"]
 dns_config {
   node_ttl = "10s"
+  ptr_ttl = "20s"
   service_ttl { "*" = "5s", "db*" = "1m" }
   only_passing = true
   udp_answer_limit = 3
@@ -296,6 +299,7 @@ node_meta { rack = "r1", "az-1" = "a" }
 recursors = ["10.0.0.53", "10.0.0.54:5353"]
 dns_config {
   node_ttl = "10s"
+  ptr_ttl = "20s"
   service_ttl { "*" = "5s", "db*" = "1m" }
   only_passing = true
   udp_answer_limit = 3
@@ -325,6 +329,7 @@ dns_config {
   "recursors": ["10.0.0.53", "10.0.0.54:5353"],
   "dns_config": {
     "node_ttl": "10s",
+    "ptr_ttl": "20s",
     "service_ttl": {"*": "5s", "db*": "1m"},
     "only_passing": true,
     "udp_answer_limit": 3,

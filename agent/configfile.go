@@ -37,6 +37,7 @@ type fileConfig struct {
 // fileDNS is the dns_config block. Durations are strings ("5s").
 type fileDNS struct {
 	NodeTTL                     *string           `hcl:"node_ttl"`
+	PTRTTL                      *string           `hcl:"ptr_ttl"`
 	ServiceTTL                  map[string]string `hcl:"service_ttl"`
 	OnlyPassing                 *bool             `hcl:"only_passing"`
 	UDPAnswerLimit              *int              `hcl:"udp_answer_limit"`
@@ -68,7 +69,7 @@ var knownKeys = map[string]bool{
 	"advertise_addr": true, "client_addr": true, "data_dir": true, "server": true,
 	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true, "ports.server": true,
 	"alt_domain": true, "recursors": true, "dns_config": true, "node_meta": true,
-	"dns_config.node_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
+	"dns_config.node_ttl": true, "dns_config.ptr_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
 	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
 	"dns_config.max_udp_size": true, "dns_config.recursor_timeout": true,
 	"dns_config.recursor_strategy": true, "dns_config.unhealthy_answer": true, "dns_config.node_meta_txt": true,
@@ -161,6 +162,9 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 		return nil
 	}
 	if err := dur("node_ttl", &d.NodeTTL, f.NodeTTL); err != nil {
+		return err
+	}
+	if err := dur("ptr_ttl", &d.PTRTTL, f.PTRTTL); err != nil {
 		return err
 	}
 	if err := dur("recursor_timeout", &d.RecursorTimeout, f.RecursorTimeout); err != nil {

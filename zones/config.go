@@ -42,6 +42,9 @@ type Config struct {
 	// NodeTTL is the TTL of node records and of the apex NS record and its
 	// glue. Whole seconds; default 0.
 	NodeTTL time.Duration
+	// PTRTTL is the TTL of the PTR records answering reverse lookups
+	// (in-addr.arpa, ip6.arpa). Whole seconds; default 0.
+	PTRTTL time.Duration
 	// NodeMetaTXT answers TXT questions about <node>.node names with the
 	// node's metadata, one TXT record "key=value" per pair, sorted by key.
 	// When false, node names have no TXT records. Default true.
@@ -109,7 +112,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		field string
 		ttl   time.Duration
-	}{{"ServiceTTL", c.ServiceTTL}, {"NodeTTL", c.NodeTTL}} {
+	}{{"ServiceTTL", c.ServiceTTL}, {"NodeTTL", c.NodeTTL}, {"PTRTTL", c.PTRTTL}} {
 		if r := validTTL(d.ttl); r != "" {
 			bad(d.field, "%s", r)
 		}

@@ -105,10 +105,10 @@ func (z *Zone) ReverseAnswer(qname string, qtype uint16, nodes, services []strin
 	rrs := make([]dns.RR, 0, len(nodes)+len(services))
 	suffix := "." + z.dc + "." + z.domain
 	for _, n := range nodes {
-		rrs = append(rrs, &dns.PTR{Hdr: header(qname, dns.TypePTR, z.nodeTTL), Ptr: strings.ToLower(n) + "." + keywordNode + suffix})
+		rrs = append(rrs, &dns.PTR{Hdr: header(qname, dns.TypePTR, z.ptrTTL), Ptr: strings.ToLower(n) + "." + keywordNode + suffix})
 	}
 	for _, s := range services {
-		rrs = append(rrs, &dns.PTR{Hdr: header(qname, dns.TypePTR, z.serviceTTL), Ptr: strings.ToLower(s) + "." + keywordService + suffix})
+		rrs = append(rrs, &dns.PTR{Hdr: header(qname, dns.TypePTR, z.ptrTTL), Ptr: strings.ToLower(s) + "." + keywordService + suffix})
 	}
 	return Answer{Answer: rrs}
 }

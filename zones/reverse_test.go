@@ -3,6 +3,7 @@ package zones
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -41,7 +42,9 @@ func TestParseReverse(t *testing.T) {
 }
 
 func TestReverseAnswer(t *testing.T) {
-	z, err := New(DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.PTRTTL = 42 * time.Second
+	z, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,7 @@ func TestReverseAnswer(t *testing.T) {
 	}
 	for i, rr := range a.Answer {
 		ptr := rr.(*dns.PTR)
-		if ptr.Ptr != want[i] || ptr.Hdr.Name != q {
+		if ptr.Ptr != want[i] || ptr.Hdr.Name != q || ptr.Hdr.Ttl != 42 {
 			t.Errorf("PTR %d: got %v, want %s %s", i, rr, q, want[i])
 		}
 	}

@@ -17,6 +17,7 @@ type Zone struct {
 	dc         string // the local datacenter, lowercase
 	serviceTTL uint32 // Config.ServiceTTL: services ServiceTTLs does not cover, .addr. names
 	nodeTTL    uint32
+	ptrTTL     uint32
 	ttls       serviceTTLs // Config.ServiceTTLs
 
 	nodeMetaTXT        bool // TXT records of node metadata
@@ -44,6 +45,7 @@ func New(cfg Config) (*Zone, error) {
 		dc:         strings.ToLower(cfg.Datacenter),
 		serviceTTL: seconds(cfg.ServiceTTL),
 		nodeTTL:    seconds(cfg.NodeTTL),
+		ptrTTL:     seconds(cfg.PTRTTL),
 		ttls:       newServiceTTLs(cfg.ServiceTTLs),
 
 		nodeMetaTXT:        cfg.NodeMetaTXT,
