@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -190,5 +191,41 @@ func TestNewNilDependencies(t *testing.T) {
 				t.Errorf("New: got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestServerSurvivesGarbage sends packets that do not parse, over UDP and
+// TCP, and checks the server still answers a proper query afterwards.
+func TestServerSurvivesGarbage(t *testing.T) {
+	s := newTestServer(t, newFakeSource(), nil)
+	if err := s.Start(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	addr := s.UDPAddr().String()
+	junk := [][]byte{{}, {0x01}, []byte("not a dns message at all"), make([]byte, 12), bytes.Repeat([]byte{0xff}, 600)}
+	uc, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	for _, j := range junk {
+		if _, err := uc.Write(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A length prefix promising more than is sent, then the close.
+	_, _ = tc.Write([]byte{0x00, 0x40, 0xde, 0xad})
+	_ = tc.Close()
+	for _, network := range []string{"udp", "tcp"} {
+		c := &dns.Client{Net: network, Timeout: 5 * time.Second}
+		reply, _, err := c.Exchange(query("web.service.cluster.", dns.TypeA), addr)
+		if err != nil || reply.Rcode != dns.RcodeSuccess {
+			t.Fatalf("%s after garbage: got %v, %v; want an answer", network, reply, err)
+		}
 	}
 }
