@@ -244,6 +244,7 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
 	rc.Recursors = a.cfg.Recursors
 	rc.UDPAnswerLimit, rc.ARecordLimit = d.UDPAnswerLimit, d.ARecordLimit
+	rc.SetTC = !d.DisableTruncate
 	if d.MaxUDPSize != 0 {
 		rc.UDPSize = uint16(d.MaxUDPSize)
 	}

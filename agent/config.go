@@ -87,6 +87,10 @@ type DNSConfig struct {
 	ARecordLimit   int
 	// MaxUDPSize is the largest UDP reply, advertised in EDNS0. Default 1232.
 	MaxUDPSize int
+	// DisableTruncate stops setting TC on UDP replies cut to fit, so
+	// clients do not retry over TCP (Consul's enable_truncate = false).
+	// Default false: TC is set.
+	DisableTruncate bool
 	// RecursorTimeout bounds one upstream exchange. Default 2s.
 	RecursorTimeout time.Duration
 	// RecursorStrategy is "sequential" (default: in order) or "random".

@@ -240,7 +240,7 @@ func everyKey() Config {
 		NodeTTL:     10 * time.Second,
 		PTRTTL:      20 * time.Second,
 		ServiceTTL:  map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute},
-		OnlyPassing: true, UDPAnswerLimit: 3, ARecordLimit: 5, MaxUDPSize: 4096,
+		OnlyPassing: true, UDPAnswerLimit: 3, ARecordLimit: 5, MaxUDPSize: 4096, DisableTruncate: true,
 		RecursorTimeout: 3 * time.Second, RecursorStrategy: "random", UnhealthyAnswer: "all",
 		SOA: SOAConfig{Refresh: 1, Retry: 2, Expire: 3, MinTTL: 4},
 	}
@@ -275,6 +275,7 @@ dns_config {
   udp_answer_limit = 3
   a_record_limit = 5
   max_udp_size = 4096
+  enable_truncate = false
   recursor_timeout = "3s"
   recursor_strategy = "random"
   unhealthy_answer = "all"
@@ -305,6 +306,7 @@ dns_config {
   udp_answer_limit = 3
   a_record_limit = 5
   max_udp_size = 4096
+  enable_truncate = false
   recursor_timeout = "3s"
   recursor_strategy = "random"
   unhealthy_answer = "all"
@@ -335,6 +337,7 @@ dns_config {
     "udp_answer_limit": 3,
     "a_record_limit": 5,
     "max_udp_size": 4096,
+    "enable_truncate": false,
     "recursor_timeout": "3s",
     "recursor_strategy": "random",
     "unhealthy_answer": "all",

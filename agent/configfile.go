@@ -43,6 +43,7 @@ type fileDNS struct {
 	UDPAnswerLimit              *int              `hcl:"udp_answer_limit"`
 	ARecordLimit                *int              `hcl:"a_record_limit"`
 	MaxUDPSize                  *int              `hcl:"max_udp_size"`
+	EnableTruncate              *bool             `hcl:"enable_truncate"`
 	RecursorTimeout             *string           `hcl:"recursor_timeout"`
 	RecursorStrategy            *string           `hcl:"recursor_strategy"`
 	UnhealthyAnswer             *string           `hcl:"unhealthy_answer"`
@@ -71,7 +72,7 @@ var knownKeys = map[string]bool{
 	"alt_domain": true, "recursors": true, "dns_config": true, "node_meta": true,
 	"dns_config.node_ttl": true, "dns_config.ptr_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
 	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
-	"dns_config.max_udp_size": true, "dns_config.recursor_timeout": true,
+	"dns_config.max_udp_size": true, "dns_config.enable_truncate": true, "dns_config.recursor_timeout": true,
 	"dns_config.recursor_strategy": true, "dns_config.unhealthy_answer": true, "dns_config.node_meta_txt": true,
 	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
 	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
@@ -191,6 +192,9 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 		}
 	}
 	setBool(&d.OnlyPassing, f.OnlyPassing)
+	if f.EnableTruncate != nil {
+		d.DisableTruncate = !*f.EnableTruncate
+	}
 	setBool(&d.NodeMetaTXT, f.NodeMetaTXT)
 	setBool(&d.AdditionalNodeMetaTXT, f.EnableAdditionalNodeMetaTXT)
 	setInt(&d.UDPAnswerLimit, f.UDPAnswerLimit)

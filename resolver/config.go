@@ -71,6 +71,10 @@ type Config struct {
 	// records, the SOA — the name exists), UnhealthyNXDomain (Consul's
 	// behaviour) or UnhealthyAll (fail open: every instance is given out).
 	UnhealthyAnswer string
+	// SetTC sets the TC bit on a UDP reply that had records left out to
+	// fit, so the client asks again over TCP (RFC 2181 9). Without it the
+	// client gets what fits and no hint. Default true.
+	SetTC bool
 }
 
 // DefaultConfig returns the default configuration.
@@ -87,6 +91,7 @@ func DefaultConfig() Config {
 		RecursorTimeout:  2 * time.Second,
 		RecursorStrategy: RecursorSequential, // Consul's default
 		UnhealthyAnswer:  UnhealthyNoData,
+		SetTC:            true,
 		// Recursors: none, so outside names are refused.
 	}
 }

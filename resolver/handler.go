@@ -212,6 +212,9 @@ func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) {
 	s.limitAnswers(w, m) // limits.go
 	m.Truncate(size)
 	m.Compress = true
+	if !s.cfg.SetTC {
+		m.Truncated = false
+	}
 }
 
 // recoverPanic answers SERVFAIL to a query whose handling panicked, and
