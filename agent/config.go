@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/resolver"
 )
 
 // Config is everything one agent needs. DefaultConfig gives a usable value;
@@ -216,25 +217,12 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, r := range c.Recursors {
-		if _, err := ParseRecursor(r); err != nil {
+		if _, err := resolver.RecursorAddr(r); err != nil {
 			bad(fmt.Sprintf("recursors[%d]", i), "%v", err)
 		}
 	}
 	errs = append(errs, c.DNS.validate()...)
 	return errors.Join(errs...)
-}
-
-// ParseRecursor turns "IP" or "IP:port" into an address with a port (53
-// when none is given).
-func ParseRecursor(s string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap, nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" {
-		return netip.AddrPort{}, fmt.Errorf("%q is not an IP address or IP:port", s)
-	}
-	return netip.AddrPortFrom(a, 53), nil
 }
 
 func (d DNSConfig) validate() []error {

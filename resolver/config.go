@@ -126,7 +126,7 @@ func (c Config) Validate() error {
 		bad("ARecordLimit", "must be 0 (no cap) or more, got %d", c.ARecordLimit)
 	}
 	for i, r := range c.Recursors {
-		if _, err := recursorAddr(r); err != nil {
+		if _, err := RecursorAddr(r); err != nil {
 			bad("Recursors["+strconv.Itoa(i)+"]", "%v", err)
 		}
 	}

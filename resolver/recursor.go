@@ -26,9 +26,9 @@ const (
 // defaultRecursorPort is the port of a recursor configured without one.
 const defaultRecursorPort = 53
 
-// recursorAddr returns the host:port to send queries to for a configured
+// RecursorAddr returns the host:port to send queries to for a configured
 // recursor, an IP address with or without a port.
-func recursorAddr(s string) (string, error) {
+func RecursorAddr(s string) (string, error) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		if ap.Port() == 0 {
 			return "", fmt.Errorf("%q: port 0", s)
@@ -66,7 +66,7 @@ func (s *Server) forward(r *dns.Msg) (zones.Answer, error) {
 		first = rand.IntN(n)
 	}
 	for i := range n {
-		addr, err := recursorAddr(s.cfg.Recursors[(first+i)%n])
+		addr, err := RecursorAddr(s.cfg.Recursors[(first+i)%n])
 		if err != nil {
 			continue // Validate rejects these; never reached
 		}

@@ -456,9 +456,9 @@ func TestRecursorAddr(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		got, err := recursorAddr(tt.in)
+		got, err := RecursorAddr(tt.in)
 		if (err != nil) != (tt.want == "") || got != tt.want {
-			t.Errorf("recursorAddr(%q): got %q, %v; want %q", tt.in, got, err, tt.want)
+			t.Errorf("RecursorAddr(%q): got %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 }
