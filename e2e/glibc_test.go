@@ -172,23 +172,7 @@ func startNetnsAgent(t *testing.T, ip, ns string) *agentProc {
 // CLI pointed at the agent there, and returns its output and exit code.
 func netnsExec(t *testing.T, ip, ns string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	full := append([]string{"netns", "exec", ns}, args...)
-	cmd := exec.CommandContext(ctx, ip, full...)
-	cmd.Env = append(os.Environ(), "CAIRN_HTTP_ADDR="+netnsHTTPAddr) // the last one wins
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit) && exit.ExitCode() > 0:
-		code = exit.ExitCode()
-	default:
-		t.Fatalf("ip %s: %v\nstderr:\n%s", strings.Join(full, " "), err, errOut.String())
-	}
-	return out.String(), errOut.String(), code
+	return runCommand(t, netnsHTTPAddr, ip, append([]string{"netns", "exec", ns}, args...)...)
 }
 
 // netnsRun is netnsExec for a command that must succeed silently on stderr.

@@ -276,9 +276,17 @@ func (a *agentProc) stop(t *testing.T) {
 // CAIRN_HTTP_ADDR, and returns its output and exit code.
 func runCLI(t *testing.T, httpAddr string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCommand(t, httpAddr, cairnBin, args...)
+}
+
+// runCommand runs name with args, CAIRN_HTTP_ADDR set to httpAddr, and
+// returns its output and exit code; a command that cannot run, or is
+// killed after 15 s, fails the test.
+func runCommand(t *testing.T, httpAddr, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, cairnBin, args...)
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), "CAIRN_HTTP_ADDR="+httpAddr) // the last one wins
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -289,7 +297,7 @@ func runCLI(t *testing.T, httpAddr string, args ...string) (stdout, stderr strin
 	case errors.As(err, &exit) && exit.ExitCode() > 0:
 		code = exit.ExitCode()
 	default:
-		t.Fatalf("cairn %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errOut.String())
+		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, errOut.String())
 	}
 	return out.String(), errOut.String(), code
 }
