@@ -1,0 +1,39 @@
+// Package gossip runs cairn's memberlist pools: the LAN pool, of which every
+// agent of a datacenter is a member, and the WAN pool, of which the servers of
+// every datacenter are members. It owns the member metadata each agent
+// gossips (role, datacenter, RPC address, protocol version), its compact
+// versioned encoding, the check that refuses peers of another datacenter or
+// an incompatible protocol, the gossip keyring, and the membership snapshot
+// (alive, failed, left) that the agent shows and the consensus leader
+// reconciles into node health.
+//
+// gossip imports hashicorp/memberlist and the standard library only: no other
+// cairn package, and memberlist has no other home in cairn.
+//
+// Left versus failed: memberlist does not tell its event delegate whether a
+// member that went away left or failed, so Leave first gossips a leave
+// intent (a memberlist user message, as serf does) and receivers combine it
+// with memberlist's event in either order (intent.go).
+//
+// Concurrency contract. Pool methods are safe for concurrent use. memberlist
+// calls the pool's delegates from its receive loop (events, holding its own
+// node lock) and its packet handler (leave intents); they only decode,
+// update the pool's member map under a short mutex, queue a rebroadcast and
+// signal Changes without blocking, so a slow consumer never stalls failure
+// detection. Consumers read a snapshot with Members after a signal:
+//
+//	changes := pool.Changes()
+//	for {
+//		reconcile(pool.Members())
+//		select {
+//		case <-ctx.Done():
+//			return
+//		case <-changes:
+//		}
+//	}
+//
+// Changes coalesces: many events between two reads give one signal, and the
+// snapshot read after it reflects all of them. The pool starts one goroutine
+// per Join call in flight and waits for them in Shutdown; memberlist's own
+// goroutines end when Shutdown closes its transport.
+package gossip

@@ -1,0 +1,160 @@
+// Package gossiptest helps tests run real gossip pools on loopback: fast
+// timers, configs on 127.0.0.1 with free ports, pools shut down at the end of
+// the test, and waiting for a condition with a deadline.
+package gossiptest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/gossip"
+)
+
+// FastTiming returns memberlist timers for tests on loopback: a member that
+// stops answering is declared failed in about a second, and failed or left
+// members are kept 10s, longer than any test waits.
+func FastTiming() gossip.Timing {
+	return gossip.Timing{
+		ProbeInterval:           100 * time.Millisecond,
+		ProbeTimeout:            50 * time.Millisecond,
+		SuspicionMult:           3,
+		SuspicionMaxTimeoutMult: 2,
+		GossipInterval:          20 * time.Millisecond,
+		GossipNodes:             3,
+		GossipToTheDead:         10 * time.Second,
+		PushPullInterval:        time.Second,
+		RetransmitMult:          3,
+		IndirectChecks:          2,
+		TCPTimeout:              time.Second,
+	}
+}
+
+// LANConfig returns a LAN config for node in dc on 127.0.0.1 with a free
+// port and FastTiming. A server gets an RPC address on 127.0.0.1 (nothing
+// listens there; gossip only carries it).
+func LANConfig(node, dc string, role gossip.Role) gossip.Config {
+	cfg := gossip.DefaultLANConfig()
+	fill(&cfg, node, dc, role)
+	return cfg
+}
+
+// WANConfig returns a WAN config for server node in dc, like LANConfig.
+func WANConfig(node, dc string) gossip.Config {
+	cfg := gossip.DefaultWANConfig()
+	fill(&cfg, node, dc, gossip.RoleServer)
+	return cfg
+}
+
+func fill(cfg *gossip.Config, node, dc string, role gossip.Role) {
+	cfg.NodeName, cfg.Datacenter, cfg.Role = node, dc, role
+	cfg.BindAddr, cfg.BindPort = "127.0.0.1", 0
+	cfg.Timing = FastTiming()
+	cfg.RetainDead = cfg.Timing.GossipToTheDead
+	if role == gossip.RoleServer {
+		cfg.RPCAddr = RPCAddr(node)
+	}
+}
+
+// RPCAddr is the RPC address LANConfig and WANConfig give a server node.
+func RPCAddr(node string) string {
+	var h uint32 = 2166136261
+	for i := 0; i < len(node); i++ {
+		h = (h ^ uint32(node[i])) * 16777619
+	}
+	return "127.0.0.1:" + strconv.Itoa(20000+int(h%20000))
+}
+
+// Logger returns a logger for pools under test: stderr at debug level when
+// CAIRN_TEST_LOG is set, else nothing. It never writes through t, since
+// memberlist may log after a test returns.
+func Logger() *slog.Logger {
+	if os.Getenv("CAIRN_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Start creates a pool from cfg and shuts it down when the test ends.
+func Start(t testing.TB, cfg gossip.Config) *gossip.Pool {
+	t.Helper()
+	p, err := gossip.New(cfg, Logger())
+	if err != nil {
+		t.Fatalf("gossip.New(%s): %v", cfg.NodeName, err)
+	}
+	t.Cleanup(func() {
+		if err := p.Shutdown(); err != nil {
+			t.Errorf("Shutdown %s: %v", cfg.NodeName, err)
+		}
+	})
+	return p
+}
+
+// Addr is the host:port to join p at.
+func Addr(p *gossip.Pool) string {
+	m := p.LocalMember()
+	return fmt.Sprintf("%s:%d", m.Addr, m.Port)
+}
+
+// Join joins p to each of others and fails the test unless all answer.
+func Join(t testing.TB, p *gossip.Pool, others ...*gossip.Pool) {
+	t.Helper()
+	addrs := make([]string, len(others))
+	for i, o := range others {
+		addrs[i] = Addr(o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := p.Join(ctx, addrs)
+	if err != nil || n != len(addrs) {
+		t.Fatalf("Join(%v) = %d, %v; want %d, nil", addrs, n, err, len(addrs))
+	}
+}
+
+// WaitFor polls cond every 10ms until it returns nil, and fails the test
+// with cond's last error if that takes longer than timeout.
+func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", timeout, err)
+		}
+		<-tick.C
+	}
+}
+
+// Status returns the status p sees for the member named name, or 0 if p
+// does not know it.
+func Status(p *gossip.Pool, name string) gossip.Status {
+	for _, m := range p.Members() {
+		if m.Name == name {
+			return m.Status
+		}
+	}
+	return 0
+}
+
+// WaitStatus waits until every pool in ps sees the member named name with
+// status want.
+func WaitStatus(t testing.TB, timeout time.Duration, name string, want gossip.Status, ps ...*gossip.Pool) {
+	t.Helper()
+	WaitFor(t, timeout, func() error {
+		for _, p := range ps {
+			if got := Status(p, name); got != want {
+				return fmt.Errorf("%s sees %s as %v, want %v", p.LocalMember().Name, name, got, want)
+			}
+		}
+		return nil
+	})
+}

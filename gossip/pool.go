@@ -1,0 +1,268 @@
+package gossip
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Pool is one memberlist pool (LAN or WAN) this agent is a member of.
+type Pool struct {
+	cfg     Config
+	name    string // this member's name
+	logger  *slog.Logger
+	ml      *memberlist.Memberlist
+	changes chan struct{} // buffered 1: level-triggered "something changed"
+
+	// broadcasts queues leave intents for memberlist's gossip.
+	broadcasts *memberlist.TransmitLimitedQueue
+
+	mu      sync.Mutex
+	members map[string]Member    // by name; failed and left kept RetainDead
+	intents map[string]time.Time // leave intents received, by member name
+
+	life    sync.Mutex // serializes Join's start, Leave and Shutdown
+	down    bool
+	leaving bool           // Leave sent the intent
+	wg      sync.WaitGroup // Join attempts in flight
+}
+
+// New creates the pool's memberlist and binds its UDP and TCP listeners. The
+// pool starts as a cluster of one; Join contacts others. logger may be nil.
+func New(cfg Config, logger *slog.Logger) (*Pool, error) {
+	if cfg.RetainDead == 0 {
+		cfg.RetainDead = cfg.Timing.GossipToTheDead
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("component", "gossip", "pool", cfg.Pool.String())
+	md, err := encodeMeta(cfg.meta())
+	if err != nil {
+		return nil, fmt.Errorf("gossip: encode metadata: %w", err)
+	}
+	mlc, err := cfg.memberlistConfig()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{
+		cfg:     cfg,
+		name:    cfg.MemberName(),
+		logger:  logger,
+		changes: make(chan struct{}, 1),
+		members: make(map[string]Member),
+		intents: make(map[string]time.Time),
+	}
+	p.broadcasts = &memberlist.TransmitLimitedQueue{NumNodes: p.numAlive, RetransmitMult: cfg.Timing.RetransmitMult}
+	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter}
+	mlc.Delegate = delegate{p: p, meta: md}
+	mlc.Events = eventDelegate{p: p}
+	mlc.Alive = filter
+	mlc.Merge = filter
+	mlc.Logger = newStdLogger(logger)
+	ml, err := memberlist.Create(mlc)
+	if err != nil {
+		return nil, fmt.Errorf("gossip: start %s pool on %s:%d: %w", cfg.Pool, mlc.BindAddr, cfg.BindPort, err)
+	}
+	p.ml = ml
+	local := p.LocalMember()
+	logger.Info("gossip pool started", "node", p.name, "addr", local.Addr, "port", local.Port, "dc", cfg.Datacenter, "role", cfg.Role)
+	return p, nil
+}
+
+// Join contacts each of addrs ("host" or "host:port"; the port defaults to
+// this pool's bind port) and merges state with every one that answers. It
+// returns how many answered; the error is nil when at least one did. A
+// member of another datacenter (LAN), a client (WAN), a peer with another
+// encryption key or an incompatible protocol does not count.
+//
+// Each address is tried for at most Timing.TCPTimeout. When ctx ends first,
+// Join returns ctx's error at once; the attempt in flight finishes in the
+// background (and may still join), and Shutdown waits for it.
+func (p *Pool) Join(ctx context.Context, addrs []string) (int, error) {
+	if len(addrs) == 0 {
+		return 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("gossip join: %w", err)
+	}
+	addrs = slices.Clone(addrs)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	p.life.Lock()
+	if p.down {
+		p.life.Unlock()
+		return 0, ErrShutdown
+	}
+	p.wg.Go(func() {
+		n, err := p.ml.Join(addrs)
+		done <- result{n, err}
+	})
+	p.life.Unlock()
+
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return r.n, fmt.Errorf("gossip join %s: %w", strings.Join(addrs, ","), r.err)
+		}
+		return r.n, nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("gossip join %s: %w", strings.Join(addrs, ","), ctx.Err())
+	}
+}
+
+// Leave tells the other members this one is leaving, so they see it Left
+// rather than Failed: it gossips a leave intent, then memberlist's leave
+// message, and waits up to timeout (which must be positive) for both to go
+// out. The pool keeps running until Shutdown; Leave twice is harmless. On a
+// timeout the others may see this member Failed.
+func (p *Pool) Leave(timeout time.Duration) error {
+	if timeout <= 0 {
+		return fmt.Errorf("gossip leave: timeout must be positive, got %s", timeout)
+	}
+	deadline := time.Now().Add(timeout)
+	p.life.Lock()
+	defer p.life.Unlock()
+	if p.down {
+		return ErrShutdown
+	}
+	var intentErr error
+	if !p.leaving && p.numAlive() > 1 {
+		p.leaving = true
+		done := make(chan struct{})
+		p.broadcasts.QueueBroadcast(&intentBroadcast{name: p.name, msg: encodeIntent(p.name), done: done})
+		t := time.NewTimer(timeout)
+		select {
+		case <-done:
+		case <-t.C:
+			intentErr = fmt.Errorf("gossip leave: intent not sent within %s", timeout)
+		}
+		t.Stop()
+	}
+	p.leaving = true
+	// memberlist's Leave must get some time even when the intent used it
+	// all: without its message the others see a failure, not a leave.
+	if err := p.ml.Leave(max(time.Until(deadline), p.cfg.Timing.GossipInterval)); err != nil {
+		return fmt.Errorf("gossip leave: %w", err)
+	}
+	return intentErr
+}
+
+// Shutdown stops gossiping without leaving, so the others see this member
+// Failed (call Leave first for a graceful exit). It closes the listeners and
+// waits for Join attempts in flight. Later calls return nil; Members and
+// LocalMember keep returning the last snapshot.
+func (p *Pool) Shutdown() error {
+	p.life.Lock()
+	defer p.life.Unlock()
+	if p.down {
+		return nil
+	}
+	p.down = true
+	err := p.ml.Shutdown()
+	p.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("gossip shutdown: %w", err)
+	}
+	p.logger.Info("gossip pool stopped", "node", p.name)
+	return nil
+}
+
+// Changes returns the pool's change signal: it receives a value when
+// members joined, failed, left or changed their metadata since it was last
+// received. Signals coalesce (the channel holds at most one), so read the
+// state with Members after each. The channel is the same on every call and
+// is meant for one consumer; it is never closed.
+func (p *Pool) Changes() <-chan struct{} { return p.changes }
+
+// Members returns a snapshot of the pool's members, this one included,
+// sorted by name: alive members, and failed or left ones until RetainDead
+// after they failed or left.
+func (p *Pool) Members() []Member {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Member, 0, len(p.members))
+	for name, m := range p.members {
+		if m.Status != StatusAlive && now.Sub(m.Since) > p.cfg.RetainDead {
+			delete(p.members, name)
+			delete(p.intents, name)
+			continue
+		}
+		out = append(out, m)
+	}
+	for name, at := range p.intents {
+		if now.Sub(at) > p.cfg.RetainDead {
+			delete(p.intents, name)
+		}
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// LocalMember returns this member as the pool sees it; after New its Port is
+// the bound port even when BindPort was 0.
+func (p *Pool) LocalMember() Member {
+	p.mu.Lock()
+	m, ok := p.members[p.name]
+	p.mu.Unlock()
+	if ok {
+		return m
+	}
+	// memberlist announces this member to the event delegate while
+	// Create runs, so this is not reached; build it anyway rather than
+	// return a zero Member.
+	n := p.ml.LocalNode()
+	return memberOf(p.cfg.Pool, n, p.cfg.meta(), StatusAlive, time.Now())
+}
+
+// observe records what memberlist reported about n (StatusAlive on join or
+// update, StatusFailed when gone) and signals Changes. It runs on
+// memberlist's receive loop: no blocking, no calls into memberlist.
+func (p *Pool) observe(n *memberlist.Node, status Status) {
+	md, err := decodeMeta(n.Meta)
+	if err != nil {
+		// The peer filter refuses such members before they join; an event
+		// about one means memberlist got it some other way.
+		p.logger.Warn("ignoring member with bad metadata", "peer", n.Name, "err", err)
+		return
+	}
+	now := time.Now()
+	m := memberOf(p.cfg.Pool, n, md, status, now)
+	p.mu.Lock()
+	old, known := p.members[n.Name]
+	switch {
+	case status == StatusAlive && known && old.Status != StatusAlive:
+		delete(p.intents, n.Name) // back after failing or leaving
+	case status == StatusFailed:
+		if at, ok := p.intents[n.Name]; n.Name == p.name || ok && now.Sub(at) <= p.cfg.RetainDead {
+			m.Status = StatusLeft
+		}
+	}
+	if known && old.Status == m.Status {
+		m.Since = old.Since // a metadata update is not a status change
+	}
+	p.members[n.Name] = m
+	p.mu.Unlock()
+	p.signal()
+}
+
+// signal raises the Changes signal without blocking.
+func (p *Pool) signal() {
+	select {
+	case p.changes <- struct{}{}:
+	default: // a signal is already pending; the consumer reads all of it
+	}
+}
