@@ -1,0 +1,238 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/rpc"
+	"reflect"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+)
+
+// The wire format of one RPC stream is a sequence of frames, in each
+// direction. A frame is a 4-byte big-endian length n and n bytes holding
+// two msgpack values: a header (requestHeader or responseHeader) and a
+// body (the arguments or the reply). net/rpc's sequence numbers let one
+// stream carry several calls; Pool uses one stream per call.
+//
+// The length prefix is what makes decoding untrusted input bounded: a
+// frame longer than the configured maximum is refused before any of it is
+// read, the bytes of a frame are buffered only as they arrive, and the
+// msgpack decoder then works on a byte slice it cannot read past.
+
+// requestHeader is the header of a request frame (net/rpc's Request).
+type requestHeader struct {
+	ServiceMethod string
+	Seq           uint64
+}
+
+// responseHeader is the header of a response frame (net/rpc's Response).
+type responseHeader struct {
+	ServiceMethod string
+	Seq           uint64
+	Error         string
+}
+
+// msgpackHandle is the msgpack configuration of every frame. It is set up
+// once here and never modified, which makes it safe to share.
+var msgpackHandle = newMsgpackHandle()
+
+func newMsgpackHandle() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.WriteExt = true    // the current msgpack spec: str and bin apart, time.Time as the timestamp extension
+	h.RawToString = true // strings inside interface{} values decode as string, not []byte
+	h.MapType = reflect.TypeFor[map[string]any]()
+	h.MaxInitLen = 4096 // never preallocate more elements than this on a peer's word
+	return h
+}
+
+// smallBuffer is the capacity a codec keeps for reuse between frames;
+// larger buffers, from large messages, are dropped after use.
+const smallBuffer = 64 << 10
+
+// streamCodec reads and writes frames on one stream. It implements
+// net/rpc's ServerCodec for the server; the pool uses call. net/rpc calls
+// the read methods from one goroutine and serializes the write methods,
+// so a streamCodec needs no lock of its own.
+type streamCodec struct {
+	rwc io.ReadWriteCloser
+	r   *bufio.Reader
+	w   *bufio.Writer
+	max int
+
+	rbuf bytes.Buffer
+	dec  *codec.Decoder
+
+	wbuf []byte
+	enc  *codec.Encoder
+
+	// onWriteError, if set, is told about a response that could not be
+	// written (the stream is closed then; see WriteResponse).
+	onWriteError func(error)
+}
+
+var _ rpc.ServerCodec = (*streamCodec)(nil)
+
+func newStreamCodec(rwc io.ReadWriteCloser, maxMessage int) *streamCodec {
+	c := &streamCodec{
+		rwc: rwc,
+		r:   bufio.NewReader(rwc),
+		w:   bufio.NewWriter(rwc),
+		max: maxMessage,
+		dec: codec.NewDecoderBytes(nil, msgpackHandle),
+	}
+	c.enc = codec.NewEncoderBytes(&c.wbuf, msgpackHandle)
+	return c
+}
+
+// readFrame reads the next frame and points the decoder at it. It returns
+// io.EOF, unwrapped, when the stream ends cleanly between frames.
+func (c *streamCodec) readFrame() error {
+	var prefix [4]byte
+	if _, err := io.ReadFull(c.r, prefix[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(prefix[:])
+	if uint64(n) > uint64(c.max) {
+		return fmt.Errorf("%w: peer announced %d bytes, limit %d", ErrMessageTooLarge, n, c.max)
+	}
+	if c.rbuf.Cap() > smallBuffer {
+		c.rbuf = bytes.Buffer{}
+	}
+	c.rbuf.Reset()
+	// CopyN grows the buffer as bytes arrive, so a peer announcing a
+	// large frame and sending nothing costs nothing.
+	if _, err := io.CopyN(&c.rbuf, c.r, int64(n)); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	c.dec.ResetBytes(c.rbuf.Bytes())
+	return nil
+}
+
+// decode decodes the next value of the current frame into v.
+func (c *streamCodec) decode(v any) error {
+	if err := c.dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrCodec, err)
+	}
+	return nil
+}
+
+// writeFrame encodes header and body into one frame and writes it. An
+// encoding error wraps ErrCodec and a frame over the limit
+// ErrMessageTooLarge; nothing is written then. Any other error is the
+// stream's.
+func (c *streamCodec) writeFrame(header, body any) error {
+	if cap(c.wbuf) > smallBuffer {
+		c.wbuf = nil
+	}
+	c.wbuf = c.wbuf[:0]
+	c.enc.ResetBytes(&c.wbuf)
+	if err := c.enc.Encode(header); err != nil {
+		return fmt.Errorf("%w: encode header: %v", ErrCodec, err)
+	}
+	if err := c.enc.Encode(body); err != nil {
+		return fmt.Errorf("%w: encode body: %v", ErrCodec, err)
+	}
+	if len(c.wbuf) > c.max {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(c.wbuf), c.max)
+	}
+	var prefix [4]byte
+	binary.BigEndian.PutUint32(prefix[:], uint32(len(c.wbuf)))
+	if _, err := c.w.Write(prefix[:]); err != nil {
+		return err
+	}
+	if _, err := c.w.Write(c.wbuf); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// ReadRequestHeader implements rpc.ServerCodec.
+func (c *streamCodec) ReadRequestHeader(r *rpc.Request) error {
+	if err := c.readFrame(); err != nil {
+		return err
+	}
+	var h requestHeader
+	if err := c.decode(&h); err != nil {
+		return err
+	}
+	r.ServiceMethod, r.Seq = h.ServiceMethod, h.Seq
+	return nil
+}
+
+// ReadRequestBody implements rpc.ServerCodec. A nil body (an unknown
+// method) discards the rest of the frame.
+func (c *streamCodec) ReadRequestBody(body any) error {
+	if body == nil {
+		return nil
+	}
+	return c.decode(body)
+}
+
+// WriteResponse implements rpc.ServerCodec. A reply that cannot be
+// encoded, or is too large, is answered with an error instead, so the
+// caller learns why. When the stream itself fails the codec closes it and
+// returns nil: net/rpc would only print the error with the standard
+// logger, and the closed stream ends ServeCodec's read loop anyway.
+func (c *streamCodec) WriteResponse(r *rpc.Response, body any) error {
+	h := responseHeader{ServiceMethod: r.ServiceMethod, Seq: r.Seq, Error: r.Error}
+	err := c.writeFrame(h, body)
+	if errors.Is(err, ErrCodec) || errors.Is(err, ErrMessageTooLarge) {
+		h.Error = "rpc: cannot send reply: " + err.Error()
+		err = c.writeFrame(h, nil)
+	}
+	if err != nil {
+		_ = c.rwc.Close()
+		if c.onWriteError != nil {
+			c.onWriteError(err)
+		}
+	}
+	return nil
+}
+
+// Close implements rpc.ServerCodec.
+func (c *streamCodec) Close() error {
+	return c.rwc.Close()
+}
+
+// call makes one call on the stream: it writes the request, reads the
+// response and decodes the reply into reply (unless reply is nil). An
+// error returned by the remote method is a *RemoteError; encoding and
+// decoding errors wrap ErrCodec; a message over the limit
+// ErrMessageTooLarge; anything else comes from the stream.
+func (c *streamCodec) call(method string, args, reply any) error {
+	const seq = 1 // one call per stream
+	if err := c.writeFrame(requestHeader{ServiceMethod: method, Seq: seq}, args); err != nil {
+		return err
+	}
+	if err := c.readFrame(); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the stream ended before the reply
+		}
+		return err
+	}
+	var h responseHeader
+	if err := c.dec.Decode(&h); err != nil {
+		return fmt.Errorf("malformed response header: %v", err)
+	}
+	if h.Seq != seq {
+		return fmt.Errorf("response for call %d, want %d", h.Seq, seq)
+	}
+	if h.Error != "" {
+		return &RemoteError{Message: h.Error}
+	}
+	if reply == nil {
+		return nil
+	}
+	if err := c.decode(reply); err != nil {
+		return fmt.Errorf("decode reply: %w", err)
+	}
+	return nil
+}

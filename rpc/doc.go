@@ -1,0 +1,28 @@
+// Package rpc owns cairn's server port and the RPC that crosses it.
+//
+// One TCP port per server carries two protocols; the first byte of a
+// connection picks which. RaftByte hands the rest of the connection to
+// Raft through the server's Layer (a net.Listener plus a Dial, which the
+// consensus package adapts to raft.StreamLayer). RPCByte starts a yamux
+// session, and every stream of that session carries net/rpc calls encoded
+// with msgpack, in length-prefixed frames (codec.go) so that what a peer
+// sends is bounded before it is decoded. A connection that sends any other
+// byte, or nothing within ServerConfig.HandshakeTimeout, is closed; such
+// refusals are logged at debug level, at most once a minute.
+//
+// On the calling side a Pool keeps one session per server and opens a
+// stream per call, so concurrent calls share one connection; it tells an
+// error of the remote method (*RemoteError) from a failure to reach the
+// server or to finish the exchange (ErrTransport), so that callers retry
+// only the latter on another server. QueryOptions, QueryMeta and
+// WriteRequest are the envelopes every endpoint embeds; BlockingTimeout
+// turns a blocking query's options into its wait.
+//
+// rpc imports catalog only of cairn's packages, plus yamux and go-msgpack;
+// not raft (which lives in consensus).
+//
+// Concurrency: Server and Pool methods may be called from any goroutine.
+// Every goroutine they start is waited for by Server.Shutdown or
+// Pool.Close; Server.Shutdown also waits for RPC methods still running,
+// so a method that blocks must return when its owner stops.
+package rpc

@@ -1,0 +1,128 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// QueryOptions is embedded in the arguments of every read endpoint.
+type QueryOptions struct {
+	// Datacenter is the datacenter to answer from; empty means the
+	// server's own. A server forwards a query for another datacenter.
+	Datacenter string
+	// MinQueryIndex makes the query blocking: the server answers once
+	// its data's index is greater than MinQueryIndex, or when the wait
+	// (MaxQueryTime, see BlockingTimeout) ends. 0 answers at once.
+	MinQueryIndex uint64
+	// MaxQueryTime bounds the wait of a blocking query; 0 means the
+	// server's default. The server caps it and adds jitter.
+	MaxQueryTime time.Duration
+	// AllowStale lets any server answer from its own state, without
+	// forwarding to the leader: faster and available without a leader,
+	// possibly behind (QueryMeta.LastContact says by how much).
+	AllowStale bool
+	// RequireConsistent makes the leader confirm it still leads (a round
+	// with a quorum) before answering, so the answer is linearizable.
+	RequireConsistent bool
+}
+
+// Validate reports options that contradict each other.
+func (q QueryOptions) Validate() error {
+	if q.AllowStale && q.RequireConsistent {
+		return ErrConflictingConsistency
+	}
+	if q.MaxQueryTime < 0 {
+		return fmt.Errorf("MaxQueryTime: must not be negative, got %s", q.MaxQueryTime)
+	}
+	return nil
+}
+
+// IsBlocking reports whether the query waits for a change.
+func (q QueryOptions) IsBlocking() bool { return q.MinQueryIndex > 0 }
+
+// BlockingLimits is a server's policy for the wait of blocking queries.
+type BlockingLimits struct {
+	// Default is the wait of a query that sets no MaxQueryTime.
+	// Default 5m (Consul's).
+	Default time.Duration
+	// Max caps MaxQueryTime. Default 10m (Consul's).
+	Max time.Duration
+	// JitterFraction: a random wait of up to 1/JitterFraction of the
+	// wait is added, so that the many blocking queries started together
+	// (after a leader election, say) do not all return together. 0 adds
+	// none. Default 16 (Consul's).
+	JitterFraction int
+}
+
+// DefaultBlockingLimits returns Consul's limits: 5m by default, at most
+// 10m, plus up to 1/16 of jitter.
+func DefaultBlockingLimits() BlockingLimits {
+	return BlockingLimits{
+		Default:        5 * time.Minute,  // Consul's default_query_time
+		Max:            10 * time.Minute, // Consul's max_query_time
+		JitterFraction: 16,               // Consul's structs.JitterFraction
+	}
+}
+
+// Validate reports every invalid field of l, each error naming its field.
+func (l BlockingLimits) Validate() error {
+	var errs []error
+	if l.Default <= 0 {
+		errs = append(errs, fmt.Errorf("rpc: Default: must be positive, got %s", l.Default))
+	}
+	if l.Max < l.Default {
+		errs = append(errs, fmt.Errorf("rpc: Max: must be at least Default (%s), got %s", l.Default, l.Max))
+	}
+	if l.JitterFraction < 0 {
+		errs = append(errs, fmt.Errorf("rpc: JitterFraction: must be 0 (none) or more, got %d", l.JitterFraction))
+	}
+	return errors.Join(errs...)
+}
+
+// BlockingTimeout returns how long a blocking query with these options
+// may wait under limits l, as Consul computes it: MaxQueryTime, or
+// l.Default when it is 0 (or negative), capped at l.Max, plus a random
+// jitter in [0, wait/l.JitterFraction). With jitter the result may exceed
+// l.Max by up to that fraction.
+func (q QueryOptions) BlockingTimeout(l BlockingLimits) time.Duration {
+	return q.blockingTimeout(l, rand.Int64N)
+}
+
+// blockingTimeout is BlockingTimeout with the random source given:
+// randN(n) returns a number in [0, n).
+func (q QueryOptions) blockingTimeout(l BlockingLimits, randN func(n int64) int64) time.Duration {
+	wait := q.MaxQueryTime
+	switch {
+	case wait <= 0:
+		wait = l.Default
+	case wait > l.Max:
+		wait = l.Max
+	}
+	if l.JitterFraction > 0 {
+		if span := int64(wait) / int64(l.JitterFraction); span > 0 {
+			wait += time.Duration(randN(span))
+		}
+	}
+	return wait
+}
+
+// QueryMeta is embedded in the reply of every read endpoint.
+type QueryMeta struct {
+	// Index is the index of the data the answer reflects: the value to
+	// send as MinQueryIndex to wait for the next change.
+	Index uint64
+	// LastContact is how long ago the answering server last heard from
+	// the leader; 0 when the leader answered.
+	LastContact time.Duration
+	// KnownLeader reports whether the answering server knew a leader.
+	KnownLeader bool
+}
+
+// WriteRequest is embedded in the arguments of every write endpoint.
+type WriteRequest struct {
+	// Datacenter is the datacenter to write to; empty means the
+	// server's own.
+	Datacenter string
+}
