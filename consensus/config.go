@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairndns/cairn/rpc"
 )
 
 // Config configures one Raft server.
@@ -11,8 +13,16 @@ type Config struct {
 	// NodeID is this server's Raft ID, the agent's node name. Required.
 	NodeID string
 	// Address is the address other servers reach this one at (host:port of
-	// the server RPC port). Required.
+	// the server RPC port). Required without Layer; with Layer it is the
+	// layer's (Layer.Addr, the rpc server's advertised address) and must be
+	// empty or equal to it.
 	Address string
+	// Layer is the Raft side of the rpc server's port. With it Raft talks to
+	// its peers over the network; Shutdown, or a New that fails, closes the
+	// layer (one Raft per rpc server). Nil keeps Raft's in-memory transport,
+	// for the single-server dev path. The rpc server must have been started
+	// (Layer.Addr set) before New. Default nil.
+	Layer *rpc.Layer
 	// DataDir holds the Raft log ("raft/wal") and snapshots ("raft/snapshots").
 	// Empty keeps everything in memory (dev mode): a restart starts empty.
 	DataDir string
@@ -58,8 +68,13 @@ func (c Config) Validate() error {
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("consensus NodeID: is required"))
 	}
-	if c.Address == "" {
+	switch {
+	case c.Layer == nil && c.Address == "":
 		errs = append(errs, errors.New("consensus Address: is required"))
+	case c.Layer != nil && c.Layer.Addr() == nil:
+		errs = append(errs, errors.New("consensus Layer: has no address; start the rpc server first"))
+	case c.Layer != nil && c.Address != "" && c.Address != c.Layer.Addr().String():
+		errs = append(errs, fmt.Errorf("consensus Address: %q differs from the rpc layer's %q", c.Address, c.Layer.Addr()))
 	}
 	for _, d := range []struct {
 		name string

@@ -4,7 +4,13 @@
 // write path (Register, Deregister) that returns only once a write is
 // committed and applied.
 //
-// consensus imports catalog; it must not import agent, resolver or zones.
+// Servers of a cluster talk Raft over the rpc server's port (Config.Layer);
+// a cluster is formed by BootstrapCluster from a known list of servers, and
+// grown or shrunk by the leader with AddVoter and RemoveServer. Leadership
+// changes are signalled level-triggered by LeadershipChanged.
+//
+// consensus imports catalog and rpc; it must not import agent, resolver or
+// zones.
 // Server methods are safe for concurrent use. The FSM is called by Raft from
 // a single goroutine; it never blocks on anything but the state store.
 package consensus

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -25,14 +26,27 @@ type Server struct {
 	// closers release the on-disk log store after Raft stops, in order;
 	// empty in memory.
 	closers []io.Closer
+	// netTrans is the network transport when cfg.Layer is set; Shutdown
+	// closes it (Raft does not when it has already stopped itself, as on
+	// its removal from the configuration).
+	netTrans *raft.NetworkTransport
+
+	// leadership: raft's NotifyCh, drained by one goroutine (wg) until
+	// stop is closed into the broadcast channel LeadershipChanged returns.
+	stop          chan struct{}
+	stopOnce      sync.Once
+	wg            sync.WaitGroup
+	leaderMu      sync.Mutex
+	leaderChanged chan struct{}
 }
 
 // New opens (or creates) the Raft state under cfg.DataDir, restores the
 // catalog from the latest snapshot and log, and starts Raft. With
-// cfg.Bootstrap and no prior state it forms a cluster of this server alone.
-// The transport is in-process: this version runs a single server per
-// datacenter; a network transport on the server RPC port comes with
-// clustering.
+// cfg.Bootstrap and no prior state it forms a cluster of this server alone;
+// servers of a larger cluster start without it and are joined by
+// BootstrapCluster or by a leader's AddVoter. With cfg.Layer Raft talks to
+// its peers through the rpc server's port; without it the transport is
+// in-process (a single-server datacenter).
 func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -44,34 +58,47 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.Logger = newHCLog(logger)
+	// Raft blocks on NotifyCh until it is read; watchLeadership reads it
+	// for the server's whole life.
+	notify := make(chan bool, 1)
+	rc.NotifyCh = notify
 
-	s := &Server{cfg: cfg, store: store, logger: logger}
+	s := &Server{cfg: cfg, store: store, logger: logger, stop: make(chan struct{}), leaderChanged: make(chan struct{})}
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
 	}
-	_, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.Address))
+	var transport raft.Transport
+	if cfg.Layer != nil {
+		s.netTrans = newNetworkTransport(cfg.Layer, rc)
+		transport = s.netTrans
+	} else {
+		_, transport = raft.NewInmemTransport(raft.ServerAddress(cfg.Address))
+	}
+	fail := func(err error) (*Server, error) {
+		s.closeTransport()
+		s.closeStores()
+		return nil, err
+	}
 
 	if cfg.Bootstrap {
 		existing, err := raft.HasExistingState(logs, stable, snaps)
 		if err != nil {
-			s.closeStores()
-			return nil, fmt.Errorf("check raft state: %w", err)
+			return fail(fmt.Errorf("check raft state: %w", err))
 		}
 		if !existing {
 			conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
 			if err := raft.BootstrapCluster(rc, logs, stable, snaps, transport, conf); err != nil {
-				s.closeStores()
-				return nil, fmt.Errorf("bootstrap raft: %w", err)
+				return fail(fmt.Errorf("bootstrap raft: %w", err))
 			}
 		}
 	}
 	r, err := raft.NewRaft(rc, &fsm{store: store}, logs, stable, snaps, transport)
 	if err != nil {
-		s.closeStores()
-		return nil, fmt.Errorf("start raft: %w", err)
+		return fail(fmt.Errorf("start raft: %w", err))
 	}
 	s.raft = r
+	s.wg.Go(func() { s.watchLeadership(notify) })
 	return s, nil
 }
 
@@ -194,10 +221,15 @@ func (s *Server) Snapshot() error {
 	return nil
 }
 
-// Shutdown stops Raft, waiting for in-flight applies, then closes the log
-// store so nothing is left half-written.
+// Shutdown stops Raft, waiting for in-flight applies, closes the network
+// transport (and with it the rpc layer and Raft's connections), stops the
+// leadership watcher, then closes the log store so nothing is left
+// half-written.
 func (s *Server) Shutdown() error {
 	err := s.raft.Shutdown().Error()
+	s.closeTransport()
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.wg.Wait()
 	s.closeStores()
 	if err != nil {
 		return fmt.Errorf("shut down raft: %w", err)

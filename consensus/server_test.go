@@ -5,10 +5,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 func startServer(t *testing.T, dir string) *Server {
@@ -119,5 +122,47 @@ func TestRestartKeepsCatalog(t *testing.T) {
 	register(t, s, &catalog.Service{Service: "cache", Port: 6379})
 	if _, ok := serviceNames(t, s)["cache"]; !ok {
 		t.Fatal("write after restart not applied")
+	}
+}
+
+func TestRemoveServerKeepsLastVoter(t *testing.T) {
+	s := startServer(t, "")
+	defer s.Shutdown()
+	err := s.RemoveServer(context.Background(), "n1")
+	if !errors.Is(err, ErrLastVoter) {
+		t.Fatalf("RemoveServer of the only voter: got %v, want ErrLastVoter", err)
+	}
+	if err := s.RemoveServer(context.Background(), "unknown"); err != nil {
+		t.Fatalf("RemoveServer of a stranger: got %v, want nil", err)
+	}
+	peers, err := s.Peers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Peer{{ID: "n1", Address: "127.0.0.1:8300", Voter: true, Leader: true}}
+	if !slices.Equal(peers, want) {
+		t.Fatalf("got peers %+v, want %+v", peers, want)
+	}
+	if err := s.BootstrapCluster(want); err != nil {
+		t.Fatalf("BootstrapCluster on a bootstrapped server: got %v, want nil", err)
+	}
+	if err := s.BootstrapCluster([]Peer{{ID: "other", Address: "127.0.0.1:1"}}); err == nil {
+		t.Fatal("BootstrapCluster without this server: got nil, want an error")
+	}
+}
+
+func TestValidateLayer(t *testing.T) {
+	rs, err := rpc.NewServer(rpc.DefaultServerConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.Layer = "n1", rs.RaftLayer()
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "consensus Layer") {
+		t.Fatalf("Layer of an unstarted rpc server: got %v, want an error naming Layer", err)
+	}
+	cfg.Layer = nil
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "consensus Address") {
+		t.Fatalf("neither Layer nor Address: got %v, want an error naming Address", err)
 	}
 }

@@ -1,0 +1,54 @@
+package consensus
+
+import (
+	"context"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// blockingQuery answers a read, waiting for a change first when opts ask
+// for it (Consul's blocking queries).
+//
+// run reads the state store, fills in the caller's reply, adds what it read
+// to ws and returns the index of the data it read; it must overwrite, not
+// append to, the reply, since it may run several times. ws is nil when the
+// query does not block.
+//
+// Without MinQueryIndex, run runs once. With it, run runs again each time
+// something it read changes, until the index it returns is greater than
+// MinQueryIndex or the wait ends: opts.BlockingTimeout(limits), which
+// includes the jitter, or ctx (the endpoint's lifetime) ends. Either way the
+// latest result is the answer and the error is nil: a query that waited in
+// vain returns the index it was given, and the caller asks again.
+//
+// meta.Index is set to the index of the answer, but never to 0: a client
+// that sends 0 back as MinQueryIndex would not block at all and would spin
+// (Consul's rule). The other fields of meta are the caller's.
+func blockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws catalog.WatchSet) (uint64, error)) error {
+	blocking := opts.IsBlocking()
+	if blocking {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.BlockingTimeout(limits))
+		defer cancel()
+	}
+	for {
+		var ws catalog.WatchSet
+		if blocking {
+			ws = catalog.NewWatchSet()
+		}
+		idx, err := run(ws)
+		if err != nil {
+			return err
+		}
+		meta.Index = max(idx, 1)
+		if !blocking || meta.Index > opts.MinQueryIndex {
+			return nil
+		}
+		// A nil error means something read changed: read again. An error
+		// means the wait is over: the result just read is the answer.
+		if ws.WatchCtx(ctx) != nil {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,477 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/hashicorp/raft"
+)
+
+// CatalogEndpoint is the name the Catalog endpoint is registered under on
+// the rpc.Server; its methods are called as "Catalog.<Method>".
+const CatalogEndpoint = "Catalog"
+
+// The methods of the Catalog endpoint, as Pool.Call names them.
+const (
+	MethodCatalogRegister         = CatalogEndpoint + ".Register"
+	MethodCatalogDeregister       = CatalogEndpoint + ".Deregister"
+	MethodCatalogServiceInstances = CatalogEndpoint + ".ServiceInstances"
+	MethodCatalogNodes            = CatalogEndpoint + ".Nodes"
+	MethodCatalogServices         = CatalogEndpoint + ".Services"
+	MethodCatalogNodeServices     = CatalogEndpoint + ".NodeServices"
+)
+
+// The request and reply types of the Catalog endpoint. They travel as
+// msgpack maps keyed by field name: the embedded envelopes (rpc.QueryOptions,
+// rpc.QueryMeta, rpc.WriteRequest) are flattened into them, and fields are
+// only ever added.
+//
+// Forwarded is set by a server that passes a request on to the leader, and
+// by no one else: the server receiving it answers it or fails, and never
+// forwards it again, so a request makes at most one hop even while
+// leadership moves.
+
+// RegisterRequest registers a node and, optionally, a service and checks on
+// it. The routing datacenter is WriteRequest's; Registration.Datacenter,
+// the node's datacenter, may be left empty and is then the server's.
+type RegisterRequest struct {
+	rpc.WriteRequest
+	Registration catalog.RegisterRequest
+	Forwarded    bool
+}
+
+// DeregisterRequest removes a service, a check or a whole node.
+type DeregisterRequest struct {
+	rpc.WriteRequest
+	Deregistration catalog.DeregisterRequest
+	Forwarded      bool
+}
+
+// ServiceInstancesRequest asks for the instances of one service, with their
+// nodes and checks.
+type ServiceInstancesRequest struct {
+	rpc.QueryOptions
+	Service string // required, matched case-insensitively
+	Tag     string // optional: only instances carrying this tag
+	// OnlyHealthy drops instances with a critical or maintenance check;
+	// OnlyPassing (which implies it) drops those with a warning too.
+	OnlyHealthy bool
+	OnlyPassing bool
+	Forwarded   bool
+}
+
+// ServiceInstancesResponse holds the instances sorted by node, then
+// service ID.
+type ServiceInstancesResponse struct {
+	rpc.QueryMeta
+	Instances []catalog.ServiceInstance
+}
+
+// NodesRequest asks for every node of the datacenter.
+type NodesRequest struct {
+	rpc.QueryOptions
+	Forwarded bool
+}
+
+// NodesResponse holds the nodes sorted by name.
+type NodesResponse struct {
+	rpc.QueryMeta
+	Nodes []*catalog.Node
+}
+
+// ServicesRequest asks for every service name with its tags.
+type ServicesRequest struct {
+	rpc.QueryOptions
+	Forwarded bool
+}
+
+// ServicesResponse maps each service name to the sorted union of its
+// instances' tags.
+type ServicesResponse struct {
+	rpc.QueryMeta
+	Services map[string][]string
+}
+
+// NodeServicesRequest asks for one node and the services on it.
+type NodeServicesRequest struct {
+	rpc.QueryOptions
+	Node      string // required
+	Forwarded bool
+}
+
+// NodeServicesResponse holds the node (nil when there is no such node) and
+// its services sorted by ID.
+type NodeServicesResponse struct {
+	rpc.QueryMeta
+	Node     *catalog.Node
+	Services []*catalog.Service
+}
+
+// CatalogConfig configures the Catalog endpoint.
+type CatalogConfig struct {
+	// Datacenter is the datacenter this server serves. A request naming
+	// another one fails with ErrNoPathToDatacenter. Required.
+	Datacenter string
+	// Blocking bounds the wait of blocking queries.
+	// Default rpc.DefaultBlockingLimits() (5m, at most 10m, 1/16 jitter).
+	Blocking rpc.BlockingLimits
+	// LeaderWait is how long a request that needs the leader waits for one
+	// to be known before it fails with ErrNoLeader. Default 2s: longer
+	// than a quick election, short enough for a client to try elsewhere.
+	LeaderWait time.Duration
+	// ForwardTimeout bounds a request forwarded to the leader, on top of
+	// the wait of a blocking query. Default 15s: more than the leader's
+	// default ApplyTimeout (10s), so a slow write fails there, with its
+	// reason, before the forward gives up on it.
+	ForwardTimeout time.Duration
+}
+
+// DefaultCatalogConfig returns the defaults; Datacenter must still be set.
+func DefaultCatalogConfig() CatalogConfig {
+	return CatalogConfig{
+		Blocking:       rpc.DefaultBlockingLimits(),
+		LeaderWait:     2 * time.Second,
+		ForwardTimeout: 15 * time.Second,
+	}
+}
+
+// Validate reports every invalid field.
+func (c CatalogConfig) Validate() error {
+	var errs []error
+	if c.Datacenter == "" {
+		errs = append(errs, errors.New("consensus Datacenter: is required"))
+	}
+	if err := c.Blocking.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("consensus Blocking: %w", err))
+	}
+	if c.LeaderWait <= 0 {
+		errs = append(errs, fmt.Errorf("consensus LeaderWait: must be positive, got %s", c.LeaderWait))
+	}
+	if c.ForwardTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("consensus ForwardTimeout: must be positive, got %s", c.ForwardTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Catalog is the RPC endpoint of the catalog: client agents send it every
+// catalog read and write. A write is applied on the leader; on a follower it
+// is forwarded to the leader. A read is answered by this server with
+// AllowStale, and otherwise by the leader (forwarded to it when this server
+// is not the leader); with RequireConsistent the leader first makes sure it
+// still leads and has applied everything committed.
+//
+// Register it on an rpc.Server under CatalogEndpoint. Its methods are called
+// by net/rpc, each on its own goroutine. Close must be called before the
+// rpc.Server is shut down: it ends blocking queries and forwards in flight,
+// which Shutdown waits for.
+type Catalog struct {
+	srv  *Server
+	pool *rpc.Pool
+	cfg  CatalogConfig
+
+	// ctx is the endpoint's lifetime, not a request's: net/rpc methods
+	// take no context, so Close cancels this one to end the blocking
+	// queries and forwards in flight (as rpc.Pool keeps its dial context).
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// NewCatalog returns the Catalog endpoint of s. pool carries requests
+// forwarded to the leader.
+func NewCatalog(s *Server, pool *rpc.Pool, cfg CatalogConfig) (*Catalog, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Catalog{srv: s, pool: pool, cfg: cfg, ctx: ctx, cancel: cancel}, nil
+}
+
+// Close ends the blocking queries and forwards in flight: each returns its
+// latest result or an error at once. Requests arriving later are still
+// answered, without blocking. Close may be called more than once.
+func (c *Catalog) Close() { c.cancel() }
+
+// Register registers a node, and optionally a service and checks on it,
+// and returns once the write is committed and applied.
+func (c *Catalog) Register(args *RegisterRequest, _ *struct{}) error {
+	if err := c.checkDatacenter(args.Datacenter); err != nil {
+		return err
+	}
+	reg := &args.Registration
+	if reg.Datacenter == "" {
+		reg.Datacenter = c.cfg.Datacenter
+	} else if !strings.EqualFold(reg.Datacenter, c.cfg.Datacenter) {
+		return &catalog.FieldError{Field: "Datacenter", Reason: fmt.Sprintf("a node of datacenter %q cannot be registered in %q", reg.Datacenter, c.cfg.Datacenter)}
+	}
+	if err := catalog.ValidateRegister(reg); err != nil {
+		return err
+	}
+	if done, err := c.forward(MethodCatalogRegister, &args.Forwarded, args, &struct{}{}, 0); done {
+		return err
+	}
+	return c.srv.Register(c.ctx, reg)
+}
+
+// Deregister removes a service, a check or (with neither named) a node,
+// and returns once the write is committed and applied.
+func (c *Catalog) Deregister(args *DeregisterRequest, _ *struct{}) error {
+	if err := c.checkDatacenter(args.Datacenter); err != nil {
+		return err
+	}
+	d := &args.Deregistration
+	if err := validateDeregister(d); err != nil {
+		return err
+	}
+	if done, err := c.forward(MethodCatalogDeregister, &args.Forwarded, args, &struct{}{}, 0); done {
+		return err
+	}
+	return c.srv.Deregister(c.ctx, d)
+}
+
+func validateDeregister(d *catalog.DeregisterRequest) error {
+	if err := catalog.ValidateNodeName("Node", d.Node); err != nil {
+		return err
+	}
+	if d.ServiceID != "" {
+		if err := catalog.ValidateID("ServiceID", d.ServiceID); err != nil {
+			return err
+		}
+	}
+	if d.CheckID != "" {
+		if err := catalog.ValidateID("CheckID", d.CheckID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServiceInstances returns the instances of a service.
+func (c *Catalog) ServiceInstances(args *ServiceInstancesRequest, reply *ServiceInstancesResponse) error {
+	if err := validateLabel("Service", args.Service); err != nil {
+		return err
+	}
+	if args.Tag != "" {
+		if err := validateLabel("Tag", args.Tag); err != nil {
+			return err
+		}
+	}
+	if done, err := c.forwardRead(MethodCatalogServiceInstances, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, all, err := c.srv.Store().ServiceInstances(ws, args.Service, args.Tag)
+		if err != nil {
+			return 0, err
+		}
+		if args.OnlyHealthy || args.OnlyPassing {
+			healthy := make([]catalog.ServiceInstance, 0, len(all))
+			for _, inst := range all {
+				if inst.Healthy(args.OnlyPassing) {
+					healthy = append(healthy, inst)
+				}
+			}
+			all = healthy
+		}
+		reply.Instances = all
+		return idx, nil
+	})
+}
+
+// Nodes returns every node.
+func (c *Catalog) Nodes(args *NodesRequest, reply *NodesResponse) error {
+	if done, err := c.forwardRead(MethodCatalogNodes, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, nodes, err := c.srv.Store().Nodes(ws)
+		reply.Nodes = nodes
+		return idx, err
+	})
+}
+
+// Services returns every service name with its tags.
+func (c *Catalog) Services(args *ServicesRequest, reply *ServicesResponse) error {
+	if done, err := c.forwardRead(MethodCatalogServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, services, err := c.srv.Store().Services(ws)
+		reply.Services = services
+		return idx, err
+	})
+}
+
+// NodeServices returns a node and the services on it.
+func (c *Catalog) NodeServices(args *NodeServicesRequest, reply *NodeServicesResponse) error {
+	if err := catalog.ValidateNodeName("Node", args.Node); err != nil {
+		return err
+	}
+	if done, err := c.forwardRead(MethodCatalogNodeServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		nodeIdx, node, err := c.srv.Store().Node(ws, args.Node)
+		if err != nil {
+			return 0, err
+		}
+		svcIdx, services, err := c.srv.Store().NodeServices(ws, args.Node)
+		if err != nil {
+			return 0, err
+		}
+		reply.Node, reply.Services = node, services
+		return max(nodeIdx, svcIdx), nil
+	})
+}
+
+func validateLabel(field, s string) error {
+	if r := catalog.ValidLabel(s); r != "" {
+		return &catalog.FieldError{Field: field, Reason: r}
+	}
+	return nil
+}
+
+// checkDatacenter refuses a request for another datacenter. Datacenter
+// names compare case-insensitively, as the DNS names they appear in.
+func (c *Catalog) checkDatacenter(dc string) error {
+	if dc == "" || strings.EqualFold(dc, c.cfg.Datacenter) {
+		return nil
+	}
+	return fmt.Errorf("datacenter %q (this is %q): %w", dc, c.cfg.Datacenter, ErrNoPathToDatacenter)
+}
+
+// query answers a read from this server's store, blocking as opts ask, and
+// says how current the answer is.
+func (c *Catalog) query(opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws catalog.WatchSet) (uint64, error)) error {
+	if err := blockingQuery(c.ctx, c.cfg.Blocking, opts, meta, run); err != nil {
+		return err
+	}
+	meta.KnownLeader = c.srv.Leader() != ""
+	meta.LastContact = c.srv.LastContact()
+	return nil
+}
+
+// forwardRead sends a read to the leader unless it may be answered here,
+// after checking what every read must satisfy. When it returns done, the
+// reply is filled in (or err says why not); otherwise the caller answers
+// from its own store.
+func (c *Catalog) forwardRead(method string, q *rpc.QueryOptions, forwarded *bool, args, reply any) (done bool, err error) {
+	if err := q.Validate(); err != nil {
+		return true, err
+	}
+	if err := c.checkDatacenter(q.Datacenter); err != nil {
+		return true, err
+	}
+	if q.AllowStale {
+		return false, nil
+	}
+	var wait time.Duration
+	if q.IsBlocking() {
+		wait = maxBlockingWait(*q, c.cfg.Blocking)
+	}
+	if done, err := c.forward(method, forwarded, args, reply, wait); done {
+		return true, err
+	}
+	if q.RequireConsistent {
+		if err := c.consistentRead(); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// maxBlockingWait is the longest opts.BlockingTimeout(l) can be: the
+// capped wait plus the whole jitter.
+func maxBlockingWait(opts rpc.QueryOptions, l rpc.BlockingLimits) time.Duration {
+	jitter := l.JitterFraction
+	l.JitterFraction = 0
+	wait := opts.BlockingTimeout(l)
+	if jitter > 0 {
+		wait += wait / time.Duration(jitter)
+	}
+	return wait
+}
+
+// forward sends a request to the leader when this server is not the
+// leader, waiting up to LeaderWait for one to be known, and gives the
+// forward ForwardTimeout plus wait (a blocking query's) to finish. done
+// reports whether the request was forwarded or refused; when it is false
+// this server is the leader and answers itself.
+//
+// The leader's error comes back as it was sent (a *rpc.RemoteError), so the
+// client sees the leader's words; a failure to reach the leader wraps
+// rpc.ErrTransport. A request that was forwarded to this server already is
+// refused with ErrNotLeader rather than sent on.
+func (c *Catalog) forward(method string, forwarded *bool, args, reply any, wait time.Duration) (done bool, err error) {
+	if c.srv.IsLeader() {
+		return false, nil
+	}
+	if *forwarded {
+		return true, fmt.Errorf("%s forwarded to a server that no longer leads: %w", method, ErrNotLeader)
+	}
+	leader, err := c.waitLeader()
+	if err != nil || leader == "" { // "" when this server became the leader
+		return err != nil, err
+	}
+	*forwarded = true
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ForwardTimeout+wait)
+	defer cancel()
+	err = c.pool.Call(ctx, leader, method, args, reply)
+	if remote, ok := errors.AsType[*rpc.RemoteError](err); ok {
+		return true, remote
+	}
+	if err != nil {
+		return true, fmt.Errorf("forward to leader %s: %w", leader, err)
+	}
+	return true, nil
+}
+
+// waitLeader returns the leader's address, or "" when this server is the
+// leader, polling until one is known for up to LeaderWait. This server
+// named as leader while it is not (it is stepping down) counts as unknown. Raft and RPC share the server port, so the Raft address of the
+// leader is also its RPC address.
+func (c *Catalog) waitLeader() (string, error) {
+	const poll = 10 * time.Millisecond
+	deadline := time.Now().Add(c.cfg.LeaderWait)
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		if c.srv.IsLeader() {
+			return "", nil
+		}
+		if l := c.srv.Leader(); l != "" && c.srv.LeaderID() != c.srv.cfg.NodeID {
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("none known after %s: %w", c.cfg.LeaderWait, ErrNoLeader)
+		}
+		select {
+		case <-c.ctx.Done():
+			return "", fmt.Errorf("endpoint closed: %w", ErrNoLeader)
+		case <-tick.C:
+		}
+	}
+}
+
+// consistentRead makes a read on the leader linearizable: a barrier is
+// committed by a quorum, which proves this server still leads, and
+// returns only once the FSM has applied every entry before it, including
+// those of earlier terms that a new leader may not have applied yet.
+//
+// Consul instead verifies leadership per read (VerifyLeader, no disk
+// write) and runs one barrier when it takes office; that needs a
+// readiness flag set by the leader loop, which Server does not have yet.
+func (c *Catalog) consistentRead() error {
+	err := c.srv.raft.Barrier(c.srv.cfg.ApplyTimeout).Error()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+		return fmt.Errorf("consistent read: %w: %w", ErrNotLeader, err)
+	}
+	return fmt.Errorf("consistent read: raft barrier: %w", err)
+}

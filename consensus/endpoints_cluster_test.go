@@ -1,0 +1,137 @@
+package consensus_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/consensus/consensustest"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
+)
+
+// startCatalogCluster starts three networked servers, each with its
+// Catalog endpoint on its rpc server, and returns them with a client pool.
+// The endpoints are closed before the servers stop.
+func startCatalogCluster(t *testing.T) ([]*consensustest.Node, *rpc.Pool) {
+	t.Helper()
+	nodes := consensustest.StartCluster(t, 3)
+	for _, n := range nodes {
+		cfg := consensus.DefaultCatalogConfig()
+		cfg.Datacenter = "dc1"
+		cat, err := consensus.NewCatalog(n.Server, rpctest.NewPool(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cat.Close)
+		if err := n.RPC.Register(consensus.CatalogEndpoint, cat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes, rpctest.NewPool(t)
+}
+
+func catalogCall(t *testing.T, p *rpc.Pool, n *consensustest.Node, method string, args, reply any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := p.Call(ctx, n.Addr, method, args, reply); err != nil {
+		t.Fatalf("%s on %s: %v", method, n.ID, err)
+	}
+}
+
+func catalogFollowers(nodes []*consensustest.Node) []*consensustest.Node {
+	var out []*consensustest.Node
+	for _, n := range nodes {
+		if !n.Server.IsLeader() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestCatalogEndpointForwarding sends writes and reads to followers: writes
+// are applied through the leader, default reads are answered by the leader
+// (so a follower's client reads its own write at once), and stale reads by
+// the follower itself once it has caught up.
+func TestCatalogEndpointForwarding(t *testing.T) {
+	nodes, p := startCatalogCluster(t)
+	leader := consensustest.WaitForLeader(t, nodes, within)
+	f := catalogFollowers(nodes)
+	if len(f) != 2 {
+		t.Fatalf("got %d followers, want 2", len(f))
+	}
+
+	reg := &consensus.RegisterRequest{Registration: catalog.RegisterRequest{
+		Node: "client1", Address: "10.0.0.1", Service: &catalog.Service{Service: "web", Port: 80},
+	}}
+	catalogCall(t, p, f[0], consensus.MethodCatalogRegister, reg, nil)
+	_, onLeader, err := leader.Store.ServiceInstances(nil, "web", "")
+	if err != nil || len(onLeader) != 1 {
+		t.Fatalf("leader's store after Register on %s: got %d instances (%v), want 1", f[0].ID, len(onLeader), err)
+	}
+
+	for _, opts := range []rpc.QueryOptions{{}, {RequireConsistent: true}} {
+		var got consensus.ServiceInstancesResponse
+		catalogCall(t, p, f[1], consensus.MethodCatalogServiceInstances,
+			&consensus.ServiceInstancesRequest{QueryOptions: opts, Service: "web"}, &got)
+		if len(got.Instances) != 1 || got.LastContact != 0 || !got.KnownLeader {
+			t.Errorf("%+v on %s: got %d instances, meta %+v; want 1, answered by the leader", opts, f[1].ID, len(got.Instances), got.QueryMeta)
+		}
+	}
+
+	consensustest.WaitFor(t, within, func() error {
+		var got consensus.ServiceInstancesResponse
+		catalogCall(t, p, f[1], consensus.MethodCatalogServiceInstances,
+			&consensus.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}, Service: "web"}, &got)
+		if len(got.Instances) != 1 || !got.KnownLeader || got.LastContact >= within {
+			return fmt.Errorf("stale read on %s: got %d instances, meta %+v", f[1].ID, len(got.Instances), got.QueryMeta)
+		}
+		return nil
+	})
+
+	// A blocking query on one follower returns when a write sent to the
+	// other is applied.
+	var cur consensus.ServiceInstancesResponse
+	catalogCall(t, p, f[1], consensus.MethodCatalogServiceInstances, &consensus.ServiceInstancesRequest{Service: "web"}, &cur)
+	type result struct {
+		reply consensus.ServiceInstancesResponse
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		r.err = p.Call(ctx, f[1].Addr, consensus.MethodCatalogServiceInstances, &consensus.ServiceInstancesRequest{
+			QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: time.Minute},
+			Service:      "web",
+		}, &r.reply)
+		done <- r
+	}()
+	reg.Registration.Node, reg.Registration.Address = "client2", "10.0.0.2"
+	catalogCall(t, p, f[0], consensus.MethodCatalogRegister, reg, nil)
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("blocking query: %v", r.err)
+		}
+		if r.reply.Index <= cur.Index || len(r.reply.Instances) != 2 {
+			t.Errorf("blocking query: got %d instances at index %d, want 2 past %d", len(r.reply.Instances), r.reply.Index, cur.Index)
+		}
+	case <-time.After(within):
+		t.Fatal("blocking query did not return after the write")
+	}
+
+	catalogCall(t, p, f[1], consensus.MethodCatalogDeregister, &consensus.DeregisterRequest{
+		Deregistration: catalog.DeregisterRequest{Node: "client1"},
+	}, nil)
+	var nodesReply consensus.NodesResponse
+	catalogCall(t, p, f[0], consensus.MethodCatalogNodes, &consensus.NodesRequest{}, &nodesReply)
+	if len(nodesReply.Nodes) != 1 || nodesReply.Nodes[0].Node != "client2" {
+		t.Errorf("Nodes after Deregister via %s: got %d nodes, want client2 alone", f[1].ID, len(nodesReply.Nodes))
+	}
+}

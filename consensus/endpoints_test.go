@@ -1,0 +1,462 @@
+package consensus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
+)
+
+// endpointHarness is one server with its Catalog endpoint on a real
+// loopback RPC server, and a client pool to call it with.
+type endpointHarness struct {
+	srv    *Server
+	cat    *Catalog
+	addr   string
+	client *rpc.Pool
+}
+
+// startEndpoint starts a server (a bootstrapped cluster of one when
+// bootstrap is set, else a server that never learns of a leader), its
+// Catalog endpoint and an RPC server for it. Everything is stopped in
+// order when the test ends: the endpoint, then RPC, then Raft.
+func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *endpointHarness {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rcfg := rpc.DefaultServerConfig()
+	rcfg.Addr = "127.0.0.1:0"
+	rsrv, err := rpc.NewServer(rcfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rsrv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := rsrv.Addr().String()
+
+	store, err := catalog.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.Address, cfg.Bootstrap = "s1", addr, bootstrap
+	cfg.SingleServerTiming()
+	srv, err := New(cfg, store, logger)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ccfg := DefaultCatalogConfig()
+	ccfg.Datacenter = "dc1"
+	if tune != nil {
+		tune(&ccfg)
+	}
+	cat, err := NewCatalog(srv, rpctest.NewPool(t), ccfg)
+	if err != nil {
+		t.Fatalf("NewCatalog: %v", err)
+	}
+	t.Cleanup(func() {
+		cat.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rsrv.Shutdown(ctx); err != nil {
+			t.Errorf("rpc Shutdown: %v", err)
+		}
+		if err := srv.Shutdown(); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	if err := rsrv.Register(CatalogEndpoint, cat); err != nil {
+		t.Fatal(err)
+	}
+	if bootstrap {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.WaitForLeader(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &endpointHarness{srv: srv, cat: cat, addr: addr, client: rpctest.NewPool(t)}
+}
+
+func (h *endpointHarness) call(method string, args, reply any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return h.client.Call(ctx, h.addr, method, args, reply)
+}
+
+func (h *endpointHarness) mustCall(t *testing.T, method string, args, reply any) {
+	t.Helper()
+	if err := h.call(method, args, reply); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+}
+
+func (h *endpointHarness) register(t *testing.T, node, addr string, svc *catalog.Service, checks ...*catalog.Check) {
+	t.Helper()
+	h.mustCall(t, MethodCatalogRegister, &RegisterRequest{Registration: catalog.RegisterRequest{
+		Node: node, Address: addr, Service: svc, Checks: checks,
+	}}, nil)
+}
+
+func (h *endpointHarness) instances(t *testing.T, args *ServiceInstancesRequest) *ServiceInstancesResponse {
+	t.Helper()
+	var reply ServiceInstancesResponse
+	h.mustCall(t, MethodCatalogServiceInstances, args, &reply)
+	return &reply
+}
+
+func TestCatalogEndpointRegisterAndRead(t *testing.T) {
+	h := startEndpoint(t, true, nil)
+	h.mustCall(t, MethodCatalogRegister, &RegisterRequest{Registration: catalog.RegisterRequest{
+		Node: "n1", Address: "10.0.0.1", NodeMeta: map[string]string{"rack": "a"},
+		Service: &catalog.Service{Service: "web", Port: 80, Tags: []string{"v1", "primary"}, Meta: map[string]string{"ver": "1"}},
+		Checks:  []*catalog.Check{{CheckID: "web-alive", Name: "alive", Status: catalog.HealthPassing, ServiceID: "web"}},
+	}}, nil)
+
+	got := h.instances(t, &ServiceInstancesRequest{Service: "WEB"})
+	idx, want, err := h.srv.Store().ServiceInstances(nil, "web", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything, Raft indexes included, survives the trip through the
+	// RPC codec.
+	if !reflect.DeepEqual(got.Instances, want) {
+		t.Fatalf("got instances %s, want %s", dump(got.Instances), dump(want))
+	}
+	inst := got.Instances[0]
+	if inst.Node.Datacenter != "dc1" || inst.Service.ModifyIndex == 0 || inst.Checks[0].CreateIndex == 0 {
+		t.Errorf("got node %+v, service %+v, check %+v; want dc1 filled in and Raft indexes set", inst.Node, inst.Service, inst.Checks[0])
+	}
+	if got.Index != idx || !got.KnownLeader || got.LastContact != 0 {
+		t.Errorf("got meta %+v, want index %d, a known leader, no contact delay", got.QueryMeta, idx)
+	}
+
+	for tag, n := range map[string]int{"v1": 1, "PRIMARY": 1, "v2": 0} {
+		if got := h.instances(t, &ServiceInstancesRequest{Service: "web", Tag: tag}); len(got.Instances) != n {
+			t.Errorf("tag %q: got %d instances, want %d", tag, len(got.Instances), n)
+		}
+	}
+
+	var nodes NodesResponse
+	h.mustCall(t, MethodCatalogNodes, &NodesRequest{}, &nodes)
+	if len(nodes.Nodes) != 1 || nodes.Nodes[0].Node != "n1" || nodes.Nodes[0].Meta["rack"] != "a" || nodes.Index == 0 {
+		t.Errorf("Nodes: got %s (index %d), want n1 with rack=a", dump(nodes.Nodes), nodes.Index)
+	}
+
+	var services ServicesResponse
+	h.mustCall(t, MethodCatalogServices, &ServicesRequest{}, &services)
+	if want := map[string][]string{"web": {"primary", "v1"}}; !reflect.DeepEqual(services.Services, want) {
+		t.Errorf("Services: got %v, want %v", services.Services, want)
+	}
+
+	var ns NodeServicesResponse
+	h.mustCall(t, MethodCatalogNodeServices, &NodeServicesRequest{Node: "n1"}, &ns)
+	if ns.Node == nil || ns.Node.Address != "10.0.0.1" || len(ns.Services) != 1 || ns.Services[0].ID != "web" || ns.Services[0].Port != 80 {
+		t.Errorf("NodeServices(n1): got node %s, services %s; want n1 with web:80", dump(ns.Node), dump(ns.Services))
+	}
+	var none NodeServicesResponse
+	h.mustCall(t, MethodCatalogNodeServices, &NodeServicesRequest{Node: "ghost"}, &none)
+	if none.Node != nil || len(none.Services) != 0 || none.Index == 0 {
+		t.Errorf("NodeServices(ghost): got node %s, services %s, index %d; want nothing at a non-zero index", dump(none.Node), dump(none.Services), none.Index)
+	}
+
+	h.mustCall(t, MethodCatalogDeregister, &DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "web"}}, nil)
+	after := h.instances(t, &ServiceInstancesRequest{Service: "web"})
+	if len(after.Instances) != 0 || after.Index <= got.Index {
+		t.Errorf("after Deregister: got %d instances at index %d, want none at an index past %d", len(after.Instances), after.Index, got.Index)
+	}
+	// A fresh reply: msgpack decodes a map into an existing one by merging.
+	var servicesAfter ServicesResponse
+	h.mustCall(t, MethodCatalogServices, &ServicesRequest{}, &servicesAfter)
+	if len(servicesAfter.Services) != 0 {
+		t.Errorf("Services after Deregister: got %v, want none", servicesAfter.Services)
+	}
+}
+
+func TestCatalogEndpointConsistencyModes(t *testing.T) {
+	h := startEndpoint(t, true, nil)
+	h.register(t, "n1", "10.0.0.1", &catalog.Service{Service: "web"})
+	for _, opts := range []rpc.QueryOptions{{}, {AllowStale: true}, {RequireConsistent: true}, {Datacenter: "DC1"}} {
+		got := h.instances(t, &ServiceInstancesRequest{QueryOptions: opts, Service: "web"})
+		if len(got.Instances) != 1 || !got.KnownLeader {
+			t.Errorf("%+v: got %d instances, known leader %v; want 1 from the leader", opts, len(got.Instances), got.KnownLeader)
+		}
+	}
+}
+
+func TestCatalogEndpointHealthFilter(t *testing.T) {
+	h := startEndpoint(t, true, nil)
+	for _, n := range []struct {
+		node, addr string
+		status     catalog.HealthStatus
+	}{
+		{"n1", "10.0.0.1", catalog.HealthPassing},
+		{"n2", "10.0.0.2", catalog.HealthWarning},
+		{"n3", "10.0.0.3", catalog.HealthCritical},
+	} {
+		h.register(t, n.node, n.addr, &catalog.Service{Service: "web"},
+			&catalog.Check{CheckID: "web-check", Status: n.status, ServiceID: "web"})
+	}
+	for _, tc := range []struct {
+		healthy, passing bool
+		want             []string
+	}{
+		{false, false, []string{"n1", "n2", "n3"}},
+		{true, false, []string{"n1", "n2"}},
+		{true, true, []string{"n1"}},
+		{false, true, []string{"n1"}},
+	} {
+		got := h.instances(t, &ServiceInstancesRequest{Service: "web", OnlyHealthy: tc.healthy, OnlyPassing: tc.passing})
+		var nodes []string
+		for _, inst := range got.Instances {
+			nodes = append(nodes, inst.Node.Node)
+		}
+		if !reflect.DeepEqual(nodes, tc.want) {
+			t.Errorf("OnlyHealthy=%v OnlyPassing=%v: got %v, want %v", tc.healthy, tc.passing, nodes, tc.want)
+		}
+	}
+}
+
+type instancesResult struct {
+	reply ServiceInstancesResponse
+	err   error
+}
+
+// startInstancesCall runs a ServiceInstances call on its own goroutine; the
+// caller must receive from the channel before the test ends.
+func (h *endpointHarness) startInstancesCall(args *ServiceInstancesRequest) <-chan instancesResult {
+	out := make(chan instancesResult, 1)
+	go func() {
+		var r instancesResult
+		r.err = h.call(MethodCatalogServiceInstances, args, &r.reply)
+		out <- r
+	}()
+	return out
+}
+
+func awaitResult(t *testing.T, ch <-chan instancesResult, within time.Duration) instancesResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("blocking ServiceInstances: %v", r.err)
+		}
+		return r
+	case <-time.After(within):
+		t.Fatalf("blocking ServiceInstances did not return within %s", within)
+	}
+	panic("unreachable")
+}
+
+func TestCatalogEndpointBlockingQuery(t *testing.T) {
+	h := startEndpoint(t, true, nil)
+	h.register(t, "n1", "10.0.0.1", &catalog.Service{Service: "web"})
+	first := h.instances(t, &ServiceInstancesRequest{Service: "web"})
+
+	t.Run("returns on change", func(t *testing.T) {
+		ch := h.startInstancesCall(&ServiceInstancesRequest{
+			QueryOptions: rpc.QueryOptions{MinQueryIndex: first.Index, MaxQueryTime: time.Minute},
+			Service:      "web",
+		})
+		h.register(t, "n2", "10.0.0.2", &catalog.Service{Service: "web"})
+		r := awaitResult(t, ch, 10*time.Second)
+		if r.reply.Index <= first.Index || len(r.reply.Instances) != 2 {
+			t.Errorf("got %d instances at index %d, want 2 at an index past %d", len(r.reply.Instances), r.reply.Index, first.Index)
+		}
+	})
+
+	t.Run("returns unchanged when the wait ends", func(t *testing.T) {
+		cur := h.instances(t, &ServiceInstancesRequest{Service: "web"})
+		got := h.instances(t, &ServiceInstancesRequest{
+			QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: 100 * time.Millisecond},
+			Service:      "web",
+		})
+		if got.Index != cur.Index || len(got.Instances) != len(cur.Instances) {
+			t.Errorf("got %d instances at index %d, want the unchanged %d at %d", len(got.Instances), got.Index, len(cur.Instances), cur.Index)
+		}
+	})
+
+	t.Run("past index answers at once", func(t *testing.T) {
+		// MaxQueryTime of an hour: the test would time out if it waited.
+		got := h.instances(t, &ServiceInstancesRequest{
+			QueryOptions: rpc.QueryOptions{MinQueryIndex: first.Index - 1, MaxQueryTime: time.Hour},
+			Service:      "web",
+		})
+		if got.Index < first.Index {
+			t.Errorf("got index %d, want at least %d", got.Index, first.Index)
+		}
+	})
+
+	t.Run("Close ends the wait", func(t *testing.T) {
+		cur := h.instances(t, &ServiceInstancesRequest{Service: "web"})
+		ch := h.startInstancesCall(&ServiceInstancesRequest{
+			QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: time.Hour},
+			Service:      "web",
+		})
+		h.cat.Close()
+		if r := awaitResult(t, ch, 10*time.Second); r.reply.Index != cur.Index {
+			t.Errorf("got index %d, want the unchanged %d", r.reply.Index, cur.Index)
+		}
+	})
+}
+
+func TestCatalogEndpointOtherDatacenter(t *testing.T) {
+	h := startEndpoint(t, true, nil)
+	q := rpc.QueryOptions{Datacenter: "dc2"}
+	for _, tc := range []struct {
+		method     string
+		args       any
+		wantSubstr string
+	}{
+		{MethodCatalogRegister, &RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: "dc2"},
+			Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"}}, ErrNoPathToDatacenter.Error()},
+		{MethodCatalogDeregister, &DeregisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: "dc2"},
+			Deregistration: catalog.DeregisterRequest{Node: "n1"}}, ErrNoPathToDatacenter.Error()},
+		{MethodCatalogServiceInstances, &ServiceInstancesRequest{QueryOptions: q, Service: "web"}, ErrNoPathToDatacenter.Error()},
+		{MethodCatalogNodes, &NodesRequest{QueryOptions: q}, ErrNoPathToDatacenter.Error()},
+		{MethodCatalogServices, &ServicesRequest{QueryOptions: rpc.QueryOptions{Datacenter: "dc2", AllowStale: true}}, ErrNoPathToDatacenter.Error()},
+		{MethodCatalogNodeServices, &NodeServicesRequest{QueryOptions: q, Node: "n1"}, ErrNoPathToDatacenter.Error()},
+		// A node of another datacenter registered in this one.
+		{MethodCatalogRegister, &RegisterRequest{
+			Registration: catalog.RegisterRequest{Datacenter: "dc2", Node: "n1", Address: "10.0.0.1"}}, "Datacenter:"},
+	} {
+		expectRemoteError(t, h.call(tc.method, tc.args, nil), tc.method, tc.wantSubstr)
+	}
+	var nodes NodesResponse
+	h.mustCall(t, MethodCatalogNodes, &NodesRequest{}, &nodes)
+	if len(nodes.Nodes) != 0 {
+		t.Errorf("got nodes %s after refused writes, want none", dump(nodes.Nodes))
+	}
+}
+
+func expectRemoteError(t *testing.T, err error, what, wantSubstr string) {
+	t.Helper()
+	remote, ok := errors.AsType[*rpc.RemoteError](err)
+	if !ok {
+		t.Errorf("%s: got %v, want a RemoteError mentioning %q", what, err, wantSubstr)
+		return
+	}
+	if !strings.Contains(remote.Message, wantSubstr) {
+		t.Errorf("%s: got %q, want it to mention %q", what, remote.Message, wantSubstr)
+	}
+}
+
+func TestCatalogEndpointValidation(t *testing.T) {
+	h := startEndpoint(t, true, nil)
+	reg := func(r catalog.RegisterRequest) *RegisterRequest { return &RegisterRequest{Registration: r} }
+	for _, tc := range []struct {
+		name, method string
+		args         any
+		wantSubstr   string
+	}{
+		{"bad service name", MethodCatalogRegister,
+			reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: "bad_name"}}), "Service.Name:"},
+		{"no address", MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1"}), "Address:"},
+		{"bad node", MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n 1", Address: "10.0.0.1"}), "Node:"},
+		{"bad check status", MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1",
+			Checks: []*catalog.Check{{CheckID: "c", Status: "sleepy"}}}), "Checks[0].Status:"},
+		{"deregister without node", MethodCatalogDeregister, &DeregisterRequest{}, "Node:"},
+		{"deregister bad service ID", MethodCatalogDeregister,
+			&DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "a/b"}}, "ServiceID:"},
+		{"no service", MethodCatalogServiceInstances, &ServiceInstancesRequest{}, "Service:"},
+		{"bad tag", MethodCatalogServiceInstances, &ServiceInstancesRequest{Service: "web", Tag: "a.b"}, "Tag:"},
+		{"no node", MethodCatalogNodeServices, &NodeServicesRequest{}, "Node:"},
+		{"stale and consistent", MethodCatalogNodes,
+			&NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true, RequireConsistent: true}}, rpc.ErrConflictingConsistency.Error()},
+		{"negative wait", MethodCatalogServices,
+			&ServicesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: -time.Second}}, "MaxQueryTime:"},
+	} {
+		expectRemoteError(t, h.call(tc.method, tc.args, nil), tc.name, tc.wantSubstr)
+	}
+	if idx := h.srv.Store().Index(); idx != 0 {
+		t.Errorf("store index %d after rejected writes, want 0", idx)
+	}
+}
+
+// TestCatalogEndpointWithoutLeader uses a server that never learns of a
+// leader: what needs the leader fails with ErrNoLeader after LeaderWait,
+// and a stale read is answered from the local store, saying so.
+func TestCatalogEndpointWithoutLeader(t *testing.T) {
+	h := startEndpoint(t, false, func(c *CatalogConfig) { c.LeaderWait = 50 * time.Millisecond })
+	for _, tc := range []struct {
+		method string
+		args   any
+	}{
+		{MethodCatalogRegister, &RegisterRequest{Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"}}},
+		{MethodCatalogNodes, &NodesRequest{}},
+		{MethodCatalogServices, &ServicesRequest{QueryOptions: rpc.QueryOptions{RequireConsistent: true}}},
+	} {
+		expectRemoteError(t, h.call(tc.method, tc.args, nil), tc.method, ErrNoLeader.Error())
+	}
+	var nodes NodesResponse
+	h.mustCall(t, MethodCatalogNodes, &NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}}, &nodes)
+	if nodes.KnownLeader || nodes.LastContact <= 0 || nodes.Index != 1 || len(nodes.Nodes) != 0 {
+		t.Errorf("stale Nodes: got %+v with %d nodes, want no leader, a contact delay, index 1, no nodes", nodes.QueryMeta, len(nodes.Nodes))
+	}
+}
+
+// TestCatalogEndpointForwardedTwice: a server that is not the leader
+// refuses a request another server already forwarded, rather than send it
+// on a second hop.
+func TestCatalogEndpointForwardedTwice(t *testing.T) {
+	h := startEndpoint(t, false, nil)
+	err := h.call(MethodCatalogRegister, &RegisterRequest{
+		Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"},
+		Forwarded:    true,
+	}, nil)
+	expectRemoteError(t, err, "forwarded Register", ErrNotLeader.Error())
+}
+
+func TestCatalogConfigValidate(t *testing.T) {
+	cfg := DefaultCatalogConfig()
+	cfg.Datacenter = "dc1"
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("defaults with a datacenter: %v", err)
+	}
+	err := CatalogConfig{LeaderWait: -1}.Validate()
+	for _, field := range []string{"Datacenter:", "Blocking:", "LeaderWait:", "ForwardTimeout:"} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("got %v, want it to name %s", err, field)
+		}
+	}
+}
+
+func TestMaxBlockingWait(t *testing.T) {
+	l := rpc.BlockingLimits{Default: 160 * time.Millisecond, Max: 320 * time.Millisecond, JitterFraction: 16}
+	for _, tc := range []struct {
+		maxQueryTime, want time.Duration
+	}{
+		{0, 170 * time.Millisecond},
+		{16 * time.Millisecond, 17 * time.Millisecond},
+		{time.Hour, 340 * time.Millisecond},
+	} {
+		opts := rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: tc.maxQueryTime}
+		if got := maxBlockingWait(opts, l); got != tc.want {
+			t.Errorf("MaxQueryTime %s: got %s, want %s", tc.maxQueryTime, got, tc.want)
+		}
+		for range 20 {
+			if w := opts.BlockingTimeout(l); w > tc.want {
+				t.Errorf("MaxQueryTime %s: BlockingTimeout %s exceeds the maximum %s", tc.maxQueryTime, w, tc.want)
+			}
+		}
+	}
+}
+
+// dump renders v, following pointers, for failure messages.
+func dump(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%+v", v)
+	}
+	return string(b)
+}

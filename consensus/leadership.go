@@ -1,0 +1,70 @@
+package consensus
+
+import (
+	"math"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// LeadershipChanged returns a channel that is closed the next time this
+// server gains or loses leadership. It is a level-triggered signal: take
+// the channel first, then read IsLeader, then wait on the channel, and no
+// change is missed however slow the reader is; several changes in a row
+// close one channel. Any number of goroutines may wait on it.
+//
+//	for {
+//		changed := s.LeadershipChanged()
+//		if s.IsLeader() { … } else { … }
+//		select {
+//		case <-changed:
+//		case <-ctx.Done():
+//			return
+//		}
+//	}
+//
+// After Shutdown the channel returned is never closed.
+func (s *Server) LeadershipChanged() <-chan struct{} {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	return s.leaderChanged
+}
+
+// watchLeadership drains raft's NotifyCh, which raft blocks on, into the
+// LeadershipChanged broadcast, until Shutdown closes s.stop (after Raft
+// has stopped, so raft never blocks on a channel nobody reads).
+func (s *Server) watchLeadership(notify <-chan bool) {
+	for {
+		select {
+		case leader := <-notify:
+			s.logger.Info("leadership changed", "leader", leader)
+			s.leaderMu.Lock()
+			close(s.leaderChanged)
+			s.leaderChanged = make(chan struct{})
+			s.leaderMu.Unlock()
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// LeaderID returns the Raft ID (node name) of the current leader, or ""
+// when none is known.
+func (s *Server) LeaderID() string {
+	_, id := s.raft.LeaderWithID()
+	return string(id)
+}
+
+// LastContact is how long ago this server last heard from the leader: 0
+// on the leader itself, and math.MaxInt64 (so that any staleness bound
+// refuses it) on a server that has never heard from one.
+func (s *Server) LastContact() time.Duration {
+	if s.raft.State() == raft.Leader {
+		return 0
+	}
+	last := s.raft.LastContact()
+	if last.IsZero() {
+		return math.MaxInt64
+	}
+	return time.Since(last)
+}

@@ -1,0 +1,181 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Peer is one server of the Raft configuration.
+type Peer struct {
+	// ID is the server's Raft ID, its node name.
+	ID string
+	// Address is its Raft address, the host:port of its server port.
+	Address string
+	// Voter is false for a non-voter (which replicates but does not vote).
+	Voter bool
+	// Leader is true for the server this server believes leads.
+	Leader bool
+}
+
+// BootstrapCluster forms the first Raft configuration from servers (each
+// a voter; Voter and Leader are ignored), which must include this server.
+// Every server of the list may call it with the same list, as the agent does
+// once -bootstrap-expect servers have seen each other in gossip: they then
+// elect a leader among themselves. On a server that already has Raft state
+// (bootstrapped before, or joined by a leader) it does nothing and returns
+// nil, so calling it again after a restart is safe.
+func (s *Server) BootstrapCluster(servers []Peer) error {
+	conf := raft.Configuration{Servers: make([]raft.Server, 0, len(servers))}
+	self := false
+	for _, p := range servers {
+		self = self || p.ID == s.cfg.NodeID
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Address),
+		})
+	}
+	if !self {
+		return fmt.Errorf("bootstrap raft cluster: this server %q is not in the list of %d servers", s.cfg.NodeID, len(servers))
+	}
+	err := s.raft.BootstrapCluster(conf).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bootstrap raft cluster of %d servers: %w", len(servers), err)
+	}
+	return nil
+}
+
+// Peers returns the latest Raft configuration known to this server (on a
+// follower it may trail the leader's), marking the server it believes leads.
+func (s *Server) Peers() ([]Peer, error) {
+	conf, err := s.configuration()
+	if err != nil {
+		return nil, err
+	}
+	leader := s.LeaderID()
+	peers := make([]Peer, 0, len(conf.Servers))
+	for _, srv := range conf.Servers {
+		peers = append(peers, Peer{
+			ID:      string(srv.ID),
+			Address: string(srv.Address),
+			Voter:   srv.Suffrage == raft.Voter,
+			Leader:  leader != "" && string(srv.ID) == leader,
+		})
+	}
+	return peers, nil
+}
+
+func (s *Server) configuration() (raft.Configuration, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return raft.Configuration{}, fmt.Errorf("raft configuration: %w", err)
+	}
+	return f.Configuration(), nil
+}
+
+// AddVoter adds the server id at addr to the configuration as a voter, or
+// updates its address, and returns once the change is committed. Only the
+// leader can: elsewhere it returns an error wrapping ErrNotLeader. A server
+// already a voter at addr is left alone (nil), so a leader reconciling
+// gossip members may call it for every server it sees. The new server is
+// started without bootstrap and catches up from the leader.
+//
+// ctx's deadline (or Config.ApplyTimeout) bounds how long the change may
+// wait to enter Raft; once in, it is waited for until committed or until
+// leadership is lost.
+func (s *Server) AddVoter(ctx context.Context, id, addr string) error {
+	if !s.IsLeader() {
+		return fmt.Errorf("add voter %q: %w", id, ErrNotLeader)
+	}
+	conf, err := s.configuration()
+	if err != nil {
+		return fmt.Errorf("add voter %q: %w", id, err)
+	}
+	for _, srv := range conf.Servers {
+		if string(srv.ID) == id && string(srv.Address) == addr && srv.Suffrage == raft.Voter {
+			return nil
+		}
+	}
+	timeout, err := s.waitBound(ctx)
+	if err != nil {
+		return fmt.Errorf("add voter %q: %w", id, err)
+	}
+	if err := raftError(s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout).Error()); err != nil {
+		return fmt.Errorf("add voter %q at %s: %w", id, addr, err)
+	}
+	s.logger.Info("added raft voter", "peer", id, "addr", addr)
+	return nil
+}
+
+// RemoveServer removes the server id from the configuration and returns
+// once the change is committed. Only the leader can (ErrNotLeader
+// elsewhere). Removing a server that is not in the configuration does
+// nothing (nil). It refuses, with ErrLastVoter, to remove the only voter
+// left; any further quorum policy (such as not removing failed servers
+// below a minimum) is the caller's, which knows why it removes. A removed
+// server's Raft shuts itself down (raft's ShutdownOnRemove); its owner
+// still calls Shutdown.
+//
+// ctx bounds the wait as for AddVoter.
+func (s *Server) RemoveServer(ctx context.Context, id string) error {
+	if !s.IsLeader() {
+		return fmt.Errorf("remove server %q: %w", id, ErrNotLeader)
+	}
+	conf, err := s.configuration()
+	if err != nil {
+		return fmt.Errorf("remove server %q: %w", id, err)
+	}
+	found, isVoter, voters := false, false, 0
+	for _, srv := range conf.Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+		if string(srv.ID) == id {
+			found, isVoter = true, srv.Suffrage == raft.Voter
+		}
+	}
+	switch {
+	case !found:
+		return nil
+	case isVoter && voters <= 1:
+		return fmt.Errorf("remove server %q: %w", id, ErrLastVoter)
+	}
+	timeout, err := s.waitBound(ctx)
+	if err != nil {
+		return fmt.Errorf("remove server %q: %w", id, err)
+	}
+	if err := raftError(s.raft.RemoveServer(raft.ServerID(id), 0, timeout).Error()); err != nil {
+		return fmt.Errorf("remove server %q: %w", id, err)
+	}
+	s.logger.Info("removed raft server", "peer", id)
+	return nil
+}
+
+// waitBound turns ctx into the timeout raft's calls take: what is left of
+// its deadline, or Config.ApplyTimeout without one.
+func (s *Server) waitBound(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d > 0 {
+			return d, nil
+		}
+		return 0, context.DeadlineExceeded
+	}
+	return s.cfg.ApplyTimeout, nil
+}
+
+// raftError marks raft's leadership errors with ErrNotLeader.
+func raftError(err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	}
+	return err
+}
