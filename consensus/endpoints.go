@@ -12,106 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// CatalogEndpoint is the name the Catalog endpoint is registered under on
-// the rpc.Server; its methods are called as "Catalog.<Method>".
-const CatalogEndpoint = "Catalog"
-
-// The methods of the Catalog endpoint, as Pool.Call names them.
-const (
-	MethodCatalogRegister         = CatalogEndpoint + ".Register"
-	MethodCatalogDeregister       = CatalogEndpoint + ".Deregister"
-	MethodCatalogServiceInstances = CatalogEndpoint + ".ServiceInstances"
-	MethodCatalogNodes            = CatalogEndpoint + ".Nodes"
-	MethodCatalogServices         = CatalogEndpoint + ".Services"
-	MethodCatalogNodeServices     = CatalogEndpoint + ".NodeServices"
-)
-
-// The request and reply types of the Catalog endpoint. They travel as
-// msgpack maps keyed by field name: the embedded envelopes (rpc.QueryOptions,
-// rpc.QueryMeta, rpc.WriteRequest) are flattened into them, and fields are
-// only ever added.
-//
-// Forwarded is set by a server that passes a request on to the leader, and
-// by no one else: the server receiving it answers it or fails, and never
-// forwards it again, so a request makes at most one hop even while
-// leadership moves.
-
-// RegisterRequest registers a node and, optionally, a service and checks on
-// it. The routing datacenter is WriteRequest's; Registration.Datacenter,
-// the node's datacenter, may be left empty and is then the server's.
-type RegisterRequest struct {
-	rpc.WriteRequest
-	Registration catalog.RegisterRequest
-	Forwarded    bool
-}
-
-// DeregisterRequest removes a service, a check or a whole node.
-type DeregisterRequest struct {
-	rpc.WriteRequest
-	Deregistration catalog.DeregisterRequest
-	Forwarded      bool
-}
-
-// ServiceInstancesRequest asks for the instances of one service, with their
-// nodes and checks.
-type ServiceInstancesRequest struct {
-	rpc.QueryOptions
-	Service string // required, matched case-insensitively
-	Tag     string // optional: only instances carrying this tag
-	// OnlyHealthy drops instances with a critical or maintenance check;
-	// OnlyPassing (which implies it) drops those with a warning too.
-	OnlyHealthy bool
-	OnlyPassing bool
-	Forwarded   bool
-}
-
-// ServiceInstancesResponse holds the instances sorted by node, then
-// service ID.
-type ServiceInstancesResponse struct {
-	rpc.QueryMeta
-	Instances []catalog.ServiceInstance
-}
-
-// NodesRequest asks for every node of the datacenter.
-type NodesRequest struct {
-	rpc.QueryOptions
-	Forwarded bool
-}
-
-// NodesResponse holds the nodes sorted by name.
-type NodesResponse struct {
-	rpc.QueryMeta
-	Nodes []*catalog.Node
-}
-
-// ServicesRequest asks for every service name with its tags.
-type ServicesRequest struct {
-	rpc.QueryOptions
-	Forwarded bool
-}
-
-// ServicesResponse maps each service name to the sorted union of its
-// instances' tags.
-type ServicesResponse struct {
-	rpc.QueryMeta
-	Services map[string][]string
-}
-
-// NodeServicesRequest asks for one node and the services on it.
-type NodeServicesRequest struct {
-	rpc.QueryOptions
-	Node      string // required
-	Forwarded bool
-}
-
-// NodeServicesResponse holds the node (nil when there is no such node) and
-// its services sorted by ID.
-type NodeServicesResponse struct {
-	rpc.QueryMeta
-	Node     *catalog.Node
-	Services []*catalog.Service
-}
-
 // CatalogConfig configures the Catalog endpoint.
 type CatalogConfig struct {
 	// Datacenter is the datacenter this server serves. A request naming
@@ -165,7 +65,7 @@ func (c CatalogConfig) Validate() error {
 // is not the leader); with RequireConsistent the leader first makes sure it
 // still leads and has applied everything committed.
 //
-// Register it on an rpc.Server under CatalogEndpoint. Its methods are called
+// Register it on an rpc.Server under rpc.CatalogEndpoint. Its methods are called
 // by net/rpc, each on its own goroutine. Close must be called before the
 // rpc.Server is shut down: it ends blocking queries and forwards in flight,
 // which Shutdown waits for.
@@ -198,7 +98,7 @@ func (c *Catalog) Close() { c.cancel() }
 
 // Register registers a node, and optionally a service and checks on it,
 // and returns once the write is committed and applied.
-func (c *Catalog) Register(args *RegisterRequest, _ *struct{}) error {
+func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) error {
 	if err := c.checkDatacenter(args.Datacenter); err != nil {
 		return err
 	}
@@ -211,7 +111,7 @@ func (c *Catalog) Register(args *RegisterRequest, _ *struct{}) error {
 	if err := catalog.ValidateRegister(reg); err != nil {
 		return err
 	}
-	if done, err := c.forward(MethodCatalogRegister, &args.Forwarded, args, &struct{}{}, 0); done {
+	if done, err := c.forward(rpc.MethodCatalogRegister, &args.Forwarded, args, &struct{}{}, 0); done {
 		return err
 	}
 	return c.srv.Register(c.ctx, reg)
@@ -219,7 +119,7 @@ func (c *Catalog) Register(args *RegisterRequest, _ *struct{}) error {
 
 // Deregister removes a service, a check or (with neither named) a node,
 // and returns once the write is committed and applied.
-func (c *Catalog) Deregister(args *DeregisterRequest, _ *struct{}) error {
+func (c *Catalog) Deregister(args *rpc.DeregisterRequest, _ *struct{}) error {
 	if err := c.checkDatacenter(args.Datacenter); err != nil {
 		return err
 	}
@@ -227,7 +127,7 @@ func (c *Catalog) Deregister(args *DeregisterRequest, _ *struct{}) error {
 	if err := validateDeregister(d); err != nil {
 		return err
 	}
-	if done, err := c.forward(MethodCatalogDeregister, &args.Forwarded, args, &struct{}{}, 0); done {
+	if done, err := c.forward(rpc.MethodCatalogDeregister, &args.Forwarded, args, &struct{}{}, 0); done {
 		return err
 	}
 	return c.srv.Deregister(c.ctx, d)
@@ -251,7 +151,7 @@ func validateDeregister(d *catalog.DeregisterRequest) error {
 }
 
 // ServiceInstances returns the instances of a service.
-func (c *Catalog) ServiceInstances(args *ServiceInstancesRequest, reply *ServiceInstancesResponse) error {
+func (c *Catalog) ServiceInstances(args *rpc.ServiceInstancesRequest, reply *rpc.ServiceInstancesResponse) error {
 	if err := validateLabel("Service", args.Service); err != nil {
 		return err
 	}
@@ -260,7 +160,7 @@ func (c *Catalog) ServiceInstances(args *ServiceInstancesRequest, reply *Service
 			return err
 		}
 	}
-	if done, err := c.forwardRead(MethodCatalogServiceInstances, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(rpc.MethodCatalogServiceInstances, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
 	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
@@ -283,8 +183,8 @@ func (c *Catalog) ServiceInstances(args *ServiceInstancesRequest, reply *Service
 }
 
 // Nodes returns every node.
-func (c *Catalog) Nodes(args *NodesRequest, reply *NodesResponse) error {
-	if done, err := c.forwardRead(MethodCatalogNodes, &args.QueryOptions, &args.Forwarded, args, reply); done {
+func (c *Catalog) Nodes(args *rpc.NodesRequest, reply *rpc.NodesResponse) error {
+	if done, err := c.forwardRead(rpc.MethodCatalogNodes, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
 	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
@@ -295,8 +195,8 @@ func (c *Catalog) Nodes(args *NodesRequest, reply *NodesResponse) error {
 }
 
 // Services returns every service name with its tags.
-func (c *Catalog) Services(args *ServicesRequest, reply *ServicesResponse) error {
-	if done, err := c.forwardRead(MethodCatalogServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
+func (c *Catalog) Services(args *rpc.ServicesRequest, reply *rpc.ServicesResponse) error {
+	if done, err := c.forwardRead(rpc.MethodCatalogServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
 	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
@@ -307,11 +207,11 @@ func (c *Catalog) Services(args *ServicesRequest, reply *ServicesResponse) error
 }
 
 // NodeServices returns a node and the services on it.
-func (c *Catalog) NodeServices(args *NodeServicesRequest, reply *NodeServicesResponse) error {
+func (c *Catalog) NodeServices(args *rpc.NodeServicesRequest, reply *rpc.NodeServicesResponse) error {
 	if err := catalog.ValidateNodeName("Node", args.Node); err != nil {
 		return err
 	}
-	if done, err := c.forwardRead(MethodCatalogNodeServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(rpc.MethodCatalogNodeServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
 	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {

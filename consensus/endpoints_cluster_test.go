@@ -27,7 +27,7 @@ func startCatalogCluster(t *testing.T) ([]*consensustest.Node, *rpc.Pool) {
 			t.Fatal(err)
 		}
 		t.Cleanup(cat.Close)
-		if err := n.RPC.Register(consensus.CatalogEndpoint, cat); err != nil {
+		if err := n.RPC.Register(rpc.CatalogEndpoint, cat); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,28 +65,28 @@ func TestCatalogEndpointForwarding(t *testing.T) {
 		t.Fatalf("got %d followers, want 2", len(f))
 	}
 
-	reg := &consensus.RegisterRequest{Registration: catalog.RegisterRequest{
+	reg := &rpc.RegisterRequest{Registration: catalog.RegisterRequest{
 		Node: "client1", Address: "10.0.0.1", Service: &catalog.Service{Service: "web", Port: 80},
 	}}
-	catalogCall(t, p, f[0], consensus.MethodCatalogRegister, reg, nil)
+	catalogCall(t, p, f[0], rpc.MethodCatalogRegister, reg, nil)
 	_, onLeader, err := leader.Store.ServiceInstances(nil, "web", "")
 	if err != nil || len(onLeader) != 1 {
 		t.Fatalf("leader's store after Register on %s: got %d instances (%v), want 1", f[0].ID, len(onLeader), err)
 	}
 
 	for _, opts := range []rpc.QueryOptions{{}, {RequireConsistent: true}} {
-		var got consensus.ServiceInstancesResponse
-		catalogCall(t, p, f[1], consensus.MethodCatalogServiceInstances,
-			&consensus.ServiceInstancesRequest{QueryOptions: opts, Service: "web"}, &got)
+		var got rpc.ServiceInstancesResponse
+		catalogCall(t, p, f[1], rpc.MethodCatalogServiceInstances,
+			&rpc.ServiceInstancesRequest{QueryOptions: opts, Service: "web"}, &got)
 		if len(got.Instances) != 1 || got.LastContact != 0 || !got.KnownLeader {
 			t.Errorf("%+v on %s: got %d instances, meta %+v; want 1, answered by the leader", opts, f[1].ID, len(got.Instances), got.QueryMeta)
 		}
 	}
 
 	consensustest.WaitFor(t, within, func() error {
-		var got consensus.ServiceInstancesResponse
-		catalogCall(t, p, f[1], consensus.MethodCatalogServiceInstances,
-			&consensus.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}, Service: "web"}, &got)
+		var got rpc.ServiceInstancesResponse
+		catalogCall(t, p, f[1], rpc.MethodCatalogServiceInstances,
+			&rpc.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}, Service: "web"}, &got)
 		if len(got.Instances) != 1 || !got.KnownLeader || got.LastContact >= within {
 			return fmt.Errorf("stale read on %s: got %d instances, meta %+v", f[1].ID, len(got.Instances), got.QueryMeta)
 		}
@@ -95,10 +95,10 @@ func TestCatalogEndpointForwarding(t *testing.T) {
 
 	// A blocking query on one follower returns when a write sent to the
 	// other is applied.
-	var cur consensus.ServiceInstancesResponse
-	catalogCall(t, p, f[1], consensus.MethodCatalogServiceInstances, &consensus.ServiceInstancesRequest{Service: "web"}, &cur)
+	var cur rpc.ServiceInstancesResponse
+	catalogCall(t, p, f[1], rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{Service: "web"}, &cur)
 	type result struct {
-		reply consensus.ServiceInstancesResponse
+		reply rpc.ServiceInstancesResponse
 		err   error
 	}
 	done := make(chan result, 1)
@@ -106,14 +106,14 @@ func TestCatalogEndpointForwarding(t *testing.T) {
 		var r result
 		ctx, cancel := context.WithTimeout(context.Background(), within)
 		defer cancel()
-		r.err = p.Call(ctx, f[1].Addr, consensus.MethodCatalogServiceInstances, &consensus.ServiceInstancesRequest{
+		r.err = p.Call(ctx, f[1].Addr, rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{
 			QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: time.Minute},
 			Service:      "web",
 		}, &r.reply)
 		done <- r
 	}()
 	reg.Registration.Node, reg.Registration.Address = "client2", "10.0.0.2"
-	catalogCall(t, p, f[0], consensus.MethodCatalogRegister, reg, nil)
+	catalogCall(t, p, f[0], rpc.MethodCatalogRegister, reg, nil)
 	select {
 	case r := <-done:
 		if r.err != nil {
@@ -126,11 +126,11 @@ func TestCatalogEndpointForwarding(t *testing.T) {
 		t.Fatal("blocking query did not return after the write")
 	}
 
-	catalogCall(t, p, f[1], consensus.MethodCatalogDeregister, &consensus.DeregisterRequest{
+	catalogCall(t, p, f[1], rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{
 		Deregistration: catalog.DeregisterRequest{Node: "client1"},
 	}, nil)
-	var nodesReply consensus.NodesResponse
-	catalogCall(t, p, f[0], consensus.MethodCatalogNodes, &consensus.NodesRequest{}, &nodesReply)
+	var nodesReply rpc.NodesResponse
+	catalogCall(t, p, f[0], rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &nodesReply)
 	if len(nodesReply.Nodes) != 1 || nodesReply.Nodes[0].Node != "client2" {
 		t.Errorf("Nodes after Deregister via %s: got %d nodes, want client2 alone", f[1].ID, len(nodesReply.Nodes))
 	}

@@ -75,7 +75,7 @@ func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *end
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	if err := rsrv.Register(CatalogEndpoint, cat); err != nil {
+	if err := rsrv.Register(rpc.CatalogEndpoint, cat); err != nil {
 		t.Fatal(err)
 	}
 	if bootstrap {
@@ -103,27 +103,27 @@ func (h *endpointHarness) mustCall(t *testing.T, method string, args, reply any)
 
 func (h *endpointHarness) register(t *testing.T, node, addr string, svc *catalog.Service, checks ...*catalog.Check) {
 	t.Helper()
-	h.mustCall(t, MethodCatalogRegister, &RegisterRequest{Registration: catalog.RegisterRequest{
+	h.mustCall(t, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{
 		Node: node, Address: addr, Service: svc, Checks: checks,
 	}}, nil)
 }
 
-func (h *endpointHarness) instances(t *testing.T, args *ServiceInstancesRequest) *ServiceInstancesResponse {
+func (h *endpointHarness) instances(t *testing.T, args *rpc.ServiceInstancesRequest) *rpc.ServiceInstancesResponse {
 	t.Helper()
-	var reply ServiceInstancesResponse
-	h.mustCall(t, MethodCatalogServiceInstances, args, &reply)
+	var reply rpc.ServiceInstancesResponse
+	h.mustCall(t, rpc.MethodCatalogServiceInstances, args, &reply)
 	return &reply
 }
 
 func TestCatalogEndpointRegisterAndRead(t *testing.T) {
 	h := startEndpoint(t, true, nil)
-	h.mustCall(t, MethodCatalogRegister, &RegisterRequest{Registration: catalog.RegisterRequest{
+	h.mustCall(t, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{
 		Node: "n1", Address: "10.0.0.1", NodeMeta: map[string]string{"rack": "a"},
 		Service: &catalog.Service{Service: "web", Port: 80, Tags: []string{"v1", "primary"}, Meta: map[string]string{"ver": "1"}},
 		Checks:  []*catalog.Check{{CheckID: "web-alive", Name: "alive", Status: catalog.HealthPassing, ServiceID: "web"}},
 	}}, nil)
 
-	got := h.instances(t, &ServiceInstancesRequest{Service: "WEB"})
+	got := h.instances(t, &rpc.ServiceInstancesRequest{Service: "WEB"})
 	idx, want, err := h.srv.Store().ServiceInstances(nil, "web", "")
 	if err != nil {
 		t.Fatal(err)
@@ -142,42 +142,42 @@ func TestCatalogEndpointRegisterAndRead(t *testing.T) {
 	}
 
 	for tag, n := range map[string]int{"v1": 1, "PRIMARY": 1, "v2": 0} {
-		if got := h.instances(t, &ServiceInstancesRequest{Service: "web", Tag: tag}); len(got.Instances) != n {
+		if got := h.instances(t, &rpc.ServiceInstancesRequest{Service: "web", Tag: tag}); len(got.Instances) != n {
 			t.Errorf("tag %q: got %d instances, want %d", tag, len(got.Instances), n)
 		}
 	}
 
-	var nodes NodesResponse
-	h.mustCall(t, MethodCatalogNodes, &NodesRequest{}, &nodes)
+	var nodes rpc.NodesResponse
+	h.mustCall(t, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &nodes)
 	if len(nodes.Nodes) != 1 || nodes.Nodes[0].Node != "n1" || nodes.Nodes[0].Meta["rack"] != "a" || nodes.Index == 0 {
 		t.Errorf("Nodes: got %s (index %d), want n1 with rack=a", dump(nodes.Nodes), nodes.Index)
 	}
 
-	var services ServicesResponse
-	h.mustCall(t, MethodCatalogServices, &ServicesRequest{}, &services)
+	var services rpc.ServicesResponse
+	h.mustCall(t, rpc.MethodCatalogServices, &rpc.ServicesRequest{}, &services)
 	if want := map[string][]string{"web": {"primary", "v1"}}; !reflect.DeepEqual(services.Services, want) {
 		t.Errorf("Services: got %v, want %v", services.Services, want)
 	}
 
-	var ns NodeServicesResponse
-	h.mustCall(t, MethodCatalogNodeServices, &NodeServicesRequest{Node: "n1"}, &ns)
+	var ns rpc.NodeServicesResponse
+	h.mustCall(t, rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{Node: "n1"}, &ns)
 	if ns.Node == nil || ns.Node.Address != "10.0.0.1" || len(ns.Services) != 1 || ns.Services[0].ID != "web" || ns.Services[0].Port != 80 {
 		t.Errorf("NodeServices(n1): got node %s, services %s; want n1 with web:80", dump(ns.Node), dump(ns.Services))
 	}
-	var none NodeServicesResponse
-	h.mustCall(t, MethodCatalogNodeServices, &NodeServicesRequest{Node: "ghost"}, &none)
+	var none rpc.NodeServicesResponse
+	h.mustCall(t, rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{Node: "ghost"}, &none)
 	if none.Node != nil || len(none.Services) != 0 || none.Index == 0 {
 		t.Errorf("NodeServices(ghost): got node %s, services %s, index %d; want nothing at a non-zero index", dump(none.Node), dump(none.Services), none.Index)
 	}
 
-	h.mustCall(t, MethodCatalogDeregister, &DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "web"}}, nil)
-	after := h.instances(t, &ServiceInstancesRequest{Service: "web"})
+	h.mustCall(t, rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "web"}}, nil)
+	after := h.instances(t, &rpc.ServiceInstancesRequest{Service: "web"})
 	if len(after.Instances) != 0 || after.Index <= got.Index {
 		t.Errorf("after Deregister: got %d instances at index %d, want none at an index past %d", len(after.Instances), after.Index, got.Index)
 	}
 	// A fresh reply: msgpack decodes a map into an existing one by merging.
-	var servicesAfter ServicesResponse
-	h.mustCall(t, MethodCatalogServices, &ServicesRequest{}, &servicesAfter)
+	var servicesAfter rpc.ServicesResponse
+	h.mustCall(t, rpc.MethodCatalogServices, &rpc.ServicesRequest{}, &servicesAfter)
 	if len(servicesAfter.Services) != 0 {
 		t.Errorf("Services after Deregister: got %v, want none", servicesAfter.Services)
 	}
@@ -187,7 +187,7 @@ func TestCatalogEndpointConsistencyModes(t *testing.T) {
 	h := startEndpoint(t, true, nil)
 	h.register(t, "n1", "10.0.0.1", &catalog.Service{Service: "web"})
 	for _, opts := range []rpc.QueryOptions{{}, {AllowStale: true}, {RequireConsistent: true}, {Datacenter: "DC1"}} {
-		got := h.instances(t, &ServiceInstancesRequest{QueryOptions: opts, Service: "web"})
+		got := h.instances(t, &rpc.ServiceInstancesRequest{QueryOptions: opts, Service: "web"})
 		if len(got.Instances) != 1 || !got.KnownLeader {
 			t.Errorf("%+v: got %d instances, known leader %v; want 1 from the leader", opts, len(got.Instances), got.KnownLeader)
 		}
@@ -216,7 +216,7 @@ func TestCatalogEndpointHealthFilter(t *testing.T) {
 		{true, true, []string{"n1"}},
 		{false, true, []string{"n1"}},
 	} {
-		got := h.instances(t, &ServiceInstancesRequest{Service: "web", OnlyHealthy: tc.healthy, OnlyPassing: tc.passing})
+		got := h.instances(t, &rpc.ServiceInstancesRequest{Service: "web", OnlyHealthy: tc.healthy, OnlyPassing: tc.passing})
 		var nodes []string
 		for _, inst := range got.Instances {
 			nodes = append(nodes, inst.Node.Node)
@@ -228,17 +228,17 @@ func TestCatalogEndpointHealthFilter(t *testing.T) {
 }
 
 type instancesResult struct {
-	reply ServiceInstancesResponse
+	reply rpc.ServiceInstancesResponse
 	err   error
 }
 
 // startInstancesCall runs a ServiceInstances call on its own goroutine; the
 // caller must receive from the channel before the test ends.
-func (h *endpointHarness) startInstancesCall(args *ServiceInstancesRequest) <-chan instancesResult {
+func (h *endpointHarness) startInstancesCall(args *rpc.ServiceInstancesRequest) <-chan instancesResult {
 	out := make(chan instancesResult, 1)
 	go func() {
 		var r instancesResult
-		r.err = h.call(MethodCatalogServiceInstances, args, &r.reply)
+		r.err = h.call(rpc.MethodCatalogServiceInstances, args, &r.reply)
 		out <- r
 	}()
 	return out
@@ -261,10 +261,10 @@ func awaitResult(t *testing.T, ch <-chan instancesResult, within time.Duration) 
 func TestCatalogEndpointBlockingQuery(t *testing.T) {
 	h := startEndpoint(t, true, nil)
 	h.register(t, "n1", "10.0.0.1", &catalog.Service{Service: "web"})
-	first := h.instances(t, &ServiceInstancesRequest{Service: "web"})
+	first := h.instances(t, &rpc.ServiceInstancesRequest{Service: "web"})
 
 	t.Run("returns on change", func(t *testing.T) {
-		ch := h.startInstancesCall(&ServiceInstancesRequest{
+		ch := h.startInstancesCall(&rpc.ServiceInstancesRequest{
 			QueryOptions: rpc.QueryOptions{MinQueryIndex: first.Index, MaxQueryTime: time.Minute},
 			Service:      "web",
 		})
@@ -276,8 +276,8 @@ func TestCatalogEndpointBlockingQuery(t *testing.T) {
 	})
 
 	t.Run("returns unchanged when the wait ends", func(t *testing.T) {
-		cur := h.instances(t, &ServiceInstancesRequest{Service: "web"})
-		got := h.instances(t, &ServiceInstancesRequest{
+		cur := h.instances(t, &rpc.ServiceInstancesRequest{Service: "web"})
+		got := h.instances(t, &rpc.ServiceInstancesRequest{
 			QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: 100 * time.Millisecond},
 			Service:      "web",
 		})
@@ -288,7 +288,7 @@ func TestCatalogEndpointBlockingQuery(t *testing.T) {
 
 	t.Run("past index answers at once", func(t *testing.T) {
 		// MaxQueryTime of an hour: the test would time out if it waited.
-		got := h.instances(t, &ServiceInstancesRequest{
+		got := h.instances(t, &rpc.ServiceInstancesRequest{
 			QueryOptions: rpc.QueryOptions{MinQueryIndex: first.Index - 1, MaxQueryTime: time.Hour},
 			Service:      "web",
 		})
@@ -298,8 +298,8 @@ func TestCatalogEndpointBlockingQuery(t *testing.T) {
 	})
 
 	t.Run("Close ends the wait", func(t *testing.T) {
-		cur := h.instances(t, &ServiceInstancesRequest{Service: "web"})
-		ch := h.startInstancesCall(&ServiceInstancesRequest{
+		cur := h.instances(t, &rpc.ServiceInstancesRequest{Service: "web"})
+		ch := h.startInstancesCall(&rpc.ServiceInstancesRequest{
 			QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: time.Hour},
 			Service:      "web",
 		})
@@ -318,22 +318,22 @@ func TestCatalogEndpointOtherDatacenter(t *testing.T) {
 		args       any
 		wantSubstr string
 	}{
-		{MethodCatalogRegister, &RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: "dc2"},
+		{rpc.MethodCatalogRegister, &rpc.RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: "dc2"},
 			Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"}}, ErrNoPathToDatacenter.Error()},
-		{MethodCatalogDeregister, &DeregisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: "dc2"},
+		{rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: "dc2"},
 			Deregistration: catalog.DeregisterRequest{Node: "n1"}}, ErrNoPathToDatacenter.Error()},
-		{MethodCatalogServiceInstances, &ServiceInstancesRequest{QueryOptions: q, Service: "web"}, ErrNoPathToDatacenter.Error()},
-		{MethodCatalogNodes, &NodesRequest{QueryOptions: q}, ErrNoPathToDatacenter.Error()},
-		{MethodCatalogServices, &ServicesRequest{QueryOptions: rpc.QueryOptions{Datacenter: "dc2", AllowStale: true}}, ErrNoPathToDatacenter.Error()},
-		{MethodCatalogNodeServices, &NodeServicesRequest{QueryOptions: q, Node: "n1"}, ErrNoPathToDatacenter.Error()},
+		{rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{QueryOptions: q, Service: "web"}, ErrNoPathToDatacenter.Error()},
+		{rpc.MethodCatalogNodes, &rpc.NodesRequest{QueryOptions: q}, ErrNoPathToDatacenter.Error()},
+		{rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: rpc.QueryOptions{Datacenter: "dc2", AllowStale: true}}, ErrNoPathToDatacenter.Error()},
+		{rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{QueryOptions: q, Node: "n1"}, ErrNoPathToDatacenter.Error()},
 		// A node of another datacenter registered in this one.
-		{MethodCatalogRegister, &RegisterRequest{
+		{rpc.MethodCatalogRegister, &rpc.RegisterRequest{
 			Registration: catalog.RegisterRequest{Datacenter: "dc2", Node: "n1", Address: "10.0.0.1"}}, "Datacenter:"},
 	} {
 		expectRemoteError(t, h.call(tc.method, tc.args, nil), tc.method, tc.wantSubstr)
 	}
-	var nodes NodesResponse
-	h.mustCall(t, MethodCatalogNodes, &NodesRequest{}, &nodes)
+	var nodes rpc.NodesResponse
+	h.mustCall(t, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &nodes)
 	if len(nodes.Nodes) != 0 {
 		t.Errorf("got nodes %s after refused writes, want none", dump(nodes.Nodes))
 	}
@@ -353,28 +353,28 @@ func expectRemoteError(t *testing.T, err error, what, wantSubstr string) {
 
 func TestCatalogEndpointValidation(t *testing.T) {
 	h := startEndpoint(t, true, nil)
-	reg := func(r catalog.RegisterRequest) *RegisterRequest { return &RegisterRequest{Registration: r} }
+	reg := func(r catalog.RegisterRequest) *rpc.RegisterRequest { return &rpc.RegisterRequest{Registration: r} }
 	for _, tc := range []struct {
 		name, method string
 		args         any
 		wantSubstr   string
 	}{
-		{"bad service name", MethodCatalogRegister,
+		{"bad service name", rpc.MethodCatalogRegister,
 			reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: "bad_name"}}), "Service.Name:"},
-		{"no address", MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1"}), "Address:"},
-		{"bad node", MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n 1", Address: "10.0.0.1"}), "Node:"},
-		{"bad check status", MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1",
+		{"no address", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1"}), "Address:"},
+		{"bad node", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n 1", Address: "10.0.0.1"}), "Node:"},
+		{"bad check status", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1",
 			Checks: []*catalog.Check{{CheckID: "c", Status: "sleepy"}}}), "Checks[0].Status:"},
-		{"deregister without node", MethodCatalogDeregister, &DeregisterRequest{}, "Node:"},
-		{"deregister bad service ID", MethodCatalogDeregister,
-			&DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "a/b"}}, "ServiceID:"},
-		{"no service", MethodCatalogServiceInstances, &ServiceInstancesRequest{}, "Service:"},
-		{"bad tag", MethodCatalogServiceInstances, &ServiceInstancesRequest{Service: "web", Tag: "a.b"}, "Tag:"},
-		{"no node", MethodCatalogNodeServices, &NodeServicesRequest{}, "Node:"},
-		{"stale and consistent", MethodCatalogNodes,
-			&NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true, RequireConsistent: true}}, rpc.ErrConflictingConsistency.Error()},
-		{"negative wait", MethodCatalogServices,
-			&ServicesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: -time.Second}}, "MaxQueryTime:"},
+		{"deregister without node", rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{}, "Node:"},
+		{"deregister bad service ID", rpc.MethodCatalogDeregister,
+			&rpc.DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "a/b"}}, "ServiceID:"},
+		{"no service", rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{}, "Service:"},
+		{"bad tag", rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{Service: "web", Tag: "a.b"}, "Tag:"},
+		{"no node", rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{}, "Node:"},
+		{"stale and consistent", rpc.MethodCatalogNodes,
+			&rpc.NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true, RequireConsistent: true}}, rpc.ErrConflictingConsistency.Error()},
+		{"negative wait", rpc.MethodCatalogServices,
+			&rpc.ServicesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: -time.Second}}, "MaxQueryTime:"},
 	} {
 		expectRemoteError(t, h.call(tc.method, tc.args, nil), tc.name, tc.wantSubstr)
 	}
@@ -392,14 +392,14 @@ func TestCatalogEndpointWithoutLeader(t *testing.T) {
 		method string
 		args   any
 	}{
-		{MethodCatalogRegister, &RegisterRequest{Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"}}},
-		{MethodCatalogNodes, &NodesRequest{}},
-		{MethodCatalogServices, &ServicesRequest{QueryOptions: rpc.QueryOptions{RequireConsistent: true}}},
+		{rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"}}},
+		{rpc.MethodCatalogNodes, &rpc.NodesRequest{}},
+		{rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: rpc.QueryOptions{RequireConsistent: true}}},
 	} {
 		expectRemoteError(t, h.call(tc.method, tc.args, nil), tc.method, ErrNoLeader.Error())
 	}
-	var nodes NodesResponse
-	h.mustCall(t, MethodCatalogNodes, &NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}}, &nodes)
+	var nodes rpc.NodesResponse
+	h.mustCall(t, rpc.MethodCatalogNodes, &rpc.NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}}, &nodes)
 	if nodes.KnownLeader || nodes.LastContact <= 0 || nodes.Index != 1 || len(nodes.Nodes) != 0 {
 		t.Errorf("stale Nodes: got %+v with %d nodes, want no leader, a contact delay, index 1, no nodes", nodes.QueryMeta, len(nodes.Nodes))
 	}
@@ -410,7 +410,7 @@ func TestCatalogEndpointWithoutLeader(t *testing.T) {
 // on a second hop.
 func TestCatalogEndpointForwardedTwice(t *testing.T) {
 	h := startEndpoint(t, false, nil)
-	err := h.call(MethodCatalogRegister, &RegisterRequest{
+	err := h.call(rpc.MethodCatalogRegister, &rpc.RegisterRequest{
 		Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"},
 		Forwarded:    true,
 	}, nil)

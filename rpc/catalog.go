@@ -1,0 +1,108 @@
+package rpc
+
+import "github.com/cairndns/cairn/catalog"
+
+// This file holds the wire types of the Catalog endpoint, which package
+// consensus serves. They live here, beside the envelopes, so clients (the
+// agent's local state, the cache) can call the endpoint without importing
+// consensus.
+
+// CatalogEndpoint is the name the Catalog endpoint is registered under on
+// the Server; its methods are called as "Catalog.<Method>".
+const CatalogEndpoint = "Catalog"
+
+// The methods of the Catalog endpoint, as Pool.Call names them.
+const (
+	MethodCatalogRegister         = CatalogEndpoint + ".Register"
+	MethodCatalogDeregister       = CatalogEndpoint + ".Deregister"
+	MethodCatalogServiceInstances = CatalogEndpoint + ".ServiceInstances"
+	MethodCatalogNodes            = CatalogEndpoint + ".Nodes"
+	MethodCatalogServices         = CatalogEndpoint + ".Services"
+	MethodCatalogNodeServices     = CatalogEndpoint + ".NodeServices"
+)
+
+// The request and reply types of the Catalog endpoint. They travel as
+// msgpack maps keyed by field name: the embedded envelopes (QueryOptions,
+// QueryMeta, WriteRequest) are flattened into them, and fields are
+// only ever added.
+//
+// Forwarded is set by a server that passes a request on to the leader, and
+// by no one else: the server receiving it answers it or fails, and never
+// forwards it again, so a request makes at most one hop even while
+// leadership moves.
+
+// RegisterRequest registers a node and, optionally, a service and checks on
+// it. The routing datacenter is WriteRequest's; Registration.Datacenter,
+// the node's datacenter, may be left empty and is then the server's.
+type RegisterRequest struct {
+	WriteRequest
+	Registration catalog.RegisterRequest
+	Forwarded    bool
+}
+
+// DeregisterRequest removes a service, a check or a whole node.
+type DeregisterRequest struct {
+	WriteRequest
+	Deregistration catalog.DeregisterRequest
+	Forwarded      bool
+}
+
+// ServiceInstancesRequest asks for the instances of one service, with their
+// nodes and checks.
+type ServiceInstancesRequest struct {
+	QueryOptions
+	Service string // required, matched case-insensitively
+	Tag     string // optional: only instances carrying this tag
+	// OnlyHealthy drops instances with a critical or maintenance check;
+	// OnlyPassing (which implies it) drops those with a warning too.
+	OnlyHealthy bool
+	OnlyPassing bool
+	Forwarded   bool
+}
+
+// ServiceInstancesResponse holds the instances sorted by node, then
+// service ID.
+type ServiceInstancesResponse struct {
+	QueryMeta
+	Instances []catalog.ServiceInstance
+}
+
+// NodesRequest asks for every node of the datacenter.
+type NodesRequest struct {
+	QueryOptions
+	Forwarded bool
+}
+
+// NodesResponse holds the nodes sorted by name.
+type NodesResponse struct {
+	QueryMeta
+	Nodes []*catalog.Node
+}
+
+// ServicesRequest asks for every service name with its tags.
+type ServicesRequest struct {
+	QueryOptions
+	Forwarded bool
+}
+
+// ServicesResponse maps each service name to the sorted union of its
+// instances' tags.
+type ServicesResponse struct {
+	QueryMeta
+	Services map[string][]string
+}
+
+// NodeServicesRequest asks for one node and the services on it.
+type NodeServicesRequest struct {
+	QueryOptions
+	Node      string // required
+	Forwarded bool
+}
+
+// NodeServicesResponse holds the node (nil when there is no such node) and
+// its services sorted by ID.
+type NodeServicesResponse struct {
+	QueryMeta
+	Node     *catalog.Node
+	Services []*catalog.Service
+}
