@@ -9,8 +9,15 @@
 // grown or shrunk by the leader with AddVoter and RemoveServer. Leadership
 // changes are signalled level-triggered by LeadershipChanged.
 //
-// consensus imports catalog and rpc; it must not import agent, resolver or
-// zones.
+// The Catalog RPC endpoint serves catalog reads and writes to agents,
+// forwarding writes (and reads that need it) to the leader and holding
+// blocking queries on state-store watches. The Leader runs the leader's
+// duties: it reconciles gossip membership into node health checks and the
+// Raft configuration.
+//
+// consensus imports catalog, gossip and rpc; it must not import agent,
+// resolver or zones.
+//
 // Server methods are safe for concurrent use. The FSM is called by Raft from
 // a single goroutine; it never blocks on anything but the state store.
 package consensus

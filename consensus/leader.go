@@ -1,0 +1,579 @@
+package consensus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
+)
+
+// The catalog entries the leader writes for gossip members.
+const (
+	// GossipCheckID is the node-level check the leader keeps for every LAN
+	// member: passing while the member is alive, critical once it failed.
+	// A catalog node carrying it is managed by the leader, which
+	// deregisters it when the member leaves or is forgotten by gossip.
+	GossipCheckID = "gossip"
+	// ServerServiceName is the service the leader registers on every
+	// server's node, so cairn.service.<domain> finds the servers.
+	ServerServiceName = "cairn"
+
+	gossipCheckName = "Gossip health"
+	outputAlive     = "Agent alive and reachable"
+	outputFailed    = "Agent not live or unreachable"
+)
+
+// Membership is what the leader needs of the LAN gossip pool: a snapshot of
+// its members and a level-triggered signal that they changed (Changes may
+// coalesce many events into one value). gossip.Pool satisfies it. The
+// leader is the signal's only consumer.
+type Membership interface {
+	Members() []gossip.Member
+	Changes() <-chan struct{}
+}
+
+// LeaderConfig configures the leader's duties.
+type LeaderConfig struct {
+	// Datacenter is this server's datacenter: members of another one are
+	// ignored and registered nodes are put in this one. Default "dc1".
+	Datacenter string
+	// ReconcileInterval is how often the leader reconciles every member
+	// even when gossip reports no change (a change can be lost with a
+	// failed write or a leadership change). Default 60s.
+	ReconcileInterval time.Duration
+	// RemoveFailedServersAfter is how long a server must have been failed
+	// (gossip's Member.Since), or unknown to gossip while in the Raft
+	// configuration, before the leader removes it from the configuration.
+	// Default 10m: long enough to ride out a reboot or a short partition,
+	// short enough that a dead server does not weaken the quorum for
+	// days. Consul's autopilot removes dead servers after a similar few
+	// minutes. The gossip pool's RetainDead must be at least this long for
+	// Since to be known; a server gossip has forgotten is timed from when
+	// this leader first found it missing.
+	RemoveFailedServersAfter time.Duration
+	// MinVoters is the fewest voters the leader keeps when removing failed
+	// servers: it never removes one that would leave fewer, nor one while
+	// fewer than a majority of the current voters are alive. Servers that
+	// leave gracefully are removed regardless. Default 3.
+	MinVoters int
+	// ServicePort is the port of a server's cairn service when its gossiped
+	// RPC address carries none that parses (gossip requires one, so this is
+	// a fallback). Default 8300.
+	ServicePort int
+}
+
+// DefaultLeaderConfig returns a LeaderConfig with every default set.
+func DefaultLeaderConfig() LeaderConfig {
+	return LeaderConfig{
+		Datacenter:               "dc1",
+		ReconcileInterval:        60 * time.Second,
+		RemoveFailedServersAfter: 10 * time.Minute,
+		MinVoters:                3,
+		ServicePort:              8300,
+	}
+}
+
+// Validate reports every invalid field.
+func (c LeaderConfig) Validate() error {
+	var errs []error
+	if r := catalog.ValidLabel(c.Datacenter); r != "" {
+		errs = append(errs, fmt.Errorf("leader Datacenter: %s", r))
+	}
+	if c.ReconcileInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("leader ReconcileInterval: must be at least 10ms, got %s", c.ReconcileInterval))
+	}
+	if c.RemoveFailedServersAfter <= 0 {
+		errs = append(errs, fmt.Errorf("leader RemoveFailedServersAfter: must be positive, got %s", c.RemoveFailedServersAfter))
+	}
+	if c.MinVoters < 1 {
+		errs = append(errs, fmt.Errorf("leader MinVoters: must be at least 1, got %d", c.MinVoters))
+	}
+	if c.ServicePort < 1 || c.ServicePort > 65535 {
+		errs = append(errs, fmt.Errorf("leader ServicePort: must be between 1 and 65535, got %d", c.ServicePort))
+	}
+	return errors.Join(errs...)
+}
+
+// Leader carries out a server's leader duties while it leads: it turns LAN
+// gossip membership into node registrations with a "gossip" check, keeps
+// the cairn service on every server's node, and grows and shrinks the Raft
+// configuration as servers join, leave and fail.
+type Leader struct {
+	s      *Server
+	m      Membership
+	cfg    LeaderConfig
+	logger *slog.Logger
+
+	// mu serializes reconciles (Run's and Reconcile's callers') and guards
+	// the fields below.
+	mu sync.Mutex
+	// barrierFor is the leadership signal of the term in which a barrier
+	// last succeeded: reads of the store are current once it equals the
+	// present signal.
+	barrierFor <-chan struct{}
+	// missingSince is when this leader first found a Raft peer unknown to
+	// gossip, by peer ID.
+	missingSince map[string]time.Time
+
+	// warnMu guards warned, when each distinct warning was last logged.
+	warnMu sync.Mutex
+	warned map[string]time.Time
+}
+
+// Retry and log pacing.
+const (
+	retryMin  = 500 * time.Millisecond // first retry after a failed reconcile
+	warnEvery = time.Minute            // one log line per distinct warning per minute
+)
+
+// NewLeader returns the leader duties of s over the LAN pool m. logger may
+// be nil. Nothing runs until Run.
+func NewLeader(cfg LeaderConfig, s *Server, m Membership, logger *slog.Logger) (*Leader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Leader{
+		s: s, m: m, cfg: cfg,
+		logger:       logger.With("component", "leader"),
+		missingSince: make(map[string]time.Time),
+		warned:       make(map[string]time.Time),
+	}, nil
+}
+
+// Run performs the leader duties whenever this server leads, until ctx
+// ends. It is the only reader of the pool's Changes signal. While leading
+// it reconciles once on taking leadership, on every Changes signal, every
+// ReconcileInterval, and after a failed reconcile with a backoff (from
+// 500ms, doubling, up to ReconcileInterval); when leadership is lost it
+// stops writing and waits to lead again. Errors are logged (each distinct
+// one at most once a minute), never returned. Run it on one goroutine at
+// a time, owned by the caller, and stop it (cancel ctx, wait) before
+// shutting down the Server.
+func (l *Leader) Run(ctx context.Context) {
+	for {
+		changed := l.s.LeadershipChanged()
+		if l.s.IsLeader() {
+			l.logger.Info("leader duties started")
+			l.lead(ctx, changed)
+			l.logger.Info("leader duties stopped")
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// lead reconciles until ctx ends or leadership changes (changed closes).
+func (l *Leader) lead(ctx context.Context, changed <-chan struct{}) {
+	tick := time.NewTicker(l.cfg.ReconcileInterval)
+	defer tick.Stop()
+	retry := time.NewTimer(0) // the reconcile on taking leadership
+	defer retry.Stop()
+	var backoff time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			return
+		case <-l.m.Changes():
+		case <-tick.C:
+		case <-retry.C:
+		}
+		err := l.Reconcile(ctx)
+		if err == nil {
+			backoff = 0
+			retry.Stop()
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		backoff = min(max(2*backoff, retryMin), l.cfg.ReconcileInterval)
+		l.warn(err.Error(), "reconcile failed; retrying", "err", err, "retry_in", backoff)
+		retry.Reset(backoff)
+	}
+}
+
+// Reconcile brings the catalog and the Raft configuration in line with the
+// current gossip membership once, now. It returns an error wrapping
+// ErrNotLeader on a server that does not lead; other errors are joined from
+// every member that could not be reconciled (the others were). Run calls
+// it; tests and operators may too, concurrently with Run.
+func (l *Leader) Reconcile(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.barrier(ctx); err != nil {
+		return err
+	}
+	members := l.m.Members()
+	local := members[:0:0]
+	for _, m := range members {
+		if m.Datacenter == l.cfg.Datacenter {
+			local = append(local, m)
+		}
+	}
+	var errs []error
+	for _, m := range local {
+		if err := l.reconcileMember(ctx, m); err != nil {
+			if errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	if err := l.reapNodes(ctx, local); err != nil {
+		if errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
+			return err
+		}
+		errs = append(errs, err)
+	}
+	if err := l.reconcileServers(ctx, local); err != nil {
+		errs = append(errs, err)
+	}
+	l.pruneWarnings()
+	return errors.Join(errs...)
+}
+
+// barrier makes sure, once per leadership term, that every entry committed
+// before it has been applied to the store: a new leader's store may trail
+// its log, and the reconcile compares against the store before writing.
+func (l *Leader) barrier(ctx context.Context) error {
+	term := l.s.LeadershipChanged()
+	if !l.s.IsLeader() {
+		return fmt.Errorf("leader duties: %w", ErrNotLeader)
+	}
+	if l.barrierFor == term {
+		return nil
+	}
+	timeout, err := l.s.waitBound(ctx)
+	if err != nil {
+		return err
+	}
+	if err := raftError(l.s.raft.Barrier(timeout).Error()); err != nil {
+		return fmt.Errorf("raft barrier: %w", err)
+	}
+	l.barrierFor = term
+	return nil
+}
+
+// reconcileMember registers, marks critical or deregisters one member's
+// node, writing only when the catalog differs.
+func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
+	if err := catalog.ValidateNodeName("Node", m.Node); err != nil {
+		l.warn("invalid:"+m.Node, "ignoring gossip member with an invalid node name", "node", m.Node, "err", err)
+		return nil
+	}
+	store := l.s.Store()
+	_, node, err := store.Node(nil, m.Node)
+	if err != nil {
+		return err
+	}
+	switch m.Status {
+	case gossip.StatusAlive:
+		return l.registerAlive(ctx, m, node)
+	case gossip.StatusFailed:
+		return l.registerFailed(ctx, m, node)
+	case gossip.StatusLeft:
+		if node == nil || m.Node == l.s.cfg.NodeID {
+			// This server leaving: a follower that leads next deregisters it.
+			return nil
+		}
+		l.logger.Info("deregistering node that left", "node", m.Node)
+		return l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: m.Node})
+	}
+	return nil
+}
+
+func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catalog.Node) error {
+	addr := m.Addr.String()
+	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Status: catalog.HealthPassing, Output: outputAlive}
+	var svc *catalog.Service
+	if m.IsServer() {
+		svc = l.serverService(m)
+	}
+	nodeOK := node != nil && node.Node == m.Node && node.Address == addr && node.Datacenter == l.cfg.Datacenter
+	checkOK, err := l.hasCheck(m.Node, check)
+	if err != nil {
+		return err
+	}
+	svcOK, err := l.hasService(m.Node, svc)
+	if err != nil {
+		return err
+	}
+	if nodeOK && checkOK && svcOK {
+		return nil
+	}
+	req := &catalog.RegisterRequest{
+		Datacenter: l.cfg.Datacenter, Node: m.Node, Address: addr,
+		Service: svc, Checks: []*catalog.Check{check},
+	}
+	switch {
+	case nodeOK:
+		req.SkipNodeUpdate = true
+	case node != nil:
+		// Keep what the agent registered about its node; only the
+		// address and datacenter are gossip's.
+		req.ID, req.NodeMeta = node.ID, node.Meta
+	}
+	return l.s.Register(ctx, req)
+}
+
+func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *catalog.Node) error {
+	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Status: catalog.HealthCritical, Output: outputFailed}
+	if node != nil {
+		ok, err := l.hasCheck(m.Node, check)
+		if err != nil || ok {
+			return err
+		}
+	}
+	l.logger.Info("marking failed node critical", "node", m.Node)
+	// A node already registered keeps its row (its address may be more
+	// current than a failed member's); an unknown one is registered so
+	// that its failure is on record.
+	return l.s.Register(ctx, &catalog.RegisterRequest{
+		Datacenter: l.cfg.Datacenter, Node: m.Node, Address: m.Addr.String(),
+		Checks: []*catalog.Check{check}, SkipNodeUpdate: true,
+	})
+}
+
+// serverService is the cairn service a server member should carry: on its
+// RPC port, at its RPC host when that differs from its gossip address.
+func (l *Leader) serverService(m gossip.Member) *catalog.Service {
+	svc := &catalog.Service{ID: ServerServiceName, Service: ServerServiceName, Port: l.cfg.ServicePort, Weights: catalog.DefaultWeights}
+	host, port, err := net.SplitHostPort(m.RPCAddr)
+	if err != nil {
+		return svc
+	}
+	if p, err := strconv.Atoi(port); err == nil && p > 0 && p <= 65535 {
+		svc.Port = p
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" && !a.IsUnspecified() && a.Unmap() != m.Addr {
+		svc.Address = a.Unmap().String()
+	}
+	return svc
+}
+
+// hasCheck reports whether node carries a node-level check equal to want.
+func (l *Leader) hasCheck(node string, want *catalog.Check) (bool, error) {
+	_, checks, err := l.s.Store().NodeChecks(nil, node)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range checks {
+		if c.CheckID == want.CheckID && c.ServiceID == "" {
+			return c.Name == want.Name && c.Status == want.Status && c.Output == want.Output && c.Notes == "", nil
+		}
+	}
+	return false, nil
+}
+
+// hasService reports whether node carries want (true when want is nil).
+func (l *Leader) hasService(node string, want *catalog.Service) (bool, error) {
+	if want == nil {
+		return true, nil
+	}
+	_, svcs, err := l.s.Store().NodeServices(nil, node)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range svcs {
+		if s.ID == want.ID {
+			return s.SameAs(want), nil
+		}
+	}
+	return false, nil
+}
+
+// reapNodes deregisters catalog nodes of this datacenter that carry the
+// gossip check but that gossip no longer knows at all: members it failed
+// or saw leave and then forgot (after its RetainDead). A pool that knows
+// only this server has not joined anyone yet (a restarted server); it
+// reaps nothing rather than empty the catalog.
+func (l *Leader) reapNodes(ctx context.Context, members []gossip.Member) error {
+	if len(members) <= 1 {
+		return nil
+	}
+	known := make(map[string]bool, len(members))
+	for _, m := range members {
+		known[strings.ToLower(m.Node)] = true
+	}
+	_, nodes, err := l.s.Store().Nodes(nil)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range nodes {
+		if known[strings.ToLower(n.Node)] || n.Datacenter != l.cfg.Datacenter || strings.EqualFold(n.Node, l.s.cfg.NodeID) {
+			continue
+		}
+		_, checks, err := l.s.Store().NodeChecks(nil, n.Node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !slices.ContainsFunc(checks, func(c *catalog.Check) bool { return c.CheckID == GossipCheckID && c.ServiceID == "" }) {
+			continue // registered without an agent: not gossip's to remove
+		}
+		l.logger.Info("deregistering node gossip no longer knows", "node", n.Node)
+		if err := l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: n.Node}); err != nil {
+			if errors.Is(err, ErrNotLeader) {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconcileServers adds alive servers to the Raft configuration, removes
+// those that left, and then those failed for longer than
+// RemoveFailedServersAfter as far as the quorum allows.
+func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) error {
+	peers, err := l.s.Peers()
+	if err != nil {
+		return err
+	}
+	inConf := make(map[string]Peer, len(peers))
+	for _, p := range peers {
+		inConf[p.ID] = p
+	}
+	self := l.s.cfg.NodeID
+	servers := make(map[string]gossip.Member)
+	var errs []error
+	for _, m := range members {
+		if !m.IsServer() || m.Node == self {
+			continue // the leader is in the configuration; it never removes itself
+		}
+		servers[m.Node] = m
+		p, ok := inConf[m.Node]
+		switch {
+		case m.Status == gossip.StatusAlive && (!ok || p.Address != m.RPCAddr || !p.Voter):
+			err = l.s.AddVoter(ctx, m.Node, m.RPCAddr)
+		case m.Status == gossip.StatusLeft && ok:
+			err = l.s.RemoveServer(ctx, m.Node)
+		default:
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, ErrNotLeader) {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	if err := l.removeFailedServers(ctx, servers); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeFailedServers removes, oldest failure first, the peers failed (or
+// missing from gossip) for longer than RemoveFailedServersAfter, stopping
+// at the first removal the quorum rule forbids.
+func (l *Leader) removeFailedServers(ctx context.Context, servers map[string]gossip.Member) error {
+	peers, err := l.s.Peers()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	type candidate struct {
+		id    string
+		since time.Time
+	}
+	var candidates []candidate
+	alive, voters := 0, 0
+	seen := make(map[string]bool, len(peers))
+	for _, p := range peers {
+		seen[p.ID] = true
+		if p.Voter {
+			voters++
+		}
+		m, known := servers[p.ID]
+		switch {
+		case p.ID == l.s.cfg.NodeID || known && m.Status == gossip.StatusAlive:
+			delete(l.missingSince, p.ID)
+			if p.Voter {
+				alive++
+			}
+			continue
+		case known && m.Status == gossip.StatusFailed:
+			delete(l.missingSince, p.ID)
+			candidates = append(candidates, candidate{p.ID, m.Since})
+		case !known:
+			since, ok := l.missingSince[p.ID]
+			if !ok {
+				since = now
+				l.missingSince[p.ID] = now
+			}
+			candidates = append(candidates, candidate{p.ID, since})
+		}
+	}
+	for id := range l.missingSince {
+		if !seen[id] {
+			delete(l.missingSince, id)
+		}
+	}
+	slices.SortFunc(candidates, func(a, b candidate) int { return cmp.Or(a.since.Compare(b.since), cmp.Compare(a.id, b.id)) })
+	for _, c := range candidates {
+		if now.Sub(c.since) < l.cfg.RemoveFailedServersAfter {
+			continue
+		}
+		if voters-1 < l.cfg.MinVoters || alive <= voters/2 {
+			l.warn("keep:"+c.id, "not removing failed server: too few voters would remain",
+				"peer", c.id, "voters", voters, "alive", alive, "min_voters", l.cfg.MinVoters)
+			return nil
+		}
+		l.logger.Info("removing server failed too long", "peer", c.id, "failed_for", now.Sub(c.since).Round(time.Second))
+		if err := l.s.RemoveServer(ctx, c.id); err != nil {
+			return err
+		}
+		delete(l.missingSince, c.id)
+		voters--
+	}
+	return nil
+}
+
+// warn logs msg with args unless the warning key was logged within
+// warnEvery. Safe for concurrent use.
+func (l *Leader) warn(key, msg string, args ...any) {
+	l.warnMu.Lock()
+	at, ok := l.warned[key]
+	now := time.Now()
+	if ok && now.Sub(at) < warnEvery {
+		l.warnMu.Unlock()
+		return
+	}
+	l.warned[key] = now
+	l.warnMu.Unlock()
+	l.logger.Warn(msg, args...)
+}
+
+// pruneWarnings forgets warnings older than warnEvery, so the set stays
+// as small as the problems of the last minute.
+func (l *Leader) pruneWarnings() {
+	l.warnMu.Lock()
+	defer l.warnMu.Unlock()
+	now := time.Now()
+	for k, at := range l.warned {
+		if now.Sub(at) >= warnEvery {
+			delete(l.warned, k)
+		}
+	}
+}
