@@ -17,7 +17,9 @@ import (
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/zones"
 )
 
@@ -38,6 +40,12 @@ type Agent struct {
 	http    *httpapi.Server
 	dns     *resolver.Server
 	backend *backend
+
+	// Set on a clustering server only (Config.Clustering).
+	rpcServer *rpc.Server
+	rpcPool   *rpc.Pool
+	catalogEP *consensus.Catalog
+	gossip    *gossip.Pool
 
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
@@ -129,10 +137,17 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		// Client agents need servers to talk to, which come with clustering.
 		a.logger.Warn("client agents are not supported yet; running as a single-server datacenter")
 	}
-	if err := a.startServer(ctx); err != nil {
+	// The loops live until Shutdown, not until ctx (which bounds Start).
+	loopCtx, stop := context.WithCancel(context.Background())
+	a.stopLoops = stop
+	if a.cfg.Clustering() {
+		if err := a.startCluster(loopCtx); err != nil {
+			return err
+		}
+	} else if err := a.startServer(ctx); err != nil {
 		return err
 	}
-	if err := a.startLocal(ctx); err != nil {
+	if err := a.startLocal(ctx, loopCtx); err != nil {
 		return err
 	}
 	// DNS before HTTP: a client that waits for the HTTP API to answer can
@@ -168,7 +183,11 @@ func (a *Agent) startServer(ctx context.Context) error {
 	return a.server.WaitForLeader(wctx)
 }
 
-func (a *Agent) startLocal(ctx context.Context) error {
+// startLocal loads this node's local state and starts its anti-entropy
+// loop. A single server syncs the node once before returning; a clustering
+// server may have no leader yet, so its loop retries the first sync until
+// one is elected.
+func (a *Agent) startLocal(ctx, loopCtx context.Context) error {
 	lc := local.DefaultConfig()
 	lc.NodeName, lc.Address, lc.Datacenter = a.cfg.NodeName, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
@@ -180,13 +199,18 @@ func (a *Agent) startLocal(ctx context.Context) error {
 		return err
 	}
 	a.local = st
+	if a.cfg.Clustering() {
+		a.loops.Go(func() {
+			a.firstSync(loopCtx)
+			st.Run(loopCtx)
+		})
+		return nil
+	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := st.SyncFull(sctx); err != nil {
 		return fmt.Errorf("first sync of node %q: %w", a.cfg.NodeName, err)
 	}
-	loopCtx, stop := context.WithCancel(context.Background())
-	a.stopLoops = stop
 	a.loops.Go(func() { st.Run(loopCtx) })
 	return nil
 }
@@ -267,7 +291,9 @@ func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }
 func (a *Agent) HTTPAddr() net.Addr { return a.http.Addr() }
 
 // Shutdown stops the agent in order — DNS listeners, HTTP API, background
-// loops, Raft (which closes its log) — and waits for each. It is safe to
+// loops, and on a clustering server the Catalog endpoint, gossip (leaving
+// gracefully) and the rpc server, then Raft (which closes its log) — and
+// waits for each. It is safe to
 // call more than once and on a partly started agent.
 func (a *Agent) Shutdown(ctx context.Context) error {
 	var errs []error
@@ -282,6 +308,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			a.stopLoops()
 		}
 		a.loops.Wait()
+		errs = append(errs, a.shutdownCluster(ctx)...)
 		if a.server != nil {
 			errs = append(errs, a.server.Shutdown())
 		}

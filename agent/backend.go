@@ -10,6 +10,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // backend connects the agent's consumers — local state, the HTTP API and the
@@ -17,8 +18,11 @@ import (
 // consumer declares. When client agents and RPC arrive, an RPC-backed
 // implementation takes its place, and the DNS side moves behind the cache.
 type backend struct {
-	server *consensus.Server // writes and leadership
-	store  *catalog.Store    // reads: the server's own state store
+	server *consensus.Server // writes (unless writer is set) and leadership
+	// writer, when set, takes the writes: on a clustering server they go
+	// through the Catalog endpoint, which forwards them to the leader.
+	writer catalogWriter
+	store  *catalog.Store // reads: the server's own state store
 	dc     string
 	// onlyPassing leaves instances with warning checks out of DNS answers.
 	onlyPassing bool
@@ -31,12 +35,58 @@ var (
 	_ resolver.Source = (*backend)(nil)
 )
 
+// catalogWriter is the write half of the catalog.
+type catalogWriter interface {
+	Register(ctx context.Context, req *catalog.RegisterRequest) error
+	Deregister(ctx context.Context, req *catalog.DeregisterRequest) error
+}
+
 func (b *backend) Register(ctx context.Context, req *catalog.RegisterRequest) error {
+	if b.writer != nil {
+		return b.writer.Register(ctx, req)
+	}
 	return b.server.Register(ctx, req)
 }
 
 func (b *backend) Deregister(ctx context.Context, req *catalog.DeregisterRequest) error {
+	if b.writer != nil {
+		return b.writer.Deregister(ctx, req)
+	}
 	return b.server.Deregister(ctx, req)
+}
+
+// Peers returns the Raft addresses of the servers in the configuration.
+func (b *backend) Peers() ([]string, error) {
+	peers, err := b.server.Peers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, p.Address)
+	}
+	return out, nil
+}
+
+// rpcWriter sends writes to a server's Catalog endpoint, which applies them
+// on the leader (forwarding them there when it does not lead).
+type rpcWriter struct {
+	pool *rpc.Pool
+	addr string // the server's RPC address
+}
+
+func (w *rpcWriter) Register(ctx context.Context, req *catalog.RegisterRequest) error {
+	if err := w.pool.Call(ctx, w.addr, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: *req}, nil); err != nil {
+		return fmt.Errorf("register through %s: %w", w.addr, err)
+	}
+	return nil
+}
+
+func (w *rpcWriter) Deregister(ctx context.Context, req *catalog.DeregisterRequest) error {
+	if err := w.pool.Call(ctx, w.addr, rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{Deregistration: *req}, nil); err != nil {
+		return fmt.Errorf("deregister through %s: %w", w.addr, err)
+	}
+	return nil
 }
 
 func (b *backend) NodeServices(_ context.Context, name string) (*catalog.Node, []*catalog.Service, error) {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,24 @@ type Config struct {
 	Recursors []string
 	// DNS tunes answers: TTLs, limits, negative caching, recursion.
 	DNS DNSConfig
+
+	// BootstrapExpect is how many servers must have seen each other in LAN
+	// gossip before they bootstrap one Raft configuration together. 0 (the
+	// default) and 1 keep a single server that bootstraps alone; more than 1
+	// requires Server and is not allowed with Dev.
+	BootstrapExpect int
+	// Join lists gossip addresses ("host" or "host:port", the port defaulting
+	// to Ports.SerfLAN) of agents already in the cluster. A server with any
+	// joins clustering even when BootstrapExpect is 0. Default none.
+	Join []string
+	// RetryInterval is the wait between two attempts to join. Default 30s.
+	RetryInterval time.Duration
+	// RetryMax is how many join attempts are made before giving up; 0 (the
+	// default) retries forever.
+	RetryMax int
+	// EncryptKey is the base64 of a 16, 24 or 32 byte AES key that encrypts
+	// gossip; every agent of a cluster needs the same. Default none.
+	EncryptKey string
 }
 
 // DNSConfig tunes the DNS interface. For MaxUDPSize, RecursorTimeout,
@@ -116,21 +135,25 @@ type Ports struct {
 	DNS  int // UDP and TCP, default 8600
 	HTTP int // default 8500
 	// Server is the server RPC port, default 8300. A server's Raft address
-	// is AdvertiseAddr:Server. This version runs one server per datacenter
-	// and opens no listener on it yet; clustering will.
+	// is AdvertiseAddr:Server. A single server opens no listener on it;
+	// a clustering server (see Config.Clustering) carries Raft and RPC on it.
 	Server int
+	// SerfLAN is the LAN gossip port (UDP and TCP) of a clustering agent,
+	// default 8301.
+	SerfLAN int
 }
 
 // DefaultConfig returns the configuration of an agent started with no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeName:   defaultNodeName(),
-		Datacenter: "dc1",
-		Domain:     "cluster.",
-		BindAddr:   "127.0.0.1",
-		ClientAddr: "127.0.0.1",
-		Ports:      Ports{DNS: 8600, HTTP: 8500, Server: 8300},
-		LogLevel:   "info",
+		NodeName:      defaultNodeName(),
+		Datacenter:    "dc1",
+		Domain:        "cluster.",
+		BindAddr:      "127.0.0.1",
+		ClientAddr:    "127.0.0.1",
+		Ports:         Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		LogLevel:      "info",
+		RetryInterval: 30 * time.Second,
 		DNS: DNSConfig{
 			MaxUDPSize:            1232,
 			RecursorTimeout:       2 * time.Second,
@@ -192,7 +215,7 @@ func (c *Config) Validate() error {
 	for _, p := range []struct {
 		field string
 		value int
-	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}, {"ports.server", c.Ports.Server}} {
+	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}, {"ports.server", c.Ports.Server}, {"ports.serf_lan", c.Ports.SerfLAN}} {
 		if p.value < 0 || p.value > 65535 {
 			bad(p.field, "must be between 0 and 65535, got %d", p.value)
 		}
@@ -222,7 +245,66 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.DNS.validate()...)
+	errs = append(errs, c.validateCluster()...)
 	return errors.Join(errs...)
+}
+
+// Clustering reports whether this agent runs as a server of a multi-server
+// cluster: Raft over the network, RPC and LAN gossip. Otherwise a server is
+// a single-server datacenter with Raft in memory.
+func (c *Config) Clustering() bool {
+	return c.Server && (c.BootstrapExpect > 1 || len(c.Join) > 0)
+}
+
+func (c *Config) validateCluster() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case c.BootstrapExpect < 0:
+		bad("bootstrap_expect", "must not be negative, got %d", c.BootstrapExpect)
+	case c.BootstrapExpect > 1 && !c.Server:
+		bad("bootstrap_expect", "requires server mode (-server)")
+	case c.BootstrapExpect > 1 && c.Dev:
+		bad("bootstrap_expect", "cannot be combined with -dev, which is a cluster of one")
+	}
+	if len(c.Join) > 0 && c.Dev {
+		bad("retry_join", "cannot be combined with -dev, which is a cluster of one")
+	}
+	for i, j := range c.Join {
+		if strings.TrimSpace(j) == "" {
+			bad(fmt.Sprintf("retry_join[%d]", i), "must not be empty")
+		}
+	}
+	if c.RetryInterval <= 0 {
+		bad("retry_interval", "must be positive, got %s", c.RetryInterval)
+	}
+	if c.RetryMax < 0 {
+		bad("retry_max", "must not be negative, got %d", c.RetryMax)
+	}
+	if c.EncryptKey != "" {
+		if _, err := c.encryptKey(); err != nil {
+			bad("encrypt", "%v", err)
+		}
+	}
+	return errs
+}
+
+// encryptKey decodes EncryptKey, nil when it is empty.
+func (c *Config) encryptKey() ([]byte, error) {
+	if c.EncryptKey == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(c.EncryptKey)
+	if err != nil {
+		return nil, errors.New("is not valid base64")
+	}
+	switch len(key) {
+	case 16, 24, 32:
+		return key, nil
+	}
+	return nil, fmt.Errorf("must decode to 16, 24 or 32 bytes, got %d", len(key))
 }
 
 func (d DNSConfig) validate() []error {

@@ -15,13 +15,14 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	got := DefaultConfig()
 	want := Config{
-		NodeName:   got.NodeName, // the host name: checked below
-		Datacenter: "dc1",
-		Domain:     "cluster.",
-		BindAddr:   "127.0.0.1",
-		ClientAddr: "127.0.0.1",
-		Ports:      Ports{DNS: 8600, HTTP: 8500, Server: 8300},
-		LogLevel:   "info",
+		NodeName:      got.NodeName, // the host name: checked below
+		Datacenter:    "dc1",
+		Domain:        "cluster.",
+		BindAddr:      "127.0.0.1",
+		ClientAddr:    "127.0.0.1",
+		Ports:         Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		LogLevel:      "info",
+		RetryInterval: 30 * time.Second,
 		DNS: DNSConfig{
 			MaxUDPSize: 1232, RecursorTimeout: 2 * time.Second, RecursorStrategy: "sequential", UnhealthyAnswer: "nodata",
 			SOA:         SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
@@ -90,6 +91,16 @@ func TestConfigValidateRejects(t *testing.T) {
 		edit  func(*Config)
 	}{
 		{"node_name", `""`, func(c *Config) { c.NodeName = "" }},
+		{"bootstrap_expect", "-1", func(c *Config) { c.BootstrapExpect = -1 }},
+		{"bootstrap_expect", "3 on a client", func(c *Config) { c.Server, c.BootstrapExpect = false, 3 }},
+		{"bootstrap_expect", "3 with dev", func(c *Config) { c.Server, c.Dev, c.BootstrapExpect = true, true, 3 }},
+		{"retry_join", "with dev", func(c *Config) { c.Dev, c.Join = true, []string{"10.0.0.1"} }},
+		{"retry_join[1]", `""`, func(c *Config) { c.Join = []string{"10.0.0.1", " "} }},
+		{"retry_interval", "0", func(c *Config) { c.RetryInterval = 0 }},
+		{"retry_max", "-1", func(c *Config) { c.RetryMax = -1 }},
+		{"ports.serf_lan", "70000", func(c *Config) { c.Ports.SerfLAN = 70000 }},
+		{"encrypt", "not base64", func(c *Config) { c.EncryptKey = "not base64!" }},
+		{"encrypt", "10 bytes", func(c *Config) { c.EncryptKey = "MDEyMzQ1Njc4OQ==" }},
 		{"node_name", "a.b", func(c *Config) { c.NodeName = "a.b" }},
 		{"node_name", "a_b", func(c *Config) { c.NodeName = "a_b" }},
 		{"node_name", "-a", func(c *Config) { c.NodeName = "-a" }},
@@ -180,6 +191,11 @@ func TestConfigValidateAccepts(t *testing.T) {
 		{"log levels in any case", func(c *Config) { c.LogLevel = "DEBUG" }},
 		{"log level warn", func(c *Config) { c.LogLevel = "warn" }},
 		{"log level error", func(c *Config) { c.LogLevel = "error" }},
+		{"server expecting 3, joining", func(c *Config) {
+			c.Server, c.BootstrapExpect, c.Join, c.RetryMax = true, 3, []string{"10.0.0.1", "10.0.0.2:8301"}, 5
+		}},
+		{"bootstrap_expect 1 on a dev agent", func(c *Config) { c.Dev, c.Server, c.BootstrapExpect = true, true, 1 }},
+		{"32-byte gossip key", func(c *Config) { c.EncryptKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" }},
 	} {
 		c := validConfig()
 		tc.edit(&c)
@@ -191,20 +207,25 @@ func TestConfigValidateAccepts(t *testing.T) {
 
 func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	c := Config{
-		NodeName:      "a.b",
-		Datacenter:    "dc_1",
-		Domain:        "",
-		BindAddr:      "nowhere",
-		ClientAddr:    "",
-		AdvertiseAddr: "0.0.0.0",
-		Ports:         Ports{DNS: 70000, HTTP: -1, Server: 65536},
-		LogLevel:      "loud",
+		NodeName:        "a.b",
+		Datacenter:      "dc_1",
+		Domain:          "",
+		BindAddr:        "nowhere",
+		ClientAddr:      "",
+		AdvertiseAddr:   "0.0.0.0",
+		Ports:           Ports{DNS: 70000, HTTP: -1, Server: 65536, SerfLAN: 65536},
+		LogLevel:        "loud",
+		BootstrapExpect: -1,
+		RetryInterval:   -time.Second,
+		RetryMax:        -1,
+		EncryptKey:      "not base64",
 	}
 	err := c.Validate()
 	got := fieldsOf(err)
 	slices.Sort(got)
-	want := []string{"advertise_addr", "bind_addr", "client_addr", "data_dir", "datacenter", "domain",
-		"log_level", "node_name", "ports.dns", "ports.http", "ports.server"}
+	want := []string{"advertise_addr", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
+		"encrypt", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.server",
+		"retry_interval", "retry_max"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)
 	}
@@ -233,7 +254,9 @@ func everyKey() Config {
 	c.NodeName, c.Datacenter, c.Domain = "n7", "dc2", "corp."
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
-	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300}
+	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301}
+	c.BootstrapExpect, c.Join = 3, []string{"10.0.0.1", "10.0.0.2:9301"}
+	c.RetryInterval, c.RetryMax, c.EncryptKey = 5*time.Second, 7, "MDEyMzQ1Njc4OWFiY2RlZg=="
 	c.AltDomain, c.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
 	c.NodeMeta = map[string]string{"rack": "r1", "az-1": "a"}
 	c.DNS = DNSConfig{
@@ -260,10 +283,16 @@ data_dir       = "/data/cairn"
 server         = true
 log_level      = "debug"
 ports {
-  dns    = 53
-  http   = 9500
-  server = 9300
+  dns      = 53
+  http     = 9500
+  server   = 9300
+  serf_lan = 9301
 }
+bootstrap_expect = 3
+retry_join       = ["10.0.0.1", "10.0.0.2:9301"]
+retry_interval   = "5s"
+retry_max        = 7
+encrypt          = "MDEyMzQ1Njc4OWFiY2RlZg=="
 alt_domain = "consul."
 node_meta { rack = "r1", "az-1" = "a" }
 recursors = ["10.0.0.53", "10.0.0.54:5353"]
@@ -294,7 +323,12 @@ client_addr = "0.0.0.0"
 data_dir = "/data/cairn"
 server = true
 log_level = "debug"
-ports = { dns = 53, http = 9500, server = 9300 }
+ports = { dns = 53, http = 9500, server = 9300, serf_lan = 9301 }
+bootstrap_expect = 3
+retry_join = ["10.0.0.1", "10.0.0.2:9301"]
+retry_interval = "5s"
+retry_max = 7
+encrypt = "MDEyMzQ1Njc4OWFiY2RlZg=="
 alt_domain = "consul."
 node_meta { rack = "r1", "az-1" = "a" }
 recursors = ["10.0.0.53", "10.0.0.54:5353"]
@@ -325,7 +359,12 @@ dns_config {
   "data_dir": "/data/cairn",
   "server": true,
   "log_level": "debug",
-  "ports": {"dns": 53, "http": 9500, "server": 9300},
+  "ports": {"dns": 53, "http": 9500, "server": 9300, "serf_lan": 9301},
+  "bootstrap_expect": 3,
+  "retry_join": ["10.0.0.1", "10.0.0.2:9301"],
+  "retry_interval": "5s",
+  "retry_max": 7,
+  "encrypt": "MDEyMzQ1Njc4OWFiY2RlZg==",
   "alt_domain": "consul.",
   "node_meta": {"rack": "r1", "az-1": "a"},
   "recursors": ["10.0.0.53", "10.0.0.54:5353"],

@@ -32,6 +32,12 @@ type fileConfig struct {
 	Recursors     []string          `hcl:"recursors"`
 	DNS           *fileDNS          `hcl:"dns_config"`
 	NodeMeta      map[string]string `hcl:"node_meta"`
+
+	BootstrapExpect *int     `hcl:"bootstrap_expect"`
+	RetryJoin       []string `hcl:"retry_join"`
+	RetryInterval   *string  `hcl:"retry_interval"`
+	RetryMax        *int     `hcl:"retry_max"`
+	Encrypt         *string  `hcl:"encrypt"`
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -60,9 +66,10 @@ type fileSOA struct {
 }
 
 type filePorts struct {
-	DNS    *int `hcl:"dns"`
-	HTTP   *int `hcl:"http"`
-	Server *int `hcl:"server"`
+	DNS     *int `hcl:"dns"`
+	HTTP    *int `hcl:"http"`
+	Server  *int `hcl:"server"`
+	SerfLAN *int `hcl:"serf_lan"`
 }
 
 var knownKeys = map[string]bool{
@@ -77,6 +84,8 @@ var knownKeys = map[string]bool{
 	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
 	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
 	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
+	"bootstrap_expect": true, "retry_join": true, "retry_interval": true, "retry_max": true,
+	"encrypt": true, "ports.serf_lan": true,
 }
 
 // freeFormKeys hold maps whose keys are the user's own (service names).
@@ -135,6 +144,12 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 		if fc.Ports.Server != nil {
 			c.Ports.Server = *fc.Ports.Server
 		}
+		if fc.Ports.SerfLAN != nil {
+			c.Ports.SerfLAN = *fc.Ports.SerfLAN
+		}
+	}
+	if err := fc.applyCluster(c); err != nil {
+		return err
 	}
 	set(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
@@ -145,6 +160,30 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 	}
 	if fc.DNS != nil {
 		return fc.DNS.apply(&c.DNS)
+	}
+	return nil
+}
+
+// applyCluster sets the clustering keys onto c.
+func (fc *fileConfig) applyCluster(c *Config) error {
+	if fc.BootstrapExpect != nil {
+		c.BootstrapExpect = *fc.BootstrapExpect
+	}
+	if fc.RetryJoin != nil {
+		c.Join = fc.RetryJoin
+	}
+	if fc.RetryInterval != nil {
+		d, err := time.ParseDuration(*fc.RetryInterval)
+		if err != nil {
+			return &FieldError{Field: "retry_interval", Reason: fmt.Sprintf("%q is not a duration such as \"30s\"", *fc.RetryInterval)}
+		}
+		c.RetryInterval = d
+	}
+	if fc.RetryMax != nil {
+		c.RetryMax = *fc.RetryMax
+	}
+	if fc.Encrypt != nil {
+		c.EncryptKey = *fc.Encrypt
 	}
 	return nil
 }

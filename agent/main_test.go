@@ -12,5 +12,6 @@ import (
 // the tests: Shutdown must stop and wait for all of them.
 func TestMain(m *testing.M) {
 	os.Exit(leaktest.Main(m, "cairn/agent", "cairn/consensus.", "cairn/resolver.",
-		"github.com/hashicorp/raft", "github.com/miekg/dns.", "net/http.(*Server)"))
+		"github.com/hashicorp/raft", "github.com/miekg/dns.", "net/http.(*Server)",
+		"cairn/gossip.", "cairn/rpc.", "github.com/hashicorp/memberlist", "github.com/hashicorp/yamux"))
 }

@@ -5,6 +5,7 @@ package agenttest
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +31,10 @@ func Start(t testing.TB, cfg agent.Config) *agent.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+	w := &testWriter{t: t}
+	// Registered before the agent's own cleanup, so it runs after it.
+	t.Cleanup(w.close)
+	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 	a, err := agent.New(cfg, logger)
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
@@ -55,10 +59,27 @@ func Stop(t testing.TB, a *agent.Agent) {
 	}
 }
 
-// testWriter sends log lines to t.Log, so they show only for failing tests.
-type testWriter struct{ t testing.TB }
+// testWriter sends log lines to t.Log, so they show only for failing
+// tests. After close (the test's last cleanup) it drops them: memberlist
+// does not wait for a probe in flight when it shuts down, and that probe
+// may still log, which t.Log refuses once the test has completed.
+type testWriter struct {
+	t      testing.TB
+	mu     sync.Mutex
+	closed bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.t.Log(string(p))
+	}
 	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
 }

@@ -143,3 +143,15 @@ func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, s.status.Leader())
 	return nil
 }
+
+func (s *Server) statusPeers(w http.ResponseWriter, r *http.Request) error {
+	peers, err := s.status.Peers()
+	if err != nil {
+		return err
+	}
+	if peers == nil {
+		peers = []string{}
+	}
+	writeJSON(w, http.StatusOK, peers)
+	return nil
+}

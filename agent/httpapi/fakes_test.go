@@ -119,6 +119,13 @@ type fakeStatus string
 
 func (s fakeStatus) Leader() string { return string(s) }
 
+func (s fakeStatus) Peers() ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	return []string{string(s)}, nil
+}
+
 // memCatalog is a local.Catalog holding one node's services in a map, so
 // tests can run a real local.State behind the API.
 type memCatalog struct {

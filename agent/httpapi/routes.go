@@ -19,6 +19,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/catalog/nodes", s.catalogNodes, http.MethodGet)
 	s.handle(mux, "/v1/health/service/{name}", s.healthService, http.MethodGet)
 	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
+	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no endpoint %s", r.URL.Path))
 	})

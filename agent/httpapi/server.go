@@ -28,10 +28,12 @@ type Catalog interface {
 	ServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error)
 }
 
-// Status tells which server leads.
+// Status tells which server leads and which servers vote.
 type Status interface {
 	// Leader returns the leader's server address, or "" when none is known.
 	Leader() string
+	// Peers returns the Raft addresses of the servers of the datacenter.
+	Peers() ([]string, error)
 }
 
 // Config configures the HTTP listener.

@@ -45,6 +45,14 @@ func agentCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "node-meta", Usage: "node metadata `key=value`, answered as DNS TXT; repeat for several"},
 			&cli.StringFlag{Name: "alt-domain", Usage: "a second DNS `ZONE` answered like -domain"},
 			&cli.StringSliceFlag{Name: "recursor", Usage: "upstream resolver `IP[:PORT]` for names outside cairn's zones; repeat for several (none: REFUSED)"},
+			&cli.IntFlag{Name: "server-port", Usage: "server RPC and Raft `PORT`", Value: def.Ports.Server},
+			&cli.IntFlag{Name: "serf-lan-port", Usage: "LAN gossip `PORT` (UDP and TCP)", Value: def.Ports.SerfLAN},
+			&cli.IntFlag{Name: "bootstrap-expect", Usage: "bootstrap the Raft cluster once `N` servers have seen each other (requires -server)"},
+			&cli.StringSliceFlag{Name: "join", Usage: "gossip `ADDR[:PORT]` of an agent to join, retried until it answers; repeat for several"},
+			&cli.StringSliceFlag{Name: "retry-join", Usage: "the same as -join (both may be given; their addresses add up)"},
+			&cli.DurationFlag{Name: "retry-interval", Usage: "wait `DURATION` between join attempts", Value: def.RetryInterval},
+			&cli.IntFlag{Name: "retry-max", Usage: "give up joining after `N` attempts (0: never)"},
+			&cli.StringFlag{Name: "encrypt", Usage: "base64 gossip encryption `KEY` (16, 24 or 32 bytes)"},
 		},
 		Action: runAgent,
 	}
@@ -92,7 +100,12 @@ func flagForField(field string) (string, bool) {
 		return "dns-port", true
 	case "ports.http":
 		return "http-port", true
-	case "datacenter", "domain", "data_dir", "log_level", "alt_domain":
+	case "ports.server":
+		return "server-port", true
+	case "ports.serf_lan":
+		return "serf-lan-port", true
+	case "datacenter", "domain", "data_dir", "log_level", "alt_domain",
+		"bootstrap_expect", "retry_interval", "retry_max", "encrypt":
 		return strings.ReplaceAll(field, "_", "-"), true
 	}
 	if strings.HasPrefix(field, "node_meta") {
@@ -100,6 +113,9 @@ func flagForField(field string) (string, bool) {
 	}
 	if strings.HasPrefix(field, "recursors[") {
 		return "recursor", true
+	}
+	if strings.HasPrefix(field, "retry_join") {
+		return "join", true
 	}
 	return "", false
 }
@@ -149,6 +165,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 	if c.IsSet("server") {
 		cfg.Server = c.Bool("server")
 	}
+	applyClusterFlags(c, &cfg)
 	if cfg.Dev && !cfg.Server {
 		if c.IsSet("server") {
 			return cfg, errors.New("-server=false cannot be combined with -dev: a dev agent is always a server")
@@ -159,6 +176,31 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		return cfg, explainConfigError(c, err)
 	}
 	return cfg, nil
+}
+
+// applyClusterFlags sets the clustering flags the user gave onto cfg.
+func applyClusterFlags(c *cli.Context, cfg *agent.Config) {
+	if c.IsSet("server-port") {
+		cfg.Ports.Server = c.Int("server-port")
+	}
+	if c.IsSet("serf-lan-port") {
+		cfg.Ports.SerfLAN = c.Int("serf-lan-port")
+	}
+	if c.IsSet("bootstrap-expect") {
+		cfg.BootstrapExpect = c.Int("bootstrap-expect")
+	}
+	if c.IsSet("join") || c.IsSet("retry-join") {
+		cfg.Join = append(c.StringSlice("join"), c.StringSlice("retry-join")...)
+	}
+	if c.IsSet("retry-interval") {
+		cfg.RetryInterval = c.Duration("retry-interval")
+	}
+	if c.IsSet("retry-max") {
+		cfg.RetryMax = c.Int("retry-max")
+	}
+	if c.IsSet("encrypt") {
+		cfg.EncryptKey = c.String("encrypt")
+	}
 }
 
 // explainConfigError names, for each rejected field, the flag the user gave

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairndns/cairn/agent"
 	"github.com/urfave/cli/v2"
@@ -136,6 +138,28 @@ func TestAgentConfigDevIsAlwaysServer(t *testing.T) {
 	}
 }
 
+func TestAgentConfigClusterFlags(t *testing.T) {
+	key := "MDEyMzQ1Njc4OWFiY2RlZg=="
+	cfg, err := configFromArgs(t, "-server", "-data-dir", "/d", "-bootstrap-expect", "3",
+		"-join", "10.0.0.1", "-retry-join", "10.0.0.2:9301", "-retry-interval", "5s", "-retry-max", "4",
+		"-serf-lan-port", "9301", "-server-port", "9300", "-encrypt", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BootstrapExpect != 3 || !slices.Equal(cfg.Join, []string{"10.0.0.1", "10.0.0.2:9301"}) ||
+		cfg.RetryInterval != 5*time.Second || cfg.RetryMax != 4 || cfg.Ports.SerfLAN != 9301 ||
+		cfg.Ports.Server != 9300 || cfg.EncryptKey != key || !cfg.Clustering() {
+		t.Errorf("got %+v, want the cluster flags applied", cfg)
+	}
+	def, err := configFromArgs(t, "-data-dir", "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.BootstrapExpect != 0 || def.Join != nil || def.RetryInterval != 30*time.Second || def.Ports.SerfLAN != 8301 || def.Clustering() {
+		t.Errorf("got %+v, want the clustering defaults", def)
+	}
+}
+
 func TestAgentConfigErrors(t *testing.T) {
 	badDC := writeFile(t, "bad.hcl", "datacenter = \"dc_2\"\ndata_dir = \"/d\"\n")
 	typo := writeFile(t, "typo.hcl", "data_dri = \"/d\"\n")
@@ -156,6 +180,13 @@ func TestAgentConfigErrors(t *testing.T) {
 		{[]string{"-dev", "-dns-port", "70000", "-log-level", "loud"}, []string{"-dns-port: ", "-log-level: "}},
 		{[]string{"-config-file", badDC}, []string{"datacenter", badDC, "-datacenter", "dc_2"}},
 		{[]string{"-config-file", typo}, []string{"data_dri", "unknown key"}},
+		{[]string{"-data-dir", "/d", "-bootstrap-expect", "3"}, []string{"-bootstrap-expect: ", "-server"}},
+		{[]string{"-data-dir", "/d", "-retry-interval", "0s"}, []string{"-retry-interval: "}},
+		{[]string{"-data-dir", "/d", "-retry-max", "-1"}, []string{"-retry-max: "}},
+		{[]string{"-data-dir", "/d", "-serf-lan-port", "70000"}, []string{"-serf-lan-port: ", "70000"}},
+		{[]string{"-data-dir", "/d", "-server-port", "70000"}, []string{"-server-port: ", "70000"}},
+		{[]string{"-data-dir", "/d", "-encrypt", "c2hvcnQ="}, []string{"-encrypt: ", "16, 24 or 32"}},
+		{[]string{"-dev", "-join", "10.0.0.1"}, []string{"-join: ", "-dev"}},
 		{[]string{"-config-file", filepath.Join(t.TempDir(), "missing.hcl")}, []string{"missing.hcl"}},
 	} {
 		_, err := configFromArgs(t, tc.args...)

@@ -1,0 +1,85 @@
+package agenttest
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/agent"
+)
+
+// FreePort returns a port free on 127.0.0.1 for both TCP and UDP a moment
+// ago. Unlike port 0 it can be handed to peers before the agent starts, as
+// the server and gossip ports of a cluster must be; another process could
+// take it in between, which on loopback in a test is rare enough.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		_ = l.Close()
+		if err == nil {
+			_ = u.Close()
+			return port
+		}
+	}
+	t.Fatal("free port: no port free for both TCP and UDP")
+	return 0
+}
+
+// ServerConfig returns the configuration of a clustering server named name
+// on 127.0.0.1: its data in a temporary directory, DNS and HTTP on ports
+// picked by the system, server and gossip ports free (FreePort), expecting
+// expect servers and joining join (gossip addresses), retried every 100ms.
+func ServerConfig(t testing.TB, name string, expect int, join ...string) agent.Config {
+	t.Helper()
+	cfg := agent.DefaultConfig()
+	cfg.NodeName = name
+	cfg.Server = true
+	cfg.DataDir = t.TempDir()
+	cfg.Ports = agent.Ports{Server: FreePort(t), SerfLAN: FreePort(t)}
+	cfg.BootstrapExpect = expect
+	cfg.Join = join
+	cfg.RetryInterval = 100 * time.Millisecond
+	cfg.LogLevel = "warn"
+	return cfg
+}
+
+// Cluster is n clustering servers started by StartCluster, with the
+// configuration each was started with.
+type Cluster struct {
+	Agents  []*agent.Agent
+	Configs []agent.Config
+}
+
+// StartCluster starts n servers named s1…sn with BootstrapExpect n, each
+// joining the first one's gossip address. It does not wait for a leader:
+// see the agent's /v1/status/leader. Each agent is shut down when the test
+// ends.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{}
+	var first string
+	for i := range n {
+		cfg := ServerConfig(t, fmt.Sprintf("s%d", i+1), n)
+		if i == 0 {
+			first = net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Ports.SerfLAN))
+		}
+		cfg.Join = []string{first}
+		c.Configs = append(c.Configs, cfg)
+		c.Agents = append(c.Agents, Start(t, cfg))
+	}
+	return c
+}
+
+// RPCAddr is the server address (Raft and RPC) of the i-th agent, as
+// /v1/status/leader and /v1/status/peers name it.
+func (c *Cluster) RPCAddr(i int) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Configs[i].Ports.Server))
+}

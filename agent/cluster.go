@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// bootstrapPoll is how often a server waiting for -bootstrap-expect peers
+// looks at the gossip membership. The leader loop is the only reader of the
+// pool's change signal, so the watcher polls the snapshot instead.
+const bootstrapPoll = 200 * time.Millisecond
+
+// startCluster starts a server of a multi-server cluster: the rpc server
+// (Raft and RPC on one port), Raft over it without bootstrapping, the
+// Catalog endpoint, LAN gossip, and the owned loops that join the cluster,
+// bootstrap it once BootstrapExpect servers are seen, and carry out the
+// leader's duties. It returns without waiting for a leader, which exists
+// only after bootstrap; loops run until loopCtx ends.
+func (a *Agent) startCluster(loopCtx context.Context) error {
+	port := strconv.Itoa(a.cfg.Ports.Server)
+	rc := rpc.DefaultServerConfig()
+	rc.Addr = net.JoinHostPort(a.cfg.BindAddr, port)
+	if a.cfg.Ports.Server != 0 {
+		rc.AdvertiseAddr = net.JoinHostPort(a.advertise, port)
+	} else if a.advertise != a.cfg.BindAddr {
+		return &FieldError{Field: "ports.server", Reason: "0 (a free port) needs advertise_addr equal to bind_addr"}
+	}
+	rs, err := rpc.NewServer(rc, a.logger)
+	if err != nil {
+		return err
+	}
+	if err := rs.Start(); err != nil {
+		return err
+	}
+	a.rpcServer = rs
+	rpcAddr := rs.RaftLayer().Addr().String()
+	if a.rpcPool, err = rpc.NewPool(rpc.DefaultPoolConfig(), a.logger); err != nil {
+		return err
+	}
+
+	cc := consensus.DefaultConfig()
+	cc.NodeID = a.cfg.NodeName
+	cc.Layer = rs.RaftLayer()
+	cc.DataDir = a.cfg.DataDir
+	srv, err := consensus.New(cc, a.store, a.logger)
+	if err != nil {
+		return err
+	}
+	a.server = srv
+	catCfg := consensus.DefaultCatalogConfig()
+	catCfg.Datacenter = a.cfg.Datacenter
+	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
+		return err
+	}
+	if err := rs.Register(rpc.CatalogEndpoint, a.catalogEP); err != nil {
+		return err
+	}
+	a.backend = &backend{
+		server: srv, store: a.store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing,
+		writer: &rpcWriter{pool: a.rpcPool, addr: rpcAddr},
+	}
+
+	lc := consensus.DefaultLeaderConfig()
+	lc.Datacenter = a.cfg.Datacenter
+	gc := gossip.DefaultLANConfig()
+	gc.NodeName, gc.Datacenter, gc.Role = a.cfg.NodeName, a.cfg.Datacenter, gossip.RoleServer
+	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfLAN
+	gc.AdvertiseAddr = a.advertise
+	gc.RPCAddr = rpcAddr
+	gc.RetainDead = lc.RemoveFailedServersAfter
+	if gc.EncryptKey, err = a.cfg.encryptKey(); err != nil {
+		return err
+	}
+	if a.gossip, err = gossip.New(gc, a.logger.With("component", "gossip")); err != nil {
+		return err
+	}
+	leader, err := consensus.NewLeader(lc, srv, a.gossip, a.logger)
+	if err != nil {
+		return err
+	}
+	a.loops.Go(func() { leader.Run(loopCtx) })
+	if len(a.cfg.Join) > 0 {
+		a.loops.Go(func() { a.joinLoop(loopCtx) })
+	}
+	if a.cfg.BootstrapExpect > 0 {
+		a.loops.Go(func() { a.bootstrapWatch(loopCtx) })
+	}
+	a.logger.Info("clustering", "rpc", rpcAddr, "gossip", a.gossip.LocalMember().Addr.String()+":"+
+		strconv.Itoa(int(a.gossip.LocalMember().Port)), "bootstrap_expect", a.cfg.BootstrapExpect)
+	return nil
+}
+
+// joinLoop joins the LAN pool through cfg.Join, retrying every
+// RetryInterval until one address answers, RetryMax attempts were made, or
+// ctx ends.
+func (a *Agent) joinLoop(ctx context.Context) {
+	for attempt := 1; ; attempt++ {
+		n, err := a.gossip.Join(ctx, a.cfg.Join)
+		if err == nil {
+			a.logger.Info("joined the cluster", "answered", n, "attempt", attempt)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if a.cfg.RetryMax > 0 && attempt >= a.cfg.RetryMax {
+			a.logger.Error("giving up joining the cluster", "attempts", attempt, "err", err)
+			return
+		}
+		a.logger.Warn("join failed, will retry", "attempt", attempt, "retry_in", a.cfg.RetryInterval, "err", err)
+		t := time.NewTimer(a.cfg.RetryInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// bootstrapWatch waits until BootstrapExpect alive servers of this
+// datacenter are in gossip, then bootstraps Raft with them. A server that
+// already has Raft state, or that already knows a leader (it joined a
+// running cluster), does not: the leader adds it as a voter instead.
+func (a *Agent) bootstrapWatch(ctx context.Context) {
+	t := time.NewTicker(bootstrapPoll)
+	defer t.Stop()
+	for {
+		if a.server.Leader() != "" {
+			return
+		}
+		var servers []consensus.Peer
+		for _, m := range a.gossip.Members() {
+			if m.IsServer() && m.Status == gossip.StatusAlive && m.Datacenter == a.cfg.Datacenter {
+				servers = append(servers, consensus.Peer{ID: m.Node, Address: m.RPCAddr, Voter: true})
+			}
+		}
+		if len(servers) >= a.cfg.BootstrapExpect {
+			peers, err := a.server.Peers()
+			switch {
+			case err == nil && len(peers) > 0:
+				a.logger.Info("raft already has a configuration; not bootstrapping", "peers", len(peers))
+			default:
+				if err := a.server.BootstrapCluster(servers); err != nil {
+					a.logger.Error("bootstrap failed", "servers", len(servers), "err", err)
+				} else {
+					a.logger.Info("bootstrapped the cluster", "servers", len(servers))
+				}
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// firstSync pushes this node to the catalog until it succeeds or ctx ends:
+// in a cluster no write can succeed until a leader is elected.
+func (a *Agent) firstSync(ctx context.Context) {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		err := a.local.SyncFull(sctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		a.logger.Debug("first sync failed, will retry", "attempt", attempt, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// shutdownCluster stops what startCluster started, after the loops: the
+// Catalog endpoint's waits, gossip (leaving gracefully), the rpc server
+// and its pool. Raft is shut down by the caller.
+func (a *Agent) shutdownCluster(ctx context.Context) []error {
+	var errs []error
+	if a.catalogEP != nil {
+		a.catalogEP.Close()
+	}
+	if a.gossip != nil {
+		if err := a.gossip.Leave(5 * time.Second); err != nil && !errors.Is(err, gossip.ErrShutdown) {
+			a.logger.Warn("gossip leave", "err", err)
+		}
+		errs = append(errs, a.gossip.Shutdown())
+	}
+	if a.rpcServer != nil {
+		if err := a.rpcServer.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("rpc server shutdown: %w", err))
+		}
+	}
+	if a.rpcPool != nil {
+		errs = append(errs, a.rpcPool.Close())
+	}
+	return errs
+}

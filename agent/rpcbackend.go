@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+
+	"github.com/cairndns/cairn/agent/httpapi"
+	"github.com/cairndns/cairn/agent/local"
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// errNoServers is returned, wrapped, by every rpcBackend call made while
+// no server of the datacenter is known.
+var errNoServers = errors.New("no cairn servers known; is the agent joined to a cluster?")
+
+// rpcBackend is the backend of a client agent: it connects the agent's
+// consumers — local state, the HTTP API and the DNS resolver — to the
+// servers of its datacenter over RPC, through the Catalog endpoint.
+//
+// Each call goes to a server picked at random from servers(). A call that
+// fails with rpc.ErrTransport (the server could not be reached, or the
+// connection broke) is tried once more, on another server when there is
+// one; an error the server returned (*rpc.RemoteError) is final.
+//
+// Reads are sent with AllowStale: any server answers from its own state,
+// without forwarding to the leader, so DNS and the HTTP API keep answering
+// while there is no leader, and reads spread over all servers. The answer
+// may be behind the leader by the server's replication lag. Writes go to
+// any server too: a follower forwards them to the leader.
+//
+// Its methods may be called from any goroutine.
+type rpcBackend struct {
+	pool *rpc.Pool
+	// servers returns the RPC addresses of the live servers of this
+	// datacenter (from gossip). It is called once per call, and may be
+	// called from any goroutine.
+	servers func() []string
+	dc      string
+	// onlyPassing leaves instances with warning checks out of DNS answers.
+	onlyPassing bool
+	logger      *slog.Logger
+	// randN returns a number in [0, n); nil means math/rand/v2.IntN. A
+	// hook for tests, to pick servers in a known order.
+	randN func(n int) int
+}
+
+var (
+	_ local.Catalog   = (*rpcBackend)(nil)
+	_ httpapi.Catalog = (*rpcBackend)(nil)
+	_ resolver.Source = (*rpcBackend)(nil)
+)
+
+// newRPCBackend returns a backend calling the servers that servers()
+// returns through pool, for an agent of datacenter dc. logger may be nil.
+func newRPCBackend(pool *rpc.Pool, servers func() []string, dc string, onlyPassing bool, logger *slog.Logger) *rpcBackend {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &rpcBackend{
+		pool:        pool,
+		servers:     servers,
+		dc:          dc,
+		onlyPassing: onlyPassing,
+		logger:      logger.With("component", "rpc-backend"),
+	}
+}
+
+// call calls method on a random server, and once more on another one when
+// the first call fails with rpc.ErrTransport.
+//
+// Retrying a write is safe even though its fate is unknown after a
+// transport error: catalog registrations and deregistrations are
+// idempotent, setting the state they describe. With a single server known
+// the retry goes to that server again, which helps when the pool's session
+// to it had broken (the pool dials a new one).
+func (b *rpcBackend) call(ctx context.Context, method string, args, reply any) error {
+	servers := b.servers()
+	n := len(servers)
+	if n == 0 {
+		return fmt.Errorf("%s: %w", method, errNoServers)
+	}
+	randN := b.randN
+	if randN == nil {
+		randN = rand.IntN
+	}
+	first := randN(n)
+	err := b.pool.Call(ctx, servers[first], method, args, reply)
+	if err == nil || !errors.Is(err, rpc.ErrTransport) {
+		return err
+	}
+	next := first
+	if n > 1 {
+		next = (first + 1 + randN(n-1)) % n // any server but the first
+	}
+	b.logger.Debug("rpc to server failed, retrying", "peer", servers[first], "retry", servers[next], "err", err)
+	return b.pool.Call(ctx, servers[next], method, args, reply)
+}
+
+// query returns the options of every read: stale reads of this agent's
+// datacenter.
+func (b *rpcBackend) query() rpc.QueryOptions {
+	return rpc.QueryOptions{Datacenter: b.dc, AllowStale: true}
+}
+
+func (b *rpcBackend) Register(ctx context.Context, req *catalog.RegisterRequest) error {
+	args := &rpc.RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: b.dc}, Registration: *req}
+	return b.call(ctx, rpc.MethodCatalogRegister, args, nil)
+}
+
+func (b *rpcBackend) Deregister(ctx context.Context, req *catalog.DeregisterRequest) error {
+	args := &rpc.DeregisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: b.dc}, Deregistration: *req}
+	return b.call(ctx, rpc.MethodCatalogDeregister, args, nil)
+}
+
+func (b *rpcBackend) NodeServices(ctx context.Context, name string) (*catalog.Node, []*catalog.Service, error) {
+	var reply rpc.NodeServicesResponse
+	args := &rpc.NodeServicesRequest{QueryOptions: b.query(), Node: name}
+	if err := b.call(ctx, rpc.MethodCatalogNodeServices, args, &reply); err != nil {
+		return nil, nil, err
+	}
+	return reply.Node, reply.Services, nil
+}
+
+func (b *rpcBackend) Nodes(ctx context.Context) (uint64, []*catalog.Node, error) {
+	var reply rpc.NodesResponse
+	if err := b.call(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{QueryOptions: b.query()}, &reply); err != nil {
+		return 0, nil, err
+	}
+	return reply.Index, reply.Nodes, nil
+}
+
+func (b *rpcBackend) Services(ctx context.Context) (uint64, map[string][]string, error) {
+	var reply rpc.ServicesResponse
+	if err := b.call(ctx, rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: b.query()}, &reply); err != nil {
+		return 0, nil, err
+	}
+	return reply.Index, reply.Services, nil
+}
+
+func (b *rpcBackend) ServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error) {
+	var reply rpc.ServiceInstancesResponse
+	args := &rpc.ServiceInstancesRequest{QueryOptions: b.query(), Service: name, Tag: tag}
+	if err := b.call(ctx, rpc.MethodCatalogServiceInstances, args, &reply); err != nil {
+		return 0, nil, err
+	}
+	return reply.Index, reply.Instances, nil
+}
+
+// Instances answers the resolver: the instances of the local datacenter,
+// all of them, split here by health (the server's OnlyHealthy filter
+// would drop the unhealthy ones the resolver may still answer with).
+// Other datacenters are unknown until the WAN pool exists. A service or
+// tag that is not a valid label is no such service, answered without a
+// call (the server would refuse it with an error).
+func (b *rpcBackend) Instances(ctx context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error) {
+	if dc != b.dc {
+		return nil, nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+	}
+	if catalog.ValidLabel(service) != "" || (tag != "" && catalog.ValidLabel(tag) != "") {
+		return nil, nil, nil
+	}
+	_, all, err := b.ServiceInstances(ctx, service, tag)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, in := range all {
+		if in.Healthy(b.onlyPassing) {
+			healthy = append(healthy, in)
+		} else {
+			unhealthy = append(unhealthy, in)
+		}
+	}
+	return healthy, unhealthy, nil
+}
+
+// Node answers the resolver's node questions for the local datacenter.
+// The Catalog endpoint has no call for a node alone, so it asks for the
+// node with its services and drops them. A name that is not a valid node
+// name is no such node, answered without a call.
+func (b *rpcBackend) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
+	if dc != b.dc {
+		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+	}
+	if catalog.ValidateNodeName("Node", name) != nil {
+		return nil, nil
+	}
+	n, _, err := b.NodeServices(ctx, name)
+	return n, err
+}
+
+// Reverse answers nothing for now: reverse lookups need an endpoint of
+// their own (a Catalog.Reverse over the store's address index), which
+// the servers do not have yet. Until then a client agent answers PTR
+// questions as if no node or service held the address.
+func (b *rpcBackend) Reverse(context.Context, netip.Addr) (nodes, services []string, err error) {
+	return nil, nil, nil
+}
