@@ -122,13 +122,7 @@ func (b *backend) Instances(_ context.Context, dc, service, tag string) (healthy
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, in := range all {
-		if in.Healthy(b.onlyPassing) {
-			healthy = append(healthy, in)
-		} else {
-			unhealthy = append(unhealthy, in)
-		}
-	}
+	healthy, unhealthy = splitHealth(all, b.onlyPassing)
 	return healthy, unhealthy, nil
 }
 
@@ -145,4 +139,18 @@ func (b *backend) Node(_ context.Context, dc, name string) (*catalog.Node, error
 // index.
 func (b *backend) Reverse(_ context.Context, addr netip.Addr) (nodes, services []string, err error) {
 	return b.store.Reverse(nil, addr)
+}
+
+// splitHealth splits instances into those DNS answers with and those it
+// leaves out (a critical or maintenance check, or a warning with
+// onlyPassing).
+func splitHealth(all []catalog.ServiceInstance, onlyPassing bool) (healthy, unhealthy []catalog.ServiceInstance) {
+	for _, in := range all {
+		if in.Healthy(onlyPassing) {
+			healthy = append(healthy, in)
+		} else {
+			unhealthy = append(unhealthy, in)
+		}
+	}
+	return healthy, unhealthy
 }

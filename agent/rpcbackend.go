@@ -169,13 +169,7 @@ func (b *rpcBackend) Instances(ctx context.Context, dc, service, tag string) (he
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, in := range all {
-		if in.Healthy(b.onlyPassing) {
-			healthy = append(healthy, in)
-		} else {
-			unhealthy = append(unhealthy, in)
-		}
-	}
+	healthy, unhealthy = splitHealth(all, b.onlyPassing)
 	return healthy, unhealthy, nil
 }
 
