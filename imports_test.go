@@ -51,10 +51,11 @@ var thirdPartyHome = map[string][]string{
 }
 
 // isTestHelper reports whether dir is a test-only package (<pkg>test or the
-// end-to-end tests), which may import anything.
+// end-to-end tests) or an example program under examples/ (a measuring
+// tool, not part of cairn), which may import anything.
 func isTestHelper(dir string) bool {
 	base := filepath.Base(dir)
-	return dir == "e2e" || strings.HasSuffix(base, "test") && dir != "."
+	return dir == "e2e" || strings.HasPrefix(dir, "examples/") || strings.HasSuffix(base, "test") && dir != "."
 }
 
 // TestImportDirections parses every non-test Go file (no go list: its

@@ -34,18 +34,33 @@ type Agent struct {
 	advertise string
 	logger    *slog.Logger
 
-	store   *catalog.Store
-	server  *consensus.Server
-	local   *local.State
-	http    *httpapi.Server
-	dns     *resolver.Server
-	backend *backend
+	server *consensus.Server
+	local  *local.State
+	http   *httpapi.Server
+	dns    *resolver.Server
+	// backend is the catalog as this agent's consumers see it: the
+	// in-process server's (*backend) or, on a client, the servers' over
+	// RPC (*rpcBackend).
+	backend catalogBackend
 
-	// Set on a clustering server only (Config.Clustering).
+	// Set on a clustering server (Config.Clustering): all four; on a
+	// client: the pool and gossip.
 	rpcServer *rpc.Server
 	rpcPool   *rpc.Pool
 	catalogEP *consensus.Catalog
 	gossip    *gossip.Pool
+
+	// left is closed when the agent has left the cluster through Leave;
+	// Run then shuts it down.
+	left      chan struct{}
+	leaveOnce sync.Once
+	// leaveDo runs the graceful leave once (API or Shutdown); leaveErr is
+	// its result.
+	leaveDo  sync.Once
+	leaveErr error
+	// crashed makes Shutdown skip the graceful leave, as a killed process
+	// would: set by tests (export_test.go) before Shutdown.
+	crashed bool
 
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
@@ -62,7 +77,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-a.left:
+	}
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -90,10 +108,7 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, advertise: adv, logger: logger.With("node", cfg.NodeName, "dc", cfg.Datacenter)}
-	if a.store, err = catalog.NewStore(); err != nil {
-		return nil, err
-	}
+	a := &Agent{cfg: cfg, advertise: adv, logger: logger.With("node", cfg.NodeName, "dc", cfg.Datacenter), left: make(chan struct{})}
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
@@ -133,18 +148,18 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			err = errors.Join(err, a.Shutdown(sctx))
 		}
 	}()
-	if !a.cfg.Server {
-		// Client agents need servers to talk to, which come with clustering.
-		a.logger.Warn("client agents are not supported yet; running as a single-server datacenter")
-	}
 	// The loops live until Shutdown, not until ctx (which bounds Start).
 	loopCtx, stop := context.WithCancel(context.Background())
 	a.stopLoops = stop
-	if a.cfg.Clustering() {
-		if err := a.startCluster(loopCtx); err != nil {
-			return err
-		}
-	} else if err := a.startServer(ctx); err != nil {
+	switch {
+	case !a.cfg.Server:
+		err = a.startClient(loopCtx)
+	case a.cfg.Clustering():
+		err = a.startCluster(loopCtx)
+	default:
+		err = a.startServer(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	if err := a.startLocal(ctx, loopCtx); err != nil {
@@ -172,12 +187,16 @@ func (a *Agent) startServer(ctx context.Context) error {
 	if a.cfg.DataDir != "" {
 		cc.DataDir = a.cfg.DataDir
 	}
-	srv, err := consensus.New(cc, a.store, a.logger)
+	store, err := catalog.NewStore()
+	if err != nil {
+		return err
+	}
+	srv, err := consensus.New(cc, store, a.logger)
 	if err != nil {
 		return err
 	}
 	a.server = srv
-	a.backend = &backend{server: srv, store: a.store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing}
+	a.backend = &backend{server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing}
 	wctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return a.server.WaitForLeader(wctx)
@@ -199,7 +218,7 @@ func (a *Agent) startLocal(ctx, loopCtx context.Context) error {
 		return err
 	}
 	a.local = st
-	if a.cfg.Clustering() {
+	if a.gossip != nil {
 		a.loops.Go(func() {
 			a.firstSync(loopCtx)
 			st.Run(loopCtx)
@@ -219,7 +238,7 @@ func (a *Agent) startHTTP() error {
 	hc := httpapi.DefaultConfig()
 	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
 	hc.Datacenter = a.cfg.Datacenter
-	srv, err := httpapi.New(hc, a.local, a.backend, a.backend, a.logger)
+	srv, err := httpapi.New(hc, a.local, a.backend, a.backend, membership{a}, a.logger)
 	if err != nil {
 		return err
 	}
@@ -254,8 +273,8 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	zc.NodeTTL, zc.ServiceTTLs, zc.PTRTTL = d.NodeTTL, d.ServiceTTL, d.PTRTTL
 	zc.NodeMetaTXT, zc.AdditionalNodeMetaTXT = d.NodeMetaTXT, d.AdditionalNodeMetaTXT
 	zc.SOA = zones.SOAConfig{Refresh: d.SOA.Refresh, Retry: d.SOA.Retry, Expire: d.SOA.Expire, MinTTL: d.SOA.MinTTL}
-	// This agent is its datacenter's one server, so it is the name server
-	// the apex NS record names.
+	// The agent answers its zones itself, so it is the name server the
+	// apex NS record names for whoever asks it.
 	zc.NSAddress = a.advertise
 	zs := []zones.Config{zc}
 	if a.cfg.AltDomain != "" {

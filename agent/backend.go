@@ -13,10 +13,9 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-// backend connects the agent's consumers — local state, the HTTP API and the
-// DNS resolver — to the in-process server, each through the interface that
-// consumer declares. When client agents and RPC arrive, an RPC-backed
-// implementation takes its place, and the DNS side moves behind the cache.
+// backend connects a server agent's consumers — local state, the HTTP API
+// and the DNS resolver — to its in-process server, each through the
+// interface that consumer declares. Client agents use rpcBackend instead.
 type backend struct {
 	server *consensus.Server // writes (unless writer is set) and leadership
 	// writer, when set, takes the writes: on a clustering server they go
@@ -34,6 +33,15 @@ var (
 	_ httpapi.Status  = (*backend)(nil)
 	_ resolver.Source = (*backend)(nil)
 )
+
+// catalogBackend is everything the agent's consumers need of the catalog;
+// backend and rpcBackend provide it.
+type catalogBackend interface {
+	local.Catalog
+	httpapi.Catalog
+	httpapi.Status
+	resolver.Source
+}
 
 // catalogWriter is the write half of the catalog.
 type catalogWriter interface {

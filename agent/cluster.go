@@ -2,12 +2,12 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"time"
 
+	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
@@ -50,7 +50,11 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	cc.NodeID = a.cfg.NodeName
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
-	srv, err := consensus.New(cc, a.store, a.logger)
+	store, err := catalog.NewStore()
+	if err != nil {
+		return err
+	}
+	srv, err := consensus.New(cc, store, a.logger)
 	if err != nil {
 		return err
 	}
@@ -63,23 +67,21 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	if err := rs.Register(rpc.CatalogEndpoint, a.catalogEP); err != nil {
 		return err
 	}
+	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
+	if err != nil {
+		return err
+	}
+	if err := rs.Register(rpc.StatusEndpoint, status); err != nil {
+		return err
+	}
 	a.backend = &backend{
-		server: srv, store: a.store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing,
+		server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing,
 		writer: &rpcWriter{pool: a.rpcPool, addr: rpcAddr},
 	}
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
-	gc := gossip.DefaultLANConfig()
-	gc.NodeName, gc.Datacenter, gc.Role = a.cfg.NodeName, a.cfg.Datacenter, gossip.RoleServer
-	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfLAN
-	gc.AdvertiseAddr = a.advertise
-	gc.RPCAddr = rpcAddr
-	gc.RetainDead = lc.RemoveFailedServersAfter
-	if gc.EncryptKey, err = a.cfg.encryptKey(); err != nil {
-		return err
-	}
-	if a.gossip, err = gossip.New(gc, a.logger.With("component", "gossip")); err != nil {
+	if err := a.startGossip(gossip.RoleServer, rpcAddr); err != nil {
 		return err
 	}
 	leader, err := consensus.NewLeader(lc, srv, a.gossip, a.logger)
@@ -93,8 +95,7 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	if a.cfg.BootstrapExpect > 0 {
 		a.loops.Go(func() { a.bootstrapWatch(loopCtx) })
 	}
-	a.logger.Info("clustering", "rpc", rpcAddr, "gossip", a.gossip.LocalMember().Addr.String()+":"+
-		strconv.Itoa(int(a.gossip.LocalMember().Port)), "bootstrap_expect", a.cfg.BootstrapExpect)
+	a.logger.Info("clustering", "rpc", rpcAddr, "gossip", a.gossipAddr(), "bootstrap_expect", a.cfg.BootstrapExpect)
 	return nil
 }
 
@@ -197,8 +198,10 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 		a.catalogEP.Close()
 	}
 	if a.gossip != nil {
-		if err := a.gossip.Leave(5 * time.Second); err != nil && !errors.Is(err, gossip.ErrShutdown) {
-			a.logger.Warn("gossip leave", "err", err)
+		if !a.crashed {
+			if err := a.leave(ctx); err != nil {
+				a.logger.Warn("leaving the cluster", "err", err)
+			}
 		}
 		errs = append(errs, a.gossip.Shutdown())
 	}

@@ -46,8 +46,9 @@ type Config struct {
 	// Dev runs a single in-memory server needing no configuration: nothing is
 	// written to disk unless DataDir is also given.
 	Dev bool
-	// Server makes this agent a server holding the catalog. In this version
-	// every agent is a single-node server; Dev implies it.
+	// Server makes this agent a server holding the catalog (Raft). Without
+	// it the agent is a client: it finds the servers in LAN gossip and sends
+	// them every catalog read and write. Dev implies it.
 	Server bool
 	// LogLevel is one of debug, info, warn, error. Default "info".
 	LogLevel string
@@ -78,6 +79,11 @@ type Config struct {
 	// EncryptKey is the base64 of a 16, 24 or 32 byte AES key that encrypts
 	// gossip; every agent of a cluster needs the same. Default none.
 	EncryptKey string
+	// ReconnectTimeout is how long a failed member is remembered: its node
+	// stays in the catalog with a critical gossip check (out of DNS
+	// answers) until then, and is deregistered after. Default 72h, like
+	// Consul's reconnect_timeout; at least 1m.
+	ReconnectTimeout time.Duration
 }
 
 // DNSConfig tunes the DNS interface. For MaxUDPSize, RecursorTimeout,
@@ -146,14 +152,15 @@ type Ports struct {
 // DefaultConfig returns the configuration of an agent started with no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeName:      defaultNodeName(),
-		Datacenter:    "dc1",
-		Domain:        "cluster.",
-		BindAddr:      "127.0.0.1",
-		ClientAddr:    "127.0.0.1",
-		Ports:         Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
-		LogLevel:      "info",
-		RetryInterval: 30 * time.Second,
+		NodeName:         defaultNodeName(),
+		Datacenter:       "dc1",
+		Domain:           "cluster.",
+		BindAddr:         "127.0.0.1",
+		ClientAddr:       "127.0.0.1",
+		Ports:            Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		LogLevel:         "info",
+		RetryInterval:    30 * time.Second,
+		ReconnectTimeout: 72 * time.Hour,
 		DNS: DNSConfig{
 			MaxUDPSize:            1232,
 			RecursorTimeout:       2 * time.Second,
@@ -282,6 +289,9 @@ func (c *Config) validateCluster() []error {
 	}
 	if c.RetryMax < 0 {
 		bad("retry_max", "must not be negative, got %d", c.RetryMax)
+	}
+	if c.ReconnectTimeout < time.Minute {
+		bad("reconnect_timeout", "must be at least 1m, got %s", c.ReconnectTimeout)
 	}
 	if c.EncryptKey != "" {
 		if _, err := c.encryptKey(); err != nil {

@@ -15,14 +15,15 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	got := DefaultConfig()
 	want := Config{
-		NodeName:      got.NodeName, // the host name: checked below
-		Datacenter:    "dc1",
-		Domain:        "cluster.",
-		BindAddr:      "127.0.0.1",
-		ClientAddr:    "127.0.0.1",
-		Ports:         Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
-		LogLevel:      "info",
-		RetryInterval: 30 * time.Second,
+		NodeName:         got.NodeName, // the host name: checked below
+		Datacenter:       "dc1",
+		Domain:           "cluster.",
+		BindAddr:         "127.0.0.1",
+		ClientAddr:       "127.0.0.1",
+		Ports:            Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		LogLevel:         "info",
+		RetryInterval:    30 * time.Second,
+		ReconnectTimeout: 72 * time.Hour,
 		DNS: DNSConfig{
 			MaxUDPSize: 1232, RecursorTimeout: 2 * time.Second, RecursorStrategy: "sequential", UnhealthyAnswer: "nodata",
 			SOA:         SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
@@ -98,6 +99,7 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"retry_join[1]", `""`, func(c *Config) { c.Join = []string{"10.0.0.1", " "} }},
 		{"retry_interval", "0", func(c *Config) { c.RetryInterval = 0 }},
 		{"retry_max", "-1", func(c *Config) { c.RetryMax = -1 }},
+		{"reconnect_timeout", "30s", func(c *Config) { c.ReconnectTimeout = 30 * time.Second }},
 		{"ports.serf_lan", "70000", func(c *Config) { c.Ports.SerfLAN = 70000 }},
 		{"encrypt", "not base64", func(c *Config) { c.EncryptKey = "not base64!" }},
 		{"encrypt", "10 bytes", func(c *Config) { c.EncryptKey = "MDEyMzQ1Njc4OQ==" }},
@@ -225,7 +227,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	slices.Sort(got)
 	want := []string{"advertise_addr", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
 		"encrypt", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.server",
-		"retry_interval", "retry_max"}
+		"reconnect_timeout", "retry_interval", "retry_max"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)
 	}
@@ -257,6 +259,7 @@ func everyKey() Config {
 	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301}
 	c.BootstrapExpect, c.Join = 3, []string{"10.0.0.1", "10.0.0.2:9301"}
 	c.RetryInterval, c.RetryMax, c.EncryptKey = 5*time.Second, 7, "MDEyMzQ1Njc4OWFiY2RlZg=="
+	c.ReconnectTimeout = 8 * time.Hour
 	c.AltDomain, c.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
 	c.NodeMeta = map[string]string{"rack": "r1", "az-1": "a"}
 	c.DNS = DNSConfig{
@@ -292,6 +295,7 @@ bootstrap_expect = 3
 retry_join       = ["10.0.0.1", "10.0.0.2:9301"]
 retry_interval   = "5s"
 retry_max        = 7
+reconnect_timeout = "8h"
 encrypt          = "MDEyMzQ1Njc4OWFiY2RlZg=="
 alt_domain = "consul."
 node_meta { rack = "r1", "az-1" = "a" }
@@ -328,6 +332,7 @@ bootstrap_expect = 3
 retry_join = ["10.0.0.1", "10.0.0.2:9301"]
 retry_interval = "5s"
 retry_max = 7
+reconnect_timeout = "8h"
 encrypt = "MDEyMzQ1Njc4OWFiY2RlZg=="
 alt_domain = "consul."
 node_meta { rack = "r1", "az-1" = "a" }
@@ -364,6 +369,7 @@ dns_config {
   "retry_join": ["10.0.0.1", "10.0.0.2:9301"],
   "retry_interval": "5s",
   "retry_max": 7,
+  "reconnect_timeout": "8h",
   "encrypt": "MDEyMzQ1Njc4OWFiY2RlZg==",
   "alt_domain": "consul.",
   "node_meta": {"rack": "r1", "az-1": "a"},

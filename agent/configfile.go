@@ -33,11 +33,12 @@ type fileConfig struct {
 	DNS           *fileDNS          `hcl:"dns_config"`
 	NodeMeta      map[string]string `hcl:"node_meta"`
 
-	BootstrapExpect *int     `hcl:"bootstrap_expect"`
-	RetryJoin       []string `hcl:"retry_join"`
-	RetryInterval   *string  `hcl:"retry_interval"`
-	RetryMax        *int     `hcl:"retry_max"`
-	Encrypt         *string  `hcl:"encrypt"`
+	BootstrapExpect  *int     `hcl:"bootstrap_expect"`
+	RetryJoin        []string `hcl:"retry_join"`
+	RetryInterval    *string  `hcl:"retry_interval"`
+	RetryMax         *int     `hcl:"retry_max"`
+	Encrypt          *string  `hcl:"encrypt"`
+	ReconnectTimeout *string  `hcl:"reconnect_timeout"`
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -84,7 +85,7 @@ var knownKeys = map[string]bool{
 	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
 	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
 	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
-	"bootstrap_expect": true, "retry_join": true, "retry_interval": true, "retry_max": true,
+	"bootstrap_expect": true, "retry_join": true, "retry_interval": true, "retry_max": true, "reconnect_timeout": true,
 	"encrypt": true, "ports.serf_lan": true,
 }
 
@@ -184,6 +185,13 @@ func (fc *fileConfig) applyCluster(c *Config) error {
 	}
 	if fc.Encrypt != nil {
 		c.EncryptKey = *fc.Encrypt
+	}
+	if fc.ReconnectTimeout != nil {
+		d, err := time.ParseDuration(*fc.ReconnectTimeout)
+		if err != nil {
+			return &FieldError{Field: "reconnect_timeout", Reason: fmt.Sprintf("%q is not a duration such as \"72h\"", *fc.ReconnectTimeout)}
+		}
+		c.ReconnectTimeout = d
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
@@ -53,6 +54,7 @@ type rpcBackend struct {
 var (
 	_ local.Catalog   = (*rpcBackend)(nil)
 	_ httpapi.Catalog = (*rpcBackend)(nil)
+	_ httpapi.Status  = (*rpcBackend)(nil)
 	_ resolver.Source = (*rpcBackend)(nil)
 )
 
@@ -188,10 +190,54 @@ func (b *rpcBackend) Node(ctx context.Context, dc, name string) (*catalog.Node, 
 	return n, err
 }
 
-// Reverse answers nothing for now: reverse lookups need an endpoint of
-// their own (a Catalog.Reverse over the store's address index), which
-// the servers do not have yet. Until then a client agent answers PTR
-// questions as if no node or service held the address.
-func (b *rpcBackend) Reverse(context.Context, netip.Addr) (nodes, services []string, err error) {
-	return nil, nil, nil
+// Reverse answers the resolver's PTR questions through the servers'
+// address index.
+func (b *rpcBackend) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
+	var reply rpc.ReverseResponse
+	args := &rpc.ReverseRequest{QueryOptions: b.query(), Addr: addr.String()}
+	if err := b.call(ctx, rpc.MethodCatalogReverse, args, &reply); err != nil {
+		return nil, nil, err
+	}
+	return reply.Nodes, reply.Services, nil
+}
+
+// statusTimeout bounds the Status calls behind Leader and Peers, whose
+// callers (the HTTP status endpoints) take no context.
+const statusTimeout = 5 * time.Second
+
+// Leader returns the leader's address as a server sees it, or "" when
+// none is known or no server answered.
+func (b *rpcBackend) Leader() string {
+	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+	defer cancel()
+	var reply rpc.LeaderResponse
+	if err := b.call(ctx, rpc.MethodStatusLeader, &rpc.StatusRequest{QueryOptions: b.query()}, &reply); err != nil {
+		b.logger.Debug("no leader known", "err", err)
+		return ""
+	}
+	return reply.Leader
+}
+
+// Peers returns the Raft addresses of the servers of the datacenter.
+func (b *rpcBackend) Peers() ([]string, error) {
+	cfg, err := b.RaftConfiguration(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		out = append(out, s.Address)
+	}
+	return out, nil
+}
+
+// RaftConfiguration returns the Raft configuration a server holds.
+func (b *rpcBackend) RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	var reply rpc.RaftConfigurationResponse
+	if err := b.call(ctx, rpc.MethodStatusRaftConfiguration, &rpc.StatusRequest{QueryOptions: b.query()}, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
 }

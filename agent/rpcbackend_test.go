@@ -72,6 +72,13 @@ func startCatalogServer(t *testing.T) string {
 	if err := rs.Register(rpc.CatalogEndpoint, cat); err != nil {
 		t.Fatal(err)
 	}
+	status, err := consensus.NewStatus(srv, "dc1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Register(rpc.StatusEndpoint, status); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.WaitForLeader(ctx); err != nil {
@@ -190,6 +197,21 @@ func TestRPCBackendRoundTrip(t *testing.T) {
 	if n, err := b.Node(ctx, "dc1", "nosuch"); err != nil || n != nil {
 		t.Errorf("Node(nosuch): got %+v, err %v, want nil, nil", n, err)
 	}
+	if nodes, svcs, err := b.Reverse(ctx, netip.MustParseAddr("10.0.0.5")); err != nil || !slices.Equal(nodes, []string{"client1"}) || len(svcs) != 0 {
+		t.Errorf("Reverse(10.0.0.5): got nodes %v, services %v, err %v, want client1 only", nodes, svcs, err)
+	}
+	if nodes, svcs, err := b.Reverse(ctx, netip.MustParseAddr("10.9.9.9")); err != nil || len(nodes)+len(svcs) != 0 {
+		t.Errorf("Reverse(10.9.9.9): got nodes %v, services %v, err %v, want none", nodes, svcs, err)
+	}
+
+	// The status calls: the one server leads and is the one peer.
+	server := b.servers()[0]
+	if got := b.Leader(); got != server {
+		t.Errorf("Leader: got %q, want %q", got, server)
+	}
+	if peers, err := b.Peers(); err != nil || !slices.Equal(peers, []string{server}) {
+		t.Errorf("Peers: got %v, err %v, want [%s]", peers, err, server)
+	}
 
 	// A critical check moves the instance to the unhealthy side.
 	reg.Checks[0].Status = catalog.HealthCritical
@@ -228,9 +250,6 @@ func TestRPCBackendResolverWithoutCall(t *testing.T) {
 	}
 	if n, err := b.Node(ctx, "dc1", "bad_name"); err != nil || n != nil {
 		t.Errorf("Node(bad_name): got %v, %v, want no such node", n, err)
-	}
-	if nodes, services, err := b.Reverse(ctx, netip.MustParseAddr("10.0.0.5")); err != nil || nodes != nil || services != nil {
-		t.Errorf("Reverse: got %v, %v, %v, want nothing", nodes, services, err)
 	}
 	if calls != 0 {
 		t.Errorf("servers() called %d times, want 0", calls)
@@ -290,6 +309,10 @@ func TestRPCBackendDoesNotRetryRemoteError(t *testing.T) {
 	err := b.Register(ctx, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5", Service: &catalog.Service{Service: "bad_name"}})
 	if _, ok := errors.AsType[*rpc.RemoteError](err); !ok {
 		t.Errorf("Register(bad_name): got err %v, want a RemoteError", err)
+	}
+	// The field the server refused survives the wire, for the HTTP API's 400.
+	if fe, ok := errors.AsType[*catalog.FieldError](err); !ok || fe.Field != "Service.Name" {
+		t.Errorf("Register(bad_name): got err %v, want a FieldError naming Service.Name", err)
 	}
 	if _, _, err := b.ServiceInstances(ctx, "bad_name", ""); err == nil {
 		t.Error("ServiceInstances(bad_name): got no error, want a RemoteError")

@@ -51,3 +51,74 @@ func (a *Agent) Services(ctx context.Context) (map[string]*AgentService, error) 
 	}
 	return out, nil
 }
+
+// agentMember is a member as the agent sends it: Consul's shape, with the
+// status as serf's number.
+type agentMember struct {
+	Name   string
+	Addr   string
+	Port   uint16
+	Tags   map[string]string
+	Status int
+}
+
+// memberStatuses names Consul's member status numbers.
+var memberStatuses = [...]string{MemberNone, MemberAlive, MemberLeaving, MemberLeft, MemberFailed}
+
+func (m agentMember) toMember() Member {
+	status := "unknown"
+	if m.Status >= 0 && m.Status < len(memberStatuses) {
+		status = memberStatuses[m.Status]
+	}
+	role := RoleClient
+	if m.Tags["role"] == "consul" {
+		role = RoleServer
+	}
+	tags := m.Tags
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	return Member{
+		Name: m.Name, Addr: m.Addr, Port: m.Port, Status: status, Role: role,
+		Datacenter: tags["dc"], Tags: tags,
+	}
+}
+
+// Members lists the members of the agent's LAN gossip pool, itself
+// included, in the order the agent sends them: GET /v1/agent/members.
+// Gossip is eventually consistent, so two agents may disagree for a
+// moment; the catalog's nodes are the consistent view.
+func (a *Agent) Members(ctx context.Context) ([]Member, error) {
+	var raw []agentMember
+	if _, err := a.c.do(ctx, request{method: http.MethodGet, path: "/v1/agent/members"}, &raw); err != nil {
+		return nil, err
+	}
+	out := make([]Member, 0, len(raw))
+	for _, m := range raw {
+		out = append(out, m.toMember())
+	}
+	return out, nil
+}
+
+// Join asks the agent to join the LAN gossip pool of the agent at addr
+// ("host", meaning the agent's own gossip port, or "host:port"):
+// PUT /v1/agent/join/<addr>. An agent that could not join addr answers
+// with a 500, returned as a *StatusError.
+func (a *Agent) Join(ctx context.Context, addr string) error {
+	if addr == "" {
+		return errors.New("join: address is empty")
+	}
+	_, err := a.c.do(ctx, request{
+		method: http.MethodPut,
+		path:   "/v1/agent/join/" + url.PathEscape(addr),
+	}, nil)
+	return err
+}
+
+// Leave asks the agent to leave the cluster gracefully and then shut down:
+// PUT /v1/agent/leave. It returns once the leave has been broadcast; the
+// agent stops after answering.
+func (a *Agent) Leave(ctx context.Context) error {
+	_, err := a.c.do(ctx, request{method: http.MethodPut, path: "/v1/agent/leave"}, nil)
+	return err
+}

@@ -117,6 +117,9 @@ func (c *Client) Catalog() *Catalog { return &Catalog{c: c} }
 // Health returns the health endpoints (/v1/health).
 func (c *Client) Health() *Health { return &Health{c: c} }
 
+// Operator returns the operator endpoints (/v1/operator).
+func (c *Client) Operator() *Operator { return &Operator{c: c} }
+
 // Status returns the status endpoints (/v1/status).
 func (c *Client) Status() *Status { return &Status{c: c} }
 

@@ -1,8 +1,10 @@
 // Package api is the Go client of a cairn agent's HTTP API.
 //
 // The API keeps the paths and JSON shapes of Consul's /v1/agent, /v1/catalog,
-// /v1/health and /v1/status endpoints, so the types here carry Consul's field
-// names and code written against Consul's client reads the same way:
+// /v1/health, /v1/status and /v1/operator/raft endpoints, so the types here
+// carry Consul's field names and code written against Consul's client reads
+// the same way (Member is the exception: its status and role are names rather
+// than Consul's numbers and tags):
 //
 //	client, err := api.NewClient(api.DefaultConfig())
 //	if err != nil {

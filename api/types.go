@@ -99,3 +99,35 @@ type QueryMeta struct {
 	// X-Consul-Index header; 0 when the agent did not send one.
 	LastIndex uint64
 }
+
+// Member states, the values of Member.Status. They name Consul's member
+// status numbers 0 to 4, in order.
+const (
+	MemberNone    = "none"
+	MemberAlive   = "alive"
+	MemberLeaving = "leaving"
+	MemberLeft    = "left"
+	MemberFailed  = "failed"
+)
+
+// Member roles, the values of Member.Role.
+const (
+	RoleServer = "server"
+	RoleClient = "client"
+)
+
+// Member is one agent of the LAN gossip pool, as GET /v1/agent/members
+// lists it (Consul's AgentMember, read for people: Status and Role are
+// names, and Datacenter is taken out of Tags).
+type Member struct {
+	Name       string
+	Addr       string // gossip IP
+	Port       uint16 // gossip port
+	Status     string // MemberAlive, MemberLeaving, MemberLeft, MemberFailed; MemberNone or "unknown" otherwise
+	Role       string // RoleServer when Tags["role"] is "consul", RoleClient otherwise
+	Datacenter string // Tags["dc"]
+	// Tags are the member's gossip tags as the agent sent them: "role",
+	// "dc", "vsn" (protocol version) and, for a server, "port" (its RPC
+	// port).
+	Tags map[string]string
+}

@@ -11,7 +11,10 @@
 //
 // The Catalog RPC endpoint serves catalog reads and writes to agents,
 // forwarding writes (and reads that need it) to the leader and holding
-// blocking queries on state-store watches. The Leader runs the leader's
+// blocking queries on state-store watches; the Status RPC endpoint reports
+// this server's view of Raft (the leader, the configuration). Both return
+// errors through rpc.WireError, so a field error or a sentinel reaches the
+// caller, even through a forward. The Leader runs the leader's
 // duties: it reconciles gossip membership into node health checks and the
 // Raft configuration.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -65,6 +66,10 @@ func (c CatalogConfig) Validate() error {
 // is not the leader); with RequireConsistent the leader first makes sure it
 // still leads and has applied everything committed.
 //
+// Every method returns its error through rpc.WireError, so that an invalid
+// field reaches the caller as a *catalog.FieldError and a missing node as
+// catalog.ErrNotFound, even through a forward to the leader.
+//
 // Register it on an rpc.Server under rpc.CatalogEndpoint. Its methods are called
 // by net/rpc, each on its own goroutine. Close must be called before the
 // rpc.Server is shut down: it ends blocking queries and forwards in flight,
@@ -98,8 +103,9 @@ func (c *Catalog) Close() { c.cancel() }
 
 // Register registers a node, and optionally a service and checks on it,
 // and returns once the write is committed and applied.
-func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) error {
-	if err := c.checkDatacenter(args.Datacenter); err != nil {
+func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) (err error) {
+	defer wireError(&err)
+	if err := checkDatacenter(c.cfg.Datacenter, args.Datacenter); err != nil {
 		return err
 	}
 	reg := &args.Registration
@@ -119,8 +125,9 @@ func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) error {
 
 // Deregister removes a service, a check or (with neither named) a node,
 // and returns once the write is committed and applied.
-func (c *Catalog) Deregister(args *rpc.DeregisterRequest, _ *struct{}) error {
-	if err := c.checkDatacenter(args.Datacenter); err != nil {
+func (c *Catalog) Deregister(args *rpc.DeregisterRequest, _ *struct{}) (err error) {
+	defer wireError(&err)
+	if err := checkDatacenter(c.cfg.Datacenter, args.Datacenter); err != nil {
 		return err
 	}
 	d := &args.Deregistration
@@ -151,7 +158,8 @@ func validateDeregister(d *catalog.DeregisterRequest) error {
 }
 
 // ServiceInstances returns the instances of a service.
-func (c *Catalog) ServiceInstances(args *rpc.ServiceInstancesRequest, reply *rpc.ServiceInstancesResponse) error {
+func (c *Catalog) ServiceInstances(args *rpc.ServiceInstancesRequest, reply *rpc.ServiceInstancesResponse) (err error) {
+	defer wireError(&err)
 	if err := validateLabel("Service", args.Service); err != nil {
 		return err
 	}
@@ -183,7 +191,8 @@ func (c *Catalog) ServiceInstances(args *rpc.ServiceInstancesRequest, reply *rpc
 }
 
 // Nodes returns every node.
-func (c *Catalog) Nodes(args *rpc.NodesRequest, reply *rpc.NodesResponse) error {
+func (c *Catalog) Nodes(args *rpc.NodesRequest, reply *rpc.NodesResponse) (err error) {
+	defer wireError(&err)
 	if done, err := c.forwardRead(rpc.MethodCatalogNodes, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
@@ -195,7 +204,8 @@ func (c *Catalog) Nodes(args *rpc.NodesRequest, reply *rpc.NodesResponse) error 
 }
 
 // Services returns every service name with its tags.
-func (c *Catalog) Services(args *rpc.ServicesRequest, reply *rpc.ServicesResponse) error {
+func (c *Catalog) Services(args *rpc.ServicesRequest, reply *rpc.ServicesResponse) (err error) {
+	defer wireError(&err)
 	if done, err := c.forwardRead(rpc.MethodCatalogServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
@@ -207,7 +217,8 @@ func (c *Catalog) Services(args *rpc.ServicesRequest, reply *rpc.ServicesRespons
 }
 
 // NodeServices returns a node and the services on it.
-func (c *Catalog) NodeServices(args *rpc.NodeServicesRequest, reply *rpc.NodeServicesResponse) error {
+func (c *Catalog) NodeServices(args *rpc.NodeServicesRequest, reply *rpc.NodeServicesResponse) (err error) {
+	defer wireError(&err)
 	if err := catalog.ValidateNodeName("Node", args.Node); err != nil {
 		return err
 	}
@@ -228,6 +239,46 @@ func (c *Catalog) NodeServices(args *rpc.NodeServicesRequest, reply *rpc.NodeSer
 	})
 }
 
+// Reverse returns the nodes and services registered with an address, for
+// PTR answers.
+func (c *Catalog) Reverse(args *rpc.ReverseRequest, reply *rpc.ReverseResponse) (err error) {
+	defer wireError(&err)
+	addr, err := parseAddr("Addr", args.Addr)
+	if err != nil {
+		return err
+	}
+	if done, err := c.forwardRead(rpc.MethodCatalogReverse, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		// Store.Reverse reports no index, so the answer carries the
+		// store's: coarser (any write moves it, so a blocking query may
+		// return unchanged data once), never wrong. It is read first, so
+		// it is never newer than the data read: an index past the data
+		// would make the next blocking query miss the write between.
+		idx := c.srv.Store().Index()
+		nodes, services, err := c.srv.Store().Reverse(ws, addr)
+		if err != nil {
+			return 0, err
+		}
+		reply.Nodes, reply.Services = nodes, services
+		return idx, nil
+	})
+}
+
+// parseAddr parses an IP address as the catalog stores them: any spelling
+// netip accepts, without a zone (no registered address has one).
+func parseAddr(field, s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, &catalog.FieldError{Field: field, Reason: "is required"}
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, &catalog.FieldError{Field: field, Reason: fmt.Sprintf("%q is not an IP address", s)}
+	}
+	return a, nil
+}
+
 func validateLabel(field, s string) error {
 	if r := catalog.ValidLabel(s); r != "" {
 		return &catalog.FieldError{Field: field, Reason: r}
@@ -235,14 +286,20 @@ func validateLabel(field, s string) error {
 	return nil
 }
 
-// checkDatacenter refuses a request for another datacenter. Datacenter
-// names compare case-insensitively, as the DNS names they appear in.
-func (c *Catalog) checkDatacenter(dc string) error {
-	if dc == "" || strings.EqualFold(dc, c.cfg.Datacenter) {
+// checkDatacenter refuses a request for a datacenter other than own, this
+// server's. Datacenter names compare case-insensitively, as the DNS
+// names they appear in.
+func checkDatacenter(own, dc string) error {
+	if dc == "" || strings.EqualFold(dc, own) {
 		return nil
 	}
-	return fmt.Errorf("datacenter %q (this is %q): %w", dc, c.cfg.Datacenter, ErrNoPathToDatacenter)
+	return fmt.Errorf("datacenter %q (this is %q): %w", dc, own, ErrNoPathToDatacenter)
 }
+
+// wireError applies rpc.WireError to the error an endpoint method returns,
+// so that a field error or a sentinel reaches the caller as such. Every
+// method defers it on its named result.
+func wireError(err *error) { *err = rpc.WireError(*err) }
 
 // query answers a read from this server's store, blocking as opts ask, and
 // says how current the answer is.
@@ -263,7 +320,7 @@ func (c *Catalog) forwardRead(method string, q *rpc.QueryOptions, forwarded *boo
 	if err := q.Validate(); err != nil {
 		return true, err
 	}
-	if err := c.checkDatacenter(q.Datacenter); err != nil {
+	if err := checkDatacenter(c.cfg.Datacenter, q.Datacenter); err != nil {
 		return true, err
 	}
 	if q.AllowStale {
@@ -303,7 +360,8 @@ func maxBlockingWait(opts rpc.QueryOptions, l rpc.BlockingLimits) time.Duration 
 // this server is the leader and answers itself.
 //
 // The leader's error comes back as it was sent (a *rpc.RemoteError), so the
-// client sees the leader's words; a failure to reach the leader wraps
+// client sees the leader's words, and the method's rpc.WireError encodes
+// its field or sentinel again; a failure to reach the leader wraps
 // rpc.ErrTransport. A request that was forwarded to this server already is
 // refused with ErrNotLeader rather than sent on.
 func (c *Catalog) forward(method string, forwarded *bool, args, reply any, wait time.Duration) (done bool, err error) {

@@ -2,7 +2,9 @@ package consensus_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -133,5 +135,120 @@ func TestCatalogEndpointForwarding(t *testing.T) {
 	catalogCall(t, p, f[0], rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &nodesReply)
 	if len(nodesReply.Nodes) != 1 || nodesReply.Nodes[0].Node != "client2" {
 		t.Errorf("Nodes after Deregister via %s: got %d nodes, want client2 alone", f[1].ID, len(nodesReply.Nodes))
+	}
+}
+
+// callErr calls method on n and returns the error.
+func callErr(p *rpc.Pool, n *consensustest.Node, method string, args, reply any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	return p.Call(ctx, n.Addr, method, args, reply)
+}
+
+// TestCatalogEndpointErrorsOnFollower: what a client sends to a follower is
+// refused with a FieldError naming the field, whether the follower refuses
+// it or the leader it forwarded it to does; a node the leader does not
+// have comes back as catalog.ErrNotFound. A reverse lookup on a follower
+// is answered like the other reads.
+func TestCatalogEndpointErrorsOnFollower(t *testing.T) {
+	nodes, p := startCatalogCluster(t)
+	consensustest.WaitForLeader(t, nodes, within)
+	f := catalogFollowers(nodes)[0]
+
+	err := callErr(p, f, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{
+		Node: "client1", Address: "10.0.0.1", Service: &catalog.Service{Service: "web", Port: 70000},
+	}}, nil)
+	if fe, ok := errors.AsType[*catalog.FieldError](err); !ok || fe.Field != "Service.Port" {
+		t.Errorf("bad port on %s: got %v, want a FieldError for Service.Port", f.ID, err)
+	}
+
+	// Validation passes on the follower; the leader's store has no such
+	// node: two hops.
+	err = callErr(p, f, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{
+		Node: "ghost", SkipNodeUpdate: true, Service: &catalog.Service{Service: "web"},
+	}}, nil)
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("service on an unknown node via %s: got %v, want catalog.ErrNotFound", f.ID, err)
+	}
+
+	catalogCall(t, p, f, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{
+		Node: "client1", Address: "10.0.0.1", Service: &catalog.Service{Service: "web", Address: "10.0.0.8"},
+	}}, nil)
+	for _, opts := range []rpc.QueryOptions{{}, {RequireConsistent: true}} {
+		var got rpc.ReverseResponse
+		catalogCall(t, p, f, rpc.MethodCatalogReverse, &rpc.ReverseRequest{QueryOptions: opts, Addr: "10.0.0.8"}, &got)
+		if !slices.Equal(got.Services, []string{"web"}) || len(got.Nodes) != 0 || got.LastContact != 0 {
+			t.Errorf("Reverse %+v on %s: got nodes %v services %v meta %+v, want web from the leader", opts, f.ID, got.Nodes, got.Services, got.QueryMeta)
+		}
+	}
+	consensustest.WaitFor(t, within, func() error {
+		var got rpc.ReverseResponse
+		if err := callErr(p, f, rpc.MethodCatalogReverse, &rpc.ReverseRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}, Addr: "10.0.0.1"}, &got); err != nil {
+			return err
+		}
+		if !slices.Equal(got.Nodes, []string{"client1"}) || !got.KnownLeader {
+			return fmt.Errorf("stale Reverse on %s: got nodes %v meta %+v", f.ID, got.Nodes, got.QueryMeta)
+		}
+		return nil
+	})
+}
+
+// refusingLeader stands in for the leader's Catalog endpoint, refusing
+// everything as only a leader could, so that the test sees what a
+// follower makes of the leader's errors.
+type refusingLeader struct{}
+
+func (refusingLeader) Register(args *rpc.RegisterRequest, _ *struct{}) error {
+	if !args.Forwarded {
+		return errors.New("want a forwarded request")
+	}
+	return rpc.WireError(fmt.Errorf("register node %q: %w", args.Registration.Node,
+		&catalog.FieldError{Field: `Service.Meta["only the leader"]`, Reason: "is refused: by the leader"}))
+}
+
+func (refusingLeader) Deregister(args *rpc.DeregisterRequest, _ *struct{}) error {
+	return rpc.WireError(fmt.Errorf("deregister on node %q: %w", args.Deregistration.Node, catalog.ErrNotFound))
+}
+
+// TestCatalogEndpointLeaderErrorsSurviveForward: a field error or a
+// sentinel the leader returns reaches the client of the follower that
+// forwarded the request intact, with the leader's words.
+func TestCatalogEndpointLeaderErrorsSurviveForward(t *testing.T) {
+	nodes := consensustest.StartCluster(t, 3)
+	leader := consensustest.WaitForLeader(t, nodes, within)
+	for _, n := range nodes {
+		var ep any = refusingLeader{}
+		if n != leader {
+			cfg := consensus.DefaultCatalogConfig()
+			cfg.Datacenter = "dc1"
+			cat, err := consensus.NewCatalog(n.Server, rpctest.NewPool(t), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(cat.Close)
+			ep = cat
+		}
+		if err := n.RPC.Register(rpc.CatalogEndpoint, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := rpctest.NewPool(t)
+	f := catalogFollowers(nodes)[0]
+
+	err := callErr(p, f, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{
+		Node: "client1", Address: "10.0.0.1", Service: &catalog.Service{Service: "web"},
+	}}, nil)
+	want := &catalog.FieldError{Field: `Service.Meta["only the leader"]`, Reason: "is refused: by the leader"}
+	if fe, ok := errors.AsType[*catalog.FieldError](err); !ok || *fe != *want {
+		t.Errorf("Register via %s: got %v, want FieldError %+v", f.ID, err, want)
+	}
+	remote, ok := errors.AsType[*rpc.RemoteError](err)
+	if wantMsg := `register node "client1": ` + want.Error(); !ok || remote.Message != wantMsg {
+		t.Errorf("Register via %s: got %v, want a RemoteError saying %q", f.ID, err, wantMsg)
+	}
+
+	err = callErr(p, f, rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "client1"}}, nil)
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("Deregister via %s: got %v, want catalog.ErrNotFound", f.ID, err)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
-// endpointHarness is one server with its Catalog endpoint on a real
-// loopback RPC server, and a client pool to call it with.
+// endpointHarness is one server with its Catalog and Status endpoints on a
+// real loopback RPC server, and a client pool to call it with.
 type endpointHarness struct {
 	srv    *Server
 	cat    *Catalog
@@ -28,8 +28,8 @@ type endpointHarness struct {
 
 // startEndpoint starts a server (a bootstrapped cluster of one when
 // bootstrap is set, else a server that never learns of a leader), its
-// Catalog endpoint and an RPC server for it. Everything is stopped in
-// order when the test ends: the endpoint, then RPC, then Raft.
+// Catalog and Status endpoints and an RPC server for them. Everything is
+// stopped in order when the test ends: the endpoint, then RPC, then Raft.
 func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *endpointHarness {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -76,6 +76,13 @@ func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *end
 		}
 	})
 	if err := rsrv.Register(rpc.CatalogEndpoint, cat); err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStatus(srv, ccfg.Datacenter)
+	if err != nil {
+		t.Fatalf("NewStatus: %v", err)
+	}
+	if err := rsrv.Register(rpc.StatusEndpoint, st); err != nil {
 		t.Fatal(err)
 	}
 	if bootstrap {
@@ -351,35 +358,77 @@ func expectRemoteError(t *testing.T, err error, what, wantSubstr string) {
 	}
 }
 
+// TestCatalogEndpointValidation checks that every method refuses what it
+// must, and that the refusal reaches the caller as a *catalog.FieldError
+// naming the field (or as the sentinel), for the HTTP API to answer 400.
 func TestCatalogEndpointValidation(t *testing.T) {
 	h := startEndpoint(t, true, nil)
 	reg := func(r catalog.RegisterRequest) *rpc.RegisterRequest { return &rpc.RegisterRequest{Registration: r} }
 	for _, tc := range []struct {
 		name, method string
 		args         any
-		wantSubstr   string
+		wantField    string // the FieldError's Field; "" when wantErr is set
+		wantErr      error  // the sentinel, when not a field error
 	}{
 		{"bad service name", rpc.MethodCatalogRegister,
-			reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: "bad_name"}}), "Service.Name:"},
-		{"no address", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1"}), "Address:"},
-		{"bad node", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n 1", Address: "10.0.0.1"}), "Node:"},
+			reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: "bad_name"}}), "Service.Name", nil},
+		{"bad port", rpc.MethodCatalogRegister,
+			reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: "web", Port: 70000}}), "Service.Port", nil},
+		{"no address", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1"}), "Address", nil},
+		{"bad node", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n 1", Address: "10.0.0.1"}), "Node", nil},
+		{"bad meta key", rpc.MethodCatalogRegister,
+			reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", NodeMeta: map[string]string{`a "b": c`: "x"}}), `NodeMeta[a "b": c]`, nil},
 		{"bad check status", rpc.MethodCatalogRegister, reg(catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1",
-			Checks: []*catalog.Check{{CheckID: "c", Status: "sleepy"}}}), "Checks[0].Status:"},
-		{"deregister without node", rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{}, "Node:"},
+			Checks: []*catalog.Check{{CheckID: "c", Status: "sleepy"}}}), "Checks[0].Status", nil},
+		{"node of another datacenter", rpc.MethodCatalogRegister,
+			reg(catalog.RegisterRequest{Datacenter: "dc2", Node: "n1", Address: "10.0.0.1"}), "Datacenter", nil},
+		{"unknown node kept as is", rpc.MethodCatalogRegister,
+			reg(catalog.RegisterRequest{Node: "n1", SkipNodeUpdate: true}), "", catalog.ErrNotFound},
+		{"deregister without node", rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{}, "Node", nil},
 		{"deregister bad service ID", rpc.MethodCatalogDeregister,
-			&rpc.DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "a/b"}}, "ServiceID:"},
-		{"no service", rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{}, "Service:"},
-		{"bad tag", rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{Service: "web", Tag: "a.b"}, "Tag:"},
-		{"no node", rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{}, "Node:"},
+			&rpc.DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "a/b"}}, "ServiceID", nil},
+		{"no service", rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{}, "Service", nil},
+		{"bad tag", rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{Service: "web", Tag: "a.b"}, "Tag", nil},
+		{"no node", rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{}, "Node", nil},
+		{"no address to reverse", rpc.MethodCatalogReverse, &rpc.ReverseRequest{}, "Addr", nil},
+		{"bad address to reverse", rpc.MethodCatalogReverse, &rpc.ReverseRequest{Addr: "10.0.0"}, "Addr", nil},
+		{"address with a zone", rpc.MethodCatalogReverse, &rpc.ReverseRequest{Addr: "fe80::1%eth0"}, "Addr", nil},
 		{"stale and consistent", rpc.MethodCatalogNodes,
-			&rpc.NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true, RequireConsistent: true}}, rpc.ErrConflictingConsistency.Error()},
+			&rpc.NodesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true, RequireConsistent: true}}, "", rpc.ErrConflictingConsistency},
 		{"negative wait", rpc.MethodCatalogServices,
-			&rpc.ServicesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: -time.Second}}, "MaxQueryTime:"},
+			&rpc.ServicesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: -time.Second}}, "MaxQueryTime", nil},
 	} {
-		expectRemoteError(t, h.call(tc.method, tc.args, nil), tc.name, tc.wantSubstr)
+		expectWireError(t, h.call(tc.method, tc.args, nil), tc.name, tc.wantField, tc.wantErr)
 	}
 	if idx := h.srv.Store().Index(); idx != 0 {
 		t.Errorf("store index %d after rejected writes, want 0", idx)
+	}
+}
+
+// expectWireError checks that err is a RemoteError that errors.As finds a
+// FieldError for field in or, when field is "", that errors.Is finds
+// sentinel in; and that its text, for people, does not show the encoding.
+func expectWireError(t *testing.T, err error, what, field string, sentinel error) {
+	t.Helper()
+	remote, ok := errors.AsType[*rpc.RemoteError](err)
+	if !ok {
+		t.Errorf("%s: got %v, want a RemoteError", what, err)
+		return
+	}
+	if strings.Contains(remote.Message, "cairn-error/") {
+		t.Errorf("%s: message %q shows the wire encoding", what, remote.Message)
+	}
+	if field == "" {
+		if !errors.Is(err, sentinel) {
+			t.Errorf("%s: got %v, want it to wrap %v", what, err, sentinel)
+		}
+		return
+	}
+	fe, ok := errors.AsType[*catalog.FieldError](err)
+	if !ok || fe.Field != field || fe.Reason == "" {
+		t.Errorf("%s: got %v (field error %+v), want a FieldError for %q", what, err, fe, field)
+	} else if !strings.Contains(remote.Message, fe.Error()) {
+		t.Errorf("%s: message %q, want it to say %q", what, remote.Message, fe.Error())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -35,12 +36,35 @@ func decode(data []byte, v any) error {
 }
 
 // fsm applies committed log entries to the catalog. Raft calls Apply,
-// Snapshot and Restore from its FSM goroutine, one at a time.
+// Snapshot, Restore and StoreConfiguration from its FSM goroutine, one at a
+// time.
 type fsm struct {
 	store *catalog.Store
+	// conf is the latest committed configuration this FSM was given, with
+	// its index; nil before the first. It is read from other goroutines
+	// (Server.RaftConfiguration).
+	conf atomic.Pointer[indexedConfiguration]
 }
 
-var _ raft.FSM = (*fsm)(nil)
+// indexedConfiguration is a Raft configuration with the index of the log
+// entry that made it.
+type indexedConfiguration struct {
+	index   uint64
+	servers []raft.Server
+}
+
+var (
+	_ raft.FSM                = (*fsm)(nil)
+	_ raft.ConfigurationStore = (*fsm)(nil)
+)
+
+// StoreConfiguration records a configuration entry once it is committed. It
+// is here only to learn the entry's index: raft's GetConfiguration answers
+// from a copy of the configuration that lacks it (its Index() is always 0
+// in raft v1.8). Entries come in log order, so the last one is the newest.
+func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
+	f.conf.Store(&indexedConfiguration{index: index, servers: c.Clone().Servers})
+}
 
 // Apply returns nil or an error; the error reaches the writer through
 // Server.apply.

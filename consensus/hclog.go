@@ -2,10 +2,13 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"net"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -52,6 +55,14 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 			if format, ok := f[0].(string); ok {
 				args[i] = fmt.Sprintf(format, f[1:]...)
 			}
+		}
+		// raft's network transport logs a connection or listener closed
+		// under it as an error, also when the closing is the server's own
+		// shutdown (it checks for that only on some paths). A closed
+		// connection is not a fault worth an ERROR line; a peer that goes
+		// away is noticed by raft's heartbeats, which log it themselves.
+		if level == hclog.Error && i%2 == 1 && isClosedConn(v) {
+			level = hclog.Debug
 		}
 	}
 	a.logger.Log(context.Background(), toSlogLevel(level), msg, args...)
@@ -107,4 +118,11 @@ func (a *hclogAdapter) StandardLogger(*hclog.StandardLoggerOptions) *log.Logger 
 }
 func (a *hclogAdapter) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
 	return a.StandardLogger(nil).Writer()
+}
+
+// isClosedConn reports whether a logged value is the error of using a
+// closed connection or listener.
+func isClosedConn(v any) bool {
+	err, ok := v.(error)
+	return ok && (errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed network connection"))
 }

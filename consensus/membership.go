@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/raft"
 )
 
@@ -57,6 +60,30 @@ func (s *Server) Peers() ([]Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.peers(conf), nil
+}
+
+// RaftConfiguration returns the latest Raft configuration known to this
+// server as the Status endpoint sends it: the servers of Peers sorted by
+// ID, and the Raft index of the log entry that made the configuration, or 0
+// when this server does not know it (a change it has not seen committed is
+// in flight). Unlike Peers it may read the snapshot store's metadata from
+// disk, to find the index.
+func (s *Server) RaftConfiguration() (*rpc.RaftConfigurationResponse, error) {
+	conf, err := s.configuration()
+	if err != nil {
+		return nil, err
+	}
+	peers := s.peers(conf)
+	servers := make([]rpc.RaftServer, 0, len(peers))
+	for _, p := range peers {
+		servers = append(servers, rpc.RaftServer{ID: p.ID, Address: p.Address, Leader: p.Leader, Voter: p.Voter})
+	}
+	slices.SortFunc(servers, func(a, b rpc.RaftServer) int { return strings.Compare(a.ID, b.ID) })
+	return &rpc.RaftConfigurationResponse{Servers: servers, Index: s.configurationIndex(conf)}, nil
+}
+
+func (s *Server) peers(conf raft.Configuration) []Peer {
 	leader := s.LeaderID()
 	peers := make([]Peer, 0, len(conf.Servers))
 	for _, srv := range conf.Servers {
@@ -67,7 +94,7 @@ func (s *Server) Peers() ([]Peer, error) {
 			Leader:  leader != "" && string(srv.ID) == leader,
 		})
 	}
-	return peers, nil
+	return peers
 }
 
 func (s *Server) configuration() (raft.Configuration, error) {
@@ -76,6 +103,27 @@ func (s *Server) configuration() (raft.Configuration, error) {
 		return raft.Configuration{}, fmt.Errorf("raft configuration: %w", err)
 	}
 	return f.Configuration(), nil
+}
+
+// configurationIndex finds the index of conf, which raft does not report
+// (see fsm.StoreConfiguration). The newest committed configuration is
+// either the last configuration entry the FSM was given or, when that
+// entry was compacted into a snapshot before this server applied it (after
+// a restart, or a snapshot installed from the leader), the one recorded in
+// the newest snapshot. Its index is conf's when the two configurations are
+// the same; otherwise conf is a change not yet committed here, whose index
+// is unknown (0).
+func (s *Server) configurationIndex(conf raft.Configuration) uint64 {
+	best := s.fsm.conf.Load()
+	if metas, err := s.snaps.List(); err == nil && len(metas) > 0 {
+		if m := metas[0]; best == nil || m.ConfigurationIndex > best.index {
+			best = &indexedConfiguration{index: m.ConfigurationIndex, servers: m.Configuration.Servers}
+		}
+	}
+	if best == nil || !slices.Equal(best.servers, conf.Servers) {
+		return 0
+	}
+	return best.index
 }
 
 // AddVoter adds the server id at addr to the configuration as a voter, or

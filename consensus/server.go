@@ -23,6 +23,10 @@ type Server struct {
 	store  *catalog.Store
 	raft   *raft.Raft
 	logger *slog.Logger
+	// fsm and snaps are kept to find the index of the Raft configuration
+	// (RaftConfiguration).
+	fsm   *fsm
+	snaps raft.SnapshotStore
 	// closers release the on-disk log store after Raft stops, in order;
 	// empty in memory.
 	closers []io.Closer
@@ -63,11 +67,12 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	notify := make(chan bool, 1)
 	rc.NotifyCh = notify
 
-	s := &Server{cfg: cfg, store: store, logger: logger, stop: make(chan struct{}), leaderChanged: make(chan struct{})}
+	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}), leaderChanged: make(chan struct{})}
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
 	}
+	s.snaps = snaps
 	var transport raft.Transport
 	if cfg.Layer != nil {
 		s.netTrans = newNetworkTransport(cfg.Layer, rc)
@@ -93,7 +98,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 			}
 		}
 	}
-	r, err := raft.NewRaft(rc, &fsm{store: store}, logs, stable, snaps, transport)
+	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
 	}

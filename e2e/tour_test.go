@@ -97,7 +97,7 @@ func TestTour(t *testing.T) {
 func TestRestartKeepsRegistrations(t *testing.T) {
 	t.Parallel()
 	requireDig(t)
-	args := []string{"-data-dir", t.TempDir()}
+	args := []string{"-server", "-data-dir", t.TempDir()}
 	const dbSRV = "1 1 5432 e2e.node.dc1.cluster."
 
 	a := startAgent(t, args...)

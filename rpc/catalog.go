@@ -19,6 +19,7 @@ const (
 	MethodCatalogNodes            = CatalogEndpoint + ".Nodes"
 	MethodCatalogServices         = CatalogEndpoint + ".Services"
 	MethodCatalogNodeServices     = CatalogEndpoint + ".NodeServices"
+	MethodCatalogReverse          = CatalogEndpoint + ".Reverse"
 )
 
 // The request and reply types of the Catalog endpoint. They travel as
@@ -105,4 +106,20 @@ type NodeServicesResponse struct {
 	QueryMeta
 	Node     *catalog.Node
 	Services []*catalog.Service
+}
+
+// ReverseRequest asks what holds an address, for PTR answers.
+type ReverseRequest struct {
+	QueryOptions
+	Addr      string // required: an IPv4 or IPv6 address, in any spelling netip parses, without a zone
+	Forwarded bool
+}
+
+// ReverseResponse holds the names of the nodes registered with the address
+// and of the services registered with it as their own address (not their
+// node's), each name once, sorted: what catalog.Store.Reverse returns.
+type ReverseResponse struct {
+	QueryMeta
+	Nodes    []string
+	Services []string
 }

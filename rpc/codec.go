@@ -204,9 +204,10 @@ func (c *streamCodec) Close() error {
 
 // call makes one call on the stream: it writes the request, reads the
 // response and decodes the reply into reply (unless reply is nil). An
-// error returned by the remote method is a *RemoteError; encoding and
-// decoding errors wrap ErrCodec; a message over the limit
-// ErrMessageTooLarge; anything else comes from the stream.
+// error returned by the remote method is a *RemoteError, with the structure
+// WireError encoded decoded back; encoding and decoding errors wrap
+// ErrCodec; a message over the limit ErrMessageTooLarge; anything else
+// comes from the stream.
 func (c *streamCodec) call(method string, args, reply any) error {
 	const seq = 1 // one call per stream
 	if err := c.writeFrame(requestHeader{ServiceMethod: method, Seq: seq}, args); err != nil {
@@ -226,7 +227,7 @@ func (c *streamCodec) call(method string, args, reply any) error {
 		return fmt.Errorf("response for call %d, want %d", h.Seq, seq)
 	}
 	if h.Error != "" {
-		return &RemoteError{Message: h.Error}
+		return newRemoteError(h.Error)
 	}
 	if reply == nil {
 		return nil

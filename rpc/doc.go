@@ -14,9 +14,12 @@
 // stream per call, so concurrent calls share one connection; it tells an
 // error of the remote method (*RemoteError) from a failure to reach the
 // server or to finish the exchange (ErrTransport), so that callers retry
-// only the latter on another server. QueryOptions, QueryMeta and
-// WriteRequest are the envelopes every endpoint embeds; BlockingTimeout
-// turns a blocking query's options into its wait.
+// only the latter on another server. net/rpc carries an error as text
+// only; endpoints return theirs through WireError, which writes a
+// *catalog.FieldError or a known sentinel into the text, and the calling
+// side decodes it back into the RemoteError, for errors.As and errors.Is.
+// QueryOptions, QueryMeta and WriteRequest are the envelopes every endpoint
+// embeds; BlockingTimeout turns a blocking query's options into its wait.
 //
 // rpc imports catalog only of cairn's packages, plus yamux and go-msgpack;
 // not raft (which lives in consensus).

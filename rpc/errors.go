@@ -1,6 +1,13 @@
 package rpc
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cairndns/cairn/catalog"
+)
 
 // ErrTransport is wrapped by every error of Pool.Call that came from
 // reaching the server or moving bytes to and from it: the dial, the
@@ -35,10 +42,196 @@ var ErrConflictingConsistency = errors.New("AllowStale and RequireConsistent are
 // RemoteError is an error returned by the remote method (or by the remote
 // net/rpc server, such as an unknown method): the call reached the server
 // and ran, or was refused, there. Callers must not retry it on another
-// server as if it were a transport error. Message is the text the server
-// sent; errors.As recovers it.
+// server as if it were a transport error. errors.As recovers it.
+//
+// net/rpc carries only an error's text, so the endpoints encode the errors a
+// caller branches on into that text (WireError) and the calling side decodes
+// them back here: a *catalog.FieldError as FieldError, a well-known
+// sentinel (catalog.ErrNotFound, ErrConflictingConsistency) as Sentinel.
+// Unwrap returns whichever is set, so that errors.As(err, &fieldErr) and
+// errors.Is(err, catalog.ErrNotFound) work on what Pool.Call returns, and
+// an HTTP handler can answer 400 naming the field, or 404.
 type RemoteError struct {
+	// Message is the text of the remote error, for people: the encoding
+	// WireError adds is removed.
 	Message string
+	// FieldError is the invalid field the remote method reported, or nil.
+	FieldError *catalog.FieldError
+	// Sentinel is the well-known error the remote error wrapped, or nil.
+	// It is nil whenever FieldError is set.
+	Sentinel error
 }
 
 func (e *RemoteError) Error() string { return e.Message }
+
+// Unwrap returns FieldError when it is set, else Sentinel (nil when neither
+// is).
+func (e *RemoteError) Unwrap() error {
+	if e.FieldError != nil {
+		return e.FieldError
+	}
+	return e.Sentinel
+}
+
+// The encoding of an error's structure in the text net/rpc sends:
+//
+//	cairn-error/1 field "<Field>" "<Reason>" <message>
+//	cairn-error/1 is <code> <message>
+//	cairn-error/1 text <message>
+//
+// Field and Reason are Go-quoted (strconv.Quote), so they may hold any
+// byte, spaces and quotes included: a field names a user's metadata key,
+// which may be anything. The message is the rest of the text, the error as
+// people read it. "is" names a sentinel by a code (sentinelCode). "text"
+// marks an error without structure whose own text begins with the marker,
+// so it is not read as one with structure. Kinds and codes are only ever
+// added; a reader that does not know a kind keeps the whole text as the
+// message, and one that does not know a code keeps the message without a
+// sentinel.
+const wireMarker = "cairn-error/1 "
+
+// WireError prepares an error to be returned by an RPC method. net/rpc
+// sends only an error's text, so WireError writes into it what a caller
+// branches on: a *catalog.FieldError that errors.As finds in err (its
+// Field and Reason), or a sentinel that errors.Is finds (catalog.ErrNotFound,
+// ErrConflictingConsistency). The calling side's codec decodes it into a
+// *RemoteError. Every endpoint method returns WireError(err).
+//
+// A *RemoteError (the answer of a server this one forwarded the request
+// to) is encoded again from its structure, so a field error survives two
+// hops. An error with nothing to encode is returned as it is. The error
+// returned unwraps to err, for callers in the same process. WireError(nil)
+// is nil, and an error with empty text gets one: net/rpc would send an
+// empty error text as success.
+func WireError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	var text string
+	if fe, ok := errors.AsType[*catalog.FieldError](err); ok && fe != nil {
+		text = wireMarker + "field " + strconv.Quote(fe.Field) + " " + strconv.Quote(fe.Reason) + " " + msg
+	} else if code := sentinelCode(err); code != "" {
+		text = wireMarker + "is " + code + " " + msg
+	} else if strings.HasPrefix(msg, wireMarker) {
+		text = wireMarker + "text " + msg
+	} else if msg == "" {
+		text = fmt.Sprintf("remote error %T without text", err)
+	} else {
+		return err
+	}
+	return &wireError{text: text, err: err}
+}
+
+// wireError is an error as WireError encoded it.
+type wireError struct {
+	text string
+	err  error
+}
+
+func (e *wireError) Error() string { return e.text }
+func (e *wireError) Unwrap() error { return e.err }
+
+// sentinelCode returns the wire code of the sentinel err wraps, or "" for
+// none. Only sentinels a caller branches on have one: ErrNotFound is a 404,
+// a conflicting consistency mode a 400. Never ErrTransport or the like,
+// which would make a caller retry a call that ran. A code, once sent, is
+// never changed or reused; sentinelOf maps it back.
+func sentinelCode(err error) string {
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return "not-found"
+	case errors.Is(err, ErrConflictingConsistency):
+		return "conflicting-consistency"
+	}
+	return ""
+}
+
+// sentinelOf is the inverse of sentinelCode: nil for an unknown code.
+func sentinelOf(code string) error {
+	switch code {
+	case "not-found":
+		return catalog.ErrNotFound
+	case "conflicting-consistency":
+		return ErrConflictingConsistency
+	}
+	return nil
+}
+
+// newRemoteError decodes the error text a server sent (see WireError).
+// Text without the marker, or with a malformed or unknown encoding, is
+// kept whole as the message: a broken encoding costs the structure, never
+// the error.
+func newRemoteError(text string) *RemoteError {
+	plain := &RemoteError{Message: text}
+	rest, ok := strings.CutPrefix(text, wireMarker)
+	if !ok {
+		return plain
+	}
+	kind, rest, _ := strings.Cut(rest, " ")
+	switch kind {
+	case "field":
+		field, rest, ok := cutQuoted(rest)
+		if !ok {
+			return plain
+		}
+		if rest, ok = strings.CutPrefix(rest, " "); !ok {
+			return plain
+		}
+		reason, rest, ok := cutQuoted(rest)
+		if !ok {
+			return plain
+		}
+		msg, ok := cutMessage(rest)
+		if !ok {
+			return plain
+		}
+		fe := &catalog.FieldError{Field: field, Reason: reason}
+		if msg == "" {
+			msg = fe.Error()
+		}
+		return &RemoteError{Message: msg, FieldError: fe}
+	case "is":
+		code, msg, _ := strings.Cut(rest, " ")
+		sentinel := sentinelOf(code)
+		if msg == "" {
+			if sentinel == nil {
+				return plain
+			}
+			msg = sentinel.Error()
+		}
+		return &RemoteError{Message: msg, Sentinel: sentinel}
+	case "text":
+		if rest == "" {
+			return plain
+		}
+		return &RemoteError{Message: rest}
+	}
+	return plain
+}
+
+// cutQuoted unquotes the double-quoted Go string s begins with and returns
+// it with the rest of s.
+func cutQuoted(s string) (value, rest string, ok bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", s, false
+	}
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil {
+		return "", s, false
+	}
+	value, err = strconv.Unquote(q)
+	if err != nil {
+		return "", s, false
+	}
+	return value, s[len(q):], true
+}
+
+// cutMessage returns the message that ends an encoding: nothing, or a
+// space and the message.
+func cutMessage(s string) (string, bool) {
+	if s == "" {
+		return "", true
+	}
+	return strings.CutPrefix(s, " ")
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/cairndns/cairn/catalog"
 )
 
 // QueryOptions is embedded in the arguments of every read endpoint.
@@ -28,13 +30,15 @@ type QueryOptions struct {
 	RequireConsistent bool
 }
 
-// Validate reports options that contradict each other.
+// Validate reports options that contradict each other
+// (ErrConflictingConsistency) or a negative MaxQueryTime (a
+// *catalog.FieldError, so that a caller can name the field).
 func (q QueryOptions) Validate() error {
 	if q.AllowStale && q.RequireConsistent {
 		return ErrConflictingConsistency
 	}
 	if q.MaxQueryTime < 0 {
-		return fmt.Errorf("MaxQueryTime: must not be negative, got %s", q.MaxQueryTime)
+		return &catalog.FieldError{Field: "MaxQueryTime", Reason: fmt.Sprintf("must not be negative, got %s", q.MaxQueryTime)}
 	}
 	return nil
 }

@@ -51,6 +51,21 @@ func ServerConfig(t testing.TB, name string, expect int, join ...string) agent.C
 	return cfg
 }
 
+// ClientConfig returns the configuration of a client agent named name on
+// 127.0.0.1: its data in a temporary directory, DNS, HTTP and gossip on
+// ports picked free, joining join (gossip addresses), retried every 100ms.
+func ClientConfig(t testing.TB, name string, join ...string) agent.Config {
+	t.Helper()
+	cfg := agent.DefaultConfig()
+	cfg.NodeName = name
+	cfg.DataDir = t.TempDir()
+	cfg.Ports = agent.Ports{SerfLAN: FreePort(t)}
+	cfg.Join = join
+	cfg.RetryInterval = 100 * time.Millisecond
+	cfg.LogLevel = "warn"
+	return cfg
+}
+
 // Cluster is n clustering servers started by StartCluster, with the
 // configuration each was started with.
 type Cluster struct {
@@ -65,13 +80,11 @@ type Cluster struct {
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{}
-	var first string
 	for i := range n {
 		cfg := ServerConfig(t, fmt.Sprintf("s%d", i+1), n)
-		if i == 0 {
-			first = net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Ports.SerfLAN))
+		if i > 0 {
+			cfg.Join = []string{c.GossipAddr(0)}
 		}
-		cfg.Join = []string{first}
 		c.Configs = append(c.Configs, cfg)
 		c.Agents = append(c.Agents, Start(t, cfg))
 	}
@@ -82,4 +95,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 // /v1/status/leader and /v1/status/peers name it.
 func (c *Cluster) RPCAddr(i int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Configs[i].Ports.Server))
+}
+
+// GossipAddr is the LAN gossip address of the i-th agent, to join it.
+func (c *Cluster) GossipAddr(i int) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Configs[i].Ports.SerfLAN))
 }

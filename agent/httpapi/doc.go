@@ -3,7 +3,8 @@
 // work. Bad input is answered with a 400 and a JSON body naming the field and
 // the reason; every error body is JSON.
 //
-// httpapi imports catalog and declares what it needs of the rest of the
-// agent as small interfaces (Local, Catalog) that the agent wires. Handlers
-// are safe for concurrent use.
+// httpapi imports catalog (and rpc for the Raft configuration's wire type)
+// and declares what it needs of the rest of the agent as small interfaces
+// (Local, Catalog, Status, Cluster) that the agent wires. Handlers are safe
+// for concurrent use.
 package httpapi

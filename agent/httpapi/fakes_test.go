@@ -18,6 +18,7 @@ import (
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // testMaxBody is the body limit of every test server: the smallest allowed,
@@ -126,6 +127,51 @@ func (s fakeStatus) Peers() ([]string, error) {
 	return []string{string(s)}, nil
 }
 
+// fakeCluster is an httpapi.Cluster with fixed members and Raft
+// configuration, recording the joins and leaves it is asked for.
+type fakeCluster struct {
+	members []httpapi.Member
+	raft    *rpc.RaftConfigurationResponse
+	raftErr error
+	// joined is how many addresses Join reports answered; joinErr its error.
+	joined   int
+	joinErr  error
+	leaveErr error
+
+	mu        sync.Mutex
+	joinAddrs [][]string
+	leaves    int
+}
+
+var _ httpapi.Cluster = (*fakeCluster)(nil)
+
+func (f *fakeCluster) Members() []httpapi.Member { return f.members }
+
+func (f *fakeCluster) Join(_ context.Context, addrs []string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.joinAddrs = append(f.joinAddrs, slices.Clone(addrs))
+	return f.joined, f.joinErr
+}
+
+func (f *fakeCluster) Leave(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leaves++
+	return f.leaveErr
+}
+
+func (f *fakeCluster) RaftConfiguration(context.Context) (*rpc.RaftConfigurationResponse, error) {
+	return f.raft, f.raftErr
+}
+
+// calls returns the addresses of every Join so far and the number of Leaves.
+func (f *fakeCluster) calls() ([][]string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.joinAddrs), f.leaves
+}
+
 // memCatalog is a local.Catalog holding one node's services in a map, so
 // tests can run a real local.State behind the API.
 type memCatalog struct {
@@ -214,13 +260,27 @@ func newServer(t testing.TB, l httpapi.Local, c httpapi.Catalog) http.Handler {
 
 func newServerWith(t testing.TB, l httpapi.Local, c httpapi.Catalog, st httpapi.Status) http.Handler {
 	t.Helper()
+	return newServerAll(t, l, c, st, nil)
+}
+
+// newClusterServer returns the handler of a server over cl and empty fakes.
+func newClusterServer(t testing.TB, cl httpapi.Cluster) http.Handler {
+	t.Helper()
+	return newServerAll(t, nil, nil, fakeStatus("10.0.0.1:8300"), cl)
+}
+
+func newServerAll(t testing.TB, l httpapi.Local, c httpapi.Catalog, st httpapi.Status, cl httpapi.Cluster) http.Handler {
+	t.Helper()
 	if l == nil {
 		l = &fakeLocal{}
 	}
 	if c == nil {
 		c = &fakeCatalog{}
 	}
-	s, err := httpapi.New(testConfig(), l, c, st, discard())
+	if cl == nil {
+		cl = &fakeCluster{}
+	}
+	s, err := httpapi.New(testConfig(), l, c, st, cl, discard())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // Local is this agent's own services (package agent/local satisfies it).
@@ -34,6 +35,36 @@ type Status interface {
 	Leader() string
 	// Peers returns the Raft addresses of the servers of the datacenter.
 	Peers() ([]string, error)
+}
+
+// Cluster is the agent's membership: its LAN gossip pool and its
+// datacenter's Raft configuration. Handlers call it from their own
+// goroutines, several at once.
+type Cluster interface {
+	// Members returns the members of the agent's LAN pool, itself included.
+	Members() []Member
+	// Join asks the LAN pool to join the agents at addrs (host or
+	// host:port); it returns how many answered.
+	Join(ctx context.Context, addrs []string) (int, error)
+	// Leave leaves the cluster gracefully and then stops the agent. It
+	// returns once the leave has been broadcast (or failed); the agent shuts
+	// down after the HTTP response is written.
+	Leave(ctx context.Context) error
+	// RaftConfiguration returns the servers of the agent's datacenter as
+	// Raft knows them.
+	RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error)
+}
+
+// Member is one agent of the LAN pool as Cluster reports it.
+type Member struct {
+	Name            string
+	Addr            string // gossip IP
+	Port            uint16 // gossip port
+	Status          string // "alive", "leaving", "left", "failed"
+	Role            string // "server" or "client"
+	Datacenter      string
+	RPCAddr         string // host:port of a server's RPC; "" for a client
+	ProtocolVersion uint8
 }
 
 // Config configures the HTTP listener.
@@ -77,6 +108,7 @@ type Server struct {
 	local   Local
 	catalog Catalog
 	status  Status
+	cluster Cluster
 	logger  *slog.Logger
 	handler http.Handler
 
@@ -86,12 +118,15 @@ type Server struct {
 	wg   sync.WaitGroup
 }
 
-// New builds the server; Start makes it listen.
-func New(cfg Config, local Local, cat Catalog, status Status, logger *slog.Logger) (*Server, error) {
+// New builds the server; Start makes it listen. Every part must be non-nil.
+func New(cfg Config, local Local, cat Catalog, status Status, cluster Cluster, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, local: local, catalog: cat, status: status, logger: logger.With("component", "http")}
+	s := &Server{
+		cfg: cfg, local: local, catalog: cat, status: status, cluster: cluster,
+		logger: logger.With("component", "http"),
+	}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -44,7 +44,7 @@ func TestConfigValidate(t *testing.T) {
 					t.Errorf("got %q, want it to name %s", err, w)
 				}
 			}
-			if _, err := httpapi.New(cfg, &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), discard()); err == nil {
+			if _, err := httpapi.New(cfg, &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard()); err == nil {
 				t.Errorf("New with an invalid config: got nil error, want one")
 			}
 		})
@@ -64,6 +64,12 @@ func TestWrongMethod(t *testing.T) {
 		{http.MethodPut, "/v1/catalog/nodes", "GET"},
 		{http.MethodPost, "/v1/health/service/web", "GET"},
 		{http.MethodPut, "/v1/status/leader", "GET"},
+		{http.MethodPut, "/v1/agent/members", "GET"},
+		{http.MethodGet, "/v1/agent/join/10.0.0.2", "PUT"},
+		{http.MethodPost, "/v1/agent/join/10.0.0.2", "PUT"},
+		{http.MethodGet, "/v1/agent/leave", "PUT"},
+		{http.MethodDelete, "/v1/agent/leave", "PUT"},
+		{http.MethodPut, "/v1/operator/raft/configuration", "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
@@ -106,7 +112,7 @@ func TestUnknownPath(t *testing.T) {
 // TestServeOverTCP starts the server on a free port, makes a request over
 // the network, and shuts it down.
 func TestServeOverTCP(t *testing.T) {
-	s, err := httpapi.New(testConfig(), &fakeLocal{}, testCatalog(), fakeStatus("10.0.0.1:8300"), discard())
+	s, err := httpapi.New(testConfig(), &fakeLocal{}, testCatalog(), fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -147,7 +153,7 @@ func TestServeOverTCP(t *testing.T) {
 }
 
 func TestStartOnBusyPort(t *testing.T) {
-	a, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), discard())
+	a, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +163,7 @@ func TestStartOnBusyPort(t *testing.T) {
 	defer a.Shutdown(context.Background())
 	cfg := testConfig()
 	cfg.Addr = a.Addr().String()
-	b, err := httpapi.New(cfg, &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), discard())
+	b, err := httpapi.New(cfg, &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +174,7 @@ func TestStartOnBusyPort(t *testing.T) {
 }
 
 func TestShutdownBeforeStart(t *testing.T) {
-	s, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), discard())
+	s, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

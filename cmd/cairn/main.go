@@ -64,6 +64,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			agentCommand(),
 			servicesCommand(),
 			catalogCommand(),
+			membersCommand(),
+			joinCommand(),
+			leaveCommand(),
+			operatorCommand(),
 			versionCommand(),
 		},
 	}

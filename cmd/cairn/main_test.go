@@ -139,6 +139,10 @@ func TestUnreachableAgentIsOneLine(t *testing.T) {
 		{"services", "list", "-http-addr", addr},
 		{"catalog", "services", "-http-addr", addr},
 		{"catalog", "nodes", "-http-addr", addr},
+		{"members", "-http-addr", addr},
+		{"join", "-http-addr", addr, "10.0.0.2", "10.0.0.3"},
+		{"leave", "-http-addr", addr},
+		{"operator", "raft", "list-peers", "-http-addr", addr},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		want := "Error: cannot reach the cairn agent at http://" + addr + ": connection refused ("
@@ -184,6 +188,8 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		{"-h"}, {"agent", "-h"}, {"services", "-h"}, {"services", "register", "-h"},
 		{"services", "deregister", "-h"}, {"services", "list", "-h"}, {"catalog", "-h"},
 		{"catalog", "services", "-h"}, {"catalog", "nodes", "-h"}, {"version", "-h"},
+		{"members", "-h"}, {"join", "-h"}, {"leave", "-h"}, {"operator", "-h"}, {"operator", "raft", "-h"},
+		{"operator", "raft", "list-peers", "-h"},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		if code != 0 || stderr != "" {
@@ -208,6 +214,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"services", "list", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"agent", "-dev", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"version", "extra"}, []string{"no arguments"}},
+		{[]string{"join"}, []string{"missing ADDRESS", `"cairn join -h"`}},
+		{[]string{"members", "-bogus"}, []string{"-bogus", `"cairn members -h"`}},
+		{[]string{"operator", "nope"}, []string{`unknown command "cairn operator nope"`}},
+		{[]string{"operator", "raft", "nope"}, []string{`unknown command "cairn operator raft nope"`}},
+		{[]string{"operator", "raft", "list-peers", "-bogus"}, []string{"-bogus", `"cairn operator raft list-peers -h"`}},
 	} {
 		stdout, stderr, code := runCLI(t, tc.args...)
 		wantError(t, stderr, code, tc.want...)

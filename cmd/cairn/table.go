@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
 )
 
 // writeTable writes rows as aligned columns separated by two spaces, with
@@ -25,4 +29,33 @@ func writeTable(w io.Writer, rows [][]string) error {
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
+}
+
+// The values of -format.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+)
+
+// formatFlag is the -format flag of the commands that list things.
+func formatFlag() cli.Flag {
+	return &cli.StringFlag{Name: "format", Usage: "output `FORMAT`: table or json", Value: formatTable}
+}
+
+// outputFormat reads -format of the command at path, rejecting anything
+// but table and json.
+func outputFormat(c *cli.Context, path string) (string, error) {
+	switch f := c.String("format"); f {
+	case formatTable, formatJSON:
+		return f, nil
+	default:
+		return "", fmt.Errorf("-format %q: want table or json (see \"%s -h\")", f, path)
+	}
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

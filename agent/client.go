@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// startClient starts a client agent: an rpc pool, LAN gossip as a client
+// member, and the backend that sends every catalog read and write to a
+// server found in gossip. It returns without waiting for a server; until
+// the join loop (or a later join) finds one, catalog calls fail with
+// errNoServers and the first sync retries.
+func (a *Agent) startClient(loopCtx context.Context) error {
+	var err error
+	if a.rpcPool, err = rpc.NewPool(rpc.DefaultPoolConfig(), a.logger); err != nil {
+		return err
+	}
+	if err := a.startGossip(gossip.RoleClient, ""); err != nil {
+		return err
+	}
+	a.backend = newRPCBackend(a.rpcPool, a.liveServers, a.cfg.Datacenter, a.cfg.DNS.OnlyPassing, a.logger)
+	if len(a.cfg.Join) > 0 {
+		a.loops.Go(func() { a.joinLoop(loopCtx) })
+	}
+	a.logger.Info("client agent", "gossip", a.gossipAddr())
+	return nil
+}
+
+// startGossip joins nothing yet: it creates this agent's LAN pool member
+// with role and (for a server) the RPC address it gossips.
+func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
+	gc := gossip.DefaultLANConfig()
+	gc.NodeName, gc.Datacenter, gc.Role = a.cfg.NodeName, a.cfg.Datacenter, role
+	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfLAN
+	gc.AdvertiseAddr = a.advertise
+	gc.RPCAddr = rpcAddr
+	gc.RetainDead = a.cfg.ReconnectTimeout
+	var err error
+	if gc.EncryptKey, err = a.cfg.encryptKey(); err != nil {
+		return err
+	}
+	if a.gossip, err = gossip.New(gc, a.logger.With("component", "gossip")); err != nil {
+		return fmt.Errorf("start LAN gossip: %w", err)
+	}
+	return nil
+}
+
+// gossipAddr is this agent's gossip address, for logs.
+func (a *Agent) gossipAddr() string {
+	m := a.gossip.LocalMember()
+	return m.Addr.String() + ":" + strconv.Itoa(int(m.Port))
+}
+
+// liveServers returns the RPC addresses of the alive servers of this
+// datacenter in the LAN pool: where a client sends its RPCs. Gossip is the
+// only source, so no server list needs configuring and a server that
+// fails drops out of it within memberlist's failure detection.
+func (a *Agent) liveServers() []string {
+	var out []string
+	for _, m := range a.gossip.Members() {
+		if m.IsServer() && m.Status == gossip.StatusAlive && m.Datacenter == a.cfg.Datacenter && m.RPCAddr != "" {
+			out = append(out, m.RPCAddr)
+		}
+	}
+	return out
+}

@@ -1,0 +1,206 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/api"
+)
+
+// srvTargets returns the SRV targets a's DNS answers for name, sorted;
+// none when the answer is empty (NODATA or NXDOMAIN).
+func srvTargets(a *agent.Agent, name string) ([]string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeSRV)
+	r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, a.DNSAddr().String())
+	if err != nil {
+		return nil, err
+	}
+	if r.Rcode == dns.RcodeServerFailure {
+		return nil, fmt.Errorf("SERVFAIL")
+	}
+	var out []string
+	for _, rr := range r.Answer {
+		if srv, ok := rr.(*dns.SRV); ok {
+			out = append(out, srv.Target)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// answersWith waits until a's DNS answers name's SRV with exactly targets.
+func answersWith(t *testing.T, a *agent.Agent, name string, targets ...string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, fmt.Sprintf("SRV %s → %v", name, targets), func() error {
+		got, err := srvTargets(a, name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, targets) {
+			return fmt.Errorf("answers %v", got)
+		}
+		return nil
+	})
+}
+
+// catalogNodes lists the node names in a's catalog.
+func catalogNodes(a *agent.Agent) ([]string, error) {
+	var nodes []struct{ Node string }
+	if err := getJSON(a, "/v1/catalog/nodes", &nodes); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Node)
+	}
+	return out, nil
+}
+
+// TestClusterWithClients is the cluster the issue describes: three servers
+// and two clients. Clients find the servers in gossip alone; a service
+// registered on one client is answered by the other's DNS; the leader is
+// killed and the rest go on; the killed server restarts from its data dir
+// with the catalog intact; a client that dies leaves DNS answers; a client
+// that leaves is deregistered.
+func TestClusterWithClients(t *testing.T) {
+	start := time.Now()
+	c := agenttest.StartCluster(t, 3)
+	leader := leaderOf(t, c, []int{0, 1, 2}, 3)
+
+	ca := agenttest.Start(t, agenttest.ClientConfig(t, "ca", c.GossipAddr(1)))
+	cb := agenttest.Start(t, agenttest.ClientConfig(t, "cb", c.GossipAddr(2)))
+	ctx := context.Background()
+
+	// Clients answer the status endpoints from a server.
+	waitFor(t, 20*time.Second, "client sees the leader", func() error {
+		var addr string
+		if err := getJSON(cb, "/v1/status/leader", &addr); err != nil {
+			return err
+		}
+		if addr != c.RPCAddr(leader) {
+			return fmt.Errorf("client sees leader %q, want %q", addr, c.RPCAddr(leader))
+		}
+		return nil
+	})
+	members, err := client(t, cb).Agent().Members(ctx)
+	if err != nil {
+		t.Fatalf("members: %v", err)
+	}
+	waitFor(t, 10*time.Second, "five members in the client's view", func() error {
+		members, err = client(t, cb).Agent().Members(ctx)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, m := range members {
+			got = append(got, m.Name+"/"+m.Role+"/"+m.Status)
+		}
+		want := []string{"ca/client/alive", "cb/client/alive", "s1/server/alive", "s2/server/alive", "s3/server/alive"}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("members %v, want %v", got, want)
+		}
+		return nil
+	})
+
+	// A registration on client A reaches client B's DNS, pointing at A.
+	if err := client(t, ca).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{Name: "web", Port: 8080}); err != nil {
+		t.Fatalf("register on client ca: %v", err)
+	}
+	answersWith(t, cb, "web.service.dc1.cluster", "ca.node.dc1.cluster.")
+	t.Logf("registered on one client, answered by the other after %s", time.Since(start).Round(time.Millisecond))
+
+	// Kill the leader: the others elect a new one and writes go on through
+	// the clients.
+	killed := time.Now()
+	if err := agent.Crash(ctx, c.Agents[leader]); err != nil {
+		t.Fatalf("crash leader: %v", err)
+	}
+	var rest []int
+	for i := range 3 {
+		if i != leader {
+			rest = append(rest, i)
+		}
+	}
+	newLeader := leaderOf(t, c, rest, 3) // a crashed server stays a voter
+	t.Logf("leader %s killed; %s leads after %s", c.Configs[leader].NodeName, c.Configs[newLeader].NodeName,
+		time.Since(killed).Round(time.Millisecond))
+	waitFor(t, 20*time.Second, "a write through a client after failover", func() error {
+		return client(t, cb).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{Name: "api", Port: 9090})
+	})
+	answersWith(t, ca, "api.service.dc1.cluster", "cb.node.dc1.cluster.")
+
+	// The killed server restarts from its data dir and rejoins with every
+	// write, including the one made while it was down.
+	cfg := c.Configs[leader]
+	cfg.Join = []string{c.GossipAddr(rest[0])}
+	c.Agents[leader] = agenttest.Start(t, cfg)
+	leaderOf(t, c, []int{0, 1, 2}, 3)
+	answersWith(t, c.Agents[leader], "web.service.dc1.cluster", "ca.node.dc1.cluster.")
+	answersWith(t, c.Agents[leader], "api.service.dc1.cluster", "cb.node.dc1.cluster.")
+
+	// Client A dies: its node's gossip check turns critical and its
+	// service leaves the answers, while it stays in the catalog.
+	died := time.Now()
+	if err := agent.Crash(ctx, ca); err != nil {
+		t.Fatalf("crash client: %v", err)
+	}
+	answersWith(t, cb, "web.service.dc1.cluster")
+	t.Logf("dead client's service left DNS answers after %s", time.Since(died).Round(time.Millisecond))
+	waitFor(t, 10*time.Second, "ca's gossip check critical", func() error {
+		var entries []struct {
+			Node   struct{ Node string }
+			Checks []struct{ CheckID, Status string }
+		}
+		if err := getJSON(cb, "/v1/health/service/web", &entries); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			for _, ch := range e.Checks {
+				if e.Node.Node == "ca" && ch.CheckID == "gossip" && ch.Status == "critical" {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("entries %+v", entries)
+	})
+
+	// Client B leaves through the API: it is deregistered, and the agent
+	// signals its owner to stop.
+	req, _ := http.NewRequest(http.MethodPut, "http://"+cb.HTTPAddr().String()+"/v1/agent/leave", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("leave: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("leave: status %s", resp.Status)
+	}
+	select {
+	case <-cb.Left():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Left not closed after the leave")
+	}
+	agenttest.Stop(t, cb)
+	server := c.Agents[rest[0]]
+	waitFor(t, 20*time.Second, "cb deregistered", func() error {
+		nodes, err := catalogNodes(server)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(nodes, "cb") || !slices.Contains(nodes, "ca") {
+			return fmt.Errorf("nodes %v: want ca (failed) kept and cb (left) gone", nodes)
+		}
+		return nil
+	})
+	answersWith(t, server, "api.service.dc1.cluster")
+	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cairndns/cairn/api"
+	"github.com/urfave/cli/v2"
+)
+
+// memberStatuses are the values -status accepts.
+var memberStatuses = []string{api.MemberAlive, api.MemberFailed, api.MemberLeft, api.MemberLeaving}
+
+func membersCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "members",
+		Usage:     "List the members of the agent's LAN gossip pool",
+		UsageText: "cairn members [-status alive|failed|left|leaving] [-format table|json] [-http-addr ADDRESS]",
+		Description: "Lists the agents the local agent sees in its datacenter's gossip pool,\n" +
+			"itself included, sorted by name. Gossip is eventually consistent: two\n" +
+			"agents may briefly disagree (\"cairn catalog nodes\" is the consistent view).\n" +
+			"With -format json, prints an array of objects with Name, Addr, Port,\n" +
+			"Status, Role, Datacenter and Tags.",
+		OnUsageError: usageError("cairn members"),
+		Flags: []cli.Flag{
+			httpAddrFlag(),
+			&cli.StringFlag{Name: "status", Usage: "list only members in `STATUS`: alive, failed, left or leaving"},
+			formatFlag(),
+		},
+		Action: listMembers,
+	}
+}
+
+func listMembers(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see \"cairn members -h\")", c.Args().First())
+	}
+	status := c.String("status")
+	if c.IsSet("status") && !slices.Contains(memberStatuses, status) {
+		return fmt.Errorf("-status %q: want one of %s (see \"cairn members -h\")", status, strings.Join(memberStatuses, ", "))
+	}
+	format, err := outputFormat(c, "cairn members")
+	if err != nil {
+		return err
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	members, err := client.Agent().Members(c.Context)
+	if err != nil {
+		return fmt.Errorf("list members: %w", err)
+	}
+	if status != "" {
+		members = slices.DeleteFunc(members, func(m api.Member) bool { return m.Status != status })
+	}
+	slices.SortFunc(members, func(a, b api.Member) int { return strings.Compare(a.Name, b.Name) })
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, members)
+	}
+	rows := [][]string{{"Node", "Address", "Status", "Role", "DC"}}
+	for _, m := range members {
+		addr := m.Addr
+		if m.Port != 0 { // an agent without gossip has no port
+			addr = net.JoinHostPort(m.Addr, strconv.Itoa(int(m.Port)))
+		}
+		rows = append(rows, []string{m.Name, addr, m.Status, m.Role, m.Datacenter})
+	}
+	return writeTable(c.App.Writer, rows)
+}
+
+func joinCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "join",
+		Usage:     "Tell the local agent to join the gossip pool of other agents",
+		UsageText: "cairn join [-http-addr ADDRESS] ADDRESS...",
+		Description: "Asks the local agent to join the agents at each ADDRESS: an IP or host\n" +
+			"name, with \":PORT\" when their gossip port is not the local agent's\n" +
+			"(8301 by default). Joining one agent of a cluster is enough: gossip\n" +
+			"spreads the membership. Fails only when no address could be joined.\n" +
+			"Flags must come before the addresses.",
+		ArgsUsage:    "ADDRESS...",
+		OnUsageError: usageError("cairn join"),
+		Flags:        []cli.Flag{httpAddrFlag()},
+		Action:       joinAgents,
+	}
+}
+
+func joinAgents(c *cli.Context) error {
+	addrs := c.Args().Slice()
+	if len(addrs) == 0 {
+		return errors.New(`missing ADDRESS: give the address of at least one agent to join (see "cairn join -h")`)
+	}
+	for i, a := range addrs {
+		switch {
+		case i > 0 && strings.HasPrefix(a, "-"):
+			return fmt.Errorf(`flags must come before the addresses: got %q after %q (see "cairn join -h")`, a, addrs[0])
+		case strings.TrimSpace(a) == "":
+			return fmt.Errorf(`address %d is empty (see "cairn join -h")`, i+1)
+		}
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	joined := 0
+	var failed []error
+	for _, addr := range addrs {
+		err := client.Agent().Join(c.Context, addr)
+		var ue *api.UnreachableError
+		switch {
+		case errors.As(err, &ue):
+			// The local agent is not there: no other address will fare better.
+			return err
+		case err != nil:
+			failed = append(failed, fmt.Errorf("join %s: %w", addr, err))
+		default:
+			joined++
+		}
+	}
+	if joined == 0 {
+		return errors.Join(append([]error{fmt.Errorf("joined 0 of %d agents", len(addrs))}, failed...)...)
+	}
+	for _, err := range failed {
+		fmt.Fprintf(c.App.ErrWriter, "Warning: %s\n", errorLine(err))
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "Joined %d of %d agents\n", joined, len(addrs))
+	return err
+}
+
+func leaveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "leave",
+		Usage:     "Make the local agent leave the cluster gracefully and shut down",
+		UsageText: "cairn leave [-http-addr ADDRESS]",
+		Description: "Tells the other agents that the local agent is leaving (so it is marked\n" +
+			"left, not failed), then stops it.",
+		OnUsageError: usageError("cairn leave"),
+		Flags:        []cli.Flag{httpAddrFlag()},
+		Action:       leaveCluster,
+	}
+}
+
+func leaveCluster(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see \"cairn leave -h\")", c.Args().First())
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	if err := client.Agent().Leave(c.Context); err != nil {
+		return fmt.Errorf("leave: %w", err)
+	}
+	_, err = fmt.Fprintln(c.App.Writer, "Graceful leave complete")
+	return err
+}

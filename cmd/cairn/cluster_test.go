@@ -1,0 +1,268 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/cairndns/cairn/api"
+)
+
+// membersBody is what an agent of a small cluster answers to
+// GET /v1/agent/members, in Consul's shape and in no particular order.
+const membersBody = `[
+	{"Name": "web-2", "Addr": "10.0.0.12", "Port": 8301, "Status": 4, "Tags": {"role": "node", "dc": "dc1", "vsn": "1"}},
+	{"Name": "srv-1", "Addr": "10.0.0.1", "Port": 8301, "Status": 1,
+	 "Tags": {"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}},
+	{"Name": "web-1", "Addr": "10.0.0.11", "Port": 8301, "Status": 1, "Tags": {"role": "node", "dc": "dc1", "vsn": "1"}},
+	{"Name": "v6", "Addr": "fd00::7", "Port": 18301, "Status": 3, "Tags": {"role": "node", "dc": "dc2", "vsn": "1"}},
+	{"Name": "dev", "Addr": "127.0.0.1", "Port": 0, "Status": 1, "Tags": {"role": "consul", "dc": "dc1", "vsn": "1"}}]`
+
+func membersAgent(t *testing.T) *fakeAgent {
+	return newFakeAgent(t, map[string]answer{"GET /v1/agent/members": {body: membersBody}})
+}
+
+func TestMembers(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "" +
+			"Node   Address          Status  Role    DC\n" +
+			"dev    127.0.0.1        alive   server  dc1\n" +
+			"srv-1  10.0.0.1:8301    alive   server  dc1\n" +
+			"v6     [fd00::7]:18301  left    client  dc2\n" +
+			"web-1  10.0.0.11:8301   alive   client  dc1\n" +
+			"web-2  10.0.0.12:8301   failed  client  dc1\n"},
+		{[]string{"-status", "alive"}, "" +
+			"Node   Address         Status  Role    DC\n" +
+			"dev    127.0.0.1       alive   server  dc1\n" +
+			"srv-1  10.0.0.1:8301   alive   server  dc1\n" +
+			"web-1  10.0.0.11:8301  alive   client  dc1\n"},
+		{[]string{"-status", "leaving"}, "Node  Address  Status  Role  DC\n"},
+		{[]string{"-format", "table", "-status", "failed"}, "" +
+			"Node   Address         Status  Role    DC\n" +
+			"web-2  10.0.0.12:8301  failed  client  dc1\n"},
+	} {
+		agent := membersAgent(t)
+		args := append([]string{"members", "-http-addr", agent.URL}, tc.args...)
+		stdout, stderr, code := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: got exit code %d, stderr %q", tc.args, code, stderr)
+		}
+		if stdout != tc.want {
+			t.Errorf("%v: got\n%s\nwant\n%s", tc.args, stdout, tc.want)
+		}
+		agent.only(t, "GET", "/v1/agent/members")
+	}
+}
+
+func TestMembersJSON(t *testing.T) {
+	agent := membersAgent(t)
+	stdout, stderr, code := runCLI(t, "members", "-http-addr", agent.URL, "-format", "json", "-status", "alive")
+	if code != 0 {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	var got []api.Member
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout %q is not a JSON array of members: %v", stdout, err)
+	}
+	want := []api.Member{
+		{Name: "dev", Addr: "127.0.0.1", Status: "alive", Role: "server", Datacenter: "dc1",
+			Tags: map[string]string{"role": "consul", "dc": "dc1", "vsn": "1"}},
+		{Name: "srv-1", Addr: "10.0.0.1", Port: 8301, Status: "alive", Role: "server", Datacenter: "dc1",
+			Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}},
+		{Name: "web-1", Addr: "10.0.0.11", Port: 8301, Status: "alive", Role: "client", Datacenter: "dc1",
+			Tags: map[string]string{"role": "node", "dc": "dc1", "vsn": "1"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestMembersUsageErrors(t *testing.T) {
+	agent := membersAgent(t)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-status", "dead"}, []string{`-status "dead"`, "alive, failed, left, leaving", `"cairn members -h"`}},
+		{[]string{"-status", ""}, []string{`-status ""`}},
+		{[]string{"-format", "yaml"}, []string{`-format "yaml"`, "table or json", `"cairn members -h"`}},
+		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
+	} {
+		args := append([]string{"members", "-http-addr", agent.URL}, tc.args...)
+		stdout, stderr, code := runCLI(t, args...)
+		wantError(t, stderr, code, tc.want...)
+		if stdout != "" {
+			t.Errorf("%v: got stdout %q, want none", tc.args, stdout)
+		}
+	}
+	if n := len(agent.requests()); n != 0 {
+		t.Errorf("agent saw %d requests, want none", n)
+	}
+}
+
+func TestMembersWANRejectedByAgent(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"GET /v1/agent/members": {status: 400,
+		body: `{"error": "wan: the WAN pool is not available", "field": "wan", "reason": "the WAN pool is not available"}`}})
+	_, stderr, code := runCLI(t, "members", "-http-addr", agent.URL)
+	wantError(t, stderr, code, "list members: agent returned 400: wan: the WAN pool is not available")
+}
+
+func TestJoin(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{
+		"PUT /v1/agent/join/10.0.0.2":        {},
+		"PUT /v1/agent/join/10.0.0.3:8301":   {},
+		"PUT /v1/agent/join/%5Bfd00::1%5D:1": {},
+	})
+	stdout, stderr, code := runCLI(t, "join", "-http-addr", agent.URL, "10.0.0.2", "10.0.0.3:8301", "[fd00::1]:1")
+	if code != 0 || stderr != "" {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	if want := "Joined 3 of 3 agents\n"; stdout != want {
+		t.Errorf("got stdout %q, want %q", stdout, want)
+	}
+	var paths []string
+	for _, r := range agent.requests() {
+		paths = append(paths, r.Method+" "+r.Path)
+	}
+	want := []string{"PUT /v1/agent/join/10.0.0.2", "PUT /v1/agent/join/10.0.0.3:8301", "PUT /v1/agent/join/%5Bfd00::1%5D:1"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("agent saw %q, want %q", paths, want)
+	}
+}
+
+// TestJoinSome: joining one address is a success; the others are warned about.
+func TestJoinSome(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{
+		"PUT /v1/agent/join/10.0.0.2": {status: 500, body: `{"error": "join 10.0.0.2: connection refused"}`},
+		"PUT /v1/agent/join/10.0.0.3": {},
+	})
+	stdout, stderr, code := runCLI(t, "join", "-http-addr", agent.URL, "10.0.0.2", "10.0.0.3")
+	if code != 0 {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	if want := "Joined 1 of 2 agents\n"; stdout != want {
+		t.Errorf("got stdout %q, want %q", stdout, want)
+	}
+	if want := "Warning: join 10.0.0.2: agent returned 500: join 10.0.0.2: connection refused\n"; stderr != want {
+		t.Errorf("got stderr %q, want %q", stderr, want)
+	}
+}
+
+func TestJoinNone(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{
+		"PUT /v1/agent/join/10.0.0.2": {status: 500, body: `{"error": "join 10.0.0.2: connection refused"}`},
+	}) // 10.0.0.3 gets a 404
+	stdout, stderr, code := runCLI(t, "join", "-http-addr", agent.URL, "10.0.0.2", "10.0.0.3")
+	wantError(t, stderr, code, "joined 0 of 2 agents; ",
+		"join 10.0.0.2: agent returned 500: join 10.0.0.2: connection refused; ",
+		"join 10.0.0.3: agent returned 404")
+	if stdout != "" {
+		t.Errorf("got stdout %q, want none", stdout)
+	}
+}
+
+func TestJoinUsageErrors(t *testing.T) {
+	agent := newFakeAgent(t, nil)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"missing ADDRESS", `"cairn join -h"`}},
+		{[]string{"10.0.0.2", "-http-addr", "x:1"}, []string{"flags must come before the addresses", `"-http-addr"`}},
+		{[]string{"10.0.0.2", ""}, []string{"address 2 is empty"}},
+	} {
+		args := append([]string{"join", "-http-addr", agent.URL}, tc.args...)
+		stdout, stderr, code := runCLI(t, args...)
+		wantError(t, stderr, code, tc.want...)
+		if stdout != "" {
+			t.Errorf("%v: got stdout %q, want none", tc.args, stdout)
+		}
+	}
+	if n := len(agent.requests()); n != 0 {
+		t.Errorf("agent saw %d requests, want none", n)
+	}
+}
+
+func TestLeave(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"PUT /v1/agent/leave": {}})
+	stdout, stderr, code := runCLI(t, "leave", "-http-addr", agent.URL)
+	if code != 0 || stderr != "" {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	if want := "Graceful leave complete\n"; stdout != want {
+		t.Errorf("got stdout %q, want %q", stdout, want)
+	}
+	agent.only(t, "PUT", "/v1/agent/leave")
+}
+
+func TestLeaveFails(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"PUT /v1/agent/leave": {status: 500, body: `{"error": "leave: broadcast timed out"}`}})
+	stdout, stderr, code := runCLI(t, "leave", "-http-addr", agent.URL)
+	wantError(t, stderr, code, "leave: agent returned 500: leave: broadcast timed out")
+	if stdout != "" {
+		t.Errorf("got stdout %q, want none", stdout)
+	}
+	_, stderr, code = runCLI(t, "leave", "-http-addr", agent.URL, "now")
+	wantError(t, stderr, code, `unexpected argument "now"`)
+}
+
+const raftBody = `{"Servers": [
+	{"ID": "srv-2", "Node": "srv-2", "Address": "10.0.0.2:8300", "Leader": false, "ProtocolVersion": "3", "Voter": true},
+	{"ID": "srv-1", "Node": "srv-1", "Address": "10.0.0.1:8300", "Leader": true, "ProtocolVersion": "3", "Voter": true},
+	{"ID": "srv-3", "Node": "srv-3", "Address": "10.0.0.3:8300", "Leader": false, "ProtocolVersion": "3", "Voter": false}],
+	"Index": 17}`
+
+func TestListPeers(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"GET /v1/operator/raft/configuration": {body: raftBody}})
+	stdout, stderr, code := runCLI(t, "operator", "raft", "list-peers", "-http-addr", agent.URL)
+	if code != 0 {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	want := "" +
+		"Node   ID     Address        State     Voter\n" +
+		"srv-1  srv-1  10.0.0.1:8300  leader    true\n" +
+		"srv-2  srv-2  10.0.0.2:8300  follower  true\n" +
+		"srv-3  srv-3  10.0.0.3:8300  follower  false\n"
+	if stdout != want {
+		t.Errorf("got\n%s\nwant\n%s", stdout, want)
+	}
+	agent.only(t, "GET", "/v1/operator/raft/configuration")
+}
+
+func TestListPeersJSON(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"GET /v1/operator/raft/configuration": {body: raftBody}})
+	stdout, stderr, code := runCLI(t, "operator", "raft", "list-peers", "-http-addr", agent.URL, "-format", "json")
+	if code != 0 {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	var got api.RaftConfiguration
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout %q is not a Raft configuration: %v", stdout, err)
+	}
+	if got.Index != 17 || len(got.Servers) != 3 || got.Servers[0].Node != "srv-1" || !got.Servers[0].Leader {
+		t.Errorf("got %s, want the 3 servers sorted by node, srv-1 leading, at index 17", stdout)
+	}
+}
+
+func TestListPeersErrors(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"GET /v1/operator/raft/configuration": {
+		status: 500, body: `{"error": "read raft configuration: no cluster leader"}`}})
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"read the raft configuration: agent returned 500: read raft configuration: no cluster leader"}},
+		{[]string{"-format", "xml"}, []string{`-format "xml"`, `"cairn operator raft list-peers -h"`}},
+		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
+	} {
+		args := append([]string{"operator", "raft", "list-peers", "-http-addr", agent.URL}, tc.args...)
+		_, stderr, code := runCLI(t, args...)
+		wantError(t, stderr, code, tc.want...)
+	}
+	if n := len(agent.requests()); n != 1 {
+		t.Errorf("agent saw %d requests, want 1 (usage errors send none)", n)
+	}
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# A whole cairn cluster on one machine: three servers and two client agents,
+# each on its own loopback address (127.0.0.21–25) with the default ports and
+# its own data dir. It waits for a leader, registers "web" on the first
+# client, digs it from the second, prints the members and the Raft peers, and
+# stops every agent (unless KEEP=1, which keeps them until Ctrl-C).
+#
+#   examples/local-cluster/run.sh                # builds cairn with go build
+#   CAIRN=/path/to/cairn examples/local-cluster/run.sh
+#
+# Environment: CAIRN (binary; default: build one), NET (the first three octets,
+# default 127.0.0), FIRST (first host octet, default 21), WORK (data and logs,
+# default a temporary directory, removed at the end unless KEEP=1),
+# TIMEOUT (seconds to wait for each step, default 60). Needs dig
+# (bind9-dnsutils). Exits non-zero, printing the agents' logs, when a step fails.
+set -euo pipefail
+
+NET=${NET:-127.0.0}
+FIRST=${FIRST:-21}
+TIMEOUT=${TIMEOUT:-60}
+KEEP=${KEEP:-0}
+here=$(cd "$(dirname "$0")" && pwd)
+WORK=${WORK:-$(mktemp -d -t cairn-local-cluster.XXXXXX)}
+mkdir -p "$WORK"
+
+if [[ -z "${CAIRN:-}" ]]; then
+	CAIRN="$WORK/cairn"
+	echo "building cairn into $CAIRN"
+	(cd "$here/../.." && go build -o "$CAIRN" ./cmd/cairn)
+fi
+command -v dig >/dev/null || { echo "dig not found: install bind9-dnsutils" >&2; exit 1; }
+
+servers=(s1 s2 s3)
+clients=(c1 c2)
+declare -A ip pid
+n=$FIRST
+for name in "${servers[@]}" "${clients[@]}"; do
+	ip[$name]="$NET.$n"
+	n=$((n + 1))
+done
+join="${ip[s1]}" # every agent joins through the first server's gossip port
+
+stop_all() {
+	local code=0
+	for name in "${!pid[@]}"; do
+		kill -TERM "${pid[$name]}" 2>/dev/null || true
+	done
+	for name in "${!pid[@]}"; do
+		if ! wait "${pid[$name]}"; then
+			echo "agent $name exited with an error; its log:" >&2
+			sed 's/^/  /' "$WORK/$name.log" >&2
+			code=1
+		fi
+	done
+	pid=()
+	return $code
+}
+
+cleanup() {
+	local code=$?
+	stop_all || code=1
+	if [[ $code -ne 0 ]]; then
+		for f in "$WORK"/*.log; do
+			echo "--- $f" >&2
+			tail -n 40 "$f" >&2
+		done
+	fi
+	if [[ "$KEEP" != 1 && -z "${KEEP_WORK:-}" ]]; then
+		rm -rf "$WORK"
+	fi
+	exit $code
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start() {
+	local name=$1
+	shift
+	"$CAIRN" agent -node "$name" -bind "${ip[$name]}" -client "${ip[$name]}" \
+		-data-dir "$WORK/$name" -retry-join "$join" -retry-interval 1s "$@" \
+		>"$WORK/$name.log" 2>&1 &
+	pid[$name]=$!
+	echo "started $name on ${ip[$name]} (pid ${pid[$name]})"
+}
+
+# waits until the command succeeds, for at most TIMEOUT seconds.
+until_ok() {
+	local what=$1
+	shift
+	local deadline=$((SECONDS + TIMEOUT))
+	until "$@" >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			echo "timed out after ${TIMEOUT}s waiting for: $what" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+for name in "${servers[@]}"; do
+	start "$name" -server -bootstrap-expect 3
+done
+for name in "${clients[@]}"; do
+	start "$name"
+done
+
+cli() { # cli <agent> <cairn command...>
+	local name=$1
+	shift
+	"$CAIRN" "$@" -http-addr "${ip[$name]}:8500"
+}
+has_leader() { cli c2 operator raft list-peers | grep -q leader; }
+until_ok "a Raft leader seen from client c2" has_leader
+
+all_members() { [[ $(cli c1 members -status alive | tail -n +2 | wc -l) -eq 5 ]]; }
+until_ok "five alive members seen from client c1" all_members
+
+until_ok "registering web on c1" cli c1 services register -name web -port 8080 -tag v1
+answered() {
+	dig +short +time=1 +tries=1 @"${ip[c2]}" -p 8600 web.service.dc1.cluster SRV | grep -q 'c1.node.dc1.cluster'
+}
+until_ok "web answered by c2's DNS" answered
+
+echo
+echo "== cairn members (from c2)"
+cli c2 members
+echo
+echo "== cairn operator raft list-peers (from c2)"
+cli c2 operator raft list-peers
+echo
+echo "== dig @${ip[c2]} -p 8600 web.service.dc1.cluster SRV"
+dig +noall +answer +additional @"${ip[c2]}" -p 8600 web.service.dc1.cluster SRV
+
+if [[ "$KEEP" == 1 ]]; then
+	echo
+	echo "the cluster keeps running (data and logs in $WORK); Ctrl-C stops it"
+	while true; do
+		sleep 3600 &
+		wait $!
+	done
+fi
+echo
+echo "stopping the agents"
+stop_all
+echo "all agents stopped cleanly"
