@@ -160,5 +160,13 @@ func TestClusterOfThreeServers(t *testing.T) {
 	}
 	resolves(t, c.Agents[rest[1]], "api.service.dc1.cluster")
 	resolves(t, c.Agents[rest[1]], "web.service.dc1.cluster")
+
+	// A server joining after the bootstrap (no -bootstrap-expect) is made
+	// a voter by the leader and catches up on the catalog.
+	cfg := agenttest.ServerConfig(t, "s4", 0, c.GossipAddr(rest[0]))
+	c.Configs = append(c.Configs, cfg)
+	c.Agents = append(c.Agents, agenttest.Start(t, cfg))
+	leaderOf(t, c, append(rest, 3), 3)
+	resolves(t, c.Agents[3], "api.service.dc1.cluster")
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
 }

@@ -24,10 +24,11 @@ var errNoServers = errors.New("no cairn servers known; is the agent joined to a 
 // consumers — local state, the HTTP API and the DNS resolver — to the
 // servers of its datacenter over RPC, through the Catalog endpoint.
 //
-// Each call goes to a server picked at random from servers(). A call that
+// Each call goes to a server picked at random from servers(). A read that
 // fails with rpc.ErrTransport (the server could not be reached, or the
 // connection broke) is tried once more, on another server when there is
-// one; an error the server returned (*rpc.RemoteError) is final.
+// one; a write only when it was never sent (see call); an error the server
+// returned (*rpc.RemoteError) is final.
 //
 // Reads are sent with AllowStale: any server answers from its own state,
 // without forwarding to the leader, so DNS and the HTTP API keep answering
@@ -74,14 +75,14 @@ func newRPCBackend(pool *rpc.Pool, servers func() []string, dc string, onlyPassi
 }
 
 // call calls method on a random server, and once more on another one when
-// the first call fails with rpc.ErrTransport.
-//
-// Retrying a write is safe even though its fate is unknown after a
-// transport error: catalog registrations and deregistrations are
-// idempotent, setting the state they describe. With a single server known
-// the retry goes to that server again, which helps when the pool's session
-// to it had broken (the pool dials a new one).
-func (b *rpcBackend) call(ctx context.Context, method string, args, reply any) error {
+// the first call fails with rpc.ErrTransport. A write (write set) is
+// retried only when its request was never sent (rpc.ErrNotSent): after a
+// connection broke mid-call the server may have applied it, and the caller
+// gets an error saying so rather than a second attempt that could hide it.
+// With a single server known the retry goes to that server again, which
+// helps when the pool's session to it had broken (the pool dials a new
+// one).
+func (b *rpcBackend) call(ctx context.Context, method string, write bool, args, reply any) error {
 	servers := b.servers()
 	n := len(servers)
 	if n == 0 {
@@ -96,6 +97,9 @@ func (b *rpcBackend) call(ctx context.Context, method string, args, reply any) e
 	if err == nil || !errors.Is(err, rpc.ErrTransport) {
 		return err
 	}
+	if write && !errors.Is(err, rpc.ErrNotSent) {
+		return fmt.Errorf("%w: %w", errFateUnknown, err)
+	}
 	next := first
 	if n > 1 {
 		next = (first + 1 + randN(n-1)) % n // any server but the first
@@ -103,6 +107,10 @@ func (b *rpcBackend) call(ctx context.Context, method string, args, reply any) e
 	b.logger.Debug("rpc to server failed, retrying", "peer", servers[first], "retry", servers[next], "err", err)
 	return b.pool.Call(ctx, servers[next], method, args, reply)
 }
+
+// errFateUnknown is wrapped by a write's error when the connection to the
+// server broke after the request was sent.
+var errFateUnknown = errors.New("the connection to the server broke after the write was sent; it may or may not have been applied")
 
 // query returns the options of every read: stale reads of this agent's
 // datacenter.
@@ -112,18 +120,18 @@ func (b *rpcBackend) query() rpc.QueryOptions {
 
 func (b *rpcBackend) Register(ctx context.Context, req *catalog.RegisterRequest) error {
 	args := &rpc.RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: b.dc}, Registration: *req}
-	return b.call(ctx, rpc.MethodCatalogRegister, args, nil)
+	return b.call(ctx, rpc.MethodCatalogRegister, true, args, nil)
 }
 
 func (b *rpcBackend) Deregister(ctx context.Context, req *catalog.DeregisterRequest) error {
 	args := &rpc.DeregisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: b.dc}, Deregistration: *req}
-	return b.call(ctx, rpc.MethodCatalogDeregister, args, nil)
+	return b.call(ctx, rpc.MethodCatalogDeregister, true, args, nil)
 }
 
 func (b *rpcBackend) NodeServices(ctx context.Context, name string) (*catalog.Node, []*catalog.Service, error) {
 	var reply rpc.NodeServicesResponse
 	args := &rpc.NodeServicesRequest{QueryOptions: b.query(), Node: name}
-	if err := b.call(ctx, rpc.MethodCatalogNodeServices, args, &reply); err != nil {
+	if err := b.call(ctx, rpc.MethodCatalogNodeServices, false, args, &reply); err != nil {
 		return nil, nil, err
 	}
 	return reply.Node, reply.Services, nil
@@ -131,7 +139,7 @@ func (b *rpcBackend) NodeServices(ctx context.Context, name string) (*catalog.No
 
 func (b *rpcBackend) Nodes(ctx context.Context) (uint64, []*catalog.Node, error) {
 	var reply rpc.NodesResponse
-	if err := b.call(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{QueryOptions: b.query()}, &reply); err != nil {
+	if err := b.call(ctx, rpc.MethodCatalogNodes, false, &rpc.NodesRequest{QueryOptions: b.query()}, &reply); err != nil {
 		return 0, nil, err
 	}
 	return reply.Index, reply.Nodes, nil
@@ -139,7 +147,7 @@ func (b *rpcBackend) Nodes(ctx context.Context) (uint64, []*catalog.Node, error)
 
 func (b *rpcBackend) Services(ctx context.Context) (uint64, map[string][]string, error) {
 	var reply rpc.ServicesResponse
-	if err := b.call(ctx, rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: b.query()}, &reply); err != nil {
+	if err := b.call(ctx, rpc.MethodCatalogServices, false, &rpc.ServicesRequest{QueryOptions: b.query()}, &reply); err != nil {
 		return 0, nil, err
 	}
 	return reply.Index, reply.Services, nil
@@ -148,7 +156,7 @@ func (b *rpcBackend) Services(ctx context.Context) (uint64, map[string][]string,
 func (b *rpcBackend) ServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error) {
 	var reply rpc.ServiceInstancesResponse
 	args := &rpc.ServiceInstancesRequest{QueryOptions: b.query(), Service: name, Tag: tag}
-	if err := b.call(ctx, rpc.MethodCatalogServiceInstances, args, &reply); err != nil {
+	if err := b.call(ctx, rpc.MethodCatalogServiceInstances, false, args, &reply); err != nil {
 		return 0, nil, err
 	}
 	return reply.Index, reply.Instances, nil
@@ -195,7 +203,7 @@ func (b *rpcBackend) Node(ctx context.Context, dc, name string) (*catalog.Node, 
 func (b *rpcBackend) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
 	var reply rpc.ReverseResponse
 	args := &rpc.ReverseRequest{QueryOptions: b.query(), Addr: addr.String()}
-	if err := b.call(ctx, rpc.MethodCatalogReverse, args, &reply); err != nil {
+	if err := b.call(ctx, rpc.MethodCatalogReverse, false, args, &reply); err != nil {
 		return nil, nil, err
 	}
 	return reply.Nodes, reply.Services, nil
@@ -211,7 +219,7 @@ func (b *rpcBackend) Leader() string {
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
 	var reply rpc.LeaderResponse
-	if err := b.call(ctx, rpc.MethodStatusLeader, &rpc.StatusRequest{QueryOptions: b.query()}, &reply); err != nil {
+	if err := b.call(ctx, rpc.MethodStatusLeader, false, &rpc.StatusRequest{QueryOptions: b.query()}, &reply); err != nil {
 		b.logger.Debug("no leader known", "err", err)
 		return ""
 	}
@@ -236,7 +244,7 @@ func (b *rpcBackend) RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurat
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	var reply rpc.RaftConfigurationResponse
-	if err := b.call(ctx, rpc.MethodStatusRaftConfiguration, &rpc.StatusRequest{QueryOptions: b.query()}, &reply); err != nil {
+	if err := b.call(ctx, rpc.MethodStatusRaftConfiguration, false, &rpc.StatusRequest{QueryOptions: b.query()}, &reply); err != nil {
 		return nil, err
 	}
 	return &reply, nil

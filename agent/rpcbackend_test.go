@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -321,5 +322,59 @@ func TestRPCBackendDoesNotRetryRemoteError(t *testing.T) {
 	}
 	if got, want := log.get(), []string{live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v (no retry)", got, want)
+	}
+}
+
+// dropperAddr returns the address of a server that accepts connections,
+// reads what a call sends, and closes the connection without answering:
+// a server dying mid-call.
+func dropperAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer conn.Close()
+				// The first byte, yamux's stream opening and the request
+				// frame: enough that the request was sent.
+				_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 64)
+				_, _ = io.ReadAtLeast(conn, buf, 32)
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestRPCBackendServerDiesMidCall: a read whose server dies mid-call is
+// retried on another server; a write is not (the server may have applied
+// it) and its error says its fate is unknown.
+func TestRPCBackendServerDiesMidCall(t *testing.T) {
+	dropper, live := dropperAddr(t), startCatalogServer(t)
+
+	b, log := newTestRPCBackend(t, dropper, live)
+	if _, _, err := b.Nodes(testContext(t)); err != nil {
+		t.Errorf("Nodes: got err %v, want the answer of the other server", err)
+	}
+	if got, want := log.get(), []string{dropper, live}; !slices.Equal(got, want) {
+		t.Errorf("read dialed %v, want %v", got, want)
+	}
+
+	b, log = newTestRPCBackend(t, dropper, live)
+	err := b.Register(testContext(t), &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"})
+	if !errors.Is(err, errFateUnknown) || !errors.Is(err, rpc.ErrTransport) {
+		t.Errorf("Register: got err %v, want errFateUnknown wrapping ErrTransport", err)
+	}
+	if got, want := log.get(), []string{dropper}; !slices.Equal(got, want) {
+		t.Errorf("write dialed %v, want %v (no retry)", got, want)
 	}
 }

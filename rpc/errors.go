@@ -18,6 +18,13 @@ import (
 // context.Canceled or context.DeadlineExceeded; neither wraps ErrTransport.
 var ErrTransport = errors.New("rpc transport error")
 
+// ErrNotSent is wrapped, with ErrTransport, by an error of Pool.Call that
+// happened before any of the request was written (the dial failed, or the
+// session could not open a stream): the server cannot have run the call.
+// A transport error without it leaves a write's fate unknown: the server
+// may have applied it before the connection broke.
+var ErrNotSent = errors.New("rpc request not sent")
+
 // ErrCodec is wrapped by an error of Pool.Call encoding the arguments or
 // decoding the reply: the types on the two sides disagree. Retrying on
 // another server does not help.

@@ -79,7 +79,9 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 // errors are told apart with errors.Is and errors.As:
 //   - *RemoteError: the server ran (or refused) the call and said no;
 //   - ErrTransport: the server could not be reached or the connection
-//     failed, before or during the call — retry a read elsewhere;
+//     failed, before or during the call — retry a read elsewhere; it
+//     also wraps ErrNotSent when the request was never written, so that
+//     a write may be retried too;
 //   - ErrCodec or ErrMessageTooLarge: args or reply do not fit the wire;
 //   - context.Canceled, context.DeadlineExceeded: ctx ended;
 //   - ErrPoolClosed: after Close.
@@ -104,7 +106,7 @@ func (p *Pool) call(ctx context.Context, addr, method string, args, reply any) e
 	stream, err := sess.OpenStream()
 	if err != nil {
 		p.drop(addr, sess)
-		return transportError(err)
+		return notSentError(err)
 	}
 	defer closeQuietly(stream)
 	if deadline, ok := ctx.Deadline(); ok {
@@ -141,6 +143,12 @@ func deadlinePassed(ctx context.Context) bool {
 
 func transportError(err error) error {
 	return fmt.Errorf("%w: %w", ErrTransport, err)
+}
+
+// notSentError is a transport error that happened before any of the
+// request was written: the server cannot have run it.
+func notSentError(err error) error {
+	return fmt.Errorf("%w: %w: %w", ErrTransport, ErrNotSent, err)
 }
 
 // session returns the live session to addr, dialing it (once, however
@@ -199,17 +207,17 @@ func (p *Pool) open(addr string) (*yamux.Session, error) {
 	defer cancel()
 	conn, err := p.dial(ctx, addr)
 	if err != nil {
-		return nil, transportError(fmt.Errorf("dial: %w", err))
+		return nil, notSentError(fmt.Errorf("dial: %w", err))
 	}
 	deadline, _ := ctx.Deadline()
 	if err := writeFirstByte(conn, RPCByte, deadline); err != nil {
 		closeQuietly(conn)
-		return nil, transportError(err)
+		return nil, notSentError(err)
 	}
 	sess, err := yamux.Client(conn, p.yamux)
 	if err != nil { // only for an invalid config, which NewPool rules out
 		closeQuietly(conn)
-		return nil, transportError(err)
+		return nil, notSentError(err)
 	}
 	return sess, nil
 }

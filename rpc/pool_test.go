@@ -123,8 +123,8 @@ func TestTransportErrorNoServer(t *testing.T) {
 	shutdown(t, s)
 	p, _ := newPool(t)
 	err := p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{}, &EchoReply{})
-	if !errors.Is(err, ErrTransport) {
-		t.Fatalf("got %v, want ErrTransport", err)
+	if !errors.Is(err, ErrTransport) || !errors.Is(err, ErrNotSent) {
+		t.Fatalf("got %v, want ErrTransport and ErrNotSent", err)
 	}
 	var remote *RemoteError
 	if errors.As(err, &remote) {
@@ -155,8 +155,8 @@ func TestShutdownMidCallThenRestart(t *testing.T) {
 	}()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrTransport) {
-			t.Errorf("call during shutdown: got %v, want ErrTransport", err)
+		if !errors.Is(err, ErrTransport) || errors.Is(err, ErrNotSent) {
+			t.Errorf("call during shutdown: got %v, want ErrTransport, not ErrNotSent (it was sent)", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("call did not fail when the server shut down")
