@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
@@ -58,6 +59,7 @@ type Agent struct {
 	// its result.
 	leaveDo  sync.Once
 	leaveErr error
+	leaving  atomic.Bool // set once the graceful leave starts
 	// crashed makes Shutdown skip the graceful leave, as a killed process
 	// would: set by tests (export_test.go) before Shutdown.
 	crashed bool

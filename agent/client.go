@@ -23,9 +23,7 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 		return err
 	}
 	a.backend = newRPCBackend(a.rpcPool, a.liveServers, a.cfg.Datacenter, a.cfg.DNS.OnlyPassing, a.logger)
-	if len(a.cfg.Join) > 0 {
-		a.loops.Go(func() { a.joinLoop(loopCtx) })
-	}
+	a.startJoin(loopCtx)
 	a.logger.Info("client agent", "gossip", a.gossipAddr())
 	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +68,27 @@ func catalogNodes(a *agent.Agent) ([]string, error) {
 	return out, nil
 }
 
+// allMembers waits until a sees the five agents of TestClusterWithClients
+// alive in gossip.
+func allMembers(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "five alive members", func() error {
+		members, err := client(t, a).Agent().Members(context.Background())
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, m := range members {
+			got = append(got, m.Name+"/"+m.Role+"/"+m.Status)
+		}
+		want := []string{"ca/client/alive", "cb/client/alive", "s1/server/alive", "s2/server/alive", "s3/server/alive"}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("members %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
 // TestClusterWithClients is the cluster the issue describes: three servers
 // and two clients. Clients find the servers in gossip alone; a service
 // registered on one client is answered by the other's DNS; the leader is
@@ -91,25 +115,7 @@ func TestClusterWithClients(t *testing.T) {
 		}
 		return nil
 	})
-	members, err := client(t, cb).Agent().Members(ctx)
-	if err != nil {
-		t.Fatalf("members: %v", err)
-	}
-	waitFor(t, 10*time.Second, "five members in the client's view", func() error {
-		members, err = client(t, cb).Agent().Members(ctx)
-		if err != nil {
-			return err
-		}
-		var got []string
-		for _, m := range members {
-			got = append(got, m.Name+"/"+m.Role+"/"+m.Status)
-		}
-		want := []string{"ca/client/alive", "cb/client/alive", "s1/server/alive", "s2/server/alive", "s3/server/alive"}
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("members %v, want %v", got, want)
-		}
-		return nil
-	})
+	allMembers(t, cb)
 
 	// A registration on client A reaches client B's DNS, pointing at A.
 	if err := client(t, ca).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{Name: "web", Port: 8080}); err != nil {
@@ -119,7 +125,19 @@ func TestClusterWithClients(t *testing.T) {
 	t.Logf("registered on one client, answered by the other after %s", time.Since(start).Round(time.Millisecond))
 
 	// Kill the leader: the others elect a new one and writes go on through
-	// the clients.
+	// the clients. (Once it has remembered the other members, so that it
+	// can rejoin them below without being told where they are.)
+	snapshot := filepath.Join(c.Configs[leader].DataDir, "gossip", "lan-members.json")
+	waitFor(t, 20*time.Second, "the leader's member snapshot", func() error {
+		data, err := os.ReadFile(snapshot)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(data), ":"); n != 4 {
+			return fmt.Errorf("%d members remembered: %s", n, data)
+		}
+		return nil
+	})
 	killed := time.Now()
 	if err := agent.Crash(ctx, c.Agents[leader]); err != nil {
 		t.Fatalf("crash leader: %v", err)
@@ -138,12 +156,14 @@ func TestClusterWithClients(t *testing.T) {
 	})
 	answersWith(t, ca, "api.service.dc1.cluster", "cb.node.dc1.cluster.")
 
-	// The killed server restarts from its data dir and rejoins with every
-	// write, including the one made while it was down.
+	// The killed server restarts from its data dir, told to join only
+	// itself: it rejoins the members it remembers, with every write,
+	// including the one made while it was down.
 	cfg := c.Configs[leader]
-	cfg.Join = []string{c.GossipAddr(rest[0])}
+	cfg.Join = []string{c.GossipAddr(leader)}
 	c.Agents[leader] = agenttest.Start(t, cfg)
 	leaderOf(t, c, []int{0, 1, 2}, 3)
+	allMembers(t, c.Agents[leader]) // gossip too, not only Raft
 	answersWith(t, c.Agents[leader], "web.service.dc1.cluster", "ca.node.dc1.cluster.")
 	answersWith(t, c.Agents[leader], "api.service.dc1.cluster", "cb.node.dc1.cluster.")
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -89,9 +90,7 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 		return err
 	}
 	a.loops.Go(func() { leader.Run(loopCtx) })
-	if len(a.cfg.Join) > 0 {
-		a.loops.Go(func() { a.joinLoop(loopCtx) })
-	}
+	a.startJoin(loopCtx)
 	if a.cfg.BootstrapExpect > 0 {
 		a.loops.Go(func() { a.bootstrapWatch(loopCtx) })
 	}
@@ -99,12 +98,27 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	return nil
 }
 
-// joinLoop joins the LAN pool through cfg.Join, retrying every
-// RetryInterval until one address answers, RetryMax attempts were made, or
-// ctx ends.
-func (a *Agent) joinLoop(ctx context.Context) {
+// startJoin starts the loops that join the LAN pool (through cfg.Join and
+// the remembered members) and keep the member snapshot.
+func (a *Agent) startJoin(loopCtx context.Context) {
+	if addrs := a.joinAddrs(); len(addrs) > 0 {
+		a.loops.Go(func() { a.joinLoop(loopCtx, addrs) })
+	}
+	if a.memberSnapshotPath() != "" {
+		a.loops.Go(func() { a.memberSnapshotLoop(loopCtx) })
+	}
+}
+
+// joinLoop joins the LAN pool through addrs, retrying every RetryInterval
+// until another member is found, RetryMax attempts were made, or ctx
+// ends. Joining only itself (its own address among addrs, the others
+// down) does not count: the agent would sit alone, so it keeps trying.
+func (a *Agent) joinLoop(ctx context.Context, addrs []string) {
 	for attempt := 1; ; attempt++ {
-		n, err := a.gossip.Join(ctx, a.cfg.Join)
+		n, err := a.gossip.Join(ctx, addrs)
+		if err == nil && len(a.otherMembers()) == 0 {
+			err = errors.New("only this agent answered")
+		}
 		if err == nil {
 			a.logger.Info("joined the cluster", "answered", n, "attempt", attempt)
 			return

@@ -100,6 +100,8 @@ func (a *Agent) leave(ctx context.Context) error {
 			return
 		}
 		a.logger.Info("leaving the cluster")
+		a.leaving.Store(true) // the member snapshot loop stops writing
+		a.forgetMembers()
 		if err := a.gossip.Leave(leaveTimeout); err != nil && !errors.Is(err, gossip.ErrShutdown) {
 			a.leaveErr = fmt.Errorf("gossip leave: %w", err)
 			return

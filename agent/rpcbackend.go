@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
@@ -24,7 +26,11 @@ var errNoServers = errors.New("no cairn servers known; is the agent joined to a 
 // consumers — local state, the HTTP API and the DNS resolver — to the
 // servers of its datacenter over RPC, through the Catalog endpoint.
 //
-// Each call goes to a server picked at random from servers(). A read that
+// Calls go to one server, picked at random from servers() and kept while
+// it is among them and answers: reads from one server see its state move
+// forward only, where reads spread over servers could see a write and then
+// miss it on a server that has not applied it yet. Clients spread over the
+// servers by each picking at random. A read that
 // fails with rpc.ErrTransport (the server could not be reached, or the
 // connection broke) is tried once more, on another server when there is
 // one; a write only when it was never sent (see call); an error the server
@@ -50,6 +56,10 @@ type rpcBackend struct {
 	// randN returns a number in [0, n); nil means math/rand/v2.IntN. A
 	// hook for tests, to pick servers in a known order.
 	randN func(n int) int
+	// preferred is the server calls go to first (see call); "" before
+	// the first call. mu guards it.
+	mu        sync.Mutex
+	preferred string
 }
 
 var (
@@ -92,17 +102,29 @@ func (b *rpcBackend) call(ctx context.Context, method string, write bool, args, 
 	if randN == nil {
 		randN = rand.IntN
 	}
-	first := randN(n)
+	b.mu.Lock()
+	first := slices.Index(servers, b.preferred)
+	if first < 0 {
+		first = randN(n)
+		b.preferred = servers[first]
+	}
+	b.mu.Unlock()
 	err := b.pool.Call(ctx, servers[first], method, args, reply)
 	if err == nil || !errors.Is(err, rpc.ErrTransport) {
 		return err
 	}
-	if write && !errors.Is(err, rpc.ErrNotSent) {
-		return fmt.Errorf("%w: %w", errFateUnknown, err)
-	}
 	next := first
 	if n > 1 {
 		next = (first + 1 + randN(n-1)) % n // any server but the first
+	}
+	// Whatever becomes of this call, later ones try another server.
+	b.mu.Lock()
+	if b.preferred == servers[first] {
+		b.preferred = servers[next]
+	}
+	b.mu.Unlock()
+	if write && !errors.Is(err, rpc.ErrNotSent) {
+		return fmt.Errorf("%w: %w", errFateUnknown, err)
 	}
 	b.logger.Debug("rpc to server failed, retrying", "peer", servers[first], "retry", servers[next], "err", err)
 	return b.pool.Call(ctx, servers[next], method, args, reply)

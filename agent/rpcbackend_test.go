@@ -378,3 +378,20 @@ func TestRPCBackendServerDiesMidCall(t *testing.T) {
 		t.Errorf("write dialed %v, want %v (no retry)", got, want)
 	}
 }
+
+// TestRPCBackendSticksToOneServer: calls keep going to the server picked
+// first while it answers, so a client's reads come from one state.
+func TestRPCBackendSticksToOneServer(t *testing.T) {
+	a, b2 := startCatalogServer(t), startCatalogServer(t)
+	b, log := newTestRPCBackend(t, a, b2)
+	b.randN = func(n int) int { return n - 1 } // the last server first
+	ctx := testContext(t)
+	for range 5 {
+		if _, _, err := b.Nodes(ctx); err != nil {
+			t.Fatalf("Nodes: %v", err)
+		}
+	}
+	if got, want := log.get(), []string{b2}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v (one server for every call)", got, want)
+	}
+}

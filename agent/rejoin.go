@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cairndns/cairn/gossip"
+)
+
+// The agent remembers where the other members of its LAN pool were, so that
+// after a crash or a restart it rejoins them even when its -join addresses
+// name no one alive (or only itself, as the first server's often do).
+// Consul keeps a serf snapshot for the same reason. The file is a hint, not
+// state: it is rewritten as members come and go, not fsynced, and removed
+// when the agent leaves gracefully (a left agent rejoins only through
+// -join).
+const (
+	memberSnapshotFile     = "lan-members.json" // under <data-dir>/gossip
+	memberSnapshotInterval = 5 * time.Second
+)
+
+func (a *Agent) memberSnapshotPath() string {
+	if a.cfg.DataDir == "" {
+		return ""
+	}
+	return filepath.Join(a.cfg.DataDir, "gossip", memberSnapshotFile)
+}
+
+// joinAddrs returns the addresses the join loop tries: the configured ones
+// and those of the member snapshot, without repeats.
+func (a *Agent) joinAddrs() []string {
+	addrs := slices.Clone(a.cfg.Join)
+	known, err := loadMemberSnapshot(a.memberSnapshotPath())
+	if err != nil {
+		a.logger.Warn("ignoring the remembered gossip members", "err", err)
+	}
+	for _, addr := range known {
+		if !slices.Contains(addrs, addr) {
+			addrs = append(addrs, addr)
+		}
+	}
+	if len(known) > 0 {
+		a.logger.Info("rejoining remembered gossip members", "members", len(known))
+	}
+	return addrs
+}
+
+func loadMemberSnapshot(path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read member snapshot: %w", err)
+	}
+	var addrs []string
+	if err := json.Unmarshal(data, &addrs); err != nil {
+		return nil, fmt.Errorf("member snapshot %s: %w", path, err)
+	}
+	return addrs, nil
+}
+
+// otherMembers returns the gossip addresses of the alive members other
+// than this agent, sorted.
+func (a *Agent) otherMembers() []string {
+	self := a.gossip.LocalMember().Name
+	var out []string
+	for _, m := range a.gossip.Members() {
+		if m.Name != self && m.Status == gossip.StatusAlive {
+			out = append(out, net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port))))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// memberSnapshotLoop rewrites the member snapshot whenever the set of other
+// alive members changed, checking every memberSnapshotInterval, until ctx
+// ends. An empty set is not written: an agent cut off from everyone should
+// still remember where the others were.
+func (a *Agent) memberSnapshotLoop(ctx context.Context) {
+	path := a.memberSnapshotPath()
+	last, _ := loadMemberSnapshot(path)
+	t := time.NewTicker(memberSnapshotInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := a.otherMembers()
+		if a.leaving.Load() || len(now) == 0 || slices.Equal(now, last) {
+			continue
+		}
+		if err := writeMemberSnapshot(path, now); err != nil {
+			a.logger.Warn("saving the gossip members", "err", err)
+			continue
+		}
+		last = now
+	}
+}
+
+func writeMemberSnapshot(path string, addrs []string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("member snapshot dir: %w", err)
+	}
+	data, err := json.Marshal(addrs)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write member snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write member snapshot: %w", err)
+	}
+	return nil
+}
+
+// forgetMembers removes the member snapshot, after a graceful leave.
+func (a *Agent) forgetMembers() {
+	path := a.memberSnapshotPath()
+	if path == "" {
+		return
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		a.logger.Warn("removing the gossip member snapshot", "err", err)
+	}
+}
