@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -33,11 +34,15 @@ type State struct {
 	mu       sync.Mutex // guards services
 	services map[string]*catalog.Service
 
-	// syncMu serialises every change and every write to the catalog made on
-	// this node's behalf, so a full sync never compares against a
-	// half-pushed change and pushes land in the order changes were made.
-	// It is taken before mu.
-	syncMu sync.Mutex
+	// syncMu keeps a full sync from comparing against a half-pushed change:
+	// the sync holds it exclusively, each change shared. It is taken before
+	// idLocks, which are taken before mu.
+	syncMu sync.RWMutex
+	// idLocks serialise changes to one service ID (hashed to a stripe), so
+	// they reach the catalog in the order they were stored, while changes
+	// to different services push concurrently and Raft commits them
+	// together.
+	idLocks [64]sync.Mutex
 	// retry wakes the anti-entropy loop early, after a failed push.
 	retry chan struct{}
 }
@@ -88,10 +93,10 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service) error {
 	if err := catalog.NormalizeService(svc); err != nil {
 		return err
 	}
-	// syncMu first, held until the push is done: two changes to one service
-	// then reach the catalog in the order they were stored.
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
+	// Held until the push is done: two changes to one service then reach
+	// the catalog in the order they were stored.
+	unlock := s.lockChange(svc.ID)
+	defer unlock()
 	s.mu.Lock()
 	if err := s.persist.save(svc); err != nil {
 		s.mu.Unlock()
@@ -110,8 +115,8 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service) error {
 // RemoveService forgets a service and deregisters it from the catalog. An
 // unknown ID returns ErrUnknownService.
 func (s *State) RemoveService(ctx context.Context, id string) error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
+	unlock := s.lockChange(id)
+	defer unlock()
 	s.mu.Lock()
 	if _, ok := s.services[id]; !ok {
 		s.mu.Unlock()
@@ -132,6 +137,20 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 		return fmt.Errorf("deregister service %q: %w: %w", id, ErrNotSynced, err)
 	}
 	return nil
+}
+
+// lockChange takes the locks of a change to service id and returns their
+// release.
+func (s *State) lockChange(id string) (unlock func()) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	l := &s.idLocks[h.Sum32()%uint32(len(s.idLocks))]
+	s.syncMu.RLock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		s.syncMu.RUnlock()
+	}
 }
 
 func (s *State) registerRequest(svc *catalog.Service) *catalog.RegisterRequest {

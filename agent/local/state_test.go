@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -452,5 +454,44 @@ func runLoop(t testing.TB, st *local.State) (stop func()) {
 		case <-time.After(waitFor):
 			t.Errorf("Run did not return within %s of its context ending", waitFor)
 		}
+	}
+}
+
+// TestChangesToDifferentServicesPushConcurrently: registrations of
+// different services do not wait for each other's push (Raft commits them
+// together), which a gate holding every push until all have arrived shows.
+func TestChangesToDifferentServicesPushConcurrently(t *testing.T) {
+	const n = 8
+	cat := newFakeCatalog(t)
+	st := newState(t, testConfig(t.TempDir()), cat)
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	cat.setGate(func(string) {
+		arrived.Done()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second): // serialised pushes never all arrive
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			errs <- st.AddService(context.Background(), svc(fmt.Sprintf("web-%d", i), "web", 8000+i))
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("AddService: %v", err)
+		}
+	}
+	select {
+	case <-all:
+	default:
+		t.Fatal("the pushes did not all run at once: changes to different services were serialised")
 	}
 }
