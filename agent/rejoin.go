@@ -25,7 +25,7 @@ import (
 // -join).
 const (
 	memberSnapshotFile     = "lan-members.json" // under <data-dir>/gossip
-	memberSnapshotInterval = 5 * time.Second
+	memberSnapshotInterval = time.Second
 )
 
 func (a *Agent) memberSnapshotPath() string {

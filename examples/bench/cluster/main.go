@@ -191,9 +191,15 @@ func newCluster(bin, work string, cfg config) *cluster {
 
 // start runs a (again, after a kill: same flags and data dir, log appended).
 func (c *cluster) start(a *agent) error {
+	// Every agent is told of every server, as a real deployment's
+	// retry_join would be.
 	args := []string{"agent", "-node", a.name, "-bind", a.ip, "-client", a.ip,
-		"-data-dir", filepath.Join(c.work, a.name),
-		"-retry-join", c.agents[0].ip, "-retry-interval", "1s"}
+		"-data-dir", filepath.Join(c.work, a.name), "-retry-interval", "1s"}
+	for _, s := range c.agents {
+		if s.server {
+			args = append(args, "-retry-join", s.ip)
+		}
+	}
 	if a.server {
 		args = append(args, "-server", "-bootstrap-expect", "3")
 	}
@@ -370,8 +376,7 @@ func (c *cluster) converged(ctx context.Context) (bool, error) {
 
 // settled is converged, plus every running agent seeing every running
 // agent alive in gossip. Measuring before that would measure a cluster
-// still healing: a restarted s1, say, retry-joins only itself and stays a
-// gossip island until another agent's periodic push-pull reaches it.
+// still healing (a restarted agent rejoining gossip).
 func (c *cluster) settled(ctx context.Context) (bool, error) {
 	if ok, err := c.converged(ctx); !ok {
 		return false, err
