@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
@@ -212,6 +213,14 @@ func (a *Agent) startLocal(ctx, loopCtx context.Context) error {
 	lc := local.DefaultConfig()
 	lc.NodeName, lc.Address, lc.Datacenter = a.cfg.NodeName, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
+	lc.ServerChecks = []string{consensus.GossipCheckID}
+	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
+	lc.SyncInterval = a.cfg.AEInterval
+	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
+	lc.AliasSource = aliasSource{a}
+	if a.gossip != nil {
+		lc.ClusterSize = func() int { return len(a.gossip.Members()) }
+	}
 	if a.cfg.DataDir != "" {
 		lc.DataDir = a.cfg.DataDir
 	}
@@ -240,6 +249,7 @@ func (a *Agent) startHTTP() error {
 	hc := httpapi.DefaultConfig()
 	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
 	hc.Datacenter = a.cfg.Datacenter
+	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
 	srv, err := httpapi.New(hc, a.local, a.backend, a.backend, membership{a}, a.logger)
 	if err != nil {
 		return err
@@ -329,6 +339,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			a.stopLoops()
 		}
 		a.loops.Wait()
+		if a.local != nil {
+			a.local.Close() // the checks, which report to it
+		}
 		errs = append(errs, a.shutdownCluster(ctx)...)
 		if a.server != nil {
 			errs = append(errs, a.server.Shutdown())

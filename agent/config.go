@@ -84,6 +84,22 @@ type Config struct {
 	// answers) until then, and is deregistered after. Default 72h, like
 	// Consul's reconnect_timeout; at least 1m.
 	ReconnectTimeout time.Duration
+
+	// EnableScriptChecks allows checks that run a command (Args). Default
+	// off: anyone who can reach the HTTP API could otherwise run programs
+	// as the agent's user.
+	EnableScriptChecks bool
+	// CheckUpdateInterval rate-limits pushing a check whose output changed
+	// but not its status: at most once per interval. Default 5m (Consul's
+	// check_update_interval); 0 pushes every change.
+	CheckUpdateInterval time.Duration
+	// AEInterval is the period of the anti-entropy full sync of this
+	// node's services and checks, in clusters of up to 128 agents (longer
+	// beyond, growing with the logarithm of the size). Changes are pushed
+	// at once regardless; the full sync repairs what a push missed or what
+	// was changed behind the agent's back. Default 1m (Consul's
+	// ae_interval); at least 1s.
+	AEInterval time.Duration
 }
 
 // DNSConfig tunes the DNS interface. For MaxUDPSize, RecursorTimeout,
@@ -152,15 +168,17 @@ type Ports struct {
 // DefaultConfig returns the configuration of an agent started with no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeName:         defaultNodeName(),
-		Datacenter:       "dc1",
-		Domain:           "cluster.",
-		BindAddr:         "127.0.0.1",
-		ClientAddr:       "127.0.0.1",
-		Ports:            Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
-		LogLevel:         "info",
-		RetryInterval:    30 * time.Second,
-		ReconnectTimeout: 72 * time.Hour,
+		NodeName:            defaultNodeName(),
+		Datacenter:          "dc1",
+		Domain:              "cluster.",
+		BindAddr:            "127.0.0.1",
+		ClientAddr:          "127.0.0.1",
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		LogLevel:            "info",
+		RetryInterval:       30 * time.Second,
+		ReconnectTimeout:    72 * time.Hour,
+		CheckUpdateInterval: 5 * time.Minute,
+		AEInterval:          time.Minute,
 		DNS: DNSConfig{
 			MaxUDPSize:            1232,
 			RecursorTimeout:       2 * time.Second,
@@ -289,6 +307,12 @@ func (c *Config) validateCluster() []error {
 	}
 	if c.RetryMax < 0 {
 		bad("retry_max", "must not be negative, got %d", c.RetryMax)
+	}
+	if c.AEInterval < time.Second {
+		bad("ae_interval", "must be at least 1s, got %s", c.AEInterval)
+	}
+	if c.CheckUpdateInterval < 0 {
+		bad("check_update_interval", "must not be negative, got %s", c.CheckUpdateInterval)
 	}
 	if c.ReconnectTimeout < time.Minute {
 		bad("reconnect_timeout", "must be at least 1m, got %s", c.ReconnectTimeout)

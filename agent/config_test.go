@@ -15,15 +15,17 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	got := DefaultConfig()
 	want := Config{
-		NodeName:         got.NodeName, // the host name: checked below
-		Datacenter:       "dc1",
-		Domain:           "cluster.",
-		BindAddr:         "127.0.0.1",
-		ClientAddr:       "127.0.0.1",
-		Ports:            Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
-		LogLevel:         "info",
-		RetryInterval:    30 * time.Second,
-		ReconnectTimeout: 72 * time.Hour,
+		NodeName:            got.NodeName, // the host name: checked below
+		Datacenter:          "dc1",
+		Domain:              "cluster.",
+		BindAddr:            "127.0.0.1",
+		ClientAddr:          "127.0.0.1",
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		LogLevel:            "info",
+		RetryInterval:       30 * time.Second,
+		ReconnectTimeout:    72 * time.Hour,
+		CheckUpdateInterval: 5 * time.Minute,
+		AEInterval:          time.Minute,
 		DNS: DNSConfig{
 			MaxUDPSize: 1232, RecursorTimeout: 2 * time.Second, RecursorStrategy: "sequential", UnhealthyAnswer: "nodata",
 			SOA:         SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
@@ -100,6 +102,8 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"retry_interval", "0", func(c *Config) { c.RetryInterval = 0 }},
 		{"retry_max", "-1", func(c *Config) { c.RetryMax = -1 }},
 		{"reconnect_timeout", "30s", func(c *Config) { c.ReconnectTimeout = 30 * time.Second }},
+		{"check_update_interval", "-1s", func(c *Config) { c.CheckUpdateInterval = -time.Second }},
+		{"ae_interval", "10ms", func(c *Config) { c.AEInterval = 10 * time.Millisecond }},
 		{"ports.serf_lan", "70000", func(c *Config) { c.Ports.SerfLAN = 70000 }},
 		{"encrypt", "not base64", func(c *Config) { c.EncryptKey = "not base64!" }},
 		{"encrypt", "10 bytes", func(c *Config) { c.EncryptKey = "MDEyMzQ1Njc4OQ==" }},
@@ -225,7 +229,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	err := c.Validate()
 	got := fieldsOf(err)
 	slices.Sort(got)
-	want := []string{"advertise_addr", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
+	want := []string{"advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
 		"encrypt", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.server",
 		"reconnect_timeout", "retry_interval", "retry_max"}
 	if !slices.Equal(got, want) {
@@ -260,6 +264,7 @@ func everyKey() Config {
 	c.BootstrapExpect, c.Join = 3, []string{"10.0.0.1", "10.0.0.2:9301"}
 	c.RetryInterval, c.RetryMax, c.EncryptKey = 5*time.Second, 7, "MDEyMzQ1Njc4OWFiY2RlZg=="
 	c.ReconnectTimeout = 8 * time.Hour
+	c.EnableScriptChecks, c.CheckUpdateInterval, c.AEInterval = true, 30*time.Second, 2*time.Minute
 	c.AltDomain, c.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
 	c.NodeMeta = map[string]string{"rack": "r1", "az-1": "a"}
 	c.DNS = DNSConfig{
@@ -296,6 +301,9 @@ retry_join       = ["10.0.0.1", "10.0.0.2:9301"]
 retry_interval   = "5s"
 retry_max        = 7
 reconnect_timeout = "8h"
+enable_script_checks = true
+check_update_interval = "30s"
+ae_interval = "2m"
 encrypt          = "MDEyMzQ1Njc4OWFiY2RlZg=="
 alt_domain = "consul."
 node_meta { rack = "r1", "az-1" = "a" }
@@ -333,6 +341,9 @@ retry_join = ["10.0.0.1", "10.0.0.2:9301"]
 retry_interval = "5s"
 retry_max = 7
 reconnect_timeout = "8h"
+enable_script_checks = true
+check_update_interval = "30s"
+ae_interval = "2m"
 encrypt = "MDEyMzQ1Njc4OWFiY2RlZg=="
 alt_domain = "consul."
 node_meta { rack = "r1", "az-1" = "a" }
@@ -370,6 +381,9 @@ dns_config {
   "retry_interval": "5s",
   "retry_max": 7,
   "reconnect_timeout": "8h",
+  "enable_script_checks": true,
+  "check_update_interval": "30s",
+  "ae_interval": "2m",
   "encrypt": "MDEyMzQ1Njc4OWFiY2RlZg==",
   "alt_domain": "consul.",
   "node_meta": {"rack": "r1", "az-1": "a"},

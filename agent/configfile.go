@@ -39,6 +39,10 @@ type fileConfig struct {
 	RetryMax         *int     `hcl:"retry_max"`
 	Encrypt          *string  `hcl:"encrypt"`
 	ReconnectTimeout *string  `hcl:"reconnect_timeout"`
+
+	EnableScriptChecks  *bool   `hcl:"enable_script_checks"`
+	CheckUpdateInterval *string `hcl:"check_update_interval"`
+	AEInterval          *string `hcl:"ae_interval"`
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -86,6 +90,7 @@ var knownKeys = map[string]bool{
 	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
 	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
 	"bootstrap_expect": true, "retry_join": true, "retry_interval": true, "retry_max": true, "reconnect_timeout": true,
+	"enable_script_checks": true, "check_update_interval": true, "ae_interval": true,
 	"encrypt": true, "ports.serf_lan": true,
 }
 
@@ -192,6 +197,23 @@ func (fc *fileConfig) applyCluster(c *Config) error {
 			return &FieldError{Field: "reconnect_timeout", Reason: fmt.Sprintf("%q is not a duration such as \"72h\"", *fc.ReconnectTimeout)}
 		}
 		c.ReconnectTimeout = d
+	}
+	if fc.EnableScriptChecks != nil {
+		c.EnableScriptChecks = *fc.EnableScriptChecks
+	}
+	if fc.CheckUpdateInterval != nil {
+		d, err := time.ParseDuration(*fc.CheckUpdateInterval)
+		if err != nil {
+			return &FieldError{Field: "check_update_interval", Reason: fmt.Sprintf("%q is not a duration such as \"5m\"", *fc.CheckUpdateInterval)}
+		}
+		c.CheckUpdateInterval = d
+	}
+	if fc.AEInterval != nil {
+		d, err := time.ParseDuration(*fc.AEInterval)
+		if err != nil {
+			return &FieldError{Field: "ae_interval", Reason: fmt.Sprintf("%q is not a duration such as \"1m\"", *fc.AEInterval)}
+		}
+		c.AEInterval = d
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func startForHealth(t *testing.T, mutate func(*Config)) *Agent {
 	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
 	for i, addr := range []string{"10.3.0.1", "10.3.0.2"} {
 		svc := &catalog.Service{ID: fmt.Sprintf("web-%d", i+1), Service: "web", Port: 80, Address: addr}
-		if err := a.local.AddService(ctx, svc); err != nil {
+		if err := a.local.AddService(ctx, svc, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

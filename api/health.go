@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 )
@@ -32,6 +33,45 @@ func (h *Health) Service(ctx context.Context, name, tag string, passingOnly bool
 		path:   "/v1/health/service/" + url.PathEscape(name),
 		query:  q,
 	}, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, meta, nil
+}
+
+// Node lists every check on the named node, its own and its services':
+// GET /v1/health/node/<node>.
+func (h *Health) Node(ctx context.Context, node string) (HealthChecks, *QueryMeta, error) {
+	if node == "" {
+		return nil, nil, errors.New("health node: node name is empty")
+	}
+	return h.checks(ctx, "/v1/health/node/"+url.PathEscape(node))
+}
+
+// Checks lists the checks of every instance of the named service:
+// GET /v1/health/checks/<service>.
+func (h *Health) Checks(ctx context.Context, service string) (HealthChecks, *QueryMeta, error) {
+	if service == "" {
+		return nil, nil, errors.New("health checks: service name is empty")
+	}
+	return h.checks(ctx, "/v1/health/checks/"+url.PathEscape(service))
+}
+
+// State lists every check in the datacenter in the given state:
+// HealthPassing, HealthWarning, HealthCritical, HealthMaintenance, or
+// HealthAny for all of them. GET /v1/health/state/<state>.
+func (h *Health) State(ctx context.Context, state string) (HealthChecks, *QueryMeta, error) {
+	switch state {
+	case HealthPassing, HealthWarning, HealthCritical, HealthMaintenance, HealthAny:
+	default:
+		return nil, nil, fmt.Errorf("health state: state %q: want passing, warning, critical, maintenance or any", state)
+	}
+	return h.checks(ctx, "/v1/health/state/"+state)
+}
+
+func (h *Health) checks(ctx context.Context, path string) (HealthChecks, *QueryMeta, error) {
+	var out HealthChecks
+	meta, err := h.c.do(ctx, request{method: http.MethodGet, path: path}, &out)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,6 +17,100 @@ type AgentServiceRegistration struct {
 	Address string            `json:",omitempty"`
 	Meta    map[string]string `json:",omitempty"`
 	Weights *AgentWeights     `json:",omitempty"`
+	// Check and Checks are the service's health checks; both may be
+	// given. A check without a CheckID gets "service:<service-id>" when
+	// it is the only one, "service:<service-id>:<n>" for the n-th of
+	// several (Check first).
+	Check  *AgentServiceCheck `json:",omitempty"`
+	Checks AgentServiceChecks `json:",omitempty"`
+}
+
+// AgentServiceCheck is one health check, as a service registration carries
+// it (Consul's AgentServiceCheck). Exactly one of HTTP, TCP, UDP, GRPC,
+// TTL, Args, or AliasService/AliasNode says what kind of check it is.
+// Durations are strings Go's time.ParseDuration reads, such as "10s".
+type AgentServiceCheck struct {
+	CheckID string `json:",omitempty"`
+	Name    string `json:",omitempty"`
+	Notes   string `json:",omitempty"`
+	// Status is the status the check starts in: HealthPassing,
+	// HealthWarning or HealthCritical (the default).
+	Status string `json:",omitempty"`
+
+	// HTTP is a URL fetched every Interval: 2xx is passing, 429 warning,
+	// anything else critical. Method (default GET), Header and Body shape
+	// the request; TLSSkipVerify and TLSServerName the TLS handshake.
+	HTTP          string              `json:",omitempty"`
+	Method        string              `json:",omitempty"`
+	Header        map[string][]string `json:",omitempty"`
+	Body          string              `json:",omitempty"`
+	TLSSkipVerify bool                `json:",omitempty"`
+	TLSServerName string              `json:",omitempty"`
+	// TCP is a host:port connected to every Interval.
+	TCP string `json:",omitempty"`
+	// UDP is a host:port a datagram is sent to every Interval.
+	UDP string `json:",omitempty"`
+	// GRPC is host:port[/service], asked with grpc.health.v1; GRPCUseTLS
+	// speaks TLS.
+	GRPC       string `json:",omitempty"`
+	GRPCUseTLS bool   `json:",omitempty"`
+	// TTL makes a check the application reports itself (Agent.PassTTL and
+	// the like); not hearing from it for TTL turns it critical.
+	TTL string `json:",omitempty"`
+	// Args is a command run every Interval (only on an agent started with
+	// -enable-script-checks): exit 0 passing, 1 warning, else critical.
+	Args []string `json:",omitempty"`
+	// AliasService mirrors the health of another service instance (its
+	// ID) on AliasNode, or on the agent's node when AliasNode is empty.
+	AliasService string `json:",omitempty"`
+	AliasNode    string `json:",omitempty"`
+
+	// Interval between runs; required for HTTP, TCP, UDP, GRPC and Args.
+	Interval string `json:",omitempty"`
+	// Timeout of one run.
+	Timeout string `json:",omitempty"`
+	// Thresholds: how many consecutive results of a kind change the
+	// status. 0 means at once.
+	SuccessBeforePassing   int `json:",omitempty"`
+	FailuresBeforeWarning  int `json:",omitempty"`
+	FailuresBeforeCritical int `json:",omitempty"`
+	// DeregisterCriticalServiceAfter removes the service from the agent
+	// once the check has been critical this long.
+	DeregisterCriticalServiceAfter string `json:",omitempty"`
+	// OutputMaxSize caps the output kept from a run, in bytes.
+	OutputMaxSize int `json:",omitempty"`
+}
+
+// AgentServiceChecks are the checks of a service registration.
+type AgentServiceChecks []*AgentServiceCheck
+
+// AgentCheckRegistration is the body of PUT /v1/agent/check/register: a
+// check on the agent's node (ServiceID empty) or on one of its services.
+// ID, Name and Notes take the place of the embedded check's CheckID, Name
+// and Notes.
+type AgentCheckRegistration struct {
+	ID        string `json:",omitempty"`
+	Name      string `json:",omitempty"`
+	Notes     string `json:",omitempty"`
+	ServiceID string `json:",omitempty"`
+	AgentServiceCheck
+}
+
+// AgentCheck is one of the local agent's checks, as GET /v1/agent/checks
+// lists it.
+type AgentCheck struct {
+	Node        string
+	CheckID     string
+	Name        string
+	Status      string // HealthPassing, HealthWarning, HealthCritical or HealthMaintenance
+	Notes       string
+	Output      string
+	ServiceID   string // empty for a check of the node
+	ServiceName string
+	ServiceTags []string
+	// Type is the kind of check: "http", "tcp", "udp", "grpc", "ttl",
+	// "script", "alias", "maintenance", …
+	Type string
 }
 
 // AgentService is one service registered on the local agent, as listed by
@@ -62,11 +156,14 @@ type Node struct {
 	ModifyIndex uint64
 }
 
-// Health check states, the values of HealthCheck.Status.
+// Health check states, the values of HealthCheck.Status. HealthAny is not
+// a state: Health.State takes it to mean every state.
 const (
-	HealthPassing  = "passing"
-	HealthWarning  = "warning"
-	HealthCritical = "critical"
+	HealthPassing     = "passing"
+	HealthWarning     = "warning"
+	HealthCritical    = "critical"
+	HealthMaintenance = "maintenance"
+	HealthAny         = "any"
 )
 
 // HealthCheck is the state of one check. A check with an empty ServiceID
@@ -75,13 +172,50 @@ type HealthCheck struct {
 	Node        string
 	CheckID     string
 	Name        string
-	Status      string // HealthPassing, HealthWarning or HealthCritical
+	Status      string // HealthPassing, HealthWarning, HealthCritical or HealthMaintenance
 	Notes       string
 	Output      string
 	ServiceID   string
 	ServiceName string
+	// ServiceTags are the tags of the check's service; the agent sends
+	// them only in Health.Service's entries.
+	ServiceTags []string
+	// Type is the kind of check: "http", "tcp", "ttl", "gossip" (the
+	// servers' view of the node), "maintenance", …; empty when unknown.
+	Type        string
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// HealthChecks are several checks, such as those of one instance.
+type HealthChecks []*HealthCheck
+
+// AggregatedStatus is the worst status of the checks: HealthMaintenance
+// above HealthCritical above HealthWarning above HealthPassing. No checks
+// is passing; a status the client does not know counts as critical.
+func (cs HealthChecks) AggregatedStatus() string {
+	worst := 0
+	for _, c := range cs {
+		if c != nil {
+			worst = max(worst, severity(c.Status))
+		}
+	}
+	return byseverity[worst]
+}
+
+// byseverity names the ranks severity gives.
+var byseverity = [...]string{HealthPassing, HealthWarning, HealthCritical, HealthMaintenance}
+
+func severity(status string) int {
+	switch status {
+	case HealthPassing:
+		return 0
+	case HealthWarning:
+		return 1
+	case HealthMaintenance:
+		return 3
+	}
+	return 2
 }
 
 // ServiceEntry is one service instance with its node and every check that
@@ -90,7 +224,7 @@ type HealthCheck struct {
 type ServiceEntry struct {
 	Node    *Node
 	Service *AgentService
-	Checks  []*HealthCheck
+	Checks  HealthChecks
 }
 
 // QueryMeta describes the answer to a catalog or health read.

@@ -130,7 +130,9 @@ func instance(tx *memdb.Txn, ws WatchSet, row *serviceRow) (ServiceInstance, err
 	return ServiceInstance{Node: node, Service: row.Service, Checks: relevant}, nil
 }
 
-// NodeChecks returns every check of a node (its own and its services').
+// NodeChecks returns every check of a node (matched case-insensitively):
+// its own and its services', sorted by check ID. The index is the checks
+// table's.
 func (s *Store) NodeChecks(ws WatchSet, node string) (uint64, []*Check, error) {
 	tx := s.read(ws)
 	checks, ch, err := nodeChecks(tx, node)
@@ -138,5 +140,80 @@ func (s *Store) NodeChecks(ws WatchSet, node string) (uint64, []*Check, error) {
 		return 0, nil, err
 	}
 	ws.Add(ch)
+	slices.SortFunc(checks, compareChecks)
 	return maxIndex(tx, tableChecks), checks, nil
+}
+
+// ServiceChecks returns the checks of every instance of the named service
+// (matched case-insensitively): service-level checks only, not those of the
+// instances' nodes (Consul's /v1/health/checks/<service>). They are sorted
+// by node, then check ID. The index is the checks table's.
+func (s *Store) ServiceChecks(ws WatchSet, service string) (uint64, []*Check, error) {
+	tx := s.read(ws)
+	it, err := tx.Get(tableChecks, "service", service)
+	if err != nil {
+		return 0, nil, fmt.Errorf("list checks of service %q: %w", service, err)
+	}
+	idx, checks := collectChecks(tx, ws, it)
+	return idx, checks, nil
+}
+
+// ChecksInState returns every check, of nodes and of services, whose status
+// is state, or every check when state is HealthAny; sorted by node, then
+// check ID. The index is the checks table's. Any other state is refused
+// with a *FieldError on "State" (see ValidateHealthState).
+func (s *Store) ChecksInState(ws WatchSet, state HealthStatus) (uint64, []*Check, error) {
+	if err := ValidateHealthState("State", string(state)); err != nil {
+		return 0, nil, err
+	}
+	tx := s.read(ws)
+	var it memdb.ResultIterator
+	var err error
+	if state == HealthAny {
+		it, err = tx.Get(tableChecks, "id")
+	} else {
+		it, err = tx.Get(tableChecks, "status", string(state))
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("list checks in state %q: %w", state, err)
+	}
+	idx, checks := collectChecks(tx, ws, it)
+	return idx, checks, nil
+}
+
+// collectChecks drains an iterator over the checks table, watching it in
+// ws, and returns the checks table's index and the checks, sorted.
+func collectChecks(tx *memdb.Txn, ws WatchSet, it memdb.ResultIterator) (uint64, []*Check) {
+	ws.Add(it.WatchCh())
+	var out []*Check
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*checkRow).Check)
+	}
+	slices.SortFunc(out, compareChecks)
+	return maxIndex(tx, tableChecks), out
+}
+
+// compareChecks orders checks by node, then check ID, in the order of the
+// checks table's id index: node names compare case-insensitively, as
+// nodes are looked up, so the checks of one node stay together.
+func compareChecks(a, b *Check) int {
+	return cmp.Or(compareFold(a.Node, b.Node), cmp.Compare(a.CheckID, b.CheckID))
+}
+
+// compareFold compares two strings as their ASCII-lowercased forms would
+// compare, without allocating. Node names are DNS labels, hence ASCII.
+func compareFold(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := cmp.Compare(lowerASCII(a[i]), lowerASCII(b[i])); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

@@ -20,12 +20,22 @@ type serviceRow struct {
 	Service *Service
 }
 
-// checkRow is how a check is stored.
+// checkRow is how a check is stored. ServiceName and Status are copied out
+// of the check for the indexes on them; an empty one has no index entry.
 type checkRow struct {
-	Node      string
-	CheckID   string
-	ServiceID string
-	Check     *Check
+	Node        string
+	CheckID     string
+	ServiceID   string
+	ServiceName string
+	Status      string
+	Check       *Check
+}
+
+func newCheckRow(c *Check) *checkRow {
+	return &checkRow{
+		Node: c.Node, CheckID: c.CheckID, ServiceID: c.ServiceID,
+		ServiceName: c.ServiceName, Status: string(c.Status), Check: c,
+	}
 }
 
 // indexRow records the Raft index of the last write to a table.
@@ -66,6 +76,13 @@ func schema() *memdb.DBSchema {
 					Indexes: []memdb.Indexer{lower("Node"), exact("CheckID")},
 				}},
 				"node": {Name: "node", Indexer: lower("Node")},
+				// service indexes service-level checks by service name,
+				// case-insensitively; node-level checks (no ServiceName)
+				// are left out.
+				"service": {Name: "service", AllowMissing: true, Indexer: lower("ServiceName")},
+				// status: a check without one (only a store written to
+				// without validation holds such) is left out.
+				"status": {Name: "status", AllowMissing: true, Indexer: exact("Status")},
 			},
 		},
 		tableIndex: {

@@ -72,7 +72,7 @@ func (s *Store) Restore(d *Dump) error {
 		}
 	}
 	for _, c := range d.Checks {
-		if err := tx.Insert(tableChecks, &checkRow{Node: c.Node, CheckID: c.CheckID, ServiceID: c.ServiceID, Check: c}); err != nil {
+		if err := tx.Insert(tableChecks, newCheckRow(c)); err != nil {
 			return fmt.Errorf("restore check %q: %w", c.CheckID, err)
 		}
 	}

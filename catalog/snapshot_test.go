@@ -21,6 +21,8 @@ func populated(t *testing.T) *catalog.Store {
 		check("serfHealth", "", catalog.HealthPassing),
 		check("web-1-http", "web-1", catalog.HealthWarning),
 	}
+	r.Checks[0].Type = "gossip"
+	r.Checks[1].Type = "http"
 	mustRegister(t, s, 3, r)
 	r = svcReq("Node2", "10.0.0.2", "web-2", "Web", "v2")
 	r.Service.Address = "10.0.1.2"
@@ -30,17 +32,21 @@ func populated(t *testing.T) *catalog.Store {
 	mustRegister(t, s, 6, svcReq("node3", "10.0.0.3", "cache", "cache"))
 	mustRegister(t, s, 7, checkReq("node2", check("serfHealth", "", catalog.HealthCritical)))
 	mustDeregister(t, s, 8, &catalog.DeregisterRequest{Node: "node3"})
-	mustRegister(t, s, 9, checkReq("node1", check("web-1-http", "web-1", catalog.HealthPassing)))
+	c := check("web-1-http", "web-1", catalog.HealthPassing)
+	c.Type = "http"
+	mustRegister(t, s, 9, checkReq("node1", c))
 	return s
 }
 
 // contents is everything the store's reads return, without their indexes.
 type contents struct {
-	Nodes        []*catalog.Node
-	Services     map[string][]string
-	NodeServices map[string][]*catalog.Service
-	NodeChecks   map[string][]*catalog.Check
-	Instances    map[string][]catalog.ServiceInstance
+	Nodes         []*catalog.Node
+	Services      map[string][]string
+	NodeServices  map[string][]*catalog.Service
+	NodeChecks    map[string][]*catalog.Check
+	Instances     map[string][]catalog.ServiceInstance
+	ServiceChecks map[string][]*catalog.Check
+	ChecksInState map[catalog.HealthStatus][]*catalog.Check
 }
 
 func readAll(t *testing.T, s *catalog.Store) contents {
@@ -60,8 +66,14 @@ func readAll(t *testing.T, s *catalog.Store) contents {
 		_, c.NodeChecks[n.Node] = nodeChecks(t, s, n.Node)
 	}
 	c.Instances = map[string][]catalog.ServiceInstance{}
+	c.ServiceChecks = map[string][]*catalog.Check{}
 	for name := range c.Services {
 		_, c.Instances[name] = instances(t, s, nil, name, "")
+		_, c.ServiceChecks[name] = serviceChecks(t, s, nil, name)
+	}
+	c.ChecksInState = map[catalog.HealthStatus][]*catalog.Check{}
+	for _, st := range []catalog.HealthStatus{catalog.HealthAny, catalog.HealthPassing, catalog.HealthWarning, catalog.HealthCritical} {
+		_, c.ChecksInState[st] = checksInState(t, s, nil, st)
 	}
 	return c
 }
@@ -88,6 +100,11 @@ func TestDumpRestoreRoundTrip(t *testing.T) {
 	}
 	if got := len(d.Checks); got != 3 {
 		t.Errorf("Dump.Checks: got %d, want 3", got)
+	}
+	for _, c := range d.Checks {
+		if want := map[string]string{"serfHealth": "gossip", "web-1-http": "http"}[c.CheckID]; c.Node == "node1" && c.Type != want {
+			t.Errorf("dumped check %s/%s: got Type %q, want %q", c.Node, c.CheckID, c.Type, want)
+		}
 	}
 
 	dst := newStore(t)

@@ -187,8 +187,7 @@ func renameServiceChecks(tx *memdb.Txn, idx uint64, node string, svc *Service) e
 		}
 		cp := *c
 		cp.ServiceName, cp.ModifyIndex = svc.Service, idx
-		row := &checkRow{Node: node, CheckID: cp.CheckID, ServiceID: cp.ServiceID, Check: &cp}
-		if err := tx.Insert(tableChecks, row); err != nil {
+		if err := tx.Insert(tableChecks, newCheckRow(&cp)); err != nil {
 			return fmt.Errorf("rename check %q: %w", cp.CheckID, err)
 		}
 		if err := bumpIndex(tx, tableChecks, idx); err != nil {
@@ -217,9 +216,7 @@ func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {
 		return fmt.Errorf("look up check %q: %w", cp.CheckID, err)
 	}
 	if old, ok := raw.(*checkRow); ok {
-		o := *old.Check
-		o.RaftIndex = RaftIndex{}
-		if o == cp {
+		if old.Check.SameAs(&cp) {
 			return nil
 		}
 		cp.CreateIndex = old.Check.CreateIndex
@@ -227,7 +224,7 @@ func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {
 		cp.CreateIndex = idx
 	}
 	cp.ModifyIndex = idx
-	if err := tx.Insert(tableChecks, &checkRow{Node: node, CheckID: cp.CheckID, ServiceID: cp.ServiceID, Check: &cp}); err != nil {
+	if err := tx.Insert(tableChecks, newCheckRow(&cp)); err != nil {
 		return fmt.Errorf("insert check %q: %w", cp.CheckID, err)
 	}
 	return bumpIndex(tx, tableChecks, idx)

@@ -224,6 +224,7 @@ func fullReq() *catalog.RegisterRequest {
 		check("serfHealth", "", catalog.HealthPassing),
 		check("web-http", "web-1", catalog.HealthPassing),
 	}
+	r.Checks[1].Type = "http"
 	return r
 }
 
@@ -367,27 +368,79 @@ func TestRegisterChangedService(t *testing.T) {
 }
 
 func TestRegisterChangedCheck(t *testing.T) {
-	s := newStore(t)
-	mustRegister(t, s, 10, fullReq())
-	mustRegister(t, s, 11, checkReq("node1", check("web-http", "web-1", catalog.HealthCritical)))
+	tests := []struct {
+		name   string
+		change func(*catalog.Check)
+	}{
+		{"status", func(c *catalog.Check) { c.Status = catalog.HealthCritical }},
+		{"output", func(c *catalog.Check) { c.Output = "HTTP GET: 503" }},
+		{"type", func(c *catalog.Check) { c.Type = "tcp" }},
+		{"no type", func(c *catalog.Check) { c.Type = "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			mustRegister(t, s, 10, fullReq())
+			c := fullReq().Checks[1]
+			tt.change(c)
+			mustRegister(t, s, 11, checkReq("node1", c))
 
-	idx, checks := nodeChecks(t, s, "node1")
-	if idx != 11 {
-		t.Errorf("checks table index: got %d, want 11", idx)
+			idx, checks := nodeChecks(t, s, "node1")
+			if idx != 11 {
+				t.Errorf("checks table index: got %d, want 11", idx)
+			}
+			got := map[string]catalog.RaftIndex{}
+			for _, c := range checks {
+				got[c.CheckID] = c.RaftIndex
+			}
+			want := map[string]catalog.RaftIndex{
+				"serfHealth": {CreateIndex: 10, ModifyIndex: 10},
+				"web-http":   {CreateIndex: 10, ModifyIndex: 11},
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("check RaftIndexes: got %v, want %v", got, want)
+			}
+			stored := checks[slices.IndexFunc(checks, func(c *catalog.Check) bool { return c.CheckID == "web-http" })]
+			if stored.Status != c.Status || stored.Output != c.Output || stored.Type != c.Type {
+				t.Errorf("stored check: got %+v, want the fields of %+v", stored, c)
+			}
+			if idx, _ := nodeServices(t, s, "node1"); idx != 10 {
+				t.Errorf("services table index: got %d, want 10", idx)
+			}
+		})
 	}
-	got := map[string]catalog.RaftIndex{}
-	for _, c := range checks {
-		got[c.CheckID] = c.RaftIndex
+}
+
+func TestCheckSameAs(t *testing.T) {
+	base := func() *catalog.Check {
+		return &catalog.Check{Node: "node1", CheckID: "web-http", Name: "web", Status: catalog.HealthPassing,
+			Notes: "n", Output: "o", Type: "http", ServiceID: "web-1", ServiceName: "web"}
 	}
-	want := map[string]catalog.RaftIndex{
-		"serfHealth": {CreateIndex: 10, ModifyIndex: 10},
-		"web-http":   {CreateIndex: 10, ModifyIndex: 11},
+	tests := []struct {
+		name   string
+		change func(*catalog.Check)
+		want   bool
+	}{
+		{"identical", func(*catalog.Check) {}, true},
+		{"Raft indexes differ", func(c *catalog.Check) { c.RaftIndex = catalog.RaftIndex{CreateIndex: 1, ModifyIndex: 2} }, true},
+		{"node", func(c *catalog.Check) { c.Node = "node2" }, false},
+		{"name", func(c *catalog.Check) { c.Name = "www" }, false},
+		{"status", func(c *catalog.Check) { c.Status = catalog.HealthWarning }, false},
+		{"notes", func(c *catalog.Check) { c.Notes = "" }, false},
+		{"output", func(c *catalog.Check) { c.Output = "" }, false},
+		{"type", func(c *catalog.Check) { c.Type = "ttl" }, false},
+		{"service ID", func(c *catalog.Check) { c.ServiceID = "web-2" }, false},
+		{"service name", func(c *catalog.Check) { c.ServiceName = "www" }, false},
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("check RaftIndexes: got %v, want %v", got, want)
-	}
-	if idx, _ := nodeServices(t, s, "node1"); idx != 10 {
-		t.Errorf("services table index: got %d, want 10", idx)
+	for _, tt := range tests {
+		a, b := base(), base()
+		tt.change(b)
+		if got := a.SameAs(b); got != tt.want {
+			t.Errorf("%s: SameAs got %v, want %v", tt.name, got, tt.want)
+		}
+		if got := b.SameAs(a); got != tt.want {
+			t.Errorf("%s: reversed SameAs got %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 
@@ -1060,6 +1113,12 @@ func TestReadsWithNilWatchSet(t *testing.T) {
 	if _, _, err := s.NodeChecks(nil, "node1"); err != nil {
 		t.Errorf("NodeChecks(nil): %v", err)
 	}
+	if _, _, err := s.ServiceChecks(nil, "web"); err != nil {
+		t.Errorf("ServiceChecks(nil): %v", err)
+	}
+	if _, _, err := s.ChecksInState(nil, catalog.HealthAny); err != nil {
+		t.Errorf("ChecksInState(nil): %v", err)
+	}
 }
 
 // watchFixture: node1 runs web with a node check, node2 runs web with no
@@ -1192,6 +1251,18 @@ func TestRestoreWakesEveryWatcher(t *testing.T) {
 			return err
 		},
 		"NodeChecks": func(ws catalog.WatchSet) error { _, _, err := s.NodeChecks(ws, "node1"); return err },
+		"ServiceChecks": func(ws catalog.WatchSet) error {
+			_, _, err := s.ServiceChecks(ws, "web")
+			return err
+		},
+		"ChecksInState": func(ws catalog.WatchSet) error {
+			_, _, err := s.ChecksInState(ws, catalog.HealthCritical)
+			return err
+		},
+		"ChecksInState any": func(ws catalog.WatchSet) error {
+			_, _, err := s.ChecksInState(ws, catalog.HealthAny)
+			return err
+		},
 	}
 	sets := map[string]catalog.WatchSet{}
 	for name, read := range reads {

@@ -16,6 +16,10 @@ const (
 	HealthMaintenance HealthStatus = "maintenance"
 )
 
+// HealthAny is not a state: asked for in Store.ChecksInState, it matches
+// checks in every state (Consul's "any").
+const HealthAny HealthStatus = "any"
+
 // severity orders states so the worst of a set can be picked. Maintenance
 // ranks above critical: it takes an instance out of answers on purpose.
 func (h HealthStatus) severity() int {
@@ -90,15 +94,28 @@ type Service struct {
 
 // Check is one health check, on a node (ServiceID empty) or on a service.
 type Check struct {
-	Node        string
-	CheckID     string
-	Name        string
-	Status      HealthStatus
-	Notes       string
-	Output      string
+	Node    string
+	CheckID string
+	Name    string
+	Status  HealthStatus
+	Notes   string
+	Output  string
+	// Type is the kind of check, for people and tools: "http", "tcp",
+	// "udp", "grpc", "ttl", "script", "alias", "gossip" (the leader's
+	// check of a node's membership), "maintenance", or "" when unknown.
+	// The catalog stores it and never acts on it (see ValidateCheckType).
+	Type        string
 	ServiceID   string
 	ServiceName string
 	RaftIndex
+}
+
+// SameAs reports whether two checks are registered with the same fields,
+// ignoring their Raft indexes.
+func (c *Check) SameAs(o *Check) bool {
+	a, b := *c, *o
+	a.RaftIndex, b.RaftIndex = RaftIndex{}, RaftIndex{}
+	return a == b
 }
 
 // ServiceInstance is a service together with the node it runs on and every

@@ -170,8 +170,47 @@ func ValidateRegister(r *RegisterRequest) error {
 		if !c.Status.Valid() {
 			return fieldErr(fmt.Sprintf("Checks[%d].Status", i), "must be passing, warning, critical or maintenance, got %q", c.Status)
 		}
+		if err := ValidateCheckType(fmt.Sprintf("Checks[%d].Type", i), c.Type); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// ValidateCheckType checks a check's Type loosely: the catalog does not act
+// on it, so any kind a newer agent invents is accepted, as long as it is
+// empty or one lowercase word of 1–63 letters, digits and '-', starting
+// with a letter and not ending with '-' ("http", "ttl", "gossip").
+func ValidateCheckType(field, typ string) error {
+	if typ == "" {
+		return nil
+	}
+	if len(typ) > MaxLabelLength {
+		return fieldErr(field, "must be at most %d characters, got %d", MaxLabelLength, len(typ))
+	}
+	for i := 0; i < len(typ); i++ {
+		c := typ[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9', c == '-':
+			if i == 0 || (c == '-' && i == len(typ)-1) {
+				return fieldErr(field, "must start with a lowercase letter and not end with '-', got %q", typ)
+			}
+		default:
+			return fieldErr(field, "character %q is not allowed (lowercase letters, digits and '-' only)", c)
+		}
+	}
+	return nil
+}
+
+// ValidateHealthState checks a state asked for in a query of checks by
+// state: passing, warning, critical, maintenance or any (HealthAny), in
+// lower case.
+func ValidateHealthState(field, state string) error {
+	if h := HealthStatus(state); h.Valid() || h == HealthAny {
+		return nil
+	}
+	return fieldErr(field, "must be passing, warning, critical, maintenance or any, got %q", state)
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(a, b) }

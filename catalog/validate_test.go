@@ -185,6 +185,8 @@ func TestValidateRegisterRejects(t *testing.T) {
 		{"check without status", func(r *catalog.RegisterRequest) { r.Checks[1].Status = "" }, "Checks[1].Status"},
 		{"check with unknown status", func(r *catalog.RegisterRequest) { r.Checks[0].Status = "ok" }, "Checks[0].Status"},
 		{"check with status in upper case", func(r *catalog.RegisterRequest) { r.Checks[0].Status = "PASSING" }, "Checks[0].Status"},
+		{"check type in upper case", func(r *catalog.RegisterRequest) { r.Checks[1].Type = "HTTP" }, "Checks[1].Type"},
+		{"check type with a space", func(r *catalog.RegisterRequest) { r.Checks[0].Type = "my check" }, "Checks[0].Type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -364,6 +366,56 @@ func TestValidateMeta(t *testing.T) {
 	}
 }
 
+func TestValidateCheckType(t *testing.T) {
+	tests := []struct {
+		in     string
+		wantOK bool
+	}{
+		{"", true},
+		{"http", true},
+		{"grpc", true},
+		{"maintenance", true},
+		{"h2c", true},
+		{"x-custom", true},
+		{strings.Repeat("a", 63), true},
+		{strings.Repeat("a", 64), false},
+		{"HTTP", false},
+		{"Http", false},
+		{"1http", false},
+		{"-http", false},
+		{"http-", false},
+		{"http check", false},
+		{"http_check", false},
+		{"http.v2", false},
+		{"ttl\n", false},
+	}
+	for _, tt := range tests {
+		err := catalog.ValidateCheckType("Type", tt.in)
+		if tt.wantOK {
+			if err != nil {
+				t.Errorf("ValidateCheckType(%q): got %v, want nil", tt.in, err)
+			}
+			continue
+		}
+		if got := fieldOf(t, err); got != "Type" {
+			t.Errorf("ValidateCheckType(%q): got field %q, want Type", tt.in, got)
+		}
+	}
+}
+
+func TestValidateHealthState(t *testing.T) {
+	for _, ok := range []string{"passing", "warning", "critical", "maintenance", "any"} {
+		if err := catalog.ValidateHealthState("State", ok); err != nil {
+			t.Errorf("ValidateHealthState(%q): got %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Passing", "ANY", "all", "unknown"} {
+		if got := fieldOf(t, catalog.ValidateHealthState("State", bad)); got != "State" {
+			t.Errorf("ValidateHealthState(%q): got field %q, want State", bad, got)
+		}
+	}
+}
+
 func TestHealthStatusValid(t *testing.T) {
 	tests := []struct {
 		in   catalog.HealthStatus
@@ -376,6 +428,7 @@ func TestHealthStatusValid(t *testing.T) {
 		{"", false},
 		{"Passing", false},
 		{"ok", false},
+		{catalog.HealthAny, false}, // a query's wildcard, not a state
 	}
 	for _, tt := range tests {
 		if got := tt.in.Valid(); got != tt.want {

@@ -25,6 +25,8 @@ const (
 	// A catalog node carrying it is managed by the leader, which
 	// deregisters it when the member leaves or is forgotten by gossip.
 	GossipCheckID = "gossip"
+	// GossipCheckType is the Type of that check.
+	GossipCheckType = "gossip"
 	// ServerServiceName is the service the leader registers on every
 	// server's node, so cairn.service.<domain> finds the servers.
 	ServerServiceName = "cairn"
@@ -303,7 +305,7 @@ func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
 
 func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catalog.Node) error {
 	addr := m.Addr.String()
-	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Status: catalog.HealthPassing, Output: outputAlive}
+	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Type: GossipCheckType, Status: catalog.HealthPassing, Output: outputAlive}
 	var svc *catalog.Service
 	if m.IsServer() {
 		svc = l.serverService(m)
@@ -336,7 +338,7 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 }
 
 func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *catalog.Node) error {
-	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Status: catalog.HealthCritical, Output: outputFailed}
+	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Type: GossipCheckType, Status: catalog.HealthCritical, Output: outputFailed}
 	if node != nil {
 		ok, err := l.hasCheck(m.Node, check)
 		if err != nil || ok {
@@ -378,7 +380,7 @@ func (l *Leader) hasCheck(node string, want *catalog.Check) (bool, error) {
 	}
 	for _, c := range checks {
 		if c.CheckID == want.CheckID && c.ServiceID == "" {
-			return c.Name == want.Name && c.Status == want.Status && c.Output == want.Output && c.Notes == "", nil
+			return c.Name == want.Name && c.Status == want.Status && c.Output == want.Output && c.Type == want.Type && c.Notes == "", nil
 		}
 	}
 	return false, nil

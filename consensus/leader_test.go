@@ -193,6 +193,16 @@ func TestLeaderReconcilesMembers(t *testing.T) {
 	store := s.Store()
 	waitGossip(t, store, map[string]catalog.HealthStatus{"srv1": "passing", "c1": "passing", "c2": "passing"})
 	t.Logf("3 members registered %s after the leader started", time.Since(start).Round(time.Millisecond))
+	if _, checks, err := store.ChecksInState(nil, catalog.HealthPassing); err != nil || len(checks) != 3 {
+		t.Errorf("passing checks: got %d, err %v, want the 3 gossip checks", len(checks), err)
+	} else {
+		for _, c := range checks {
+			if c.CheckID != consensus.GossipCheckID || c.Type != consensus.GossipCheckType || c.ServiceID != "" {
+				t.Errorf("check %s/%s: got ID %q, type %q, service %q; want node-level %q of type %q",
+					c.Node, c.CheckID, c.CheckID, c.Type, c.ServiceID, consensus.GossipCheckID, consensus.GossipCheckType)
+			}
+		}
+	}
 	_, rpcPort, _ := net.SplitHostPort(gossiptest.RPCAddr("srv1"))
 	if got, want := cairnInstances(t, store), []string{"srv1=127.0.0.1:" + rpcPort}; !slices.Equal(got, want) {
 		t.Errorf("cairn instances: got %v, want %v", got, want)

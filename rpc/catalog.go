@@ -20,6 +20,9 @@ const (
 	MethodCatalogServices         = CatalogEndpoint + ".Services"
 	MethodCatalogNodeServices     = CatalogEndpoint + ".NodeServices"
 	MethodCatalogReverse          = CatalogEndpoint + ".Reverse"
+	MethodCatalogNodeChecks       = CatalogEndpoint + ".NodeChecks"
+	MethodCatalogServiceChecks    = CatalogEndpoint + ".ServiceChecks"
+	MethodCatalogChecksInState    = CatalogEndpoint + ".ChecksInState"
 )
 
 // The request and reply types of the Catalog endpoint. They travel as
@@ -122,4 +125,36 @@ type ReverseResponse struct {
 	QueryMeta
 	Nodes    []string
 	Services []string
+}
+
+// NodeChecksRequest asks for every check of one node: its own and its
+// services'.
+type NodeChecksRequest struct {
+	QueryOptions
+	Node      string // required, matched case-insensitively
+	Forwarded bool
+}
+
+// ServiceChecksRequest asks for the service-level checks of every instance
+// of one service (not those of the instances' nodes).
+type ServiceChecksRequest struct {
+	QueryOptions
+	Service   string // required, matched case-insensitively
+	Forwarded bool
+}
+
+// ChecksInStateRequest asks for every check in one state.
+type ChecksInStateRequest struct {
+	QueryOptions
+	// State is required: passing, warning, critical, maintenance, or any
+	// (catalog.HealthAny) for every check.
+	State     string
+	Forwarded bool
+}
+
+// ChecksResponse answers NodeChecks, ServiceChecks and ChecksInState: the
+// checks sorted by node, then check ID; the index is the checks table's.
+type ChecksResponse struct {
+	QueryMeta
+	Checks []*catalog.Check
 }

@@ -21,6 +21,10 @@ type serviceRegistration struct {
 	Port    int
 	Meta    map[string]string
 	Weights *weights
+	// Check and Checks are the service's health checks (Consul's
+	// AgentServiceCheck); both may be given.
+	Check  *checkBody
+	Checks []*checkBody
 }
 
 // agentService is a service as GET /v1/agent/services lists it.
@@ -50,7 +54,17 @@ func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) er
 			return badRequest("Weights.Passing", "must be between 1 and 65535, got 0")
 		}
 	}
-	if err := s.local.AddService(r.Context(), svc); err != nil {
+	// The service is checked before its checks, so that a bad service is
+	// reported first; the Local fills in its defaults itself.
+	norm := *svc
+	if err := catalog.NormalizeService(&norm); err != nil {
+		return err
+	}
+	defs, err := s.serviceChecks(norm.ID, reg.Check, reg.Checks)
+	if err != nil {
+		return err
+	}
+	if err := s.local.AddService(r.Context(), svc, defs); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)

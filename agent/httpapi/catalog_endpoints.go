@@ -35,33 +35,6 @@ type catalogService struct {
 	ModifyIndex    uint64
 }
 
-// healthCheck is a check as the health endpoints give it.
-type healthCheck struct {
-	Node        string
-	CheckID     string
-	Name        string
-	Status      string
-	Notes       string
-	Output      string
-	ServiceID   string
-	ServiceName string
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
-// serviceEntry is one instance as GET /v1/health/service/<name> gives it.
-type serviceEntry struct {
-	Node    *node
-	Service *serviceWithIndex
-	Checks  []*healthCheck
-}
-
-type serviceWithIndex struct {
-	agentService
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
 func toNode(n *catalog.Node) *node {
 	return &node{
 		ID: n.ID, Node: n.Node, Address: n.Address, Datacenter: n.Datacenter,
@@ -106,34 +79,6 @@ func (s *Server) catalogService(w http.ResponseWriter, r *http.Request) error {
 			ServiceWeights: weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
 			CreateIndex:    svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
 		})
-	}
-	s.writeJSONIndex(w, r, idx, out)
-	return nil
-}
-
-func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
-	idx, insts, err := s.catalog.ServiceInstances(r.Context(), r.PathValue("name"), r.URL.Query().Get("tag"))
-	if err != nil {
-		return err
-	}
-	passing := boolParam(r, "passing")
-	out := make([]*serviceEntry, 0, len(insts))
-	for _, in := range insts {
-		if passing && !in.Healthy(true) {
-			continue
-		}
-		svc := &serviceWithIndex{agentService: *s.toAgentService(in.Service),
-			CreateIndex: in.Service.CreateIndex, ModifyIndex: in.Service.ModifyIndex}
-		svc.Datacenter = in.Node.Datacenter
-		checks := make([]*healthCheck, 0, len(in.Checks))
-		for _, c := range in.Checks {
-			checks = append(checks, &healthCheck{
-				Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
-				Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
-				CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
-			})
-		}
-		out = append(out, &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks})
 	}
 	s.writeJSONIndex(w, r, idx, out)
 	return nil

@@ -22,8 +22,10 @@ var (
 	healthServiceKeys = sorted("ID", "Service", "Tags", "Meta", "Port", "Address", "Weights", "Datacenter",
 		"CreateIndex", "ModifyIndex")
 	healthCheckKeys = sorted("Node", "CheckID", "Name", "Status", "Notes", "Output", "ServiceID", "ServiceName",
-		"CreateIndex", "ModifyIndex")
-	weightsKeys = sorted("Passing", "Warning")
+		"Type", "CreateIndex", "ModifyIndex")
+	// taggedCheckKeys are those of a check in GET /v1/health/service/<name>.
+	taggedCheckKeys = sorted(append(slices.Clone(healthCheckKeys), "ServiceTags")...)
+	weightsKeys     = sorted("Passing", "Warning")
 )
 
 // testCatalog has three instances of web, one per health state, and a db.
@@ -34,9 +36,9 @@ func testCatalog() *fakeCatalog {
 	n3 := &catalog.Node{Node: "n3", Address: "10.0.0.3", Datacenter: "dc2"}
 	check := func(node, id, svc string, status catalog.HealthStatus) *catalog.Check {
 		c := &catalog.Check{Node: node, CheckID: id, Name: id + " check", Status: status, Output: "out " + id, Notes: "notes",
-			RaftIndex: catalog.RaftIndex{CreateIndex: 7, ModifyIndex: 8}}
+			Type: "gossip", RaftIndex: catalog.RaftIndex{CreateIndex: 7, ModifyIndex: 8}}
 		if svc != "" {
-			c.ServiceID, c.ServiceName = svc, "web"
+			c.ServiceID, c.ServiceName, c.Type = svc, "web", "http"
 		}
 		return c
 	}
@@ -202,8 +204,8 @@ func TestHealthService(t *testing.T) {
 					t.Errorf("got Checks %v, want an array", e["Checks"])
 				}
 				for _, c := range checks {
-					if k := keys(t, c); !slices.Equal(k, healthCheckKeys) {
-						t.Errorf("got check keys %v, want %v", k, healthCheckKeys)
+					if k := keys(t, c); !slices.Equal(k, taggedCheckKeys) {
+						t.Errorf("got check keys %v, want %v", k, taggedCheckKeys)
 					}
 				}
 			}
@@ -227,7 +229,8 @@ func TestHealthServiceFields(t *testing.T) {
 			"CreateIndex": 3.0, "ModifyIndex": 4.0},
 		"Checks": []any{map[string]any{"Node": "n1", "CheckID": "web-1-http", "Name": "web-1-http check",
 			"Status": "passing", "Notes": "notes", "Output": "out web-1-http", "ServiceID": "web-1",
-			"ServiceName": "web", "CreateIndex": 7.0, "ModifyIndex": 8.0}},
+			"ServiceName": "web", "ServiceTags": []any{"primary", "v1"}, "Type": "http",
+			"CreateIndex": 7.0, "ModifyIndex": 8.0}},
 	}
 	if !reflect.DeepEqual(got[0], want) {
 		t.Errorf("got %v,\nwant %v", got[0], want)

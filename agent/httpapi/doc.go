@@ -3,8 +3,10 @@
 // work. Bad input is answered with a 400 and a JSON body naming the field and
 // the reason; every error body is JSON.
 //
-// httpapi imports catalog (and rpc for the Raft configuration's wire type)
-// and declares what it needs of the rest of the agent as small interfaces
-// (Local, Catalog, Status, Cluster) that the agent wires. Handlers are safe
-// for concurrent use.
+// httpapi imports catalog (and rpc for the Raft configuration's wire type,
+// agent/checks for check definitions, agent/local for its errors) and
+// declares what it needs of the rest of the agent as small interfaces
+// (Local, Catalog, Status, Cluster) that the agent wires. Check definitions
+// are decoded and validated here, before the Local sees them. Handlers are
+// safe for concurrent use.
 package httpapi

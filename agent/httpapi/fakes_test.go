@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
@@ -29,18 +30,43 @@ const testMaxBody = 1024
 type fakeLocal struct {
 	mu       sync.Mutex
 	added    []*catalog.Service
+	addedDef [][]*checks.Definition // the checks of each added service
 	removed  []string
 	services []*catalog.Service
-	err      error // returned by AddService and RemoveService when set
+	err      error // returned by every write when set
+
+	// checks is what Checks returns; ttl names the TTL checks among them.
+	checks       []*catalog.Check
+	ttl          map[string]bool
+	addedChecks  []*checks.Definition
+	removedCheck []string
+	ttlUpdates   []ttlUpdate
+	maintenance  []maintCall
+}
+
+// ttlUpdate is one call of UpdateTTL.
+type ttlUpdate struct {
+	ID     string
+	Status catalog.HealthStatus
+	Output string
+}
+
+// maintCall is one call of SetServiceMaintenance (ServiceID set) or
+// SetNodeMaintenance.
+type maintCall struct {
+	ServiceID string
+	Enable    bool
+	Reason    string
 }
 
 var _ httpapi.Local = (*fakeLocal)(nil)
 
-func (f *fakeLocal) AddService(_ context.Context, svc *catalog.Service) error {
+func (f *fakeLocal) AddService(_ context.Context, svc *catalog.Service, defs []*checks.Definition) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cp := *svc
 	f.added = append(f.added, &cp)
+	f.addedDef = append(f.addedDef, defs)
 	return f.err
 }
 
@@ -51,16 +77,98 @@ func (f *fakeLocal) RemoveService(_ context.Context, id string) error {
 	if f.err != nil {
 		return f.err
 	}
-	if !slices.ContainsFunc(f.services, func(s *catalog.Service) bool { return s.ID == id }) {
+	if !f.hasService(id) {
 		return fmt.Errorf("service %q: %w", id, local.ErrUnknownService)
 	}
 	return nil
+}
+
+func (f *fakeLocal) hasService(id string) bool {
+	return slices.ContainsFunc(f.services, func(s *catalog.Service) bool { return s.ID == id })
 }
 
 func (f *fakeLocal) Services() []*catalog.Service {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.services
+}
+
+func (f *fakeLocal) AddCheck(_ context.Context, def *checks.Definition) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addedChecks = append(f.addedChecks, def)
+	if f.err != nil {
+		return f.err
+	}
+	if def.ServiceID != "" && !f.hasService(def.ServiceID) {
+		return &catalog.FieldError{Field: "ServiceID", Reason: fmt.Sprintf("no service %q is registered with this agent", def.ServiceID)}
+	}
+	return nil
+}
+
+func (f *fakeLocal) hasCheck(id string) bool {
+	return slices.ContainsFunc(f.checks, func(c *catalog.Check) bool { return c.CheckID == id })
+}
+
+func (f *fakeLocal) RemoveCheck(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removedCheck = append(f.removedCheck, id)
+	if f.err != nil {
+		return f.err
+	}
+	if !f.hasCheck(id) {
+		return fmt.Errorf("check %q: %w", id, local.ErrUnknownCheck)
+	}
+	return nil
+}
+
+func (f *fakeLocal) UpdateTTL(id string, status catalog.HealthStatus, output string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ttlUpdates = append(f.ttlUpdates, ttlUpdate{id, status, output})
+	switch {
+	case f.err != nil:
+		return f.err
+	case !f.hasCheck(id):
+		return fmt.Errorf("check %q: %w", id, local.ErrUnknownCheck)
+	case !f.ttl[id]:
+		return fmt.Errorf("check %q: %w", id, local.ErrNotTTL)
+	}
+	return nil
+}
+
+func (f *fakeLocal) Checks() []*catalog.Check {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.checks
+}
+
+func (f *fakeLocal) SetServiceMaintenance(_ context.Context, serviceID string, enable bool, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maintenance = append(f.maintenance, maintCall{serviceID, enable, reason})
+	if f.err != nil {
+		return f.err
+	}
+	if !f.hasService(serviceID) {
+		return fmt.Errorf("service %q: %w", serviceID, local.ErrUnknownService)
+	}
+	return nil
+}
+
+func (f *fakeLocal) SetNodeMaintenance(_ context.Context, enable bool, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maintenance = append(f.maintenance, maintCall{"", enable, reason})
+	return f.err
+}
+
+// calls returns copies of what the check and maintenance methods were given.
+func (f *fakeLocal) calls() (added []*checks.Definition, removed []string, ttl []ttlUpdate, maint []maintCall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.addedChecks), slices.Clone(f.removedCheck), slices.Clone(f.ttlUpdates), slices.Clone(f.maintenance)
 }
 
 // fakeCatalog is an httpapi.Catalog serving fixed data at a fixed index,
@@ -70,6 +178,7 @@ type fakeCatalog struct {
 	nodes     []*catalog.Node
 	services  map[string][]string
 	instances []catalog.ServiceInstance
+	checks    []*catalog.Check
 	err       error // returned by every read when set
 
 	mu              sync.Mutex
@@ -108,6 +217,36 @@ func (f *fakeCatalog) ServiceInstances(_ context.Context, name, tag string) (uin
 		}
 	}
 	return f.index, out, nil
+}
+
+// filterChecks returns the checks keep accepts, recording arg as the name
+// asked for.
+func (f *fakeCatalog) filterChecks(arg string, keep func(*catalog.Check) bool) (uint64, []*catalog.Check, error) {
+	f.mu.Lock()
+	f.gotName = arg
+	f.mu.Unlock()
+	if f.err != nil {
+		return 0, nil, f.err
+	}
+	var out []*catalog.Check
+	for _, c := range f.checks {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return f.index, out, nil
+}
+
+func (f *fakeCatalog) NodeChecks(_ context.Context, node string) (uint64, []*catalog.Check, error) {
+	return f.filterChecks(node, func(c *catalog.Check) bool { return strings.EqualFold(c.Node, node) })
+}
+
+func (f *fakeCatalog) ServiceChecks(_ context.Context, service string) (uint64, []*catalog.Check, error) {
+	return f.filterChecks(service, func(c *catalog.Check) bool { return strings.EqualFold(c.ServiceName, service) })
+}
+
+func (f *fakeCatalog) ChecksInState(_ context.Context, state string) (uint64, []*catalog.Check, error) {
+	return f.filterChecks(state, func(c *catalog.Check) bool { return state == "any" || string(c.Status) == state })
 }
 
 func (f *fakeCatalog) asked() (name, tag string) {
@@ -172,12 +311,13 @@ func (f *fakeCluster) calls() ([][]string, int) {
 	return slices.Clone(f.joinAddrs), f.leaves
 }
 
-// memCatalog is a local.Catalog holding one node's services in a map, so
-// tests can run a real local.State behind the API.
+// memCatalog is a local.Catalog holding one node's services and checks in
+// maps, so tests can run a real local.State behind the API.
 type memCatalog struct {
 	mu       sync.Mutex
 	node     *catalog.Node
 	services map[string]*catalog.Service
+	checks   map[string]*catalog.Check
 	writes   int
 	err      error // returned by every call when set
 }
@@ -201,6 +341,14 @@ func (m *memCatalog) Register(_ context.Context, req *catalog.RegisterRequest) e
 		}
 		m.services[cp.ID] = &cp
 	}
+	for _, c := range req.Checks {
+		cp := *c
+		cp.Node = req.Node
+		if m.checks == nil {
+			m.checks = map[string]*catalog.Check{}
+		}
+		m.checks[cp.CheckID] = &cp
+	}
 	return nil
 }
 
@@ -211,8 +359,32 @@ func (m *memCatalog) Deregister(_ context.Context, req *catalog.DeregisterReques
 		return m.err
 	}
 	m.writes++
-	delete(m.services, req.ServiceID)
+	switch {
+	case req.CheckID != "":
+		delete(m.checks, req.CheckID)
+	case req.ServiceID != "":
+		delete(m.services, req.ServiceID)
+		for id, c := range m.checks {
+			if c.ServiceID == req.ServiceID {
+				delete(m.checks, id)
+			}
+		}
+	}
 	return nil
+}
+
+func (m *memCatalog) NodeChecks(context.Context, string) (uint64, []*catalog.Check, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return 0, nil, m.err
+	}
+	out := make([]*catalog.Check, 0, len(m.checks))
+	for _, c := range m.checks {
+		cp := *c
+		out = append(out, &cp)
+	}
+	return uint64(m.writes), out, nil
 }
 
 func (m *memCatalog) NodeServices(context.Context, string) (*catalog.Node, []*catalog.Service, error) {
@@ -228,6 +400,16 @@ func (m *memCatalog) setErr(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.err = err
+}
+
+// hasCheck reports whether the catalog holds the check with the given ID
+// (any value other than a string is never held).
+func (m *memCatalog) hasCheck(id any) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := id.(string)
+	_, held := m.checks[s]
+	return ok && held
 }
 
 // snapshot returns the writes so far and a copy of the services by ID.
@@ -249,6 +431,17 @@ func testConfig() httpapi.Config {
 	cfg.Datacenter = "dc1"
 	cfg.MaxBodyBytes = testMaxBody
 	return cfg
+}
+
+// newServerConfig returns the handler of a server with cfg over l and
+// empty fakes.
+func newServerConfig(t testing.TB, cfg httpapi.Config, l httpapi.Local) http.Handler {
+	t.Helper()
+	s, err := httpapi.New(cfg, l, &fakeCatalog{}, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s.Handler()
 }
 
 // newServer returns the handler of a server over the given parts; nil
@@ -297,6 +490,7 @@ func realLocal(t testing.TB) (*local.State, *memCatalog) {
 	if err != nil {
 		t.Fatalf("local.New: %v", err)
 	}
+	t.Cleanup(st.Close)
 	return st, cat
 }
 

@@ -8,9 +8,9 @@ import (
 	"github.com/cairndns/cairn/zones"
 )
 
-// FuzzAgentServiceRegister sends arbitrary bodies to the register endpoint.
-// Whatever it gets, the API must answer 200 or 400 with a JSON error, never
-// panic or fail otherwise; and every service it accepts must be answerable
+// FuzzAgentServiceRegister sends arbitrary bodies to the register endpoint,
+// checks included. Whatever it gets, the API must answer 200 or 400 with a
+// JSON error, never panic or fail otherwise; and every service it accepts must be answerable
 // in DNS: its name and each tag parse back as the name of that service.
 func FuzzAgentServiceRegister(f *testing.F) {
 	for _, seed := range []string{
@@ -20,6 +20,10 @@ func FuzzAgentServiceRegister(f *testing.F) {
 		`{"Name":"x","Address":"::1"}`,
 		`{"Name":"bad_name"}`,
 		`{"Name":"web","Port":70000}`,
+		`{"Name":"web","Check":{"TTL":"10s","Status":"passing"}}`,
+		`{"Name":"web","Checks":[{"TTL":"1m"},{"CheckID":"c","TTL":60000000000}]}`,
+		`{"Name":"web","Check":{"HTTP":"http://x","Interval":"10 s"}}`,
+		`{"Name":"web","Checks":[null]}`,
 		`[1,2]`, `{"Name":`, ``,
 	} {
 		f.Add(seed)

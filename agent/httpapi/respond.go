@@ -47,8 +47,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &he):
 	case errors.As(err, &fe):
 		he = badRequest(fe.Field, "%s", fe.Reason)
-	case errors.Is(err, local.ErrUnknownService), errors.Is(err, catalog.ErrNotFound):
-		he = notFound("%s", err.Error())
+	case errors.Is(err, local.ErrUnknownService), errors.Is(err, local.ErrUnknownCheck),
+		errors.Is(err, catalog.ErrNotFound):
+		he = notFound("%s", oneLine(err.Error()))
+	case errors.Is(err, local.ErrNotTTL):
+		// Only a TTL check's status is reported from outside; the others
+		// have a runner that decides it.
+		he = badRequest("CheckID", "%s", oneLine(err.Error()))
 	default:
 		he = &httpError{code: http.StatusInternalServerError, body: errorBody{Error: oneLine(err.Error())}}
 		s.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

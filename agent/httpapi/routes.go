@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 	"strings"
+
+	"github.com/cairndns/cairn/catalog"
 )
 
 // handlerFunc is an endpoint: it writes a success itself and returns any
@@ -14,6 +16,15 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/agent/service/register", s.agentServiceRegister, http.MethodPut)
 	s.handle(mux, "/v1/agent/service/deregister/{id...}", s.agentServiceDeregister, http.MethodPut)
 	s.handle(mux, "/v1/agent/services", s.agentServices, http.MethodGet)
+	s.handle(mux, "/v1/agent/service/maintenance/{id...}", s.agentServiceMaintenance, http.MethodPut)
+	s.handle(mux, "/v1/agent/maintenance", s.agentNodeMaintenance, http.MethodPut)
+	s.handle(mux, "/v1/agent/check/register", s.agentCheckRegister, http.MethodPut)
+	s.handle(mux, "/v1/agent/check/deregister/{id...}", s.agentCheckDeregister, http.MethodPut)
+	s.handle(mux, "/v1/agent/check/pass/{id...}", s.agentCheckTTL("pass", catalog.HealthPassing), http.MethodPut)
+	s.handle(mux, "/v1/agent/check/warn/{id...}", s.agentCheckTTL("warn", catalog.HealthWarning), http.MethodPut)
+	s.handle(mux, "/v1/agent/check/fail/{id...}", s.agentCheckTTL("fail", catalog.HealthCritical), http.MethodPut)
+	s.handle(mux, "/v1/agent/check/update/{id...}", s.agentCheckUpdate, http.MethodPut)
+	s.handle(mux, "/v1/agent/checks", s.agentChecks, http.MethodGet)
 	s.handle(mux, "/v1/agent/members", s.agentMembers, http.MethodGet)
 	s.handle(mux, "/v1/agent/join/{address...}", s.agentJoin, http.MethodPut)
 	s.handle(mux, "/v1/agent/leave", s.agentLeave, http.MethodPut)
@@ -21,6 +32,9 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/catalog/service/{name}", s.catalogService, http.MethodGet)
 	s.handle(mux, "/v1/catalog/nodes", s.catalogNodes, http.MethodGet)
 	s.handle(mux, "/v1/health/service/{name}", s.healthService, http.MethodGet)
+	s.handle(mux, "/v1/health/checks/{service}", s.healthChecks, http.MethodGet)
+	s.handle(mux, "/v1/health/node/{node}", s.healthNode, http.MethodGet)
+	s.handle(mux, "/v1/health/state/{state}", s.healthState, http.MethodGet)
 	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
 	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)

@@ -10,15 +10,43 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
 
-// Local is this agent's own services (package agent/local satisfies it).
+// Local is this agent's own services and checks (package agent/local
+// satisfies it). Handlers call it from their own goroutines, several at
+// once. The writes return once the change is committed to the catalog, or
+// with an error wrapping local.ErrNotSynced when it was kept on the agent
+// but could not be pushed yet.
 type Local interface {
-	AddService(ctx context.Context, svc *catalog.Service) error
+	// AddService stores svc with its checks (already validated by the
+	// handler, their IDs and ServiceIDs filled in) and pushes it.
+	AddService(ctx context.Context, svc *catalog.Service, defs []*checks.Definition) error
+	// RemoveService removes a service and its checks; an unknown ID is an
+	// error wrapping local.ErrUnknownService.
 	RemoveService(ctx context.Context, id string) error
+	// Services returns the agent's services.
 	Services() []*catalog.Service
+	// AddCheck stores a check (already validated) and starts it. A
+	// ServiceID the agent does not hold is a *catalog.FieldError naming
+	// "ServiceID".
+	AddCheck(ctx context.Context, def *checks.Definition) error
+	// RemoveCheck stops and removes a check; an unknown ID is an error
+	// wrapping local.ErrUnknownCheck.
+	RemoveCheck(ctx context.Context, id string) error
+	// UpdateTTL reports the status of a TTL check. An unknown ID wraps
+	// local.ErrUnknownCheck; a check of another kind wraps local.ErrNotTTL.
+	UpdateTTL(id string, status catalog.HealthStatus, output string) error
+	// Checks returns the agent's own checks with their current status.
+	Checks() []*catalog.Check
+	// SetServiceMaintenance puts a service in maintenance (or takes it
+	// out); an unknown ID wraps local.ErrUnknownService.
+	SetServiceMaintenance(ctx context.Context, serviceID string, enable bool, reason string) error
+	// SetNodeMaintenance puts the whole node in maintenance (or takes it
+	// out).
+	SetNodeMaintenance(ctx context.Context, enable bool, reason string) error
 }
 
 // Catalog answers catalog reads. Each read returns the Raft index it
@@ -27,6 +55,14 @@ type Catalog interface {
 	Nodes(ctx context.Context) (uint64, []*catalog.Node, error)
 	Services(ctx context.Context) (uint64, map[string][]string, error)
 	ServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error)
+	// NodeChecks returns every check registered on the node: its own and
+	// its services'.
+	NodeChecks(ctx context.Context, node string) (uint64, []*catalog.Check, error)
+	// ServiceChecks returns the checks of every instance of the service.
+	ServiceChecks(ctx context.Context, service string) (uint64, []*catalog.Check, error)
+	// ChecksInState returns the checks in state: "passing", "warning",
+	// "critical", "maintenance", or "any" for all of them.
+	ChecksInState(ctx context.Context, state string) (uint64, []*catalog.Check, error)
 }
 
 // Status tells which server leads and which servers vote.
@@ -77,6 +113,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// ReadHeaderTimeout bounds a slow client's headers. Default 10s.
 	ReadHeaderTimeout time.Duration
+	// EnableScriptChecks accepts checks that run a command (Args). Default
+	// false: such a check is refused with a 400 naming its Args.
+	EnableScriptChecks bool
 }
 
 // DefaultConfig returns the defaults documented on Config.

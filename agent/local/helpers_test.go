@@ -141,6 +141,29 @@ func (f *fakeCatalog) NodeServices(ctx context.Context, node string) (*catalog.N
 	return n, svcs, err
 }
 
+func (f *fakeCatalog) NodeChecks(ctx context.Context, node string) (uint64, []*catalog.Check, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse() {
+		return 0, nil, errDown
+	}
+	return f.store.NodeChecks(nil, node)
+}
+
+// checks returns what the catalog holds for node's checks, by ID.
+func (f *fakeCatalog) checks(t testing.TB, node string) map[string]*catalog.Check {
+	t.Helper()
+	_, cs, err := f.store.NodeChecks(nil, node)
+	if err != nil {
+		t.Fatalf("NodeChecks(%q): %v", node, err)
+	}
+	out := make(map[string]*catalog.Check, len(cs))
+	for _, c := range cs {
+		out[c.CheckID] = c
+	}
+	return out
+}
+
 // seed writes req straight to the catalog, as another agent or an operator
 // would, bypassing the state under test.
 func (f *fakeCatalog) seed(t testing.TB, req *catalog.RegisterRequest) {
@@ -189,6 +212,7 @@ func newState(t testing.TB, cfg local.Config, cat local.Catalog) *local.State {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(st.Close)
 	return st
 }
 
@@ -212,7 +236,7 @@ func normalized(t testing.TB, s *catalog.Service) *catalog.Service {
 
 func mustAdd(t testing.TB, st *local.State, s *catalog.Service) {
 	t.Helper()
-	if err := st.AddService(context.Background(), s); err != nil {
+	if err := st.AddService(context.Background(), s, nil); err != nil {
 		t.Fatalf("AddService(%q): %v", s.ID, err)
 	}
 }
@@ -224,7 +248,7 @@ func addUnsynced(t testing.TB, st *local.State, f *fakeCatalog, svcs ...*catalog
 	f.setFailing(true)
 	defer f.setFailing(false)
 	for _, s := range svcs {
-		if err := st.AddService(context.Background(), s); !errors.Is(err, local.ErrNotSynced) {
+		if err := st.AddService(context.Background(), s, nil); !errors.Is(err, local.ErrNotSynced) {
 			t.Fatalf("AddService(%q) with the catalog down: got %v, want ErrNotSynced", s.ID, err)
 		}
 	}

@@ -10,15 +10,18 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/catalog"
 )
 
-// persister keeps one JSON file per service under dir. File names are the
-// hex of the service ID, so no ID can escape the directory. Writes go to a
-// temporary file that is synced and renamed over the old one: a crash leaves
-// either the old or the new registration, never half of one.
+// persister keeps one JSON file per record (a service, a check) under dir.
+// File names are the hex of the record's ID, so no ID can escape the
+// directory. Writes go to a temporary file that is synced and renamed over
+// the old one: a crash leaves either the old or the new record, never half
+// of one.
 type persister struct {
-	dir string // "" disables persistence
+	dir  string // "" disables persistence
+	kind string // "service" or "check", for messages
 }
 
 const (
@@ -26,8 +29,8 @@ const (
 	tmpPrefix  = ".tmp-"
 )
 
-// persistedService is the on-disk form: the registration without the Raft
-// indexes, which belong to the catalog.
+// persistedService is the on-disk form of a service: the registration
+// without the Raft indexes, which belong to the catalog.
 type persistedService struct {
 	ID      string
 	Service string
@@ -38,23 +41,28 @@ type persistedService struct {
 	Weights catalog.Weights
 }
 
+// persistedCheck is the on-disk form of a check: its definition (none for
+// a maintenance check, which only has a state) and its last state, which
+// a TTL check starts from again after a restart.
+type persistedCheck struct {
+	Definition *checks.Definition `json:",omitempty"`
+	Check      catalog.Check
+}
+
 func (p persister) path(id string) string {
 	return filepath.Join(p.dir, hex.EncodeToString([]byte(id))+fileSuffix)
 }
 
-func (p persister) save(svc *catalog.Service) error {
+func (p persister) save(id string, v any) error {
 	if p.dir == "" {
 		return nil
 	}
-	data, err := json.Marshal(persistedService{
-		ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
-		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights,
-	})
+	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode service %q: %w", svc.ID, err)
+		return fmt.Errorf("encode %s %q: %w", p.kind, id, err)
 	}
-	if err := writeFileAtomic(p.path(svc.ID), data); err != nil {
-		return fmt.Errorf("persist service %q: %w", svc.ID, err)
+	if err := writeFileAtomic(p.path(id), data); err != nil {
+		return fmt.Errorf("persist %s %q: %w", p.kind, id, err)
 	}
 	return nil
 }
@@ -64,25 +72,25 @@ func (p persister) remove(id string) error {
 		return nil
 	}
 	if err := os.Remove(p.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove persisted service %q: %w", id, err)
+		return fmt.Errorf("remove persisted %s %q: %w", p.kind, id, err)
 	}
 	return syncDir(p.dir)
 }
 
-// load reads every persisted service. A file that cannot be read or decoded
-// is an error naming it: silently dropping it would lose a registration.
-func (p persister) load() ([]*catalog.Service, error) {
+// load decodes every persisted record into a new T and hands it to add
+// with the ID it was filed under. A file that cannot be read or decoded is
+// an error naming it: silently dropping it would lose a registration.
+func load[T any](p persister, add func(fileID string, v *T) error) error {
 	if p.dir == "" {
-		return nil, nil
+		return nil
 	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %w", p.dir, err)
+		return fmt.Errorf("create %s: %w", p.dir, err)
 	}
 	entries, err := os.ReadDir(p.dir)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p.dir, err)
+		return fmt.Errorf("read %s: %w", p.dir, err)
 	}
-	var out []*catalog.Service
 	for _, e := range entries {
 		path := filepath.Join(p.dir, e.Name())
 		if strings.HasPrefix(e.Name(), tmpPrefix) {
@@ -91,30 +99,75 @@ func (p persister) load() ([]*catalog.Service, error) {
 			_ = os.Remove(path)
 			continue
 		}
-		if e.IsDir() || !strings.HasSuffix(e.Name(), fileSuffix) {
+		name, ok := strings.CutSuffix(e.Name(), fileSuffix)
+		if e.IsDir() || !ok {
 			continue
+		}
+		id, err := hex.DecodeString(name)
+		if err != nil {
+			return fmt.Errorf("%s file %s: the name is not the hex of an ID", p.kind, path)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("read service file: %w", err)
+			return fmt.Errorf("read %s file: %w", p.kind, err)
 		}
-		var ps persistedService
-		if err := json.Unmarshal(data, &ps); err != nil {
-			return nil, fmt.Errorf("decode service file %s: %w", path, err)
+		v := new(T)
+		if err := json.Unmarshal(data, v); err != nil {
+			return fmt.Errorf("decode %s file %s: %w", p.kind, path, err)
 		}
+		if err := add(string(id), v); err != nil {
+			return fmt.Errorf("%s file %s: %w", p.kind, path, err)
+		}
+	}
+	return nil
+}
+
+func saveService(p persister, svc *catalog.Service) error {
+	return p.save(svc.ID, persistedService{
+		ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
+		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights,
+	})
+}
+
+// loadServices reads every persisted service; each must be filed under
+// its own ID.
+func loadServices(p persister) ([]*catalog.Service, error) {
+	var out []*catalog.Service
+	err := load(p, func(fileID string, ps *persistedService) error {
 		svc := &catalog.Service{
 			ID: ps.ID, Service: ps.Service, Tags: ps.Tags, Address: ps.Address,
 			Port: ps.Port, Meta: ps.Meta, Weights: ps.Weights,
 		}
 		if err := catalog.NormalizeService(svc); err != nil {
-			return nil, fmt.Errorf("service file %s: %w", path, err)
+			return err
 		}
-		if p.path(svc.ID) != path {
-			return nil, fmt.Errorf("service file %s: holds service %q, whose file is %s", path, svc.ID, p.path(svc.ID))
+		if svc.ID != fileID {
+			return fmt.Errorf("holds service %q, whose file is %s", svc.ID, p.path(svc.ID))
 		}
 		out = append(out, svc)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
+}
+
+func saveCheck(p persister, def *checks.Definition, c *catalog.Check) error {
+	cp := *c
+	cp.RaftIndex = catalog.RaftIndex{}
+	return p.save(c.CheckID, persistedCheck{Definition: def, Check: cp})
+}
+
+// loadChecks reads every persisted check; each must be filed under its
+// own ID.
+func loadChecks(p persister) ([]*persistedCheck, error) {
+	var out []*persistedCheck
+	err := load(p, func(fileID string, pc *persistedCheck) error {
+		if pc.Check.CheckID != fileID {
+			return fmt.Errorf("holds check %q, whose file is %s", pc.Check.CheckID, p.path(pc.Check.CheckID))
+		}
+		out = append(out, pc)
+		return nil
+	})
+	return out, err
 }
 
 func writeFileAtomic(path string, data []byte) error {

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
+	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/catalog"
 )
 
@@ -22,113 +24,213 @@ type Catalog interface {
 	// NodeServices returns what the catalog holds for node: the node (nil
 	// when it is not registered) and its services.
 	NodeServices(ctx context.Context, node string) (*catalog.Node, []*catalog.Service, error)
+	// NodeChecks returns the checks the catalog holds for node.
+	NodeChecks(ctx context.Context, node string) (uint64, []*catalog.Check, error)
 }
 
-// State is this agent's own node and services.
+// State is this agent's own node: its services and their checks, which it
+// runs, persists and keeps the catalog in step with.
 type State struct {
-	cfg     Config
-	catalog Catalog
-	persist persister
-	logger  *slog.Logger
+	cfg       Config
+	catalog   Catalog
+	services  persister
+	checkDir  persister
+	runner    *checks.Manager
+	logger    *slog.Logger
+	closeOnce sync.Once
 
-	mu       sync.Mutex // guards services
-	services map[string]*catalog.Service
+	mu       sync.Mutex // guards services and checks
+	svcs     map[string]*catalog.Service
+	checks   map[string]*checkEntry
+	nodeLock string // the idLocks key of node-level checks
 
 	// syncMu keeps a full sync from comparing against a half-pushed change:
 	// the sync holds it exclusively, each change shared. It is taken before
 	// idLocks, which are taken before mu.
 	syncMu sync.RWMutex
-	// idLocks serialise changes to one service ID (hashed to a stripe), so
+	// idLocks serialise changes to one service (hashed to a stripe), so
 	// they reach the catalog in the order they were stored, while changes
 	// to different services push concurrently and Raft commits them
-	// together.
+	// together. A check is locked under its service's ID.
 	idLocks [64]sync.Mutex
-	// retry wakes the anti-entropy loop early, after a failed push.
+
+	// retry wakes the anti-entropy loop early, after a failed push; push
+	// wakes the pusher when a check's state changed.
 	retry chan struct{}
+	push  chan struct{}
 }
 
-// New loads the persisted services (if cfg.DataDir is set) and returns the
-// state; nothing is pushed until SyncFull or Run.
+// checkEntry is one of the agent's checks: what it runs (nil for a
+// maintenance check) and its state, as the catalog should hold it.
+type checkEntry struct {
+	def   *checks.Definition
+	check catalog.Check
+	// pushed is the state last sent to the catalog successfully, and
+	// pushedAt when: the pusher sends a check whose state differs.
+	pushed   catalog.Check
+	pushedAt time.Time
+	// criticalSince is when the check turned critical; zero otherwise.
+	criticalSince time.Time
+}
+
+// New loads the persisted services and checks (if cfg.DataDir is set),
+// starts the checks, and returns the state; nothing is pushed until
+// SyncFull or Run. Close stops the checks.
 func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := &State{
 		cfg: cfg, catalog: cat, logger: logger.With("component", "local"),
-		services: make(map[string]*catalog.Service),
+		services: persister{kind: "service"},
+		checkDir: persister{kind: "check"},
+		svcs:     make(map[string]*catalog.Service),
+		checks:   make(map[string]*checkEntry),
+		nodeLock: "\x00node", // no service ID is empty
 		retry:    make(chan struct{}, 1),
+		push:     make(chan struct{}, 1),
 	}
 	if cfg.DataDir != "" {
-		s.persist.dir = filepath.Join(cfg.DataDir, "services")
+		s.services.dir = filepath.Join(cfg.DataDir, "services")
+		s.checkDir.dir = filepath.Join(cfg.DataDir, "checks")
 	}
-	loaded, err := s.persist.load()
+	loaded, err := loadServices(s.services)
 	if err != nil {
 		return nil, fmt.Errorf("load local services: %w", err)
 	}
 	for _, svc := range loaded {
-		s.services[svc.ID] = svc
+		s.svcs[svc.ID] = svc
+	}
+	runner, err := checks.NewManager(cfg.Checks, s, cfg.AliasSource, s.logger)
+	if err != nil {
+		return nil, err
+	}
+	s.runner = runner
+	if err := s.loadChecks(); err != nil {
+		runner.Close()
+		return nil, err
 	}
 	return s, nil
 }
+
+// Close stops every check runner and waits for them. Closing twice is
+// harmless.
+func (s *State) Close() { s.closeOnce.Do(s.runner.Close) }
 
 // Services returns a copy of the local services, sorted by ID.
 func (s *State) Services() []*catalog.Service {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*catalog.Service, 0, len(s.services))
-	for _, svc := range s.services {
+	out := make([]*catalog.Service, 0, len(s.svcs))
+	for _, svc := range s.svcs {
 		out = append(out, cloneService(svc))
 	}
 	slices.SortFunc(out, func(a, b *catalog.Service) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
-// AddService validates svc (filling in defaults), stores and persists it,
-// then pushes it to the catalog and returns once it is committed. A
-// validation error is a *catalog.FieldError and changes nothing. A push
-// that fails returns an error wrapping ErrNotSynced: the service is kept and
-// anti-entropy retries it.
-func (s *State) AddService(ctx context.Context, svc *catalog.Service) error {
+// AddService validates svc (filling in defaults) and its checks, stores
+// and persists them, starts the checks, then pushes the service with its
+// checks to the catalog and returns once that is committed. The checks
+// replace every check the service had. A validation error is a
+// *catalog.FieldError and changes nothing. A push that fails returns an
+// error wrapping ErrNotSynced: the service is kept and anti-entropy
+// retries it.
+func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*checks.Definition) error {
 	svc = cloneService(svc)
 	if err := catalog.NormalizeService(svc); err != nil {
+		return err
+	}
+	defs, err := s.serviceChecks(svc, defs)
+	if err != nil {
 		return err
 	}
 	// Held until the push is done: two changes to one service then reach
 	// the catalog in the order they were stored.
 	unlock := s.lockChange(svc.ID)
 	defer unlock()
-	s.mu.Lock()
-	if err := s.persist.save(svc); err != nil {
-		s.mu.Unlock()
+	if err := saveService(s.services, svc); err != nil {
 		return err
 	}
-	s.services[svc.ID] = svc
+	s.mu.Lock()
+	s.svcs[svc.ID] = svc
+	var stale []string
+	for id, e := range s.checks {
+		if e.check.ServiceID == svc.ID && e.def != nil && !slices.ContainsFunc(defs, func(d *checks.Definition) bool { return d.ID == id }) {
+			stale = append(stale, id)
+		}
+	}
 	s.mu.Unlock()
-
-	if err := s.catalog.Register(ctx, s.registerRequest(svc)); err != nil {
+	for _, id := range stale {
+		if err := s.dropCheck(ctx, id); err != nil {
+			return err
+		}
+	}
+	for _, def := range defs {
+		if err := s.storeCheck(def); err != nil {
+			return err
+		}
+	}
+	req := s.registerRequest(svc)
+	req.Checks = s.serviceCheckStates(svc.ID)
+	if err := s.catalog.Register(ctx, req); err != nil {
 		s.retrySoon()
 		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, err)
 	}
+	s.markPushed(req.Checks)
 	return nil
 }
 
-// RemoveService forgets a service and deregisters it from the catalog. An
-// unknown ID returns ErrUnknownService.
+// serviceChecks validates the checks registered with svc, belonging to it.
+func (s *State) serviceChecks(svc *catalog.Service, defs []*checks.Definition) ([]*checks.Definition, error) {
+	out := make([]*checks.Definition, 0, len(defs))
+	for i, d := range defs {
+		d := *d
+		d.ServiceID = svc.ID
+		if d.ID == "" && len(defs) > 1 {
+			d.ID = fmt.Sprintf("service:%s:%d", svc.ID, i+1)
+		}
+		if err := d.Validate(fmt.Sprintf("Checks[%d].", i), s.cfg.Checks.EnableScriptChecks); err != nil {
+			return nil, err
+		}
+		out = append(out, &d)
+	}
+	return out, nil
+}
+
+// RemoveService forgets a service and its checks and deregisters it from
+// the catalog (which drops its checks with it). An unknown ID returns
+// ErrUnknownService.
 func (s *State) RemoveService(ctx context.Context, id string) error {
 	unlock := s.lockChange(id)
 	defer unlock()
 	s.mu.Lock()
-	if _, ok := s.services[id]; !ok {
+	if _, ok := s.svcs[id]; !ok {
 		s.mu.Unlock()
 		return fmt.Errorf("service %q: %w", id, ErrUnknownService)
 	}
-	if err := s.persist.remove(id); err != nil {
-		s.mu.Unlock()
+	var owned []string
+	for cid, e := range s.checks {
+		if e.check.ServiceID == id {
+			owned = append(owned, cid)
+		}
+	}
+	s.mu.Unlock()
+	for _, cid := range owned {
+		s.runner.Remove(cid)
+		if err := s.checkDir.remove(cid); err != nil {
+			return err
+		}
+	}
+	if err := s.services.remove(id); err != nil {
 		return err
 	}
-	delete(s.services, id)
+	s.mu.Lock()
+	delete(s.svcs, id)
+	for _, cid := range owned {
+		delete(s.checks, cid)
+	}
 	s.mu.Unlock()
-
 	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
 		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, ServiceID: id,
 	})
@@ -139,8 +241,8 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 	return nil
 }
 
-// lockChange takes the locks of a change to service id and returns their
-// release.
+// lockChange takes the locks of a change to service id (s.nodeLock for
+// the node's own checks) and returns their release.
 func (s *State) lockChange(id string) (unlock func()) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))
@@ -153,6 +255,7 @@ func (s *State) lockChange(id string) (unlock func()) {
 	}
 }
 
+// registerRequest registers this node and svc (nil for the node alone).
 func (s *State) registerRequest(svc *catalog.Service) *catalog.RegisterRequest {
 	return &catalog.RegisterRequest{
 		Datacenter: s.cfg.Datacenter,

@@ -98,7 +98,7 @@ func TestAddServiceRejectsInvalid(t *testing.T) {
 			cat := newFakeCatalog(t)
 			st := newState(t, testConfig(dir), cat)
 
-			err := st.AddService(context.Background(), tt.svc)
+			err := st.AddService(context.Background(), tt.svc, nil)
 			var fe *catalog.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("got %v, want a *catalog.FieldError", err)
@@ -368,7 +368,7 @@ func TestFailedPushIsRetriedByRun(t *testing.T) {
 	web := svc("web", "web", 80)
 
 	cat.setFailing(true)
-	err := st.AddService(context.Background(), web)
+	err := st.AddService(context.Background(), web, nil)
 	if !errors.Is(err, local.ErrNotSynced) || !errors.Is(err, errDown) {
 		t.Fatalf("AddService with the catalog down: got %v, want ErrNotSynced wrapping %v", err, errDown)
 	}
@@ -479,7 +479,7 @@ func TestChangesToDifferentServicesPushConcurrently(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			errs <- st.AddService(context.Background(), svc(fmt.Sprintf("web-%d", i), "web", 8000+i))
+			errs <- st.AddService(context.Background(), svc(fmt.Sprintf("web-%d", i), "web", 8000+i), nil)
 		})
 	}
 	wg.Wait()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -12,46 +13,125 @@ import (
 
 // SyncFull makes the catalog's view of this node equal to the local state:
 // it registers the node if it is missing or different, registers every
-// local service the catalog lacks or holds differently, and deregisters
-// every service the catalog holds for this node that the agent does not.
+// local service (with its checks) and node check the catalog lacks or
+// holds differently, and deregisters every service and check the catalog
+// holds for this node that the agent does not (but the servers' own
+// checks, Config.ServerChecks). A check whose output alone differs is
+// left for its next push when it was pushed less than
+// CheckUpdateInterval ago.
 func (s *State) SyncFull(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-
 	node, remote, err := s.catalog.NodeServices(ctx, s.cfg.NodeName)
 	if err != nil {
 		return fmt.Errorf("read catalog for node %q: %w", s.cfg.NodeName, err)
 	}
+	var remoteChecks []*catalog.Check
+	if node != nil {
+		if _, remoteChecks, err = s.catalog.NodeChecks(ctx, s.cfg.NodeName); err != nil {
+			return fmt.Errorf("read checks of node %q: %w", s.cfg.NodeName, err)
+		}
+	}
 	if node == nil || !s.nodeMatches(node) {
-		req := s.registerRequest(nil)
-		if err := s.catalog.Register(ctx, req); err != nil {
+		if err := s.catalog.Register(ctx, s.registerRequest(nil)); err != nil {
 			return fmt.Errorf("register node %q: %w", s.cfg.NodeName, err)
 		}
 	}
-	local := s.Services()
-	byID := make(map[string]*catalog.Service, len(remote))
+	svcByID := make(map[string]*catalog.Service, len(remote))
 	for _, svc := range remote {
-		byID[svc.ID] = svc
+		svcByID[svc.ID] = svc
 	}
-	for _, svc := range local {
-		if have, ok := byID[svc.ID]; ok && have.SameAs(svc) {
-			delete(byID, svc.ID)
+	checkByID := make(map[string]*catalog.Check, len(remoteChecks))
+	for _, c := range remoteChecks {
+		if !slices.Contains(s.cfg.ServerChecks, c.CheckID) {
+			checkByID[c.CheckID] = c
+		}
+	}
+	now := time.Now()
+	for _, svc := range s.Services() {
+		checks := s.serviceCheckStates(svc.ID)
+		have, ok := svcByID[svc.ID]
+		inSync := ok && have.SameAs(svc) && s.checksInSync(checks, checkByID, now)
+		delete(svcByID, svc.ID)
+		for _, c := range checks {
+			delete(checkByID, c.CheckID)
+		}
+		if inSync {
 			continue
 		}
-		delete(byID, svc.ID)
-		if err := s.catalog.Register(ctx, s.registerRequest(svc)); err != nil {
+		req := s.registerRequest(svc)
+		req.Checks = checks
+		if err := s.catalog.Register(ctx, req); err != nil {
 			return fmt.Errorf("sync service %q: %w", svc.ID, err)
 		}
+		s.markPushed(checks)
 	}
-	for id := range byID {
+	nodeChecks := s.serviceCheckStates("")
+	inSync := s.checksInSync(nodeChecks, checkByID, now)
+	for _, c := range nodeChecks {
+		delete(checkByID, c.CheckID)
+	}
+	if !inSync {
+		req := s.registerRequest(nil)
+		req.Checks = nodeChecks
+		if err := s.catalog.Register(ctx, req); err != nil {
+			return fmt.Errorf("sync node checks: %w", err)
+		}
+		s.markPushed(nodeChecks)
+	}
+	for id := range svcByID {
 		err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
 			Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, ServiceID: id,
 		})
 		if err != nil {
 			return fmt.Errorf("remove stale service %q: %w", id, err)
 		}
+		for cid, c := range checkByID {
+			if c.ServiceID == id {
+				delete(checkByID, cid) // gone with their service
+			}
+		}
+	}
+	for id := range checkByID {
+		err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
+			Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, CheckID: id,
+		})
+		if err != nil {
+			return fmt.Errorf("remove stale check %q: %w", id, err)
+		}
 	}
 	return nil
+}
+
+// checksInSync reports whether the catalog holds every one of local as it
+// is (an output-only difference counts as in sync while it is rate
+// limited).
+func (s *State) checksInSync(local []*catalog.Check, remote map[string]*catalog.Check, now time.Time) bool {
+	for _, c := range local {
+		r, ok := remote[c.CheckID]
+		if !ok || !sameCheckBut(r, c, true) {
+			return false
+		}
+		if r.Output != c.Output && !s.outputLimited(c.CheckID, now) {
+			return false
+		}
+	}
+	return true
+}
+
+// outputLimited reports whether a push of check id's output must wait.
+func (s *State) outputLimited(id string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.checks[id]
+	return e != nil && s.cfg.CheckUpdateInterval > 0 && now.Sub(e.pushedAt) < s.cfg.CheckUpdateInterval
+}
+
+// sameCheckBut reports whether a and b hold the same check state, output
+// aside when ignoreOutput.
+func sameCheckBut(a, b *catalog.Check, ignoreOutput bool) bool {
+	return a.CheckID == b.CheckID && a.Name == b.Name && a.Status == b.Status && a.Notes == b.Notes &&
+		a.ServiceID == b.ServiceID && a.Type == b.Type && (ignoreOutput || a.Output == b.Output)
 }
 
 func (s *State) nodeMatches(n *catalog.Node) bool {
@@ -59,11 +139,20 @@ func (s *State) nodeMatches(n *catalog.Node) bool {
 		n.Datacenter == s.cfg.Datacenter && maps.Equal(n.Meta, s.cfg.NodeMeta)
 }
 
-// Run keeps the catalog in step with the local state until ctx ends: a full
-// sync every SyncInterval (with jitter), and sooner — after RetryInterval —
-// when a push or a sync failed.
+// Run keeps the catalog in step with the local state until ctx ends: it
+// pushes check changes as they happen (see pushLoop), deregisters services
+// whose check has been critical past DeregisterCriticalServiceAfter, and
+// runs a full sync every SyncInterval (scaled to the cluster, with
+// jitter), and sooner — after RetryInterval — when a push or a sync
+// failed.
 func (s *State) Run(ctx context.Context) {
-	wait := s.jittered(s.cfg.SyncInterval)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.pushLoop(ctx)
+	}()
+	defer func() { <-done }()
+	wait := s.jittered(s.cfg.syncInterval())
 	for {
 		t := time.NewTimer(wait)
 		select {
@@ -78,7 +167,7 @@ func (s *State) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		wait = s.jittered(s.cfg.SyncInterval)
+		wait = s.jittered(s.cfg.syncInterval())
 		if err := s.SyncFull(ctx); err != nil {
 			if ctx.Err() != nil {
 				return

@@ -161,7 +161,7 @@ func TestConcurrentAddAndSync(t *testing.T) {
 		wg.Go(func() {
 			for i := range perWorker {
 				id := fmt.Sprintf("svc-%d-%d", w, i)
-				if err := st.AddService(ctx, svc(id, "web", 1000+i, fmt.Sprintf("w%d", w))); err != nil {
+				if err := st.AddService(ctx, svc(id, "web", 1000+i, fmt.Sprintf("w%d", w)), nil); err != nil {
 					errs <- err
 				}
 				_ = st.Services()
@@ -249,7 +249,7 @@ func TestSyncFullDoesNotUndoConcurrentChanges(t *testing.T) {
 				st2 := newState(t, testConfig(""), cat) // another incarnation left web behind
 				mustAdd(t, st2, svc("web", "web", 80))  // the sync will deregister it
 			},
-			change: func(st *local.State) error { return st.AddService(ctx, svc("web", "web", 80)) },
+			change: func(st *local.State) error { return st.AddService(ctx, svc("web", "web", 80), nil) },
 			done:   func(st *local.State) bool { return len(st.Services()) == 1 },
 		},
 	}

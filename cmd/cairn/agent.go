@@ -53,6 +53,7 @@ func agentCommand() *cli.Command {
 			&cli.DurationFlag{Name: "retry-interval", Usage: "wait `DURATION` between join attempts", Value: def.RetryInterval},
 			&cli.IntFlag{Name: "retry-max", Usage: "give up joining after `N` attempts (0: never)"},
 			&cli.StringFlag{Name: "encrypt", Usage: "base64 gossip encryption `KEY` (16, 24 or 32 bytes)"},
+			&cli.BoolFlag{Name: "enable-script-checks", Usage: "allow health checks that run a command (off: anyone reaching the HTTP API could run programs)"},
 		},
 		Action: runAgent,
 	}
@@ -197,6 +198,9 @@ func applyClusterFlags(c *cli.Context, cfg *agent.Config) {
 	}
 	if c.IsSet("retry-max") {
 		cfg.RetryMax = c.Int("retry-max")
+	}
+	if c.IsSet("enable-script-checks") {
+		cfg.EnableScriptChecks = c.Bool("enable-script-checks")
 	}
 	if c.IsSet("encrypt") {
 		cfg.EncryptKey = c.String("encrypt")

@@ -63,6 +63,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			agentCommand(),
 			servicesCommand(),
+			checksCommand(),
+			maintCommand(),
+			healthCommand(),
 			catalogCommand(),
 			membersCommand(),
 			joinCommand(),

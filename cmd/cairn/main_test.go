@@ -42,6 +42,7 @@ func wantError(t *testing.T, stderr string, code int, want ...string) {
 // seenRequest is what the fake agent saw of one request.
 type seenRequest struct {
 	Method, Path string
+	Query        string // raw, as sent
 	Body         []byte
 }
 
@@ -65,7 +66,7 @@ func newFakeAgent(t *testing.T, answers map[string]answer) *fakeAgent {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
-		f.seen = append(f.seen, seenRequest{Method: r.Method, Path: r.URL.EscapedPath(), Body: body})
+		f.seen = append(f.seen, seenRequest{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Body: body})
 		f.mu.Unlock()
 		a, ok := f.answers[r.Method+" "+r.URL.EscapedPath()]
 		if !ok {
@@ -143,6 +144,10 @@ func TestUnreachableAgentIsOneLine(t *testing.T) {
 		{"join", "-http-addr", addr, "10.0.0.2", "10.0.0.3"},
 		{"leave", "-http-addr", addr},
 		{"operator", "raft", "list-peers", "-http-addr", addr},
+		{"checks", "list", "-http-addr", addr},
+		{"checks", "pass", "-http-addr", addr, "service:web"},
+		{"maint", "-http-addr", addr, "-enable"},
+		{"health", "-http-addr", addr, "web"},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		want := "Error: cannot reach the cairn agent at http://" + addr + ": connection refused ("
@@ -189,7 +194,9 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		{"services", "deregister", "-h"}, {"services", "list", "-h"}, {"catalog", "-h"},
 		{"catalog", "services", "-h"}, {"catalog", "nodes", "-h"}, {"version", "-h"},
 		{"members", "-h"}, {"join", "-h"}, {"leave", "-h"}, {"operator", "-h"}, {"operator", "raft", "-h"},
-		{"operator", "raft", "list-peers", "-h"},
+		{"operator", "raft", "list-peers", "-h"}, {"checks", "-h"}, {"checks", "list", "-h"},
+		{"checks", "pass", "-h"}, {"checks", "warn", "-h"}, {"checks", "fail", "-h"}, {"maint", "-h"},
+		{"health", "-h"},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		if code != 0 || stderr != "" {
@@ -219,6 +226,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"operator", "nope"}, []string{`unknown command "cairn operator nope"`}},
 		{[]string{"operator", "raft", "nope"}, []string{`unknown command "cairn operator raft nope"`}},
 		{[]string{"operator", "raft", "list-peers", "-bogus"}, []string{"-bogus", `"cairn operator raft list-peers -h"`}},
+		{[]string{"checks", "nope"}, []string{`unknown command "cairn checks nope"`}},
+		{[]string{"checks", "list", "-bogus"}, []string{"-bogus", `"cairn checks list -h"`}},
+		{[]string{"checks", "pass", "-bogus", "x"}, []string{"-bogus", `"cairn checks pass -h"`}},
+		{[]string{"maint", "-bogus"}, []string{"-bogus", `"cairn maint -h"`}},
+		{[]string{"health", "-bogus"}, []string{"-bogus", `"cairn health -h"`}},
 	} {
 		stdout, stderr, code := runCLI(t, tc.args...)
 		wantError(t, stderr, code, tc.want...)

@@ -36,7 +36,92 @@ func knownServiceKeys() map[string]map[string]bool {
 	return map[string]map[string]bool{
 		"id": nil, "name": nil, "tags": nil, "port": nil, "address": nil, "meta": nil,
 		"weights": {"passing": true, "warning": true},
+		// The keys of checks are checked by normalizeChecks.
+		"check": nil, "checks": nil,
 	}
+}
+
+// checkKeys maps the keys of a check in a file, lowercased and without
+// underscores (so Consul's "tls_skip_verify" and "TLSSkipVerify" alike),
+// to the field of api.AgentServiceCheck they set.
+var checkKeys = map[string]string{
+	"id": "CheckID", "checkid": "CheckID", "name": "Name", "notes": "Notes", "status": "Status",
+	"http": "HTTP", "method": "Method", "header": "Header", "body": "Body",
+	"tlsskipverify": "TLSSkipVerify", "tlsservername": "TLSServerName",
+	"tcp": "TCP", "udp": "UDP", "grpc": "GRPC", "grpcusetls": "GRPCUseTLS", "ttl": "TTL",
+	"args": "Args", "scriptargs": "Args", "aliasservice": "AliasService", "aliasnode": "AliasNode",
+	"interval": "Interval", "timeout": "Timeout",
+	"successbeforepassing": "SuccessBeforePassing", "failuresbeforewarning": "FailuresBeforeWarning",
+	"failuresbeforecritical": "FailuresBeforeCritical", "outputmaxsize": "OutputMaxSize",
+	"deregistercriticalserviceafter": "DeregisterCriticalServiceAfter",
+}
+
+// normalizeChecks rewrites the check and checks of a service object with
+// the field names of api.AgentServiceCheck, rejecting keys it does not
+// know. An HCL file's single block in "checks" becomes a list of one.
+func normalizeChecks(svc map[string]any) error {
+	for k, v := range svc {
+		switch strings.ToLower(k) {
+		case "check":
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%q must hold one check object (use \"checks\" for several)", k)
+			}
+			chk, err := normalizeCheck(obj, k)
+			if err != nil {
+				return err
+			}
+			svc[k] = chk
+		case "checks":
+			var list []any
+			switch t := v.(type) {
+			case map[string]any:
+				list = []any{t}
+			case []any:
+				list = t
+			default:
+				return fmt.Errorf("%q must hold a list of check objects", k)
+			}
+			out := make([]any, len(list))
+			for i, item := range list {
+				obj, ok := item.(map[string]any)
+				if !ok {
+					return fmt.Errorf("%s[%d] must be a check object", k, i)
+				}
+				chk, err := normalizeCheck(obj, fmt.Sprintf("%s[%d]", k, i))
+				if err != nil {
+					return err
+				}
+				out[i] = chk
+			}
+			svc[k] = out
+		}
+	}
+	return nil
+}
+
+// normalizeCheck returns obj with its keys renamed after checkKeys; where
+// names it in errors.
+func normalizeCheck(obj map[string]any, where string) (map[string]any, error) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]any, len(obj))
+	given := map[string]string{} // field → the key that set it
+	for _, k := range keys {
+		field, ok := checkKeys[strings.ReplaceAll(strings.ToLower(k), "_", "")]
+		if !ok {
+			return nil, fmt.Errorf("unknown key %q in %q", k, where)
+		}
+		if prev, dup := given[field]; dup {
+			return nil, fmt.Errorf("keys %q and %q in %q both set %s", prev, k, where, field)
+		}
+		given[field] = k
+		out[field] = obj[k]
+	}
+	return out, nil
 }
 
 func parseServiceFile(path string, data []byte) (*api.AgentServiceRegistration, error) {
@@ -54,6 +139,9 @@ func parseServiceFile(path string, data []byte) (*api.AgentServiceRegistration, 
 		return nil, err
 	}
 	if err := checkServiceKeys(svc); err != nil {
+		return nil, err
+	}
+	if err := normalizeChecks(svc); err != nil {
 		return nil, err
 	}
 	// encoding/json matches keys to fields in any case, so one round trip
@@ -161,7 +249,7 @@ func checkServiceKeys(svc map[string]any) error {
 		lk := strings.ToLower(k)
 		sub, ok := known[lk]
 		if !ok {
-			return fmt.Errorf("unknown key %q (a service has id, name, tags, port, address, meta, weights)", k)
+			return fmt.Errorf("unknown key %q (a service has id, name, tags, port, address, meta, weights, check, checks)", k)
 		}
 		if prev, dup := seen[lk]; dup {
 			return fmt.Errorf("key %q given twice (also as %q)", k, prev)

@@ -50,16 +50,22 @@ func registerCommand() *cli.Command {
 		Name:  "register",
 		Usage: "Register a service with the local agent",
 		UsageText: "cairn services register -name web -port 8080 [-id web-1] [-tag v1]... [-meta key=value]...\n" +
+			"    [-check-http URL | -check-tcp ADDR | -check-udp ADDR | -check-grpc ADDR | -check-ttl DURATION | -check-args ARG...]\n" +
+			"    [-check-interval DURATION] [-check-timeout DURATION] [-check-status STATUS] [-check-deregister-after DURATION]\n" +
 			"cairn services register [-http-addr ADDRESS] FILE",
 		Description: "Registers one service, described by flags or by a file. The file is JSON\n" +
 			"when its name ends in .json and HCL otherwise; it holds either the\n" +
 			"registration itself ({\"Name\": \"web\", \"Port\": 8080}) or Consul's service\n" +
 			"definition ({\"service\": {\"name\": \"web\", \"port\": 8080}}), with the keys\n" +
-			"id, name, tags, port, address, meta and weights (any case).\n" +
+			"id, name, tags, port, address, meta, weights, check and checks (any case;\n" +
+			"a check's keys as in Consul: http, tcp, ttl, args, interval,\n" +
+			"deregister_critical_service_after, …).\n" +
+			"The -check flags give the service one health check (its ID is\n" +
+			"\"service:<id>\"); -check-interval is required for all but -check-ttl.\n" +
 			"Flags must come before FILE.",
 		ArgsUsage:    "[FILE]",
 		OnUsageError: usageError("cairn services register"),
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			httpAddrFlag(),
 			&cli.StringFlag{Name: "name", Usage: "service `NAME` (required without FILE)"},
 			&cli.StringFlag{Name: "id", Usage: "service `ID`, unique on this agent", DefaultText: "the name"},
@@ -69,7 +75,7 @@ func registerCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "meta", Usage: "metadata `key=value`; repeat for several"},
 			&cli.IntFlag{Name: "weight-passing", Usage: "SRV `WEIGHT` while passing", DefaultText: "1"},
 			&cli.IntFlag{Name: "weight-warning", Usage: "SRV `WEIGHT` while warning", DefaultText: "1"},
-		},
+		}, checkFlags()...),
 		Action: registerService,
 	}
 }
@@ -98,7 +104,8 @@ func registrationFromArgs(c *cli.Context) (*api.AgentServiceRegistration, error)
 	}
 	if file != "" {
 		// The flags describing the service cannot be combined with a file.
-		for _, name := range []string{"name", "id", "port", "address", "tag", "meta", "weight-passing", "weight-warning"} {
+		for _, name := range append([]string{"name", "id", "port", "address", "tag", "meta", "weight-passing", "weight-warning"},
+			checkFlagsSet(c)...) {
 			if c.IsSet(name) {
 				return nil, fmt.Errorf("give either FILE or -%s and the other service flags, not both", name)
 			}
@@ -117,6 +124,9 @@ func registrationFromArgs(c *cli.Context) (*api.AgentServiceRegistration, error)
 		Tags:    c.StringSlice("tag"),
 	}
 	if reg.Meta, err = parseMeta("meta", c.StringSlice("meta")); err != nil {
+		return nil, err
+	}
+	if reg.Check, err = checkFromFlags(c); err != nil {
 		return nil, err
 	}
 	if c.IsSet("weight-passing") || c.IsSet("weight-warning") {

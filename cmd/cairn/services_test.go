@@ -144,7 +144,12 @@ func TestRegisterFileErrors(t *testing.T) {
 		name, content string
 		want          []string
 	}{
-		{"check.json", `{"service": {"name": "web", "check": {"ttl": "10s"}}}`, []string{"check.json", `unknown key "check"`}},
+		{"bogus.json", `{"service": {"name": "web", "bogus": {"ttl": "10s"}}}`, []string{"bogus.json", `unknown key "bogus"`}},
+		{"checkkey.json", `{"service": {"name": "web", "check": {"ttl": "10s", "ttl_seconds": 3}}}`, []string{`unknown key "ttl_seconds" in "check"`}},
+		{"checkskey.hcl", "name = \"web\"\nchecks = [{ ttl = \"10s\" }, { tcp = \"x:1\", intervall = \"1s\" }]", []string{`unknown key "intervall" in "checks[1]"`}},
+		{"checkdup.json", `{"name": "web", "check": {"id": "a", "CheckID": "b", "ttl": "1s"}}`, []string{`both set CheckID`}},
+		{"checklist.json", `{"name": "web", "check": [{"ttl": "1s"}, {"ttl": "2s"}]}`, []string{`(use "checks" for several)`}},
+		{"checktype.json", `{"name": "web", "check": {"ttl": 10}}`, []string{"Check.TTL: got a number, want a string"}},
 		{"weights.hcl", `name = "web"` + "\nweights { passing = 1\n critical = 2 }", []string{`unknown key "critical" in "weights"`}},
 		{"many.json", `{"services": [{"name": "a"}, {"name": "b"}]}`, []string{"one service per file"}},
 		{"two.hcl", "service { name = \"a\" }\nservice { name = \"b\" }", []string{"exactly one service"}},

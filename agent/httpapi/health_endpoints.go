@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// healthCheck is a check as the health endpoints give it: Consul's
+// HealthCheck without ServiceTags, which the catalog does not keep with
+// checks (see taggedCheck).
+type healthCheck struct {
+	Node        string
+	CheckID     string
+	Name        string
+	Status      string
+	Notes       string
+	Output      string
+	ServiceID   string
+	ServiceName string
+	Type        string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// taggedCheck is a check of GET /v1/health/service/<name>, where the
+// instance's service is at hand: with ServiceTags, as Consul gives it ([]
+// for the node's checks).
+type taggedCheck struct {
+	healthCheck
+	ServiceTags []string
+}
+
+func toHealthCheck(c *catalog.Check) *healthCheck {
+	return &healthCheck{
+		Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
+		Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
+		Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
+	}
+}
+
+// serviceEntry is one instance as GET /v1/health/service/<name> gives it.
+type serviceEntry struct {
+	Node    *node
+	Service *serviceWithIndex
+	Checks  []*taggedCheck
+}
+
+type serviceWithIndex struct {
+	agentService
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// healthStates are the values of /v1/health/state/<state>.
+var healthStates = []string{
+	string(catalog.HealthPassing), string(catalog.HealthWarning), string(catalog.HealthCritical),
+	string(catalog.HealthMaintenance), "any",
+}
+
+func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
+	idx, insts, err := s.catalog.ServiceInstances(r.Context(), r.PathValue("name"), r.URL.Query().Get("tag"))
+	if err != nil {
+		return err
+	}
+	// ?passing keeps only instances whose every check (the node's too)
+	// passes: warning, critical and maintenance are left out.
+	passing := boolParam(r, "passing")
+	out := make([]*serviceEntry, 0, len(insts))
+	for _, in := range insts {
+		if passing && !in.Healthy(true) {
+			continue
+		}
+		svc := &serviceWithIndex{agentService: *s.toAgentService(in.Service),
+			CreateIndex: in.Service.CreateIndex, ModifyIndex: in.Service.ModifyIndex}
+		svc.Datacenter = in.Node.Datacenter
+		checks := make([]*taggedCheck, 0, len(in.Checks))
+		for _, c := range in.Checks {
+			tc := &taggedCheck{healthCheck: *toHealthCheck(c), ServiceTags: []string{}}
+			if c.ServiceID != "" {
+				tc.ServiceTags = nonNil(in.Service.Tags)
+			}
+			checks = append(checks, tc)
+		}
+		out = append(out, &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks})
+	}
+	s.writeJSONIndex(w, r, idx, out)
+	return nil
+}
+
+func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {
+	return s.writeChecks(w, r, s.catalog.ServiceChecks, r.PathValue("service"))
+}
+
+func (s *Server) healthNode(w http.ResponseWriter, r *http.Request) error {
+	return s.writeChecks(w, r, s.catalog.NodeChecks, r.PathValue("node"))
+}
+
+func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
+	state := r.PathValue("state")
+	if !slices.Contains(healthStates, state) {
+		return badRequest("state", "must be passing, warning, critical, maintenance or any, got %q", state)
+	}
+	return s.writeChecks(w, r, s.catalog.ChecksInState, state)
+}
+
+// writeChecks answers a read of checks as a JSON array of HealthCheck,
+// ordered by node and check ID, with the index it reflects.
+func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request,
+	read func(context.Context, string) (uint64, []*catalog.Check, error), arg string,
+) error {
+	idx, cs, err := read(r.Context(), arg)
+	if err != nil {
+		return err
+	}
+	out := make([]*healthCheck, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, toHealthCheck(c))
+	}
+	slices.SortFunc(out, func(a, b *healthCheck) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.CheckID, b.CheckID))
+	})
+	s.writeJSONIndex(w, r, idx, out)
+	return nil
+}

@@ -1,0 +1,59 @@
+package consensus
+
+import (
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// This file holds the Catalog endpoint's reads of checks, behind the HTTP
+// API's /v1/health endpoints. Like every read they are answered by the
+// leader, or by this server with AllowStale, and may block.
+
+// NodeChecks returns every check of a node: its own and its services'.
+func (c *Catalog) NodeChecks(args *rpc.NodeChecksRequest, reply *rpc.ChecksResponse) (err error) {
+	defer wireError(&err)
+	if err := catalog.ValidateNodeName("Node", args.Node); err != nil {
+		return err
+	}
+	if done, err := c.forwardRead(rpc.MethodCatalogNodeChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, checks, err := c.srv.Store().NodeChecks(ws, args.Node)
+		reply.Checks = checks
+		return idx, err
+	})
+}
+
+// ServiceChecks returns the service-level checks of every instance of a
+// service.
+func (c *Catalog) ServiceChecks(args *rpc.ServiceChecksRequest, reply *rpc.ChecksResponse) (err error) {
+	defer wireError(&err)
+	if err := validateLabel("Service", args.Service); err != nil {
+		return err
+	}
+	if done, err := c.forwardRead(rpc.MethodCatalogServiceChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, checks, err := c.srv.Store().ServiceChecks(ws, args.Service)
+		reply.Checks = checks
+		return idx, err
+	})
+}
+
+// ChecksInState returns every check in a state, or every check for "any".
+func (c *Catalog) ChecksInState(args *rpc.ChecksInStateRequest, reply *rpc.ChecksResponse) (err error) {
+	defer wireError(&err)
+	if err := catalog.ValidateHealthState("State", args.State); err != nil {
+		return err
+	}
+	if done, err := c.forwardRead(rpc.MethodCatalogChecksInState, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, checks, err := c.srv.Store().ChecksInState(ws, catalog.HealthStatus(args.State))
+		reply.Checks = checks
+		return idx, err
+	})
+}
