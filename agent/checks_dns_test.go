@@ -102,10 +102,17 @@ func TestChecksMoveInstancesInAndOutOfDNS(t *testing.T) {
 	answersWith(t, cb, "web.service.dc1.cluster")
 	t.Logf("HTTP target stopped: gone from another agent's DNS after %s (interval %s, timeout %s)",
 		time.Since(stopped).Round(time.Millisecond), interval, timeout)
+	every := append([]*agent.Agent{ca}, c.Agents...)
+	for _, a := range every {
+		answersWith(t, a, "web.service.dc1.cluster")
+	}
 	started := time.Now()
 	tg.start()
 	answersWith(t, cb, "web.service.dc1.cluster", "ca.node.dc1.cluster.")
 	t.Logf("HTTP target started: back after %s", time.Since(started).Round(time.Millisecond))
+	for _, a := range every {
+		answersWith(t, a, "web.service.dc1.cluster", "ca.node.dc1.cluster.")
+	}
 
 	// A TTL check: answered while the application reports, gone when it
 	// stops for longer than the TTL, back when it reports again.

@@ -101,7 +101,7 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 	for _, svc := range loaded {
 		s.svcs[svc.ID] = svc
 	}
-	runner, err := checks.NewManager(cfg.Checks, s, cfg.AliasSource, s.logger)
+	runner, err := checks.NewManager(cfg.Checks, s, cfg.AliasSource, logger)
 	if err != nil {
 		return nil, err
 	}
