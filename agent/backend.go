@@ -122,16 +122,15 @@ func (b *backend) Leader() string { return b.server.Leader() }
 
 // Instances answers the resolver: the instances of the local
 // datacenter. Other datacenters are unknown until the WAN pool exists.
-func (b *backend) Instances(_ context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error) {
+func (b *backend) Instances(_ context.Context, dc, service, tag string) (*resolver.Instances, error) {
 	if dc != b.dc {
-		return nil, nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
 	}
 	_, all, err := b.store.ServiceInstances(nil, service, tag)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	healthy, unhealthy = splitHealth(all, b.onlyPassing)
-	return healthy, unhealthy, nil
+	return resolver.NewInstances(splitHealth(all, b.onlyPassing)), nil
 }
 
 // Node answers the resolver's node questions for the local datacenter.

@@ -190,19 +190,18 @@ func (b *rpcBackend) ServiceInstances(ctx context.Context, name, tag string) (ui
 // Other datacenters are unknown until the WAN pool exists. A service or
 // tag that is not a valid label is no such service, answered without a
 // call (the server would refuse it with an error).
-func (b *rpcBackend) Instances(ctx context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error) {
+func (b *rpcBackend) Instances(ctx context.Context, dc, service, tag string) (*resolver.Instances, error) {
 	if dc != b.dc {
-		return nil, nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
 	}
 	if catalog.ValidLabel(service) != "" || (tag != "" && catalog.ValidLabel(tag) != "") {
-		return nil, nil, nil
+		return nil, nil
 	}
 	_, all, err := b.ServiceInstances(ctx, service, tag)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	healthy, unhealthy = splitHealth(all, b.onlyPassing)
-	return healthy, unhealthy, nil
+	return resolver.NewInstances(splitHealth(all, b.onlyPassing)), nil
 }
 
 // Node answers the resolver's node questions for the local datacenter.

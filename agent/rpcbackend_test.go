@@ -162,15 +162,16 @@ func TestRPCBackendRoundTrip(t *testing.T) {
 		t.Fatalf("Register: %v", err)
 	}
 
-	healthy, unhealthy, err := b.Instances(ctx, "dc1", "web", "v1")
+	set, err := b.Instances(ctx, "dc1", "web", "v1")
+	healthy, unhealthy := setHalves(set)
 	if err != nil {
 		t.Fatalf("Instances: %v", err)
 	}
 	if len(healthy) != 1 || len(unhealthy) != 0 || healthy[0].Service.ID != "web-1" || healthy[0].Node.Node != "client1" {
 		t.Fatalf("Instances: got %d healthy %v, %d unhealthy, want web-1 on client1 healthy", len(healthy), healthy, len(unhealthy))
 	}
-	if h, u, err := b.Instances(ctx, "dc1", "web", "v2"); err != nil || len(h)+len(u) != 0 {
-		t.Errorf("Instances with tag v2: got %d+%d instances, err %v, want none", len(h), len(u), err)
+	if set, err := b.Instances(ctx, "dc1", "web", "v2"); err != nil || setSize(set) != 0 {
+		t.Errorf("Instances with tag v2: got %d instances, err %v, want none", setSize(set), err)
 	}
 
 	idx, insts, err := b.ServiceInstances(ctx, "web", "")
@@ -219,7 +220,8 @@ func TestRPCBackendRoundTrip(t *testing.T) {
 	if err := b.Register(ctx, reg); err != nil {
 		t.Fatalf("Register critical: %v", err)
 	}
-	healthy, unhealthy, err = b.Instances(ctx, "dc1", "web", "")
+	set, err = b.Instances(ctx, "dc1", "web", "")
+	healthy, unhealthy = setHalves(set)
 	if err != nil || len(healthy) != 0 || len(unhealthy) != 1 || unhealthy[0].Service.ID != "web-1" {
 		t.Fatalf("Instances after critical check: got %d healthy, %d unhealthy, err %v, want web-1 unhealthy", len(healthy), len(unhealthy), err)
 	}
@@ -230,8 +232,8 @@ func TestRPCBackendRoundTrip(t *testing.T) {
 	if _, svcs, err := b.NodeServices(ctx, "client1"); err != nil || len(svcs) != 0 {
 		t.Errorf("NodeServices after Deregister: got %v, err %v, want no services", svcs, err)
 	}
-	if h, u, err := b.Instances(ctx, "dc1", "web", ""); err != nil || len(h)+len(u) != 0 {
-		t.Errorf("Instances after Deregister: got %d+%d, err %v, want none", len(h), len(u), err)
+	if set, err := b.Instances(ctx, "dc1", "web", ""); err != nil || setSize(set) != 0 {
+		t.Errorf("Instances after Deregister: got %d, err %v, want none", setSize(set), err)
 	}
 }
 
@@ -240,14 +242,14 @@ func TestRPCBackendResolverWithoutCall(t *testing.T) {
 	b := newRPCBackend(nil, func() []string { calls++; return nil }, "dc1", false, nil)
 	ctx := testContext(t)
 
-	if _, _, err := b.Instances(ctx, "dc2", "web", ""); !errors.Is(err, resolver.ErrUnknownDatacenter) {
+	if _, err := b.Instances(ctx, "dc2", "web", ""); !errors.Is(err, resolver.ErrUnknownDatacenter) {
 		t.Errorf("Instances in dc2: got err %v, want ErrUnknownDatacenter", err)
 	}
 	if _, err := b.Node(ctx, "dc2", "client1"); !errors.Is(err, resolver.ErrUnknownDatacenter) {
 		t.Errorf("Node in dc2: got err %v, want ErrUnknownDatacenter", err)
 	}
-	if h, u, err := b.Instances(ctx, "dc1", "bad_name", ""); err != nil || h != nil || u != nil {
-		t.Errorf("Instances(bad_name): got %v, %v, %v, want no such service", h, u, err)
+	if set, err := b.Instances(ctx, "dc1", "bad_name", ""); err != nil || setSize(set) != 0 {
+		t.Errorf("Instances(bad_name): got %v, %v, want no such service", set, err)
 	}
 	if n, err := b.Node(ctx, "dc1", "bad_name"); err != nil || n != nil {
 		t.Errorf("Node(bad_name): got %v, %v, want no such node", n, err)
@@ -264,7 +266,7 @@ func TestRPCBackendNoServers(t *testing.T) {
 		"Register": func() error { return b.Register(ctx, &catalog.RegisterRequest{Node: "n", Address: "10.0.0.1"}) },
 		"Nodes":    func() error { _, _, err := b.Nodes(ctx); return err },
 		"Instances": func() error {
-			_, _, err := b.Instances(ctx, "dc1", "web", "")
+			_, err := b.Instances(ctx, "dc1", "web", "")
 			return err
 		},
 	} {
@@ -394,4 +396,18 @@ func TestRPCBackendSticksToOneServer(t *testing.T) {
 	if got, want := log.get(), []string{b2}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v (one server for every call)", got, want)
 	}
+}
+
+// setHalves returns the healthy and unhealthy halves of set (nil: none).
+func setHalves(set *resolver.Instances) (healthy, unhealthy []catalog.ServiceInstance) {
+	if set == nil {
+		return nil, nil
+	}
+	return set.Healthy, set.Unhealthy
+}
+
+// setSize counts the instances of set.
+func setSize(set *resolver.Instances) int {
+	h, u := setHalves(set)
+	return len(h) + len(u)
 }

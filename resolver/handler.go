@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -104,19 +103,16 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer,
 	qtype := r.Question[0].Qtype
 	switch q.Kind {
 	case zones.KindService:
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
-		defer cancel()
-		healthy, unhealthy, err := s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
+		ctx := newQueryContext(s.cfg.QueryTimeout)
+		defer ctx.cancel()
+		set, err := s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
 		if err != nil {
 			return failed(z, err)
 		}
-		if len(healthy) == 0 && len(unhealthy) > 0 {
-			return s.unhealthyAnswer(z, q, qtype, unhealthy), nil
-		}
-		return z.ServiceAnswer(q, qtype, healthy), nil
+		return s.serviceAnswer(z, q, qtype, set), nil
 	case zones.KindNode:
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
-		defer cancel()
+		ctx := newQueryContext(s.cfg.QueryTimeout)
+		defer ctx.cancel()
 		node, err := s.src.Node(ctx, q.Datacenter, q.Name)
 		if err != nil {
 			return failed(z, err)
@@ -134,6 +130,25 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer,
 		return s.forward(r) // recursor.go
 	}
 	return z.Negative(zones.NameError), nil
+}
+
+// serviceAnswer answers a service question from set, building the
+// records once per set, zone, query type and name (see answerMemo).
+func (s *Server) serviceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *Instances) zones.Answer {
+	if set == nil {
+		return z.ServiceAnswer(q, qtype, nil)
+	}
+	if ans, ok := set.memo.get(z, qtype, q.Qname); ok {
+		return ans
+	}
+	var ans zones.Answer
+	if len(set.Healthy) == 0 && len(set.Unhealthy) > 0 {
+		ans = s.unhealthyAnswer(z, q, qtype, set.Unhealthy)
+	} else {
+		ans = z.ServiceAnswer(q, qtype, set.Healthy)
+	}
+	set.memo.put(z, qtype, q.Qname, ans)
+	return ans
 }
 
 // failed returns the sections answering a Source error with.

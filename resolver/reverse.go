@@ -1,8 +1,6 @@
 package resolver
 
 import (
-	"context"
-
 	"github.com/cairndns/cairn/zones"
 )
 
@@ -16,8 +14,8 @@ func (s *Server) lookupReverse(qname string, qtype uint16) (ans zones.Answer, fo
 	if !ok {
 		return zones.Answer{}, false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
-	defer cancel()
+	ctx := newQueryContext(s.cfg.QueryTimeout)
+	defer ctx.cancel()
 	nodes, services, err := s.src.Reverse(ctx, addr)
 	if err != nil {
 		return zones.Answer{}, true, err

@@ -16,12 +16,12 @@ import (
 // must wait (for a cache miss) should give up when it does.
 type Source interface {
 	// Instances returns the instances of service in datacenter dc, only
-	// those carrying tag when tag != "", split by health: healthy ones are
-	// answered; unhealthy ones (a critical or maintenance check, or a
-	// warning when only passing instances count) are left out, and used
-	// only as Config.UnhealthyAnswer says when none is healthy. Both empty
-	// means no such service. service, tag and dc are lowercase.
-	Instances(ctx context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error)
+	// those carrying tag when tag != "", split by health (see Instances).
+	// nil, or both halves empty, means no such service. service, tag and
+	// dc are lowercase. A Source that answers many questions from one
+	// snapshot (a cache) should return the same *Instances for each: the
+	// resolver keeps the records it builds beside it.
+	Instances(ctx context.Context, dc, service, tag string) (*Instances, error)
 	// Node returns the named node of datacenter dc, or (nil, nil) when
 	// there is none. name and dc are lowercase.
 	Node(ctx context.Context, dc, name string) (*catalog.Node, error)
@@ -29,4 +29,24 @@ type Source interface {
 	// at addr and of the services registered with addr as their own
 	// address, for PTR answers; both empty when nothing holds addr.
 	Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error)
+}
+
+// Instances is a service's instances split by health: Healthy ones are
+// answered; Unhealthy ones (a critical or maintenance check, or a warning
+// when only passing instances count) are left out, and used only as
+// Config.UnhealthyAnswer says when none is healthy. It must not be
+// modified once a Source has returned it.
+//
+// The resolver memoizes the answers it builds from a set (per zone, query
+// type and name asked), so a Source that returns one set for as long as
+// its data is unchanged makes every repeated question cost a lookup and a
+// shuffle, not a rebuild of its records.
+type Instances struct {
+	Healthy, Unhealthy []catalog.ServiceInstance
+	memo               answerMemo
+}
+
+// NewInstances returns a set of healthy and unhealthy instances.
+func NewInstances(healthy, unhealthy []catalog.ServiceInstance) *Instances {
+	return &Instances{Healthy: healthy, Unhealthy: unhealthy}
 }

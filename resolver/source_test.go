@@ -58,11 +58,12 @@ func (f *fakeSource) check(ctx context.Context, dc string) error {
 	return nil
 }
 
-func (f *fakeSource) Instances(ctx context.Context, dc, service, tag string) (healthy, unhealthy []catalog.ServiceInstance, err error) {
+func (f *fakeSource) Instances(ctx context.Context, dc, service, tag string) (*Instances, error) {
 	f.record(call{"Instances", dc, service, tag})
 	if err := f.check(ctx, dc); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	var healthy, unhealthy []catalog.ServiceInstance
 	for _, si := range f.instances[dc][service] {
 		switch {
 		case tag != "" && !si.Service.HasTag(tag):
@@ -72,7 +73,7 @@ func (f *fakeSource) Instances(ctx context.Context, dc, service, tag string) (he
 			unhealthy = append(unhealthy, si)
 		}
 	}
-	return healthy, unhealthy, nil
+	return NewInstances(healthy, unhealthy), nil
 }
 
 func (f *fakeSource) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
