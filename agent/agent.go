@@ -17,6 +17,7 @@ import (
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
+	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -40,6 +41,7 @@ type Agent struct {
 	local  *local.State
 	http   *httpapi.Server
 	dns    *resolver.Server
+	dnsSrc *dnsSource // the DNS cache, which dns answers from
 	// backend is the catalog as this agent's consumers see it: the
 	// in-process server's (*backend) or, on a client, the servers' over
 	// RPC (*rpcBackend).
@@ -268,12 +270,43 @@ func (a *Agent) startDNS() error {
 		}
 		zoneList = append(zoneList, zone)
 	}
-	srv, err := resolver.New(rc, zoneList, a.backend, a.logger.With("component", "dns"))
+	src, err := a.newDNSSource()
+	if err != nil {
+		return err
+	}
+	a.dnsSrc = src
+	srv, err := resolver.New(rc, zoneList, src, a.logger.With("component", "dns"))
 	if err != nil {
 		return err
 	}
 	a.dns = srv
 	return srv.Start()
+}
+
+// newDNSSource builds the cache DNS answers from: over the server's own
+// store on a server, over RPC to the servers on a client.
+func (a *Agent) newDNSSource() (*dnsSource, error) {
+	cc := cache.DefaultConfig()
+	d := a.cfg.DNS
+	if d.CacheMaxEntries > 0 {
+		cc.MaxEntries = d.CacheMaxEntries
+	}
+	if d.CacheIdleTimeout > 0 {
+		cc.IdleTimeout = d.CacheIdleTimeout
+	}
+	if d.MaxStale > 0 {
+		cc.MaxStale = d.MaxStale
+	}
+	var reader blockingReader
+	switch b := a.backend.(type) {
+	case *rpcBackend:
+		reader = b
+	case *backend:
+		reader = storeReader{store: b.store}
+	default:
+		return nil, fmt.Errorf("dns cache: no blocking reader for backend %T", a.backend)
+	}
+	return newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, reader, a.backend.Reverse, a.logger)
 }
 
 // dnsConfig derives the zones' (the domain's, then the alternative
@@ -331,6 +364,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	a.shutdown.Do(func() {
 		if a.dns != nil {
 			errs = append(errs, a.dns.Shutdown(ctx))
+		}
+		if a.dnsSrc != nil {
+			a.dnsSrc.Close() // its refreshes, which read the catalog
 		}
 		if a.http != nil {
 			errs = append(errs, a.http.Shutdown(ctx))

@@ -135,6 +135,17 @@ type DNSConfig struct {
 	DisableTruncate bool
 	// RecursorTimeout bounds one upstream exchange. Default 2s.
 	RecursorTimeout time.Duration
+	// MaxStale is how long the agent keeps answering a cached name from its
+	// last known data while no server can be reached (serve-stale, RFC
+	// 8767). Default 72h.
+	MaxStale time.Duration
+	// CacheMaxEntries bounds the names the agent's DNS cache holds (each
+	// with a watch open on a server); the least recently asked is dropped
+	// first. Default 10,000.
+	CacheMaxEntries int
+	// CacheIdleTimeout drops a cached name not asked for this long, and
+	// its watch. Default 10m.
+	CacheIdleTimeout time.Duration
 	// RecursorStrategy is "sequential" (default: in order) or "random".
 	RecursorStrategy string
 	// SOA timers in seconds. MinTTL is also the TTL of negative answers.
@@ -360,6 +371,15 @@ func (d DNSConfig) validate() []error {
 		if v < 0 {
 			bad("service_ttl["+k+"]", "must not be negative, got %s", v)
 		}
+	}
+	if d.MaxStale < 0 {
+		bad("max_stale", "must not be negative, got %s", d.MaxStale)
+	}
+	if d.CacheMaxEntries < 0 {
+		bad("cache_max_entries", "must not be negative, got %d", d.CacheMaxEntries)
+	}
+	if d.CacheIdleTimeout < 0 {
+		bad("cache_idle_timeout", "must not be negative, got %s", d.CacheIdleTimeout)
 	}
 	if d.UDPAnswerLimit < 0 {
 		bad("udp_answer_limit", "must not be negative, got %d", d.UDPAnswerLimit)

@@ -56,6 +56,9 @@ type fileDNS struct {
 	MaxUDPSize                  *int              `hcl:"max_udp_size"`
 	EnableTruncate              *bool             `hcl:"enable_truncate"`
 	RecursorTimeout             *string           `hcl:"recursor_timeout"`
+	MaxStale                    *string           `hcl:"max_stale"`
+	CacheMaxEntries             *int              `hcl:"cache_max_entries"`
+	CacheIdleTimeout            *string           `hcl:"cache_idle_timeout"`
 	RecursorStrategy            *string           `hcl:"recursor_strategy"`
 	UnhealthyAnswer             *string           `hcl:"unhealthy_answer"`
 	NodeMetaTXT                 *bool             `hcl:"node_meta_txt"`
@@ -85,6 +88,7 @@ var knownKeys = map[string]bool{
 	"dns_config.node_ttl": true, "dns_config.ptr_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
 	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
 	"dns_config.max_udp_size": true, "dns_config.enable_truncate": true, "dns_config.recursor_timeout": true,
+	"dns_config.max_stale": true, "dns_config.cache_max_entries": true, "dns_config.cache_idle_timeout": true,
 	"dns_config.recursor_strategy": true, "dns_config.unhealthy_answer": true, "dns_config.node_meta_txt": true,
 	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
 	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
@@ -240,6 +244,12 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 	if err := dur("recursor_timeout", &d.RecursorTimeout, f.RecursorTimeout); err != nil {
 		return err
 	}
+	if err := dur("max_stale", &d.MaxStale, f.MaxStale); err != nil {
+		return err
+	}
+	if err := dur("cache_idle_timeout", &d.CacheIdleTimeout, f.CacheIdleTimeout); err != nil {
+		return err
+	}
 	if f.ServiceTTL != nil {
 		d.ServiceTTL = make(map[string]time.Duration, len(f.ServiceTTL))
 		for k, v := range f.ServiceTTL {
@@ -269,6 +279,7 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 	setInt(&d.UDPAnswerLimit, f.UDPAnswerLimit)
 	setInt(&d.ARecordLimit, f.ARecordLimit)
 	setInt(&d.MaxUDPSize, f.MaxUDPSize)
+	setInt(&d.CacheMaxEntries, f.CacheMaxEntries)
 	if f.RecursorStrategy != nil {
 		d.RecursorStrategy = *f.RecursorStrategy
 	}

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/cairndns/cairn/cache"
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// blockingReader is what the DNS cache fetches through: blocking reads of
+// the catalog (minIndex 0 is a plain read; otherwise the read returns when
+// the data's index moves past minIndex, or after wait). A server reads its
+// own state store; a client asks a server over RPC.
+type blockingReader interface {
+	serviceInstancesAt(ctx context.Context, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error)
+	nodeAt(ctx context.Context, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error)
+}
+
+// The kinds of cache key.
+const (
+	kindService = "service"
+	kindNode    = "node"
+)
+
+// dnsSource is the resolver's Source on every agent: service and node
+// questions are answered from the agent's cache, which fills on a miss
+// and then keeps each entry fresh with blocking queries, so a repeated
+// question costs no RPC and no catalog read, and keeps answering from its
+// last entry while the servers are unreachable (serve-stale). Reverse
+// lookups, rare, go to the backend each time.
+type dnsSource struct {
+	dc          string
+	onlyPassing bool
+	reader      blockingReader
+	reverse     func(ctx context.Context, addr netip.Addr) (nodes, services []string, err error)
+	instances   *cache.Cache[*resolver.Instances]
+	nodes       *cache.Cache[*catalog.Node]
+}
+
+var _ resolver.Source = (*dnsSource)(nil)
+
+func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, r blockingReader,
+	reverse func(context.Context, netip.Addr) ([]string, []string, error), logger *slog.Logger) (*dnsSource, error) {
+	s := &dnsSource{dc: dc, onlyPassing: onlyPassing, reader: r, reverse: reverse}
+	var err error
+	logger = logger.With("component", "cache")
+	if s.instances, err = cache.New(cfg, s.fetchInstances, logger); err != nil {
+		return nil, err
+	}
+	if s.nodes, err = cache.New(cfg, s.fetchNode, logger); err != nil {
+		s.instances.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops every entry's refresh.
+func (s *dnsSource) Close() {
+	s.instances.Close()
+	s.nodes.Close()
+}
+
+// Stats sums the two caches' counters.
+func (s *dnsSource) Stats() cache.Stats {
+	a, b := s.instances.Stats(), s.nodes.Stats()
+	return cache.Stats{
+		Hits: a.Hits + b.Hits, Misses: a.Misses + b.Misses, StaleAnswers: a.StaleAnswers + b.StaleAnswers,
+		Entries: a.Entries + b.Entries, Evictions: a.Evictions + b.Evictions, RefreshErrors: a.RefreshErrors + b.RefreshErrors,
+	}
+}
+
+func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
+	idx, all, err := s.reader.serviceInstancesAt(ctx, key.Name, key.Tag, minIndex, wait)
+	if err != nil {
+		return nil, 0, err
+	}
+	return resolver.NewInstances(splitHealth(all, s.onlyPassing)), idx, nil
+}
+
+func (s *dnsSource) fetchNode(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*catalog.Node, uint64, error) {
+	idx, n, err := s.reader.nodeAt(ctx, key.Name, minIndex, wait)
+	return n, idx, err
+}
+
+// Instances answers from the cache; names that cannot be in the catalog
+// are no such service without taking a cache entry.
+func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*resolver.Instances, error) {
+	if dc != s.dc {
+		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+	}
+	if catalog.ValidLabel(service) != "" || (tag != "" && catalog.ValidLabel(tag) != "") {
+		return nil, nil
+	}
+	e, _, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: dc, Name: service, Tag: tag})
+	if err != nil {
+		return nil, err
+	}
+	return e.Value, nil
+}
+
+// Node answers from the cache.
+func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
+	if dc != s.dc {
+		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+	}
+	if catalog.ValidateNodeName("Node", name) != nil {
+		return nil, nil
+	}
+	e, _, err := s.nodes.Get(ctx, cache.Key{Kind: kindNode, Datacenter: dc, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	return e.Value, nil
+}
+
+// Reverse asks the backend.
+func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
+	return s.reverse(ctx, addr)
+}
+
+// storeReader reads a server's own state store, blocking on its watches.
+type storeReader struct{ store *catalog.Store }
+
+func (r storeReader) serviceInstancesAt(ctx context.Context, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
+	return blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, []catalog.ServiceInstance, error) {
+		return r.store.ServiceInstances(ws, service, tag)
+	})
+}
+
+func (r storeReader) nodeAt(ctx context.Context, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
+	return blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, *catalog.Node, error) {
+		return r.store.Node(ws, name)
+	})
+}
+
+// blockingRead runs read until its index passes minIndex (at once when
+// minIndex is 0), waiting on the read's watches between runs, for at most
+// wait; then it returns the last read.
+func blockingRead[T any](ctx context.Context, minIndex uint64, wait time.Duration, read func(catalog.WatchSet) (uint64, T, error)) (uint64, T, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		ws := catalog.NewWatchSet()
+		idx, v, err := read(ws)
+		if err != nil || minIndex == 0 || idx > minIndex || !time.Now().Before(deadline) {
+			return idx, v, err
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		werr := ws.WatchCtx(wctx)
+		cancel()
+		if werr != nil && ctx.Err() != nil {
+			var zero T
+			return 0, zero, ctx.Err()
+		}
+	}
+}
+
+// serviceInstancesAt is a blocking stale read of a service's instances
+// from a server.
+func (b *rpcBackend) serviceInstancesAt(ctx context.Context, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
+	var reply rpc.ServiceInstancesResponse
+	q := b.query()
+	q.MinQueryIndex, q.MaxQueryTime = minIndex, wait
+	args := &rpc.ServiceInstancesRequest{QueryOptions: q, Service: service, Tag: tag}
+	if err := b.call(ctx, rpc.MethodCatalogServiceInstances, false, args, &reply); err != nil {
+		return 0, nil, err
+	}
+	return reply.Index, reply.Instances, nil
+}
+
+// nodeAt is a blocking stale read of a node from a server (through
+// NodeServices, the endpoint's call that returns a node).
+func (b *rpcBackend) nodeAt(ctx context.Context, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
+	var reply rpc.NodeServicesResponse
+	q := b.query()
+	q.MinQueryIndex, q.MaxQueryTime = minIndex, wait
+	args := &rpc.NodeServicesRequest{QueryOptions: q, Node: name}
+	if err := b.call(ctx, rpc.MethodCatalogNodeServices, false, args, &reply); err != nil {
+		return 0, nil, err
+	}
+	return reply.Index, reply.Node, nil
+}

@@ -1,0 +1,144 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cairndns/cairn/cache"
+)
+
+// answer is the value the tests cache: a name's instances, none for a
+// name that does not exist (a negative entry). A pointer, as the agent's
+// answer sets will be.
+type answer struct{ instances []string }
+
+// errDown is what the fake servers return while they are unreachable.
+var errDown = errors.New("no server reachable")
+
+// fakeCatalog is a tiny stand-in for the servers: names with instances
+// under one index (as one memdb table's), and blocking reads that wait on
+// a channel closed at every change, as Consul's blocking queries do.
+type fakeCatalog struct {
+	mu      sync.Mutex
+	index   uint64
+	names   map[string][]string
+	changed chan struct{} // closed and replaced at every change
+	err     error         // returned by every fetch while set
+	hold    chan struct{} // while non-nil, plain reads wait for it to close (or ctx)
+	calls   map[string]int
+	plain   int      // fetches with minIndex 0
+	mins    []uint64 // every fetch's minIndex, in order
+}
+
+// newFake returns an empty catalog; inside a synctest bubble, create it
+// inside the bubble (its channels belong to it).
+func newFake() *fakeCatalog {
+	return &fakeCatalog{names: map[string][]string{}, changed: make(chan struct{}), calls: map[string]int{}}
+}
+
+// fetch is the cache.Fetcher: a plain read for minIndex 0, else a
+// blocking query that returns when the index passes minIndex (or, if it
+// is lower, when wait ends, as a Consul server does).
+func (f *fakeCatalog) fetch(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*answer, uint64, error) {
+	f.mu.Lock()
+	f.calls[key.Name]++
+	f.mins = append(f.mins, minIndex)
+	if minIndex == 0 {
+		f.plain++
+	}
+	hold := f.hold
+	f.mu.Unlock()
+	if hold != nil && minIndex == 0 {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+	var timeout <-chan time.Time
+	if minIndex > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		f.mu.Lock()
+		err, idx, ch := f.err, f.index, f.changed
+		ans := &answer{instances: slices.Clone(f.names[key.Name])}
+		f.mu.Unlock()
+		if err != nil {
+			return nil, 0, err
+		}
+		if minIndex == 0 || idx > minIndex {
+			return ans, idx, nil
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			minIndex = 0 // answer with what there is
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+}
+
+// changeLocked moves the index and wakes the blocked fetches.
+func (f *fakeCatalog) changeLocked() {
+	f.index++
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeCatalog) register(name string, instances ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.names[name] = append(f.names[name], instances...)
+	f.changeLocked()
+}
+
+// restore replaces the catalog's state and index with older ones, as a
+// server restored from a snapshot has: the index goes backwards.
+func (f *fakeCatalog) restore(index uint64, names map[string][]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.names = names
+	f.changeLocked()
+	f.index = index
+}
+
+// fail makes every fetch fail with err (nil: servers back), waking the
+// blocked ones.
+func (f *fakeCatalog) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeCatalog) setHold(ch chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold = ch
+}
+
+func (f *fakeCatalog) callsFor(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[name]
+}
+
+func (f *fakeCatalog) plainReads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.plain
+}
+
+func (f *fakeCatalog) minIndexes() []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.mins)
+}
