@@ -97,9 +97,12 @@ func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*re
 	if catalog.ValidLabel(service) != "" || (tag != "" && catalog.ValidLabel(tag) != "") {
 		return nil, nil
 	}
-	e, _, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: dc, Name: service, Tag: tag})
+	e, info, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: dc, Name: service, Tag: tag})
 	if err != nil {
 		return nil, err
+	}
+	if info.Stale {
+		return e.Value.Staled(), nil
 	}
 	return e.Value, nil
 }

@@ -147,7 +147,28 @@ func (s *Server) serviceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *
 	} else {
 		ans = z.ServiceAnswer(q, qtype, set.Healthy)
 	}
+	if set.Stale {
+		return capTTL(ans, StaleTTL)
+	}
 	set.memo.put(z, qtype, q.Qname, ans)
+	return ans
+}
+
+// capTTL returns ans with every record's TTL at most ttl, copying the
+// records it changes (they may be shared).
+func capTTL(ans zones.Answer, ttl uint32) zones.Answer {
+	capped := func(rrs []dns.RR) []dns.RR {
+		out := make([]dns.RR, len(rrs))
+		for i, rr := range rrs {
+			if rr.Header().Ttl > ttl {
+				rr = dns.Copy(rr)
+				rr.Header().Ttl = ttl
+			}
+			out[i] = rr
+		}
+		return out
+	}
+	ans.Answer, ans.Ns, ans.Extra = capped(ans.Answer), capped(ans.Ns), capped(ans.Extra)
 	return ans
 }
 

@@ -106,3 +106,36 @@ func TestQueryContext(t *testing.T) {
 		t.Error("Done of a cancelled context is open")
 	}
 }
+
+// TestStaleAnswersCarryShortTTLs: records answered from stale data have a
+// TTL of at most StaleTTL, and the shared records are left alone.
+func TestStaleAnswersCarryShortTTLs(t *testing.T) {
+	src := newStaticSource(instance("node1", "10.0.0.1", "web", "", 80))
+	zc := zones.DefaultConfig()
+	zc.Domain, zc.NSAddress = "cluster.", "10.0.0.53"
+	zc.ServiceTTLs = map[string]time.Duration{"*": time.Hour}
+	z, err := zones.New(zc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	s, err := New(cfg, []*zones.Zone{z}, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, q := s.parse("web.service.cluster.")
+	fresh := s.serviceAnswer(s.zone, q, dns.TypeSRV, src.set)
+	stale := s.serviceAnswer(s.zone, q, dns.TypeSRV, src.set.Staled())
+	if got := fresh.Answer[0].Header().Ttl; got != 3600 {
+		t.Fatalf("fresh TTL: got %d, want 3600", got)
+	}
+	for _, rr := range append(stale.Answer, stale.Extra...) {
+		if rr.Header().Ttl > StaleTTL {
+			t.Errorf("stale record %s: TTL %d, want at most %d", rr.Header().Name, rr.Header().Ttl, StaleTTL)
+		}
+	}
+	if got := fresh.Answer[0].Header().Ttl; got != 3600 {
+		t.Errorf("fresh record after a stale answer: TTL %d, want 3600 (shared records untouched)", got)
+	}
+}

@@ -43,7 +43,25 @@ type Source interface {
 // shuffle, not a rebuild of its records.
 type Instances struct {
 	Healthy, Unhealthy []catalog.ServiceInstance
-	memo               answerMemo
+	// Stale marks data the Source could not confirm recently (its servers
+	// are unreachable; RFC 8767 serve-stale): answers from it carry a TTL
+	// of at most StaleTTL, so resolvers come back soon for fresh data.
+	Stale bool
+	memo  answerMemo
+}
+
+// StaleTTL caps the TTL of records answered from stale data, the value RFC
+// 8767 suggests.
+const StaleTTL = 30
+
+// Staled returns a copy of set marked Stale (nil stays nil). The copy
+// shares the instances but not the memo: stale answers are rare and are
+// built each time.
+func (set *Instances) Staled() *Instances {
+	if set == nil {
+		return nil
+	}
+	return &Instances{Healthy: set.Healthy, Unhealthy: set.Unhealthy, Stale: true}
 }
 
 // NewInstances returns a set of healthy and unhealthy instances.
