@@ -154,6 +154,9 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"dns_config.a_record_limit", "-1", func(c *Config) { c.DNS.ARecordLimit = -1 }},
 		{"dns_config.max_udp_size", "511", func(c *Config) { c.DNS.MaxUDPSize = 511 }},
 		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.DNS.RecursorTimeout = -time.Second }},
+		{"dns_config.max_stale", "-1s", func(c *Config) { c.DNS.MaxStale = -time.Second }},
+		{"dns_config.cache_max_entries", "-1", func(c *Config) { c.DNS.CacheMaxEntries = -1 }},
+		{"dns_config.cache_idle_timeout", "-1s", func(c *Config) { c.DNS.CacheIdleTimeout = -time.Second }},
 		{"dns_config.recursor_strategy", "fastest", func(c *Config) { c.DNS.RecursorStrategy = "fastest" }},
 		{"dns_config.unhealthy_answer", "maybe", func(c *Config) { c.DNS.UnhealthyAnswer = "maybe" }},
 		{"node_meta[a b]", "bad key", func(c *Config) { c.NodeMeta = map[string]string{"a b": "x"} }},
@@ -273,6 +276,7 @@ func everyKey() Config {
 		ServiceTTL:  map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute},
 		OnlyPassing: true, UDPAnswerLimit: 3, ARecordLimit: 5, MaxUDPSize: 4096, DisableTruncate: true,
 		RecursorTimeout: 3 * time.Second, RecursorStrategy: "random", UnhealthyAnswer: "all",
+		MaxStale: 24 * time.Hour, CacheMaxEntries: 500, CacheIdleTimeout: 2 * time.Minute,
 		SOA: SOAConfig{Refresh: 1, Retry: 2, Expire: 3, MinTTL: 4},
 	}
 	return c
@@ -318,6 +322,9 @@ dns_config {
   max_udp_size = 4096
   enable_truncate = false
   recursor_timeout = "3s"
+  max_stale = "24h"
+  cache_max_entries = 500
+  cache_idle_timeout = "2m"
   recursor_strategy = "random"
   unhealthy_answer = "all"
   node_meta_txt = false
@@ -358,6 +365,9 @@ dns_config {
   max_udp_size = 4096
   enable_truncate = false
   recursor_timeout = "3s"
+  max_stale = "24h"
+  cache_max_entries = 500
+  cache_idle_timeout = "2m"
   recursor_strategy = "random"
   unhealthy_answer = "all"
   node_meta_txt = false
@@ -398,6 +408,9 @@ dns_config {
     "max_udp_size": 4096,
     "enable_truncate": false,
     "recursor_timeout": "3s",
+    "max_stale": "24h",
+    "cache_max_entries": 500,
+    "cache_idle_timeout": "2m",
     "recursor_strategy": "random",
     "unhealthy_answer": "all",
     "node_meta_txt": false,
