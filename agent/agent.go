@@ -252,7 +252,7 @@ func (a *Agent) startHTTP() error {
 	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
 	hc.Datacenter = a.cfg.Datacenter
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
-	srv, err := httpapi.New(hc, a.local, a.backend, a.backend, membership{a}, a.logger)
+	srv, err := httpapi.New(hc, a.local, httpCatalog{a.backend, a.dnsSrc}, a.backend, membership{a}, a.logger)
 	if err != nil {
 		return err
 	}

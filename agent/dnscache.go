@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"time"
 
+	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/resolver"
@@ -187,4 +190,33 @@ func (b *rpcBackend) nodeAt(ctx context.Context, name string, minIndex uint64, w
 		return 0, nil, err
 	}
 	return reply.Index, reply.Node, nil
+}
+
+// cachedInstances answers ?cached HTTP reads from the same entries DNS
+// uses: every instance of the entry (both health halves), sorted by node
+// then service ID as the catalog sorts them.
+func (s *dnsSource) cachedInstances(ctx context.Context, service, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+	e, info, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: s.dc, Name: service, Tag: tag})
+	if err != nil {
+		return 0, nil, false, 0, err
+	}
+	all := make([]catalog.ServiceInstance, 0, len(e.Value.Healthy)+len(e.Value.Unhealthy))
+	all = append(append(all, e.Value.Healthy...), e.Value.Unhealthy...)
+	slices.SortFunc(all, func(a, b catalog.ServiceInstance) int {
+		return cmp.Or(cmp.Compare(a.Node.Node, b.Node.Node), cmp.Compare(a.Service.ID, b.Service.ID))
+	})
+	return e.Index, all, info.Hit, info.Age, nil
+}
+
+// httpCatalog is the catalog the HTTP API reads: the agent's backend, and
+// its DNS cache for ?cached reads.
+type httpCatalog struct {
+	catalogBackend
+	src *dnsSource
+}
+
+var _ httpapi.CachedCatalog = httpCatalog{}
+
+func (c httpCatalog) CachedServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+	return c.src.cachedInstances(ctx, name, tag)
 }

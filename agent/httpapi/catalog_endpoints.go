@@ -65,7 +65,7 @@ func (s *Server) catalogServices(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) catalogService(w http.ResponseWriter, r *http.Request) error {
-	idx, insts, err := s.catalog.ServiceInstances(r.Context(), r.PathValue("name"), r.URL.Query().Get("tag"))
+	idx, insts, err := s.serviceInstances(w, r)
 	if err != nil {
 		return err
 	}

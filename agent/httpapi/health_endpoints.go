@@ -62,7 +62,7 @@ var healthStates = []string{
 }
 
 func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
-	idx, insts, err := s.catalog.ServiceInstances(r.Context(), r.PathValue("name"), r.URL.Query().Get("tag"))
+	idx, insts, err := s.serviceInstances(w, r)
 	if err != nil {
 		return err
 	}
