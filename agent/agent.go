@@ -256,6 +256,7 @@ func (a *Agent) startHTTP() error {
 	if err != nil {
 		return err
 	}
+	srv.SetMetrics(agentMetrics{a}) // metrics.go
 	a.http = srv
 	return srv.Start()
 }

@@ -34,9 +34,11 @@ func TestCacheServesStaleWhileServersAreDown(t *testing.T) {
 	leaderOf(t, c, []int{0, 1, 2}, 3)
 	cb := agenttest.Start(t, agenttest.ClientConfig(t, "cb", c.GossipAddr(0), c.GossipAddr(1), c.GossipAddr(2)))
 	ctx := context.Background()
-	if err := client(t, cb).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{Name: "web", Port: 8080}); err != nil {
-		t.Fatal(err)
-	}
+	// Until gossip has told the client of a server its writes fail (and
+	// are kept for anti-entropy); wait for an acknowledged one.
+	waitFor(t, 20*time.Second, "a registration through the client", func() error {
+		return client(t, cb).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{Name: "web", Port: 8080})
+	})
 	answersWith(t, cb, "web.service.dc1.cluster", "cb.node.dc1.cluster.")
 
 	for i := range c.Agents {

@@ -90,6 +90,8 @@ func TestChecksMoveInstancesInAndOutOfDNS(t *testing.T) {
 	caCfg.AEInterval = time.Second
 	ca := agenttest.Start(t, caCfg)
 	cb := agenttest.Start(t, agenttest.ClientConfig(t, "cb", c.GossipAddr(1)))
+	knowsLeader(t, ca)
+	knowsLeader(t, cb)
 
 	const interval, timeout = 200 * time.Millisecond, 100 * time.Millisecond
 	tg := newTarget(t)

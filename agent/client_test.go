@@ -68,6 +68,22 @@ func catalogNodes(a *agent.Agent) ([]string, error) {
 	return out, nil
 }
 
+// knowsLeader waits until a client has found a server in gossip and
+// hears of a leader from it: until then its writes are not acknowledged.
+func knowsLeader(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "a leader known to the client", func() error {
+		var addr string
+		if err := getJSON(a, "/v1/status/leader", &addr); err != nil {
+			return err
+		}
+		if addr == "" {
+			return fmt.Errorf("no leader known")
+		}
+		return nil
+	})
+}
+
 // allMembers waits until a sees the five agents of TestClusterWithClients
 // alive in gossip.
 func allMembers(t *testing.T, a *agent.Agent) {

@@ -19,11 +19,15 @@ const panicLogInterval = time.Minute
 
 // ServeDNS answers one query. It implements dns.Handler.
 func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	defer s.recoverPanic(w, r)
+	start := s.metrics.now()
+	defer s.recoverPanic(w, r, start)
 	if r.Response {
 		return // never answer a response: two servers could bounce forever
 	}
-	_ = w.WriteMsg(s.reply(w, r)) // a lost reply is the client's to retry; nothing is logged per query
+	m := s.reply(w, r)
+	rcode := m.Rcode
+	_ = w.WriteMsg(m) // a lost reply is the client's to retry; nothing is logged per query
+	s.metrics.observe(r, rcode, start)
 }
 
 // reply builds the reply to r.
@@ -253,9 +257,10 @@ func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) {
 	}
 }
 
-// recoverPanic answers SERVFAIL to a query whose handling panicked, and
-// logs the panic unless one was logged less than panicLogInterval ago.
-func (s *Server) recoverPanic(w dns.ResponseWriter, r *dns.Msg) {
+// recoverPanic answers SERVFAIL to a query whose handling panicked, counts
+// that answer (for a query that arrived at start), and logs the panic
+// unless one was logged less than panicLogInterval ago.
+func (s *Server) recoverPanic(w dns.ResponseWriter, r *dns.Msg, start time.Duration) {
 	v := recover()
 	if v == nil {
 		return
@@ -271,5 +276,6 @@ func (s *Server) recoverPanic(w dns.ResponseWriter, r *dns.Msg) {
 		m.SetReply(r)
 	}
 	m.Rcode = rcodeFor(zones.ServerFailure, errPanic)
+	defer s.metrics.observe(r, m.Rcode, start) // counted even if the write panics too
 	_ = w.WriteMsg(m)
 }

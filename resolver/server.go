@@ -40,6 +40,10 @@ type Server struct {
 
 	panics       atomic.Uint64 // panics recovered while answering
 	lastPanicLog atomic.Int64  // Unix nanoseconds of the last panic logged
+	// metrics counts questions and latency (metrics.go). Its own
+	// allocation: every query writes it, and in Server it would share
+	// cache lines with fields every query reads on other cores.
+	metrics *metrics
 
 	mu      sync.Mutex // guards what follows
 	state   int        // stateNew, stateStarted or stateStopped
@@ -75,7 +79,8 @@ func New(cfg Config, zs []*zones.Zone, src Source, logger *slog.Logger) (*Server
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, zone: zs[0], zones: slices.Clone(zs), src: src, log: logger.With("component", "resolver")}, nil
+	return &Server{cfg: cfg, zone: zs[0], zones: slices.Clone(zs), src: src, log: logger.With("component", "resolver"),
+		metrics: &metrics{epoch: time.Now()}}, nil
 }
 
 // Start binds the UDP socket and the TCP listener, starts serving on both

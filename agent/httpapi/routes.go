@@ -28,6 +28,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/agent/members", s.agentMembers, http.MethodGet)
 	s.handle(mux, "/v1/agent/join/{address...}", s.agentJoin, http.MethodPut)
 	s.handle(mux, "/v1/agent/leave", s.agentLeave, http.MethodPut)
+	s.handle(mux, "/v1/agent/metrics", s.agentMetrics, http.MethodGet)
 	s.handle(mux, "/v1/catalog/services", s.catalogServices, http.MethodGet)
 	s.handle(mux, "/v1/catalog/service/{name}", s.catalogService, http.MethodGet)
 	s.handle(mux, "/v1/catalog/nodes", s.catalogNodes, http.MethodGet)

@@ -148,6 +148,7 @@ type Server struct {
 	catalog Catalog
 	status  Status
 	cluster Cluster
+	metrics Metrics // nil until SetMetrics
 	logger  *slog.Logger
 	handler http.Handler
 
