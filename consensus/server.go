@@ -61,6 +61,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
 	rc.Logger = newHCLog(logger)
 	// Raft blocks on NotifyCh until it is read; watchLeadership reads it
 	// for the server's whole life.
