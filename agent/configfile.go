@@ -174,7 +174,7 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 	return nil
 }
 
-// applyCluster sets the clustering keys onto c.
+// applyCluster sets the clustering and agent keys onto c.
 func (fc *fileConfig) applyCluster(c *Config) error {
 	if fc.BootstrapExpect != nil {
 		c.BootstrapExpect = *fc.BootstrapExpect
@@ -182,42 +182,33 @@ func (fc *fileConfig) applyCluster(c *Config) error {
 	if fc.RetryJoin != nil {
 		c.Join = fc.RetryJoin
 	}
-	if fc.RetryInterval != nil {
-		d, err := time.ParseDuration(*fc.RetryInterval)
-		if err != nil {
-			return &FieldError{Field: "retry_interval", Reason: fmt.Sprintf("%q is not a duration such as \"30s\"", *fc.RetryInterval)}
-		}
-		c.RetryInterval = d
-	}
 	if fc.RetryMax != nil {
 		c.RetryMax = *fc.RetryMax
 	}
 	if fc.Encrypt != nil {
 		c.EncryptKey = *fc.Encrypt
 	}
-	if fc.ReconnectTimeout != nil {
-		d, err := time.ParseDuration(*fc.ReconnectTimeout)
-		if err != nil {
-			return &FieldError{Field: "reconnect_timeout", Reason: fmt.Sprintf("%q is not a duration such as \"72h\"", *fc.ReconnectTimeout)}
-		}
-		c.ReconnectTimeout = d
-	}
 	if fc.EnableScriptChecks != nil {
 		c.EnableScriptChecks = *fc.EnableScriptChecks
 	}
-	if fc.CheckUpdateInterval != nil {
-		d, err := time.ParseDuration(*fc.CheckUpdateInterval)
-		if err != nil {
-			return &FieldError{Field: "check_update_interval", Reason: fmt.Sprintf("%q is not a duration such as \"5m\"", *fc.CheckUpdateInterval)}
+	for _, d := range []struct {
+		key, example string
+		v            *string
+		dst          *time.Duration
+	}{
+		{"retry_interval", "30s", fc.RetryInterval, &c.RetryInterval},
+		{"reconnect_timeout", "72h", fc.ReconnectTimeout, &c.ReconnectTimeout},
+		{"check_update_interval", "5m", fc.CheckUpdateInterval, &c.CheckUpdateInterval},
+		{"ae_interval", "1m", fc.AEInterval, &c.AEInterval},
+	} {
+		if d.v == nil {
+			continue
 		}
-		c.CheckUpdateInterval = d
-	}
-	if fc.AEInterval != nil {
-		d, err := time.ParseDuration(*fc.AEInterval)
+		v, err := time.ParseDuration(*d.v)
 		if err != nil {
-			return &FieldError{Field: "ae_interval", Reason: fmt.Sprintf("%q is not a duration such as \"1m\"", *fc.AEInterval)}
+			return &FieldError{Field: d.key, Reason: fmt.Sprintf("%q is not a duration such as %q", *d.v, d.example)}
 		}
-		c.AEInterval = d
+		*d.dst = v
 	}
 	return nil
 }
