@@ -16,24 +16,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +34,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/examples/bench/internal/loopback"
 )
 
 type config struct {
@@ -82,12 +77,9 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	bin, err := filepath.Abs(cfg.cairn)
+	bin, err := loopback.Binary(cfg.cairn)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("cairn binary: %w", err)
 	}
 	work, err := os.MkdirTemp("", "cairn-bench-checks-")
 	if err != nil {
@@ -97,32 +89,22 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := tgt.start(); err != nil {
 		return err
 	}
-	c := newCluster(bin, work, cfg)
+	// Three servers and two clients, s1–s3 then c1, c2, whose HTTP client
+	// keeps as many idle connections to each as there are workers.
+	c := loopback.New(bin, work, cfg.net, 41, 3, 2, cfg.timeout)
+	c.IdleConnsPerHost(workers)
 	defer func() {
-		c.stopAll()
+		c.Finish(err, cfg.keep)
 		tgt.stop()
-		switch {
-		case err != nil:
-			c.printLogs(os.Stderr)
-			fmt.Fprintf(os.Stderr, "data and logs kept in %s\n", work)
-		case cfg.keep:
-			fmt.Printf("data and logs kept in %s\n", work)
-		default:
-			os.RemoveAll(work)
-		}
 	}()
 
 	fmt.Printf("starting 3 servers and 2 clients on %s.41–45; HTTP target on %s (work dir %s)\n", cfg.net, tgt.addr, work)
-	for _, a := range c.agents {
-		if err := c.start(a); err != nil {
-			return err
-		}
-	}
-	begin := time.Now()
-	if err := c.poll(ctx, 100*time.Millisecond, "a leader named by every agent, 5 members alive on every agent", c.settled); err != nil {
+	if err := c.StartAll(); err != nil {
 		return err
 	}
-	fmt.Printf("  cluster settled after %s\n", time.Since(begin).Round(time.Millisecond))
+	if err := c.Settle(ctx); err != nil {
+		return err
+	}
 
 	var rows []row
 	if cfg.rounds > 0 {
@@ -199,213 +181,14 @@ func (t *target) snapshot() map[string]int {
 	return maps.Clone(t.hits)
 }
 
-// agent is one cairn process. done is closed by the goroutine that waits
-// for the process; exitErr is set before.
-type agent struct {
-	name, ip string
-	server   bool
-	cmd      *exec.Cmd
-	done     chan struct{}
-	exitErr  error
-}
-
-type cluster struct {
-	bin, work string
-	agents    []*agent // s1, s2, s3, c1, c2
-	http      *http.Client
-	timeout   time.Duration
-	waiters   sync.WaitGroup // the goroutines waiting for each process
-}
-
-func newCluster(bin, work string, cfg config) *cluster {
-	c := &cluster{bin: bin, work: work, timeout: cfg.timeout}
-	for i, name := range []string{"s1", "s2", "s3", "c1", "c2"} {
-		c.agents = append(c.agents, &agent{name: name, ip: fmt.Sprintf("%s.%d", cfg.net, 41+i), server: name[0] == 's'})
-	}
-	c.http = &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: workers, IdleConnTimeout: time.Minute},
-	}
-	return c
-}
-
-// start runs a; every agent is told of every server, as a real
-// deployment's retry_join would be.
-func (c *cluster) start(a *agent) error {
-	args := []string{"agent", "-node", a.name, "-bind", a.ip, "-client", a.ip,
-		"-data-dir", filepath.Join(c.work, a.name), "-retry-interval", "1s"}
-	for _, s := range c.agents {
-		if s.server {
-			args = append(args, "-retry-join", s.ip)
-		}
-	}
-	if a.server {
-		args = append(args, "-server", "-bootstrap-expect", "3")
-	}
-	log, err := os.OpenFile(c.logPath(a), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(c.bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("start %s: %w", a.name, err)
-	}
-	a.cmd, a.done = cmd, make(chan struct{})
-	done := a.done
-	c.waiters.Go(func() {
-		a.exitErr = cmd.Wait()
-		log.Close()
-		close(done)
-	})
-	return nil
-}
-
-// stopAll sends SIGTERM to every agent, waits up to 15s, then kills what
-// is left.
-func (c *cluster) stopAll() {
-	for _, a := range c.agents {
-		if a.cmd != nil {
-			_ = a.cmd.Process.Signal(syscall.SIGTERM) // fails only when already gone
-		}
-	}
-	deadline := time.After(15 * time.Second)
-	for _, a := range c.agents {
-		if a.cmd == nil {
-			continue
-		}
-		select {
-		case <-a.done:
-		case <-deadline:
-			fmt.Fprintf(os.Stderr, "%s did not stop within 15s of SIGTERM; killing it\n", a.name)
-			_ = a.cmd.Process.Kill()
-			<-a.done
-		}
-	}
-	c.waiters.Wait()
-}
-
-// alive fails when an agent has exited (a crash, or a port already taken),
-// so waits end at once instead of at their deadline.
-func (c *cluster) alive() error {
-	for _, a := range c.agents {
-		select {
-		case <-a.done:
-			return fmt.Errorf("agent %s exited unexpectedly: %v (log %s)", a.name, a.exitErr, c.logPath(a))
-		default:
-		}
-	}
-	return nil
-}
-
-func (c *cluster) logPath(a *agent) string { return filepath.Join(c.work, a.name+".log") }
-
-func (c *cluster) printLogs(w io.Writer) {
-	for _, a := range c.agents {
-		b, err := os.ReadFile(c.logPath(a))
-		if err != nil {
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-		fmt.Fprintf(w, "--- last lines of %s\n", c.logPath(a))
-		for _, l := range lines[max(0, len(lines)-25):] {
-			fmt.Fprintln(w, "  ", l)
-		}
-	}
-}
-
-// poll calls cond every interval until it returns true, an agent exits,
-// ctx ends or c.timeout passes. It measures, so it neither sleeps first
-// nor backs off. Errors from cond only explain a timeout.
-func (c *cluster) poll(ctx context.Context, every time.Duration, what string, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	var last error
-	for {
-		if err := c.alive(); err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		callCtx, callCancel := context.WithTimeout(ctx, 5*time.Second)
-		ok, err := cond(callCtx)
-		callCancel()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
-			}
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// call sends method http://IP:8500/path to a's HTTP API with body (none
-// when empty) and decodes a 200 response into out (when not nil).
-func (c *cluster) call(ctx context.Context, a *agent, method, path, body string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.ip+":8500"+path, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error { return fmt.Errorf("%s %s on %s: %w", method, path, a.name, err) }
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fail(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	switch {
-	case err != nil:
-		return fail(err)
-	case resp.StatusCode != http.StatusOK:
-		return fail(fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b)))
-	case out != nil && json.Unmarshal(b, out) != nil:
-		return fail(fmt.Errorf("undecodable response %q", b))
-	}
-	return nil
-}
-
-// settled reports whether every agent names a leader and sees all five
-// agents alive in gossip.
-func (c *cluster) settled(ctx context.Context) (bool, error) {
-	for _, a := range c.agents {
-		var leader string
-		if err := c.call(ctx, a, http.MethodGet, "/v1/status/leader", "", &leader); err != nil || leader == "" {
-			return false, err
-		}
-		var members []struct{ Status int }
-		if err := c.call(ctx, a, http.MethodGet, "/v1/agent/members", "", &members); err != nil {
-			return false, err
-		}
-		alive := 0
-		for _, m := range members {
-			if m.Status == 1 { // serf's StatusAlive, sent as Consul does
-				alive++
-			}
-		}
-		if alive < len(c.agents) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 const webName = "web.service.dc1.cluster."
 
 // srvCount asks a's DNS for web's SRV records. ok is false when there was
 // no usable answer (timeout, SERVFAIL): that proves nothing either way.
-func srvCount(ctx context.Context, a *agent) (n int, ok bool) {
+func srvCount(ctx context.Context, a *loopback.Agent) (n int, ok bool) {
 	m := new(dns.Msg)
 	m.SetQuestion(webName, dns.TypeSRV)
-	r, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).ExchangeContext(ctx, m, net.JoinHostPort(a.ip, "8600"))
+	r, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).ExchangeContext(ctx, m, a.DNSAddr())
 	if err != nil || (r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError) {
 		return 0, false
 	}
@@ -448,10 +231,10 @@ type flips struct{ total, afterProbe []time.Duration }
 // part of the interval first: otherwise every change would come the same
 // time after a probe (each round ends a fixed streak after the previous
 // probe's effect) and the samples would all be one phase of the interval.
-func measureFlips(ctx context.Context, c *cluster, t *target, cfg config) (down, up flips, err error) {
-	c1, c2 := c.agents[3], c.agents[4]
+func measureFlips(ctx context.Context, c *loopback.Cluster, t *target, cfg config) (down, up flips, err error) {
+	c1, c2 := c.Agent("c1"), c.Agent("c2")
 	body := fmt.Sprintf(`{"Name":"web","Port":8080,"Check":{"HTTP":"http://%s/web","Interval":"%s","Timeout":"500ms"}}`, t.addr, cfg.interval)
-	if err := c.call(ctx, c1, http.MethodPut, "/v1/agent/service/register", body, nil); err != nil {
+	if err := c.Register(ctx, c1, body); err != nil {
 		return down, up, err
 	}
 	want := func(records int) func(context.Context) bool {
@@ -460,7 +243,7 @@ func measureFlips(ctx context.Context, c *cluster, t *target, cfg config) (down,
 			return ok && n == records
 		}
 	}
-	if err := c.poll(ctx, 20*time.Millisecond, "web answered steadily by c2's DNS", steady(want(1), nil)); err != nil {
+	if err := c.Poll(ctx, 20*time.Millisecond, "web answered steadily by c2's DNS", steady(want(1), nil)); err != nil {
 		return down, up, err
 	}
 	pause := func() error {
@@ -486,7 +269,7 @@ func measureFlips(ctx context.Context, c *cluster, t *target, cfg config) (down,
 		for !probe.After(begin) {
 			probe = probe.Add(cfg.interval)
 		}
-		if err := c.poll(ctx, 20*time.Millisecond, "c2's DNS to drop web", steady(want(0), &at)); err != nil {
+		if err := c.Poll(ctx, 20*time.Millisecond, "c2's DNS to drop web", steady(want(0), &at)); err != nil {
 			return down, up, fmt.Errorf("round %d, target stopped: %w", round, err)
 		}
 		down.total, down.afterProbe = append(down.total, at.Sub(begin)), append(down.afterProbe, at.Sub(probe))
@@ -500,7 +283,7 @@ func measureFlips(ctx context.Context, c *cluster, t *target, cfg config) (down,
 		if err := t.start(); err != nil {
 			return down, up, err
 		}
-		if err := c.poll(ctx, 20*time.Millisecond, "c2's DNS to answer web again", steady(want(1), &at)); err != nil {
+		if err := c.Poll(ctx, 20*time.Millisecond, "c2's DNS to answer web again", steady(want(1), &at)); err != nil {
 			return down, up, fmt.Errorf("round %d, target started: %w", round, err)
 		}
 		probes = t.webProbes()
@@ -511,7 +294,7 @@ func measureFlips(ctx context.Context, c *cluster, t *target, cfg config) (down,
 			at.Sub(begin).Round(time.Millisecond), at.Sub(probe).Round(time.Millisecond))
 	}
 	// The cost figure counts only its own services' probes.
-	return down, up, c.call(ctx, c1, http.MethodPut, "/v1/agent/service/deregister/web", "", nil)
+	return down, up, c.Call(ctx, c1, http.MethodPut, "/v1/agent/service/deregister/web", "", nil)
 }
 
 // workers is how many registrations run at once.
@@ -528,21 +311,21 @@ type usageRow struct {
 // measureCost measures c1 and the leader idle (cfg.baseline), registers
 // cfg.services services with a 10s HTTP check on c1, waits until every
 // check passes in the catalog, and measures both over cfg.window.
-func measureCost(ctx context.Context, c *cluster, t *target, cfg config) ([]usageRow, error) {
-	c1 := c.agents[3]
+func measureCost(ctx context.Context, c *loopback.Cluster, t *target, cfg config) ([]usageRow, error) {
+	c1 := c.Agent("c1")
 	var addr string
-	if err := c.call(ctx, c.agents[0], http.MethodGet, "/v1/status/leader", "", &addr); err != nil {
+	if err := c.Call(ctx, c.Agents[0], http.MethodGet, "/v1/status/leader", "", &addr); err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(c.agents[:3], func(a *agent) bool { return addr == a.ip+":8300" })
+	i := slices.IndexFunc(c.Agents[:3], func(a *loopback.Agent) bool { return addr == a.RPCAddr() })
 	if i < 0 {
 		return nil, fmt.Errorf("leader %q is none of the servers", addr)
 	}
-	procs := []*agent{c1, c.agents[i]}
+	procs := []*loopback.Agent{c1, c.Agents[i]}
 	var rows []usageRow
 	if cfg.baseline > 0 {
-		fmt.Printf("\nmeasuring c1 and the leader %s idle for %s\n", procs[1].name, cfg.baseline)
-		r, err := c.usage(ctx, t, procs, "idle", cfg.baseline)
+		fmt.Printf("\nmeasuring c1 and the leader %s idle for %s\n", procs[1].Name, cfg.baseline)
+		r, err := usage(ctx, c, t, procs, "idle", cfg.baseline)
 		if err != nil {
 			return nil, err
 		}
@@ -566,7 +349,7 @@ func measureCost(ctx context.Context, c *cluster, t *target, cfg config) ([]usag
 				}
 				body := fmt.Sprintf(`{"Name":"bench-%d","Port":%d,"Check":{"HTTP":"http://%s/bench-%d","Interval":"10s","Timeout":"2s"}}`,
 					i, 10000+i, t.addr, i)
-				if err := c.call(regCtx, c1, http.MethodPut, "/v1/agent/service/register", body, nil); err != nil {
+				if err := c.Register(regCtx, c1, body); err != nil {
 					cancel(err)
 				}
 			}
@@ -582,9 +365,9 @@ func measureCost(ctx context.Context, c *cluster, t *target, cfg config) ([]usag
 	// Every check starts critical and passes at its first run (within one
 	// interval, jittered); wait for those pushes to reach the catalog so
 	// the window holds only steady-state probing.
-	err := c.poll(ctx, 500*time.Millisecond, "every bench check passing in the catalog", func(ctx context.Context) (bool, error) {
+	err := c.Poll(ctx, 500*time.Millisecond, "every bench check passing in the catalog", func(ctx context.Context) (bool, error) {
 		var checks []struct{ ServiceName string }
-		if err := c.call(ctx, procs[1], http.MethodGet, "/v1/health/state/passing", "", &checks); err != nil {
+		if err := c.Call(ctx, procs[1], http.MethodGet, "/v1/health/state/passing", "", &checks); err != nil {
 			return false, err
 		}
 		n := 0
@@ -600,8 +383,8 @@ func measureCost(ctx context.Context, c *cluster, t *target, cfg config) ([]usag
 	}
 	fmt.Printf("  all %d checks passing in the leader's catalog %s after registering began\n", cfg.services, time.Since(begin).Round(time.Millisecond))
 
-	fmt.Printf("measuring c1 and the leader %s for %s\n", procs[1].name, cfg.window)
-	r, err := c.usage(ctx, t, procs, fmt.Sprintf("%d checks", cfg.services), cfg.window)
+	fmt.Printf("measuring c1 and the leader %s for %s\n", procs[1].Name, cfg.window)
+	r, err := usage(ctx, c, t, procs, fmt.Sprintf("%d checks", cfg.services), cfg.window)
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +393,7 @@ func measureCost(ctx context.Context, c *cluster, t *target, cfg config) ([]usag
 
 // usage measures procs over window from /proc: CPU time (utime+stime) at
 // both ends, VmRSS every second; and the requests the target answered.
-func (c *cluster) usage(ctx context.Context, t *target, procs []*agent, phase string, window time.Duration) ([]usageRow, error) {
+func usage(ctx context.Context, c *loopback.Cluster, t *target, procs []*loopback.Agent, phase string, window time.Duration) ([]usageRow, error) {
 	cpu0, cpu1 := make([]time.Duration, len(procs)), make([]time.Duration, len(procs))
 	rows := make([]usageRow, len(procs))
 	hits0, begin := t.snapshot(), time.Now()
@@ -618,7 +401,7 @@ func (c *cluster) usage(ctx context.Context, t *target, procs []*agent, phase st
 	defer tick.Stop()
 	for n := 0; ; n++ {
 		for i, a := range procs {
-			cpu, rss, err := sample(a.cmd.Process.Pid)
+			cpu, rss, _, err := loopback.Sample(a.PID())
 			if err != nil {
 				return nil, err
 			}
@@ -638,7 +421,7 @@ func (c *cluster) usage(ctx context.Context, t *target, procs []*agent, phase st
 			return nil, ctx.Err()
 		case <-tick.C:
 		}
-		if err := c.alive(); err != nil {
+		if err := c.Alive(); err != nil {
 			return nil, err
 		}
 	}
@@ -651,7 +434,7 @@ func (c *cluster) usage(ctx context.Context, t *target, procs []*agent, phase st
 	}
 	for i, a := range procs {
 		r := &rows[i]
-		r.who, r.phase, r.requests, r.checks = a.name, phase, requests, checks
+		r.who, r.phase, r.requests, r.checks = a.Name, phase, requests, checks
 		cpu := cpu1[i] - cpu0[i]
 		r.cpuPct = 100 * cpu.Seconds() / wall.Seconds()
 		fmt.Printf("  %-3s %-12s CPU %6.2f%% of one core (%s in %s)  RSS mean %.1f MiB, max %.1f MiB\n",
@@ -663,61 +446,10 @@ func (c *cluster) usage(ctx context.Context, t *target, procs []*agent, phase st
 
 func mib(kb int64) float64 { return float64(kb) / 1024 }
 
-// clockTicks is sysconf(_SC_CLK_TCK), the unit of /proc/PID/stat's
-// times, as getconf tells it; 100 (Linux on every common architecture)
-// when getconf fails.
-var clockTicks = func() int64 {
-	out, err := exec.Command("getconf", "CLK_TCK").Output()
-	if n, perr := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && perr == nil && n > 0 {
-		return n
-	}
-	fmt.Fprintln(os.Stderr, "checks: getconf CLK_TCK failed; assuming 100 ticks a second")
-	return 100
-}()
-
-// sample reads pid's CPU time (utime+stime, fields 14 and 15 of
-// /proc/PID/stat) and VmRSS in kB (from /proc/PID/status).
-func sample(pid int) (cpu time.Duration, rss int64, err error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name (field 2) is parenthesised and may hold spaces:
-	// count from its closing parenthesis, where field 3 starts.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, stat)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	cpu = time.Duration(utime+stime) * time.Second / time.Duration(clockTicks)
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			rss, err = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return cpu, rss, err
-		}
-	}
-	return 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
-}
-
 // row is one latency line of the summary table.
 type row struct {
 	what    string
 	samples []time.Duration
-}
-
-// ms returns the q-quantile of sorted samples in milliseconds, by nearest
-// rank: the smallest sample with at least q of them at or below it.
-func ms(sorted []time.Duration, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return float64(sorted[min(max(i, 0), len(sorted)-1)]) / float64(time.Millisecond)
 }
 
 func printSummary(w io.Writer, cfg config, rows []row, usages []usageRow) {
@@ -727,7 +459,7 @@ func printSummary(w io.Writer, cfg config, rows []row, usages []usageRow) {
 		for _, r := range rows {
 			s := r.samples
 			slices.Sort(s)
-			fmt.Fprintf(w, "%-24s %4d %9.1f %9.1f %9.1f %9.1f\n", r.what, len(s), ms(s, 0), ms(s, 0.5), ms(s, 0.9), ms(s, 1))
+			fmt.Fprintf(w, "%-24s %4d %9.1f %9.1f %9.1f %9.1f\n", r.what, len(s), loopback.Ms(s, 0), loopback.Ms(s, 0.5), loopback.Ms(s, 0.9), loopback.Ms(s, 1))
 		}
 		fmt.Fprintf(w, "gone/back: c1 probes web every %s (timeout 500ms); after a random wait the target is stopped (started), then c2's DNS is asked for web SRV every 20ms until it holds none (one) %d times in a row; the time is that streak's first answer\n",
 			cfg.interval, steadyStreak)
@@ -742,6 +474,6 @@ func printSummary(w io.Writer, cfg config, rows []row, usages []usageRow) {
 				r.who, r.phase, r.cpuPct, mib(r.rssMean), mib(r.rssMax), r.requests, r.checks)
 		}
 		fmt.Fprintf(w, "CPU is utime+stime from /proc/PID/stat (%d ticks a second) over the window, as %% of one core; RSS is VmRSS sampled every second; requests are those the target answered in the window (expected %d × window/10s)\n",
-			clockTicks, cfg.services)
+			loopback.ClockTicks(), cfg.services)
 	}
 }

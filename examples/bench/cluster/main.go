@@ -15,28 +15,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/examples/bench/internal/loopback"
 )
 
 type config struct {
@@ -85,38 +80,26 @@ type row struct {
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	bin, err := filepath.Abs(cfg.cairn)
+	bin, err := loopback.Binary(cfg.cairn)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("cairn binary: %w", err)
 	}
 	work, err := os.MkdirTemp("", "cairn-bench-cluster-")
 	if err != nil {
 		return err
 	}
-	c := newCluster(bin, work, cfg)
-	defer func() {
-		c.stopAll()
-		switch {
-		case err != nil:
-			c.printLogs(os.Stderr)
-			fmt.Fprintf(os.Stderr, "data and logs kept in %s\n", work)
-		case cfg.keep:
-			fmt.Printf("data and logs kept in %s\n", work)
-		default:
-			os.RemoveAll(work)
-		}
-	}()
+	// Three servers and two clients, s1–s3 then c1, c2; one HTTP client
+	// for everything, with enough idle keep-alive connections for the
+	// concurrent phase, so the figures hold no TCP handshakes.
+	c := loopback.New(bin, work, cfg.net, 31, 3, 2, cfg.timeout)
+	c.IdleConnsPerHost(max(cfg.workers, 2))
+	defer func() { c.Finish(err, cfg.keep) }()
 
 	fmt.Printf("starting 3 servers and 2 clients on %s.31–35 (work dir %s)\n", cfg.net, work)
-	for _, a := range c.agents {
-		if err := c.start(a); err != nil {
-			return err
-		}
+	if err := c.StartAll(); err != nil {
+		return err
 	}
-	if err := c.settle(ctx, "cluster start"); err != nil {
+	if err := settle(ctx, c, "cluster start"); err != nil {
 		return err
 	}
 
@@ -151,310 +134,65 @@ func run(ctx context.Context, cfg config) (err error) {
 	return nil
 }
 
-// agent is one cairn process. done is closed by the goroutine that waits
-// for the process; exitErr is set before.
-type agent struct {
-	name, ip string
-	server   bool
-	cmd      *exec.Cmd
-	done     chan struct{}
-	exitErr  error
-	wantUp   bool // false once we kill or stop it: its exit is then expected
-}
-
-type cluster struct {
-	bin, work string
-	agents    []*agent
-	http      *http.Client
-	timeout   time.Duration
-	waiters   sync.WaitGroup // the goroutines waiting for each process
-	// seq numbers the bench services across both phases, so every
-	// registration creates a service rather than updating one.
-	seq atomic.Int64
-}
-
-func newCluster(bin, work string, cfg config) *cluster {
-	c := &cluster{bin: bin, work: work, timeout: cfg.timeout}
-	for i, name := range []string{"s1", "s2", "s3", "c1", "c2"} {
-		c.agents = append(c.agents, &agent{name: name, ip: fmt.Sprintf("%s.%d", cfg.net, 31+i), server: name[0] == 's'})
-	}
-	// One client for everything, with enough idle keep-alive connections
-	// for the concurrent phase, so the figures hold no TCP handshakes.
-	c.http = &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConns: 64, MaxIdleConnsPerHost: max(cfg.workers, 2), IdleConnTimeout: time.Minute,
-		},
-	}
-	return c
-}
-
-// start runs a (again, after a kill: same flags and data dir, log appended).
-func (c *cluster) start(a *agent) error {
-	// Every agent is told of every server, as a real deployment's
-	// retry_join would be.
-	args := []string{"agent", "-node", a.name, "-bind", a.ip, "-client", a.ip,
-		"-data-dir", filepath.Join(c.work, a.name), "-retry-interval", "1s"}
-	for _, s := range c.agents {
-		if s.server {
-			args = append(args, "-retry-join", s.ip)
-		}
-	}
-	if a.server {
-		args = append(args, "-server", "-bootstrap-expect", "3")
-	}
-	log, err := os.OpenFile(c.logPath(a), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(c.bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("start %s: %w", a.name, err)
-	}
-	a.cmd, a.done, a.wantUp = cmd, make(chan struct{}), true
-	done := a.done
-	c.waiters.Go(func() {
-		a.exitErr = cmd.Wait()
-		log.Close()
-		close(done)
-	})
-	return nil
-}
-
-// kill sends SIGKILL to a and waits until it is gone, so its ports are free.
-func (c *cluster) kill(a *agent) error {
-	a.wantUp = false
-	if err := a.cmd.Process.Kill(); err != nil {
-		return fmt.Errorf("kill %s: %w", a.name, err)
-	}
-	<-a.done
-	return nil
-}
-
-// stopAll sends SIGTERM to every running agent, waits up to 15s, then
-// kills what is left.
-func (c *cluster) stopAll() {
-	for _, a := range c.agents {
-		if a.cmd != nil {
-			a.wantUp = false
-			_ = a.cmd.Process.Signal(syscall.SIGTERM) // fails only when already gone
-		}
-	}
-	deadline := time.After(15 * time.Second)
-	for _, a := range c.agents {
-		if a.cmd == nil {
-			continue
-		}
-		select {
-		case <-a.done:
-		case <-deadline:
-			fmt.Fprintf(os.Stderr, "%s did not stop within 15s of SIGTERM; killing it\n", a.name)
-			_ = a.cmd.Process.Kill()
-			<-a.done
-		}
-	}
-	c.waiters.Wait()
-}
-
-// alive fails when an agent we did not stop has exited (a crash, or a
-// port already taken), so waits end at once instead of at their deadline.
-func (c *cluster) alive() error {
-	for _, a := range c.agents {
-		if !a.wantUp {
-			continue
-		}
-		select {
-		case <-a.done:
-			return fmt.Errorf("agent %s exited unexpectedly: %v (log %s)", a.name, a.exitErr, c.logPath(a))
-		default:
-		}
-	}
-	return nil
-}
-
-func (c *cluster) logPath(a *agent) string { return filepath.Join(c.work, a.name+".log") }
-
-func (c *cluster) printLogs(w io.Writer) {
-	for _, a := range c.agents {
-		b, err := os.ReadFile(c.logPath(a))
-		if err != nil {
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-		fmt.Fprintf(w, "--- last lines of %s\n", c.logPath(a))
-		for _, l := range lines[max(0, len(lines)-25):] {
-			fmt.Fprintln(w, "  ", l)
-		}
-	}
-}
-
-// poll calls cond every interval until it returns true, an agent we did
-// not stop exits, ctx ends or c.timeout passes. It measures, so it neither
-// sleeps first nor backs off. Errors from cond only explain a timeout:
-// while a cluster forms or elects, requests do fail.
-func (c *cluster) poll(ctx context.Context, every time.Duration, what string, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	var last error
-	for {
-		if err := c.alive(); err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		callCtx, callCancel := context.WithTimeout(ctx, 2*time.Second)
-		ok, err := cond(callCtx)
-		callCancel()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
-			}
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// call sends method http://IP:8500/path to a's HTTP API with body (none
-// when empty) and decodes a 200 response into out (when not nil).
-func (c *cluster) call(ctx context.Context, a *agent, method, path, body string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.ip+":8500"+path, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error { return fmt.Errorf("%s %s on %s: %w", method, path, a.name, err) }
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fail(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	switch {
-	case err != nil:
-		return fail(err)
-	case resp.StatusCode != http.StatusOK:
-		return fail(fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b)))
-	case out != nil && json.Unmarshal(b, out) != nil:
-		return fail(fmt.Errorf("undecodable response %q", b))
-	}
-	return nil
-}
-
-// leader returns what a's /v1/status/leader names ("ip:8300", "" for none).
-func (c *cluster) leader(ctx context.Context, a *agent) (string, error) {
-	var addr string
-	err := c.call(ctx, a, http.MethodGet, "/v1/status/leader", "", &addr)
-	return addr, err
-}
-
-// converged reports whether every running server names the same leader
-// and has three Raft peers.
-func (c *cluster) converged(ctx context.Context) (bool, error) {
-	want := ""
-	for _, a := range c.agents[:3] {
-		l, err := c.leader(ctx, a)
-		if err != nil || l == "" || (want != "" && l != want) {
-			return false, err
-		}
-		want = l
-		var peers []string
-		if err := c.call(ctx, a, http.MethodGet, "/v1/status/peers", "", &peers); err != nil || len(peers) != 3 {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// settled is converged, plus every running agent seeing every running
-// agent alive in gossip. Measuring before that would measure a cluster
-// still healing (a restarted agent rejoining gossip).
-func (c *cluster) settled(ctx context.Context) (bool, error) {
-	if ok, err := c.converged(ctx); !ok {
-		return false, err
-	}
-	var up []*agent
-	for _, a := range c.agents {
-		if a.wantUp {
-			up = append(up, a)
-		}
-	}
-	for _, a := range up {
-		var members []struct{ Status int }
-		if err := c.call(ctx, a, http.MethodGet, "/v1/agent/members", "", &members); err != nil {
-			return false, err
-		}
-		alive := 0
-		for _, m := range members {
-			if m.Status == 1 { // serf's StatusAlive, sent as Consul does
-				alive++
-			}
-		}
-		if alive < len(up) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// settle waits until the cluster has settled and says how long it took.
-func (c *cluster) settle(ctx context.Context, why string) error {
+// settle waits until the cluster has settled (loopback's Settled, which
+// also needs every agent alive in gossip: measuring before that would
+// measure a cluster still healing) and says how long it took.
+func settle(ctx context.Context, c *loopback.Cluster, why string) error {
 	begin := time.Now()
-	if err := c.poll(ctx, 100*time.Millisecond, why+": one leader on all servers, 3 Raft peers, all agents alive in gossip", c.settled); err != nil {
+	if err := c.Poll(ctx, 100*time.Millisecond, why+": one leader on all agents, 3 Raft peers, all agents alive in gossip", c.Settled); err != nil {
 		return err
 	}
 	fmt.Printf("  %s: settled after %s\n", why, time.Since(begin).Round(time.Millisecond))
 	return nil
 }
 
+// leader returns what a's /v1/status/leader names ("ip:8300", "" for none).
+func leader(ctx context.Context, c *loopback.Cluster, a *loopback.Agent) (string, error) {
+	var addr string
+	err := c.Call(ctx, a, http.MethodGet, "/v1/status/leader", "", &addr)
+	return addr, err
+}
+
 // measureFailovers kills the leader rounds times and times how long a
 // surviving server takes to name another one. Between rounds the killed
 // server is restarted and the cluster allowed to settle, so each round
 // starts from three healthy voters.
-func measureFailovers(ctx context.Context, c *cluster, rounds int) ([]time.Duration, error) {
+func measureFailovers(ctx context.Context, c *loopback.Cluster, rounds int) ([]time.Duration, error) {
 	var samples []time.Duration
 	for round := 1; round <= rounds; round++ {
-		addr, err := c.leader(ctx, c.agents[0])
+		addr, err := leader(ctx, c, c.Agents[0])
 		if err != nil {
 			return nil, err
 		}
-		i := slices.IndexFunc(c.agents[:3], func(a *agent) bool { return addr == a.ip+":8300" })
+		i := slices.IndexFunc(c.Agents[:3], func(a *loopback.Agent) bool { return addr == a.RPCAddr() })
 		if i < 0 {
 			return nil, fmt.Errorf("round %d: leader %q is none of the servers", round, addr)
 		}
-		old := c.agents[i]
-		watcher := c.agents[0] // the first surviving server
+		old := c.Agents[i]
+		watcher := c.Agents[0] // the first surviving server
 		if watcher == old {
-			watcher = c.agents[1]
+			watcher = c.Agents[1]
 		}
 		var took time.Duration
 		begin := time.Now()
-		if err := c.kill(old); err != nil {
+		if err := c.Kill(old); err != nil {
 			return nil, err
 		}
-		err = c.poll(ctx, 10*time.Millisecond, watcher.name+" naming a new leader", func(ctx context.Context) (bool, error) {
-			l, err := c.leader(ctx, watcher)
+		err = c.Poll(ctx, 10*time.Millisecond, watcher.Name+" naming a new leader", func(ctx context.Context) (bool, error) {
+			l, err := leader(ctx, c, watcher)
 			took = time.Since(begin)
 			return err == nil && l != "" && l != addr, err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("round %d, after killing %s: %w", round, old.name, err)
+			return nil, fmt.Errorf("round %d, after killing %s: %w", round, old.Name, err)
 		}
 		samples = append(samples, took)
-		fmt.Printf("failover %d: killed leader %s; %s named a new leader after %s\n", round, old.name, watcher.name, took.Round(time.Millisecond))
+		fmt.Printf("failover %d: killed leader %s; %s named a new leader after %s\n", round, old.Name, watcher.Name, took.Round(time.Millisecond))
 
-		if err := c.start(old); err != nil {
+		if err := c.Start(old); err != nil {
 			return nil, err
 		}
-		if err := c.settle(ctx, old.name+" restarted"); err != nil {
+		if err := settle(ctx, c, old.Name+" restarted"); err != nil {
 			return nil, fmt.Errorf("round %d: %w", round, err)
 		}
 	}
@@ -465,10 +203,10 @@ const deadName = "deadsvc.service.dc1.cluster."
 
 // srvCount asks a's DNS for deadsvc's SRV records. ok is false when there
 // was no usable answer (timeout, SERVFAIL): that proves nothing either way.
-func srvCount(ctx context.Context, a *agent) (n int, ok bool) {
+func srvCount(ctx context.Context, a *loopback.Agent) (n int, ok bool) {
 	m := new(dns.Msg)
 	m.SetQuestion(deadName, dns.TypeSRV)
-	r, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).ExchangeContext(ctx, m, net.JoinHostPort(a.ip, "8600"))
+	r, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).ExchangeContext(ctx, m, a.DNSAddr())
 	if err != nil || (r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError) {
 		return 0, false
 	}
@@ -482,22 +220,22 @@ func srvCount(ctx context.Context, a *agent) (n int, ok bool) {
 
 // measureDeaths registers deadsvc on c1, kills c1 once c2 answers for it,
 // and times how long c2 keeps answering. Between rounds c1 is restarted.
-func measureDeaths(ctx context.Context, c *cluster, rounds int) ([]time.Duration, error) {
-	c1, c2 := c.agents[3], c.agents[4]
+func measureDeaths(ctx context.Context, c *loopback.Cluster, rounds int) ([]time.Duration, error) {
+	c1, c2 := c.Agent("c1"), c.Agent("c2")
 	var samples []time.Duration
 	for round := 1; round <= rounds; round++ {
 		if round > 1 {
-			if err := c.start(c1); err != nil {
+			if err := c.Start(c1); err != nil {
 				return nil, err
 			}
-			if err := c.settle(ctx, "c1 restarted"); err != nil {
+			if err := settle(ctx, c, "c1 restarted"); err != nil {
 				return nil, fmt.Errorf("round %d: %w", round, err)
 			}
 		}
 		// Registering again after a restart is harmless (the same ID) and
 		// does not rely on c1 reloading its persisted services.
-		err := c.poll(ctx, 100*time.Millisecond, "deadsvc registered on c1", func(ctx context.Context) (bool, error) {
-			err := c.register(ctx, c1, `{"Name":"deadsvc","Port":9999}`)
+		err := c.Poll(ctx, 100*time.Millisecond, "deadsvc registered on c1", func(ctx context.Context) (bool, error) {
+			err := c.Register(ctx, c1, `{"Name":"deadsvc","Port":9999}`)
 			return err == nil, err
 		})
 		if err != nil {
@@ -506,7 +244,7 @@ func measureDeaths(ctx context.Context, c *cluster, rounds int) ([]time.Duration
 		// c2's DNS reads from any server, and a follower may not have
 		// applied a write yet, so one answer proves little: both before
 		// and after the kill, wait for a steady streak of answers.
-		err = c.poll(ctx, 20*time.Millisecond, "deadsvc answered steadily by c2's DNS", steady(func(ctx context.Context) bool {
+		err = c.Poll(ctx, 20*time.Millisecond, "deadsvc answered steadily by c2's DNS", steady(func(ctx context.Context) bool {
 			n, _ := srvCount(ctx, c2)
 			return n > 0
 		}, nil))
@@ -514,11 +252,11 @@ func measureDeaths(ctx context.Context, c *cluster, rounds int) ([]time.Duration
 			return nil, err
 		}
 		begin := time.Now()
-		if err := c.kill(c1); err != nil {
+		if err := c.Kill(c1); err != nil {
 			return nil, err
 		}
 		var goneAt time.Time
-		err = c.poll(ctx, 20*time.Millisecond, "c2's DNS to drop deadsvc for good", steady(func(ctx context.Context) bool {
+		err = c.Poll(ctx, 20*time.Millisecond, "c2's DNS to drop deadsvc for good", steady(func(ctx context.Context) bool {
 			n, ok := srvCount(ctx, c2)
 			return ok && n == 0
 		}, &goneAt))
@@ -554,17 +292,16 @@ func steady(check func(context.Context) bool, since *time.Time) func(context.Con
 	}
 }
 
-// register PUTs one service registration to a's agent API.
-func (c *cluster) register(ctx context.Context, a *agent, body string) error {
-	return c.call(ctx, a, http.MethodPut, "/v1/agent/service/register", body, nil)
-}
+// seq numbers the bench services across both phases, so every
+// registration creates a service rather than updating one.
+var seq atomic.Int64
 
 // measureRegistrations registers distinct services on c2 from workers
 // goroutines until cfg.duration passes (or cfg.n are done) and returns
 // each one's latency and the wall time of the phase. The first error
 // stops the phase.
-func measureRegistrations(ctx context.Context, c *cluster, cfg config, workers int) ([]time.Duration, time.Duration, error) {
-	c2 := c.agents[4]
+func measureRegistrations(ctx context.Context, c *loopback.Cluster, cfg config, workers int) ([]time.Duration, time.Duration, error) {
+	c2 := c.Agent("c2")
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -585,10 +322,10 @@ func measureRegistrations(ctx context.Context, c *cluster, cfg config, workers i
 		wg.Go(func() {
 			var mine []time.Duration
 			for ctx.Err() == nil && more() {
-				i := c.seq.Add(1)
+				i := seq.Add(1)
 				body := fmt.Sprintf(`{"Name":"bench","ID":"bench-%d","Port":%d}`, i, 1000+i%50000)
 				t := time.Now()
-				if err := c.register(ctx, c2, body); err != nil {
+				if err := c.Register(ctx, c2, body); err != nil {
 					cancel(err)
 					break
 				}
@@ -615,15 +352,8 @@ func measureRegistrations(ctx context.Context, c *cluster, cfg config, workers i
 func report(what, method string, samples []time.Duration, rate string) row {
 	slices.Sort(samples)
 	fmt.Printf("\n%s: %s\n  n=%d  min %.1f ms  median %.1f ms  p90 %.1f ms  p99 %.1f ms  max %.1f ms  %s\n\n",
-		what, method, len(samples), ms(samples, 0), ms(samples, 0.5), ms(samples, 0.9), ms(samples, 0.99), ms(samples, 1), rate)
+		what, method, len(samples), loopback.Ms(samples, 0), loopback.Ms(samples, 0.5), loopback.Ms(samples, 0.9), loopback.Ms(samples, 0.99), loopback.Ms(samples, 1), rate)
 	return row{what, samples, rate}
-}
-
-// ms returns the q-quantile of sorted samples in milliseconds, by nearest
-// rank: the smallest sample with at least q of them at or below it.
-func ms(sorted []time.Duration, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return float64(sorted[min(max(i, 0), len(sorted)-1)]) / float64(time.Millisecond)
 }
 
 func printSummary(w io.Writer, rows []row) {
@@ -631,6 +361,6 @@ func printSummary(w io.Writer, rows []row) {
 	for _, r := range rows {
 		s := r.samples
 		fmt.Fprintf(w, "%-24s %6d %9.1f %9.1f %9.1f %9.1f %9.1f  %s\n",
-			r.what, len(s), ms(s, 0), ms(s, 0.5), ms(s, 0.9), ms(s, 0.99), ms(s, 1), r.rate)
+			r.what, len(s), loopback.Ms(s, 0), loopback.Ms(s, 0.5), loopback.Ms(s, 0.9), loopback.Ms(s, 0.99), loopback.Ms(s, 1), r.rate)
 	}
 }

@@ -10,9 +10,6 @@
 // removes the work directory, or keeps it and prints the logs' tails when
 // the measurement failed. It is used from one goroutine, except Call,
 // Register and Poll, which may be called concurrently.
-//
-// (examples/bench/cluster and examples/bench/checks predate it and carry
-// their own copies of this code.)
 package loopback
 
 import (
@@ -112,19 +109,43 @@ func (c *Cluster) servers() []*Agent {
 // of them have met.
 func (c *Cluster) StartAll() error {
 	for _, a := range c.Agents {
-		args := []string{"agent", "-node", a.Name, "-bind", a.IP, "-client", a.IP,
-			"-data-dir", filepath.Join(c.work, a.Name), "-retry-interval", "1s"}
-		for _, s := range c.servers() {
-			args = append(args, "-retry-join", s.IP)
-		}
-		if a.Server {
-			args = append(args, "-server", "-bootstrap-expect", strconv.Itoa(len(c.servers())))
-		}
-		if err := c.start(a, args); err != nil {
+		if err := c.Start(a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Start starts a, as StartAll does; again after Kill, with the same flags
+// and data directory, its log appended to.
+func (c *Cluster) Start(a *Agent) error {
+	args := []string{"agent", "-node", a.Name, "-bind", a.IP, "-client", a.IP,
+		"-data-dir", filepath.Join(c.work, a.Name), "-retry-interval", "1s"}
+	for _, s := range c.servers() {
+		args = append(args, "-retry-join", s.IP)
+	}
+	if a.Server {
+		args = append(args, "-server", "-bootstrap-expect", strconv.Itoa(len(c.servers())))
+	}
+	return c.start(a, args)
+}
+
+// Kill sends SIGKILL to a and waits until it is gone, so its ports are
+// free; its exit is expected from then on.
+func (c *Cluster) Kill(a *Agent) error {
+	a.wantUp = false
+	if err := a.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("kill %s: %w", a.Name, err)
+	}
+	<-a.done
+	return nil
+}
+
+// IdleConnsPerHost sets how many idle keep-alive connections the HTTP
+// client keeps to each agent (16 unless set), so that many concurrent
+// callers hold no TCP handshakes. Call it before any request.
+func (c *Cluster) IdleConnsPerHost(n int) {
+	c.http.Transport.(*http.Transport).MaxIdleConnsPerHost = n
 }
 
 func (c *Cluster) start(a *Agent, args []string) error {
@@ -307,7 +328,7 @@ func (c *Cluster) Register(ctx context.Context, a *Agent, body string) error {
 // gossip; it says how long that took.
 func (c *Cluster) Settle(ctx context.Context) error {
 	begin := time.Now()
-	err := c.Poll(ctx, 100*time.Millisecond, "one leader and all peers on every server, all agents alive in gossip", c.settled)
+	err := c.Poll(ctx, 100*time.Millisecond, "one leader and all peers on every server, all agents alive in gossip", c.Settled)
 	if err != nil {
 		return err
 	}
@@ -315,7 +336,10 @@ func (c *Cluster) Settle(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cluster) settled(ctx context.Context) (bool, error) {
+// Settled is Settle's condition, for callers that poll it themselves: every
+// agent names the same leader, every server has every server as a Raft
+// peer, and every agent sees every agent alive in gossip.
+func (c *Cluster) Settled(ctx context.Context) (bool, error) {
 	want := ""
 	for _, a := range c.Agents {
 		var leader string
@@ -357,6 +381,9 @@ var clockTicks = sync.OnceValue(func() int64 {
 	fmt.Fprintln(os.Stderr, "getconf CLK_TCK failed; assuming 100 ticks a second")
 	return 100
 })
+
+// ClockTicks is the unit of /proc/PID/stat's times, in ticks a second.
+func ClockTicks() int64 { return clockTicks() }
 
 // Sample reads pid's CPU time (utime+stime, fields 14 and 15 of
 // /proc/PID/stat), VmRSS in KiB and thread count (from /proc/PID/status).
