@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -47,13 +48,25 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 
-	body, ctype := get(t, a, "/v1/agent/metrics?format=prometheus")
+	// A question is counted once its reply has been written, which can be
+	// a moment after the client has it: read until all three are in.
+	var body, ctype string
+	var samples map[string]float64
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var err error
+		body, ctype = get(t, a, "/v1/agent/metrics?format=prometheus")
+		samples, err = parsePrometheus(body)
+		if err != nil {
+			t.Fatalf("the text is not Prometheus's format: %v\n%s", err, body)
+		}
+		if samples["cairn_dns_answer_seconds_count"] >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if ctype != "text/plain; version=0.0.4; charset=utf-8" {
 		t.Errorf("got Content-Type %q, want text/plain; version=0.0.4; charset=utf-8", ctype)
-	}
-	samples, err := parsePrometheus(body)
-	if err != nil {
-		t.Fatalf("the text is not Prometheus's format: %v\n%s", err, body)
 	}
 	for series, want := range map[string]float64{
 		`cairn_dns_questions_total{qtype="SRV",rcode="NOERROR"}`: 2,
