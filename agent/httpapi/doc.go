@@ -6,7 +6,9 @@
 // httpapi imports catalog (and rpc for the Raft configuration's wire type,
 // agent/checks for check definitions, agent/local for its errors) and
 // declares what it needs of the rest of the agent as small interfaces
-// (Local, Catalog, Status, Cluster) that the agent wires. Check definitions
+// (Local, Catalog, Status, Cluster, and optionally CachedCatalog for
+// ?cached reads and Metrics for /v1/agent/metrics) that the agent wires.
+// Check definitions
 // are decoded and validated here, before the Local sees them. Handlers are
 // safe for concurrent use.
 package httpapi
