@@ -33,8 +33,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
 )
 
@@ -183,45 +181,6 @@ func (t *target) snapshot() map[string]int {
 
 const webName = "web.service.dc1.cluster."
 
-// srvCount asks a's DNS for web's SRV records. ok is false when there was
-// no usable answer (timeout, SERVFAIL): that proves nothing either way.
-func srvCount(ctx context.Context, a *loopback.Agent) (n int, ok bool) {
-	m := new(dns.Msg)
-	m.SetQuestion(webName, dns.TypeSRV)
-	r, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).ExchangeContext(ctx, m, a.DNSAddr())
-	if err != nil || (r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError) {
-		return 0, false
-	}
-	for _, rr := range r.Answer {
-		if _, isSRV := rr.(*dns.SRV); isSRV {
-			n++
-		}
-	}
-	return n, true
-}
-
-// steadyStreak is how many answers in a row (at 20ms, half a second) make
-// an answer steady: c2 reads from one server, which may lag the leader.
-const steadyStreak = 25
-
-// steady turns a check into a poll condition that holds once the check
-// passed steadyStreak times in a row. When since is not nil, it gets the
-// time the streak's first check returned.
-func steady(check func(context.Context) bool, since *time.Time) func(context.Context) (bool, error) {
-	streak := 0
-	return func(ctx context.Context) (bool, error) {
-		if !check(ctx) {
-			streak = 0
-			return false, nil
-		}
-		if streak == 0 && since != nil {
-			*since = time.Now()
-		}
-		streak++
-		return streak >= steadyStreak, nil
-	}
-}
-
 // flips times one change of the target (stop or start) until c2's DNS
 // reflects it steadily: from the change, and from the probe that saw it.
 type flips struct{ total, afterProbe []time.Duration }
@@ -239,11 +198,11 @@ func measureFlips(ctx context.Context, c *loopback.Cluster, t *target, cfg confi
 	}
 	want := func(records int) func(context.Context) bool {
 		return func(ctx context.Context) bool {
-			n, ok := srvCount(ctx, c2)
+			n, ok := loopback.SRVCount(ctx, c2, webName)
 			return ok && n == records
 		}
 	}
-	if err := c.Poll(ctx, 20*time.Millisecond, "web answered steadily by c2's DNS", steady(want(1), nil)); err != nil {
+	if err := c.Poll(ctx, 20*time.Millisecond, "web answered steadily by c2's DNS", loopback.Steady(want(1), nil)); err != nil {
 		return down, up, err
 	}
 	pause := func() error {
@@ -269,7 +228,7 @@ func measureFlips(ctx context.Context, c *loopback.Cluster, t *target, cfg confi
 		for !probe.After(begin) {
 			probe = probe.Add(cfg.interval)
 		}
-		if err := c.Poll(ctx, 20*time.Millisecond, "c2's DNS to drop web", steady(want(0), &at)); err != nil {
+		if err := c.Poll(ctx, 20*time.Millisecond, "c2's DNS to drop web", loopback.Steady(want(0), &at)); err != nil {
 			return down, up, fmt.Errorf("round %d, target stopped: %w", round, err)
 		}
 		down.total, down.afterProbe = append(down.total, at.Sub(begin)), append(down.afterProbe, at.Sub(probe))
@@ -283,7 +242,7 @@ func measureFlips(ctx context.Context, c *loopback.Cluster, t *target, cfg confi
 		if err := t.start(); err != nil {
 			return down, up, err
 		}
-		if err := c.Poll(ctx, 20*time.Millisecond, "c2's DNS to answer web again", steady(want(1), &at)); err != nil {
+		if err := c.Poll(ctx, 20*time.Millisecond, "c2's DNS to answer web again", loopback.Steady(want(1), &at)); err != nil {
 			return down, up, fmt.Errorf("round %d, target started: %w", round, err)
 		}
 		probes = t.webProbes()
@@ -462,7 +421,7 @@ func printSummary(w io.Writer, cfg config, rows []row, usages []usageRow) {
 			fmt.Fprintf(w, "%-24s %4d %9.1f %9.1f %9.1f %9.1f\n", r.what, len(s), loopback.Ms(s, 0), loopback.Ms(s, 0.5), loopback.Ms(s, 0.9), loopback.Ms(s, 1))
 		}
 		fmt.Fprintf(w, "gone/back: c1 probes web every %s (timeout 500ms); after a random wait the target is stopped (started), then c2's DNS is asked for web SRV every 20ms until it holds none (one) %d times in a row; the time is that streak's first answer\n",
-			cfg.interval, steadyStreak)
+			cfg.interval, loopback.SteadyStreak)
 		fmt.Fprintln(w, "* the failing probe is refused, so its time is estimated as the last answered probe + the interval")
 		fmt.Fprintf(w, "floor: gone ≈ the wait for the next probe, up to %s (a closed port refuses at once; the 500ms timeout counts only for a target that hangs) + the after-probe part (push to the servers, Raft commit, c2's read); median ≈ %s + that\n\n",
 			cfg.interval, cfg.interval/2)

@@ -29,8 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
 )
 
@@ -201,23 +199,6 @@ func measureFailovers(ctx context.Context, c *loopback.Cluster, rounds int) ([]t
 
 const deadName = "deadsvc.service.dc1.cluster."
 
-// srvCount asks a's DNS for deadsvc's SRV records. ok is false when there
-// was no usable answer (timeout, SERVFAIL): that proves nothing either way.
-func srvCount(ctx context.Context, a *loopback.Agent) (n int, ok bool) {
-	m := new(dns.Msg)
-	m.SetQuestion(deadName, dns.TypeSRV)
-	r, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).ExchangeContext(ctx, m, a.DNSAddr())
-	if err != nil || (r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError) {
-		return 0, false
-	}
-	for _, rr := range r.Answer {
-		if _, isSRV := rr.(*dns.SRV); isSRV {
-			n++
-		}
-	}
-	return n, true
-}
-
 // measureDeaths registers deadsvc on c1, kills c1 once c2 answers for it,
 // and times how long c2 keeps answering. Between rounds c1 is restarted.
 func measureDeaths(ctx context.Context, c *loopback.Cluster, rounds int) ([]time.Duration, error) {
@@ -244,8 +225,8 @@ func measureDeaths(ctx context.Context, c *loopback.Cluster, rounds int) ([]time
 		// c2's DNS reads from any server, and a follower may not have
 		// applied a write yet, so one answer proves little: both before
 		// and after the kill, wait for a steady streak of answers.
-		err = c.Poll(ctx, 20*time.Millisecond, "deadsvc answered steadily by c2's DNS", steady(func(ctx context.Context) bool {
-			n, _ := srvCount(ctx, c2)
+		err = c.Poll(ctx, 20*time.Millisecond, "deadsvc answered steadily by c2's DNS", loopback.Steady(func(ctx context.Context) bool {
+			n, _ := loopback.SRVCount(ctx, c2, deadName)
 			return n > 0
 		}, nil))
 		if err != nil {
@@ -256,8 +237,8 @@ func measureDeaths(ctx context.Context, c *loopback.Cluster, rounds int) ([]time
 			return nil, err
 		}
 		var goneAt time.Time
-		err = c.Poll(ctx, 20*time.Millisecond, "c2's DNS to drop deadsvc for good", steady(func(ctx context.Context) bool {
-			n, ok := srvCount(ctx, c2)
+		err = c.Poll(ctx, 20*time.Millisecond, "c2's DNS to drop deadsvc for good", loopback.Steady(func(ctx context.Context) bool {
+			n, ok := loopback.SRVCount(ctx, c2, deadName)
 			return ok && n == 0
 		}, &goneAt))
 		if err != nil {
@@ -268,28 +249,6 @@ func measureDeaths(ctx context.Context, c *loopback.Cluster, rounds int) ([]time
 		fmt.Printf("death %d: killed c1; c2's DNS dropped deadsvc after %s\n", round, took.Round(time.Millisecond))
 	}
 	return samples, nil
-}
-
-// steadyStreak is how many answers in a row (at 20ms, half a second) make
-// an answer steady.
-const steadyStreak = 25
-
-// steady turns a check into a poll condition that holds once the check
-// passed steadyStreak times in a row. When since is not nil, it gets the
-// time the streak's first check returned.
-func steady(check func(context.Context) bool, since *time.Time) func(context.Context) (bool, error) {
-	streak := 0
-	return func(ctx context.Context) (bool, error) {
-		if !check(ctx) {
-			streak = 0
-			return false, nil
-		}
-		if streak == 0 && since != nil {
-			*since = time.Now()
-		}
-		streak++
-		return streak >= steadyStreak, nil
-	}
 }
 
 // seq numbers the bench services across both phases, so every
