@@ -289,9 +289,6 @@ func (a *Agent) startDNS() error {
 func (a *Agent) newDNSSource() (*dnsSource, error) {
 	cc := cache.DefaultConfig()
 	d := a.cfg.DNS
-	if !a.cfg.Server {
-		cc.MaxEntries = clientCacheMaxEntries
-	}
 	if d.CacheMaxEntries > 0 {
 		cc.MaxEntries = d.CacheMaxEntries
 	}

@@ -140,12 +140,12 @@ type DNSConfig struct {
 	// 8767). Default 72h.
 	MaxStale time.Duration
 	// CacheMaxEntries bounds the names of each kind (services, nodes) the
-	// agent's DNS cache holds, each with a watch open on a server; the
-	// least recently asked is dropped first. Default 10,000 on a server;
-	// on a client 1,000, and at most that (clientCacheMaxEntries).
+	// agent's DNS cache holds; the least recently asked is dropped first.
+	// An entry costs its answer's memory and no watch of its own (the
+	// cache follows one change feed). Default 10,000.
 	CacheMaxEntries int
-	// CacheIdleTimeout drops a cached name not asked for this long, and
-	// its watch. Default 10m.
+	// CacheIdleTimeout drops a cached name not asked for this long, so
+	// that forgotten names stop being refetched on changes. Default 10m.
 	CacheIdleTimeout time.Duration
 	// RecursorStrategy is "sequential" (default: in order) or "random".
 	RecursorStrategy string
@@ -211,14 +211,6 @@ func defaultNodeName() string {
 	h, _, _ = strings.Cut(h, ".")
 	return strings.ToLower(h)
 }
-
-// clientCacheMaxEntries is the most names of each kind (services, nodes) a
-// client's DNS cache holds. Each keeps a blocking query open on the one
-// connection to its server, and the server takes at most 2048 streams per
-// connection (rpc's MaxStreamsPerConn); two kinds of 1,000 leave room for
-// the agent's other calls. A watch protocol carrying many watches on one
-// stream would lift this.
-const clientCacheMaxEntries = 1000
 
 // FieldError names a configuration field and why its value is rejected.
 type FieldError struct {
@@ -290,10 +282,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.DNS.validate()...)
-	if !c.Server && !c.Dev && c.DNS.CacheMaxEntries > clientCacheMaxEntries {
-		bad("dns_config.cache_max_entries", "a client agent holds at most %d names of each kind: every cached name keeps a blocking query open "+
-			"on its server connection, which carries at most 2048 at once; got %d", clientCacheMaxEntries, c.DNS.CacheMaxEntries)
-	}
 	errs = append(errs, c.validateCluster()...)
 	return errors.Join(errs...)
 }

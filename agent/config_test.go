@@ -156,7 +156,6 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.DNS.RecursorTimeout = -time.Second }},
 		{"dns_config.max_stale", "-1s", func(c *Config) { c.DNS.MaxStale = -time.Second }},
 		{"dns_config.cache_max_entries", "-1", func(c *Config) { c.DNS.CacheMaxEntries = -1 }},
-		{"dns_config.cache_max_entries", "5000 on a client", func(c *Config) { c.Server, c.DNS.CacheMaxEntries = false, 5000 }},
 		{"dns_config.cache_idle_timeout", "-1s", func(c *Config) { c.DNS.CacheIdleTimeout = -time.Second }},
 		{"dns_config.recursor_strategy", "fastest", func(c *Config) { c.DNS.RecursorStrategy = "fastest" }},
 		{"dns_config.unhealthy_answer", "maybe", func(c *Config) { c.DNS.UnhealthyAnswer = "maybe" }},

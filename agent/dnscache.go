@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
@@ -23,6 +24,9 @@ import (
 type blockingReader interface {
 	serviceInstancesAt(ctx context.Context, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error)
 	nodeAt(ctx context.Context, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error)
+	// changesAt is the catalog's change feed (catalog.Store.ChangesSince),
+	// blocking the same way.
+	changesAt(ctx context.Context, minIndex uint64, wait time.Duration) (catalog.Changes, error)
 }
 
 // The kinds of cache key.
@@ -33,7 +37,8 @@ const (
 
 // dnsSource is the resolver's Source on every agent: service and node
 // questions are answered from the agent's cache, which fills on a miss
-// and then keeps each entry fresh with blocking queries, so a repeated
+// and then keeps its entries fresh by following the catalog's change feed
+// (one blocking call per cache, refetching the names it reports), so a repeated
 // question costs no RPC and no catalog read, and keeps answering from its
 // last entry while the servers are unreachable (serve-stale). Reverse
 // lookups, rare, go to the backend each time.
@@ -51,6 +56,7 @@ var _ resolver.Source = (*dnsSource)(nil)
 func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, r blockingReader,
 	reverse func(context.Context, netip.Addr) ([]string, []string, error), logger *slog.Logger) (*dnsSource, error) {
 	s := &dnsSource{dc: dc, onlyPassing: onlyPassing, reader: r, reverse: reverse}
+	cfg.Feed = s.feed
 	var err error
 	logger = logger.With("component", "cache")
 	if s.instances, err = cache.New(cfg, s.fetchInstances, logger); err != nil {
@@ -89,6 +95,38 @@ func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex 
 func (s *dnsSource) fetchNode(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*catalog.Node, uint64, error) {
 	idx, n, err := s.reader.nodeAt(ctx, key.Name, minIndex, wait)
 	return n, idx, err
+}
+
+// feed is the caches' Feed: the catalog's changes, told as which keys
+// they touch. Names in keys are lowercased (by zones, and here for HTTP
+// ?cached reads that keep the path's case), as the change log's are.
+func (s *dnsSource) feed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+	if dc != s.dc {
+		return 0, nil, false, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+	}
+	c, err := s.reader.changesAt(ctx, minIndex, wait)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	services, nodes := setOf(c.Services), setOf(c.Nodes)
+	changed := func(k cache.Key) bool {
+		switch k.Kind {
+		case kindService:
+			return services[strings.ToLower(k.Name)]
+		case kindNode:
+			return nodes[strings.ToLower(k.Name)]
+		}
+		return true
+	}
+	return c.Index, changed, c.Reset, nil
+}
+
+func setOf(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 // Instances answers from the cache; names that cannot be in the catalog
@@ -145,6 +183,18 @@ func (r storeReader) nodeAt(ctx context.Context, name string, minIndex uint64, w
 	})
 }
 
+func (r storeReader) changesAt(ctx context.Context, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
+	var c catalog.Changes
+	_, _, err := blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, struct{}, error) {
+		c = r.store.ChangesSince(ws, minIndex)
+		if c.Reset {
+			return minIndex + 1, struct{}{}, nil // any index past minIndex ends the wait
+		}
+		return c.Index, struct{}{}, nil
+	})
+	return c, err
+}
+
 // blockingRead runs read until its index passes minIndex (at once when
 // minIndex is 0), waiting on the read's watches between runs, for at most
 // wait; then it returns the last read.
@@ -190,6 +240,17 @@ func (b *rpcBackend) nodeAt(ctx context.Context, name string, minIndex uint64, w
 		return 0, nil, err
 	}
 	return reply.Index, reply.Node, nil
+}
+
+// changesAt is a blocking stale read of the change feed from a server.
+func (b *rpcBackend) changesAt(ctx context.Context, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
+	var reply rpc.ChangesResponse
+	q := b.query()
+	q.MinQueryIndex, q.MaxQueryTime = minIndex, wait
+	if err := b.call(ctx, rpc.MethodCatalogChanges, false, &rpc.ChangesRequest{QueryOptions: q}, &reply); err != nil {
+		return catalog.Changes{}, err
+	}
+	return reply.Changes, nil
 }
 
 // cachedInstances answers ?cached HTTP reads from the same entries DNS

@@ -93,6 +93,10 @@ type Cache[V any] struct {
 	// a hit's cost.
 	coarse atomic.Int64
 	done   chan struct{} // closed by Close; stops the ticker
+	// ctx is canceled by Close: the parent of every feed call and
+	// refetch, so that Close does not wait for their timeouts.
+	ctx       context.Context
+	cancelAll context.CancelFunc
 
 	// table maps Key to *slot[V]. Get reads it without locks; it is
 	// written only under mu, together with lru, so that under mu a key is
@@ -104,7 +108,13 @@ type Cache[V any] struct {
 	bytes  int64                         // sum of the slots' size
 	fills  map[Key]*fill[V]              // misses being fetched, one per key
 	closed bool
-	wg     sync.WaitGroup // fill, refresh and ticker goroutines
+
+	// With a Feed (see feed.go): the datacenters being followed, and the
+	// entries waiting for a refetch, which wake signals.
+	followed map[string]bool
+	queue    []*slot[V]
+	wake     chan struct{}
+	wg       sync.WaitGroup // fill, refresh and ticker goroutines
 
 	hits, misses, staleAnswers, evictions, refreshErrors atomic.Uint64
 	lastWarn                                             atomic.Int64 // now() of the last rate-limited warning
@@ -128,7 +138,14 @@ type slot[V any] struct {
 	listed  int64              // lastUsed when the slot was last put at the LRU's front
 	size    int64              // bytes counted in Cache.bytes
 	removed bool               // evicted, dropped or closed; the refresh is stopping
-	cancel  context.CancelFunc // stops the refresh loop
+	cancel  context.CancelFunc // stops the refresh loop (a no-op with a Feed)
+
+	// With a Feed, also guarded by Cache.mu: queued for a refetch, being
+	// refetched, to be refetched again once this one ends; consecutive
+	// failed refetches; now() of the last successful fetch.
+	queued, refetching, again bool
+	failures                  int
+	lastOK                    int64
 }
 
 // fill is one miss being fetched, shared by every caller of its key until
@@ -142,6 +159,9 @@ type fill[V any] struct {
 	stop  context.CancelCauseFunc
 	entry *Entry[V]
 	err   error
+	// invalidated (under Cache.mu) says the feed named the key while the
+	// fill was in flight: what it read may predate the change.
+	invalidated bool
 }
 
 // New returns a cache that fills and refreshes its entries with fetch.
@@ -163,16 +183,24 @@ func New[V any](cfg Config, fetch Fetcher[V], logger *slog.Logger) (*Cache[V], e
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	c := &Cache[V]{
-		cfg:    cfg,
-		fetch:  fetch,
-		logger: logger.With("component", "cache"),
-		epoch:  time.Now(),
-		done:   make(chan struct{}),
-		lru:    l,
-		fills:  make(map[Key]*fill[V]),
+		cfg:      cfg,
+		fetch:    fetch,
+		logger:   logger.With("component", "cache"),
+		epoch:    time.Now(),
+		done:     make(chan struct{}),
+		lru:      l,
+		fills:    make(map[Key]*fill[V]),
+		followed: make(map[string]bool),
+		wake:     make(chan struct{}, 1),
 	}
+	c.ctx, c.cancelAll = context.WithCancel(context.Background())
 	c.coarse.Store(c.now())
 	c.wg.Go(c.tick)
+	if cfg.Feed != nil {
+		for range refetchers {
+			c.wg.Go(c.refetcher)
+		}
+	}
 	return c, nil
 }
 
@@ -188,6 +216,9 @@ func (c *Cache[V]) tick() {
 		select {
 		case <-t.C:
 			c.coarse.Store(c.now())
+			if c.cfg.Feed != nil {
+				c.sweep()
+			}
 		case <-c.done:
 			return
 		}
@@ -313,7 +344,7 @@ func (c *Cache[V]) startFillLocked(key Key) *fill[V] {
 		} else {
 			f.entry = &Entry[V]{Value: v, Index: idx, Fetched: time.Now()}
 			if !c.closed {
-				c.insertLocked(key, f.entry)
+				c.insertLocked(key, f.entry, f.invalidated)
 			}
 		}
 		c.mu.Unlock()
@@ -345,6 +376,7 @@ func (c *Cache[V]) Close() {
 	if !c.closed {
 		c.closed = true
 		close(c.done)
+		c.cancelAll()
 		for _, s := range c.lru.Values() {
 			c.removeLocked(s, false)
 		}

@@ -9,13 +9,13 @@ import (
 // Config configures a Cache. Start from DefaultConfig.
 type Config struct {
 	// MaxEntries bounds the number of entries; past it the least recently
-	// used entry is evicted (and its refresh stopped). Each entry costs its
-	// value, a goroutine (a few KiB of stack) and an open blocking query on
-	// a server, so this also bounds what one agent asks of the servers.
-	// Default 10,000: the busiest agent of issue 6's targets (10,000
-	// distinct names under 100 MB), well above the few hundred names a
-	// typical node resolves, and low enough that a flood of random names
-	// cannot make the agent hold unbounded goroutines and watches.
+	// used entry is evicted (and its refresh stopped). Without a Feed each
+	// entry costs its value, a goroutine (a few KiB of stack) and an open
+	// blocking query on a server; with one, its value and the refetches
+	// that changes to it cause. Default 10,000: the busiest agent of issue
+	// 6's targets (10,000 distinct names under 100 MB), well above the few
+	// hundred names a typical node resolves, and low enough that a flood
+	// of random names cannot make the agent hold unbounded memory.
 	MaxEntries int
 	// MaxBytes bounds the approximate memory of the entries (see Size).
 	// 0 means no bytes bound. Default 0: MaxEntries alone bounds the
@@ -63,6 +63,13 @@ type Config struct {
 	// attempts per second, not a storm.
 	RetryMin time.Duration
 	RetryMax time.Duration
+	// Feed, when set, keeps entries fresh by following each datacenter's
+	// change feed (one blocking call per datacenter) and refetching the
+	// entries it names, instead of one blocking query per entry (see
+	// feed.go): an entry then costs its value and no goroutine. The
+	// feed's calls use BlockingWait, FetchTimeout and the Retry backoff
+	// like a refresh does. Default nil: a blocking query per entry.
+	Feed Feed
 }
 
 // entryOverhead is the approximate bytes an entry costs beyond its key

@@ -1,8 +1,16 @@
 // Package cache owns the agent's materialized views: one entry per Key
 // (kind, datacenter, name, tag, filter), filled by one fetch on the first
-// question, then kept fresh in the background by blocking queries until it
-// has not been asked for IdleTimeout, and served stale, for up to MaxStale,
-// while the servers cannot be reached.
+// question, then kept fresh in the background until it has not been asked
+// for IdleTimeout, and served stale, for up to MaxStale, while the servers
+// cannot be reached.
+//
+// Two ways of keeping entries fresh: with a Config.Feed (what the agent
+// uses; feed.go), the cache follows each datacenter's change feed with one
+// blocking call and refetches the entries a change names, so an entry is
+// only its value; without one, each entry runs its own blocking query
+// (refresh.go), which costs a goroutine here and a watch on a server per
+// entry (about 14 KiB on a server and twice that on a client, measured),
+// too much for ten thousand names.
 //
 // # Why it looks like this
 //
@@ -46,7 +54,8 @@
 // was just answered NXDOMAIN as fast as any change reaches any name.
 //
 // Freshness and staleness: while an entry's refresh is in contact with
-// the servers (its blocking query is open, or returned successfully), the
+// the servers (its blocking query, or its datacenter's feed, is open or
+// returned successfully, and its last refetch succeeded), the
 // entry is current and Info.Age is 0. Once a refresh fails, the entry is
 // served as it is and Info.Age counts from the entry's last successful
 // refresh; past Config.StaleAfter, Info.Stale is set (the DNS layer answers
@@ -59,8 +68,10 @@
 // uses golang-lru/v2 (its home, per DESIGN.md).
 //
 // Concurrency: every method may be called from any goroutine. The cache
-// starts one goroutine per live entry (its refresh loop), one per miss in
-// flight and one for the coarse clock; Close stops them all and waits for
+// starts one goroutine per miss in flight, one for the coarse clock (which
+// also sweeps idle and too-stale entries with a Feed), and either one per
+// live entry (its refresh loop) or, with a Feed, one per followed
+// datacenter and a few refetch workers; Close stops them all and waits for
 // them. The Fetcher is
 // called from those goroutines, concurrently for different keys, and must
 // return promptly once its ctx is done.

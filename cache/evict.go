@@ -3,10 +3,11 @@ package cache
 import "context"
 
 // insertLocked adds key's first entry, makes room for it, and starts its
-// refresh. An entry larger than MaxBytes on its own is returned to the
+// refresh (or, with a Feed, follows its datacenter, refetching the entry
+// at once when the feed named it while it was being filled: stale). An entry larger than MaxBytes on its own is returned to the
 // callers of the miss but not kept (and counts as an eviction): keeping it
 // would empty the rest of the cache.
-func (c *Cache[V]) insertLocked(key Key, e *Entry[V]) {
+func (c *Cache[V]) insertLocked(key Key, e *Entry[V], stale bool) {
 	if old, ok := c.lru.Peek(key); ok { // not expected: a fill starts only for a missing key
 		c.removeLocked(old, false)
 	}
@@ -17,9 +18,20 @@ func (c *Cache[V]) insertLocked(key Key, e *Entry[V]) {
 	}
 	c.evictLocked(1, size)
 	now := c.now()
-	s := &slot[V]{key: key, size: size, listed: now}
+	s := &slot[V]{key: key, size: size, listed: now, lastOK: now}
 	s.entry.Store(e)
 	s.lastUsed.Store(now)
+	if c.cfg.Feed != nil {
+		s.cancel = func() {}
+		c.lru.Add(key, s)
+		c.table.Store(key, s)
+		c.bytes += size
+		c.followLocked(key.Datacenter)
+		if stale {
+			c.queueLocked(s)
+		}
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	c.lru.Add(key, s)
@@ -81,9 +93,13 @@ func (c *Cache[V]) removeLocked(s *slot[V], evicted bool) {
 // size, evicting others (or s itself, when it alone exceeds MaxBytes) if
 // it grew past MaxBytes. Only s's refresh loop calls it.
 func (c *Cache[V]) publish(s *slot[V], e *Entry[V]) {
-	size := c.sizeOf(s.key, e.Value)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.publishLocked(s, e)
+}
+
+func (c *Cache[V]) publishLocked(s *slot[V], e *Entry[V]) {
+	size := c.sizeOf(s.key, e.Value)
 	if s.removed {
 		return
 	}

@@ -31,12 +31,18 @@ type fakeCatalog struct {
 	calls   map[string]int
 	plain   int      // fetches with minIndex 0
 	mins    []uint64 // every fetch's minIndex, in order
+	// log names the name each change touched, by index, for the feed.
+	log   map[uint64]string
+	feeds int // feed calls
+	// late, while non-nil, makes plain reads read first and then wait for
+	// it: a read whose answer predates what happens meanwhile.
+	late chan struct{}
 }
 
 // newFake returns an empty catalog; inside a synctest bubble, create it
 // inside the bubble (its channels belong to it).
 func newFake() *fakeCatalog {
-	return &fakeCatalog{names: map[string][]string{}, changed: make(chan struct{}), calls: map[string]int{}}
+	return &fakeCatalog{names: map[string][]string{}, changed: make(chan struct{}), calls: map[string]int{}, log: map[uint64]string{}}
 }
 
 // fetch is the cache.Fetcher: a plain read for minIndex 0, else a
@@ -66,11 +72,18 @@ func (f *fakeCatalog) fetch(ctx context.Context, key cache.Key, minIndex uint64,
 	}
 	for {
 		f.mu.Lock()
-		err, idx, ch := f.err, f.index, f.changed
+		err, idx, ch, late := f.err, f.index, f.changed, f.late
 		ans := &answer{instances: slices.Clone(f.names[key.Name])}
 		f.mu.Unlock()
 		if err != nil {
 			return nil, 0, err
+		}
+		if late != nil && minIndex == 0 {
+			select {
+			case <-late:
+			case <-ctx.Done():
+				return nil, 0, ctx.Err()
+			}
 		}
 		if minIndex == 0 || idx > minIndex {
 			return ans, idx, nil
@@ -97,6 +110,54 @@ func (f *fakeCatalog) register(name string, instances ...string) {
 	defer f.mu.Unlock()
 	f.names[name] = append(f.names[name], instances...)
 	f.changeLocked()
+	f.log[f.index] = name
+}
+
+// feed is the cache.Feed over the change log: reset for minIndex 0 or an
+// index ahead of the catalog's (a restore), else the names changed after
+// minIndex once there are any, or none when wait ends.
+func (f *fakeCatalog) feed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+	f.mu.Lock()
+	f.feeds++
+	f.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		f.mu.Lock()
+		err, idx, ch := f.err, f.index, f.changed
+		changed := map[string]bool{}
+		for i := minIndex + 1; i <= idx; i++ {
+			changed[f.log[i]] = true
+		}
+		f.mu.Unlock()
+		switch {
+		case err != nil:
+			return 0, nil, false, err
+		case minIndex == 0 || minIndex > idx:
+			return idx, nil, true, nil
+		case idx > minIndex:
+			return idx, func(k cache.Key) bool { return changed[k.Name] }, false, nil
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return idx, func(cache.Key) bool { return false }, false, nil
+		case <-ctx.Done():
+			return 0, nil, false, ctx.Err()
+		}
+	}
+}
+
+func (f *fakeCatalog) setLate(ch chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.late = ch
+}
+
+func (f *fakeCatalog) feedCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.feeds
 }
 
 // restore replaces the catalog's state and index with older ones, as a

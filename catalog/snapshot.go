@@ -82,7 +82,10 @@ func (s *Store) Restore(d *Dump) error {
 		}
 	}
 	tx.Commit()
-	old := s.state.Swap(&storeState{db: db, abandon: make(chan struct{})})
+	// The new generation's change log starts at the snapshot's index: a
+	// reader behind it gets Reset. (One exactly at it would not; a server
+	// restores only when far behind, or at start with no readers yet.)
+	old := s.state.Swap(&storeState{db: db, abandon: make(chan struct{}), changes: newChangeLog(d.Index)})
 	close(old.abandon)
 	return nil
 }

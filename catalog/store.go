@@ -29,6 +29,7 @@ type Store struct {
 type storeState struct {
 	db      *memdb.MemDB
 	abandon chan struct{}
+	changes *changeLog
 }
 
 // NewStore returns an empty store.
@@ -38,7 +39,7 @@ func NewStore() (*Store, error) {
 		return nil, fmt.Errorf("create state store: %w", err)
 	}
 	s := &Store{}
-	s.state.Store(&storeState{db: db, abandon: make(chan struct{})})
+	s.state.Store(&storeState{db: db, abandon: make(chan struct{}), changes: newChangeLog(0)})
 	return s, nil
 }
 
@@ -82,12 +83,14 @@ func bumpIndex(tx *memdb.Txn, table string, idx uint64) error {
 // service, then its checks, all or nothing. Rows that do not change keep
 // their ModifyIndex, so watchers are not woken for nothing.
 func (s *Store) Register(idx uint64, req *RegisterRequest) error {
-	tx := s.state.Load().db.Txn(true)
+	st := s.state.Load()
+	tx := st.db.Txn(true)
 	defer tx.Abort()
+	tx.TrackChanges()
 	if err := registerTxn(tx, idx, req); err != nil {
 		return err
 	}
-	tx.Commit()
+	st.commit(tx, idx)
 	return nil
 }
 
@@ -233,8 +236,10 @@ func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {
 // Deregister applies a DeregisterRequest at Raft index idx. Removing what is
 // not there is not an error: deregistration is idempotent.
 func (s *Store) Deregister(idx uint64, req *DeregisterRequest) error {
-	tx := s.state.Load().db.Txn(true)
+	st := s.state.Load()
+	tx := st.db.Txn(true)
 	defer tx.Abort()
+	tx.TrackChanges()
 	var err error
 	switch {
 	case req.CheckID != "":
@@ -247,7 +252,7 @@ func (s *Store) Deregister(idx uint64, req *DeregisterRequest) error {
 	if err != nil {
 		return err
 	}
-	tx.Commit()
+	st.commit(tx, idx)
 	return nil
 }
 

@@ -23,6 +23,7 @@ const (
 	MethodCatalogNodeChecks       = CatalogEndpoint + ".NodeChecks"
 	MethodCatalogServiceChecks    = CatalogEndpoint + ".ServiceChecks"
 	MethodCatalogChecksInState    = CatalogEndpoint + ".ChecksInState"
+	MethodCatalogChanges          = CatalogEndpoint + ".Changes"
 )
 
 // The request and reply types of the Catalog endpoint. They travel as
@@ -157,4 +158,19 @@ type ChecksInStateRequest struct {
 type ChecksResponse struct {
 	QueryMeta
 	Checks []*catalog.Check
+}
+
+// ChangesRequest asks which names changed after MinQueryIndex: the feed an
+// agent's cache follows. With MinQueryIndex > 0 it blocks, as any read, until
+// something changes or MaxQueryTime passes; 0 answers at once.
+type ChangesRequest struct {
+	QueryOptions
+	Forwarded bool
+}
+
+// ChangesResponse holds the changes. Changes.Index is the index to block on
+// next; QueryMeta.Index equals it.
+type ChangesResponse struct {
+	QueryMeta
+	Changes catalog.Changes
 }

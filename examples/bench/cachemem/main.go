@@ -12,8 +12,8 @@
 // for names no service has, which the cache keeps as negative entries,
 // the rest for the services and their tags (<tag>.<service>.service…, each
 // a cache key of its own). Every cached name, positive or negative, is an
-// entry with its own blocking query open on a server. Then it watches c1
-// (and s1, which holds those queries) for -window, asks every name again
+// entry, kept fresh through the agent's one change feed. Then it watches c1
+// (and s1, which serves its feed and refetches) for -window, asks every name again
 // to time the cached answers, and prints the cache metrics if the agent
 // serves them (GET /v1/agent/metrics?format=prometheus). With -on s1 the
 // names are asked of the server's DNS instead (its cache reads its own

@@ -14,8 +14,8 @@
 //
 //   - asked before (the realistic one, -rounds): B has been asked for the
 //     name before the registration, so its cache holds a negative entry
-//     whose background blocking query waits on a server; the registration
-//     reaches B when that query returns.
+//     that B refetches when the change feed it follows (one blocking call
+//     on a server) names the service; the registration reaches B then.
 //   - never asked (-cold rounds): B's first question for the name is the
 //     first poll, sent with the PUT, so it is a cache miss that fetches
 //     (and caches whatever the server it asks has applied by then).
@@ -167,7 +167,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		}
 	}
 	fmt.Printf("each round: PUT /v1/agent/service/register of a fresh name on c1 (A); c2's (B's) DNS asked for <name>.service.dc1.cluster A every %s from the PUT's start until an answer holds an A record\n", cfg.poll)
-	fmt.Println("asked before: B was asked for the name (NXDOMAIN, a negative cache entry with its blocking query open) 10–60ms before the PUT")
+	fmt.Println("asked before: B was asked for the name (NXDOMAIN, a negative cache entry, refetched when B's change feed names it) 10–60ms before the PUT")
 	fmt.Println("never asked: B's first question for the name is the first poll, sent as the PUT starts (a cache miss)")
 	return nil
 }

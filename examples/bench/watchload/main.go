@@ -24,6 +24,12 @@
 // through Raft), so with -names 1 every change answers every watcher, and
 // with -names 1000 it answers the watchers of watch-0 only.
 //
+// With -feed, each watcher does what an agent's cache does since it follows
+// the change feed: it holds one Catalog.Changes blocking call open and,
+// when a change names its service, reads that service once
+// (Catalog.ServiceInstances, a plain stale read) before asking for the
+// next changes. Its answers are those reads.
+//
 // The server is stopped with SIGTERM at the end, on a failure and on
 // Ctrl-C; data and logs live in a temporary directory removed unless -keep
 // is given or something failed.
@@ -59,6 +65,7 @@ type config struct {
 	wait     time.Duration
 	timeout  time.Duration
 	keep     bool
+	feed     bool
 }
 
 func main() {
@@ -74,6 +81,7 @@ func main() {
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Minute, "MaxQueryTime of each blocking query")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up on any one wait after this long")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (data and logs)")
+	flag.BoolVar(&cfg.feed, "feed", false, "watch as agents' caches do: one Catalog.Changes call each, and a read when it names the service")
 	flag.Parse()
 	if cfg.cairn == "" || cfg.watchers < 1 || cfg.conns < 1 || cfg.names < 1 || cfg.every <= 0 || cfg.window < time.Second || cfg.baseline < 0 || cfg.wait <= 0 {
 		fmt.Fprintln(os.Stderr, "watchload: -cairn is required; counts and durations must be positive (-baseline may be 0), -window at least 1s")
@@ -159,7 +167,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	defer func() { stopWatchers(); wg.Wait() }()
 	for i := range cfg.watchers {
 		wg.Go(func() {
-			watcher(wctx, &l, pools[i%cfg.conns], s1.RPCAddr(), fmt.Sprintf("watch-%d", i%cfg.names), cfg.wait)
+			w := watcher
+			if cfg.feed {
+				w = feedWatcher
+			}
+			w(wctx, &l, pools[i%cfg.conns], s1.RPCAddr(), fmt.Sprintf("watch-%d", i%cfg.names), cfg.wait)
 		})
 	}
 	err = c.Poll(ctx, 100*time.Millisecond, "every watcher's query to be open", func(context.Context) (bool, error) {
@@ -195,8 +207,12 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	rows = append(rows, m)
 
-	fmt.Printf("\n%d blocking queries (Catalog.ServiceInstances, AllowStale, MaxQueryTime %s) over %d connections, %d services watched\n",
-		cfg.watchers, cfg.wait, cfg.conns, cfg.names)
+	what := "Catalog.ServiceInstances"
+	if cfg.feed {
+		what = "Catalog.Changes, then ServiceInstances when named"
+	}
+	fmt.Printf("\n%d blocking queries (%s, AllowStale, MaxQueryTime %s) over %d connections, %d services watched\n",
+		cfg.watchers, what, cfg.wait, cfg.conns, cfg.names)
 	fmt.Printf("%-26s %8s %8s %10s %10s %8s %8s %9s %8s %9s %9s %9s\n",
 		"s1 (server)", "CPU %", "self %", "RSS mean", "RSS max", "threads", "changes", "answers", "errors", "p50 ms", "p99 ms", "max ms")
 	for _, r := range rows {
@@ -244,6 +260,43 @@ func watcher(ctx context.Context, l *load, p *rpc.Pool, addr, service string, wa
 			l.mu.Unlock()
 		}
 		index = reply.Index
+	}
+}
+
+// feedWatcher follows the change feed on addr as an agent's cache does,
+// reading service whenever a change names it, until ctx ends.
+func feedWatcher(ctx context.Context, l *load, p *rpc.Pool, addr, service string, wait time.Duration) {
+	var index uint64
+	for ctx.Err() == nil {
+		args := &rpc.ChangesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: index, MaxQueryTime: wait, AllowStale: true}}
+		var reply rpc.ChangesResponse
+		err := p.Call(ctx, addr, rpc.MethodCatalogChanges, args, &reply)
+		if err == nil && index != 0 && (reply.Changes.Reset || slices.Contains(reply.Changes.Services, service)) {
+			var inst rpc.ServiceInstancesResponse
+			err = p.Call(ctx, addr, rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{
+				Service: service, QueryOptions: rpc.QueryOptions{AllowStale: true}}, &inst)
+			if err == nil {
+				d := time.Since(time.Unix(0, l.lastWrite.Load()))
+				l.answers.Add(1)
+				l.mu.Lock()
+				l.delays = append(l.delays, d)
+				l.mu.Unlock()
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			l.errs.Add(1)
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		case index == 0:
+			l.open.Add(1)
+		}
+		index = max(reply.Changes.Index, 1)
 	}
 }
 

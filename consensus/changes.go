@@ -1,0 +1,28 @@
+package consensus
+
+import (
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// Changes returns which names changed after args.MinQueryIndex, blocking
+// like any read until something does: the one call each agent's cache
+// keeps open per datacenter, instead of one blocking query per cached
+// name. A Reset (the change log cannot answer for that index) is returned
+// at once.
+func (c *Catalog) Changes(args *rpc.ChangesRequest, reply *rpc.ChangesResponse) (err error) {
+	defer wireError(&err)
+	if done, err := c.forwardRead(rpc.MethodCatalogChanges, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	err = c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		reply.Changes = c.srv.Store().ChangesSince(ws, args.MinQueryIndex)
+		if reply.Changes.Reset {
+			// Any index past the one asked about ends the wait.
+			return args.MinQueryIndex + 1, nil
+		}
+		return reply.Changes.Index, nil
+	})
+	reply.Index = max(reply.Changes.Index, 1)
+	return err
+}
