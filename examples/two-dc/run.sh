@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Two datacenters on one machine: dc1 and dc2, each with three servers and
+# one client agent, every agent on its own loopback address with the default
+# ports (dc1: 127.0.0.31–34, dc2: 127.0.0.41–44). The servers of both join
+# one WAN pool. It registers "web" on dc2's client only, asks dc1's client
+# for web.service.dc2.cluster, defines a prepared query on dc1 that fails
+# over to dc2 and digs it before and after web appears in dc1, prints the
+# WAN members and the datacenters, and stops every agent (unless KEEP=1).
+#
+#   examples/two-dc/run.sh                # builds cairn with go build
+#   CAIRN=/path/to/cairn examples/two-dc/run.sh
+#
+# Environment: CAIRN (binary; default: build one), NET (the first three
+# octets, default 127.0.0), WORK (data and logs, default a temporary
+# directory, removed at the end unless KEEP=1), TIMEOUT (seconds to wait for
+# each step, default 60). Needs dig (bind9-dnsutils) and curl. Exits
+# non-zero, printing the agents' logs, when a step fails.
+set -euo pipefail
+
+NET=${NET:-127.0.0}
+TIMEOUT=${TIMEOUT:-60}
+KEEP=${KEEP:-0}
+here=$(cd "$(dirname "$0")" && pwd)
+WORK=${WORK:-$(mktemp -d -t cairn-two-dc.XXXXXX)}
+mkdir -p "$WORK"
+
+if [[ -z "${CAIRN:-}" ]]; then
+	CAIRN="$WORK/cairn"
+	echo "building cairn into $CAIRN"
+	(cd "$here/../.." && go build -o "$CAIRN" ./cmd/cairn)
+fi
+command -v dig >/dev/null || { echo "dig not found: install bind9-dnsutils" >&2; exit 1; }
+command -v curl >/dev/null || { echo "curl not found: install curl" >&2; exit 1; }
+
+declare -A ip dc pid
+for i in 1 2 3; do
+	ip[dc1-s$i]="$NET.3$i" dc[dc1-s$i]=dc1
+	ip[dc2-s$i]="$NET.4$i" dc[dc2-s$i]=dc2
+done
+ip[dc1-c1]="$NET.34" dc[dc1-c1]=dc1
+ip[dc2-c1]="$NET.44" dc[dc2-c1]=dc2
+
+stop_all() {
+	local code=0
+	for name in "${!pid[@]}"; do
+		kill -TERM "${pid[$name]}" 2>/dev/null || true
+	done
+	for name in "${!pid[@]}"; do
+		if ! wait "${pid[$name]}"; then
+			echo "agent $name exited with an error; its log:" >&2
+			sed 's/^/  /' "$WORK/$name.log" >&2
+			code=1
+		fi
+	done
+	pid=()
+	return $code
+}
+
+cleanup() {
+	local code=$?
+	stop_all || code=1
+	if [[ $code -ne 0 ]]; then
+		for f in "$WORK"/*.log; do
+			echo "--- $f" >&2
+			tail -n 40 "$f" >&2
+		done
+	fi
+	if [[ "$KEEP" != 1 && -z "${KEEP_WORK:-}" ]]; then
+		rm -rf "$WORK"
+	fi
+	exit $code
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start <name> [flags...]: an agent of dc[name] joining its DC's first
+# server over LAN gossip.
+start() {
+	local name=$1
+	shift
+	local d=${dc[$name]}
+	"$CAIRN" agent -node "$name" -datacenter "$d" -bind "${ip[$name]}" -client "${ip[$name]}" \
+		-data-dir "$WORK/$name" -retry-join "${ip[$d-s1]}" -retry-interval 1s "$@" \
+		>"$WORK/$name.log" 2>&1 &
+	pid[$name]=$!
+	echo "started $name ($d) on ${ip[$name]} (pid ${pid[$name]})"
+}
+
+# until_ok <what> <command...>: waits until the command succeeds, for at
+# most TIMEOUT seconds.
+until_ok() {
+	local what=$1
+	shift
+	local deadline=$((SECONDS + TIMEOUT))
+	until "$@" >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			echo "timed out after ${TIMEOUT}s waiting for: $what" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# Every server joins the WAN pool through dc1's first server.
+for d in dc1 dc2; do
+	for i in 1 2 3; do
+		start "$d-s$i" -server -bootstrap-expect 3 -retry-join-wan "${ip[dc1-s1]}"
+	done
+	start "$d-c1"
+done
+
+cli() { # cli <agent> <cairn command...>
+	local name=$1
+	shift
+	"$CAIRN" "$@" -http-addr "${ip[$name]}:8500"
+}
+for d in dc1 dc2; do
+	has_leader() { cli "$d-c1" operator raft list-peers | grep -q leader; }
+	until_ok "a Raft leader in $d" has_leader
+done
+wan_members() { [[ $(cli dc1-s1 members -wan -status alive | tail -n +2 | wc -l) -eq 6 ]]; }
+until_ok "six alive WAN members seen from dc1-s1" wan_members
+
+until_ok "registering web on dc2-c1" cli dc2-c1 services register -name web -port 8080
+dig_c1() { dig +short +time=1 +tries=1 @"${ip[dc1-c1]}" -p 8600 "$@"; }
+until_ok "web.service.dc2 answered by dc1's client" bash -c \
+	"dig +short +time=1 +tries=1 @${ip[dc1-c1]} -p 8600 web.service.dc2.cluster SRV | grep -q dc2-c1.node.dc2.cluster"
+
+echo
+echo "== cairn members -wan (from dc1-s1)"
+cli dc1-s1 members -wan
+echo
+echo "== cairn catalog datacenters (from dc1-c1)"
+cli dc1-c1 catalog datacenters
+echo
+echo "== dig @${ip[dc1-c1]} -p 8600 web.service.dc2.cluster SRV   (asked in dc1)"
+dig +noall +answer +additional @"${ip[dc1-c1]}" -p 8600 web.service.dc2.cluster SRV
+echo
+echo "== dig @${ip[dc1-c1]} -p 8600 web.service.cluster SRV   (dc1 has no web)"
+dig +noall +comments @"${ip[dc1-c1]}" -p 8600 web.service.cluster SRV | grep status
+
+if [[ "$KEEP" == 1 ]]; then
+	echo
+	echo "the datacenters keep running (data and logs in $WORK); Ctrl-C stops them"
+	while true; do
+		sleep 3600 &
+		wait $!
+	done
+fi
+echo
+echo "stopping the agents"
+stop_all
+echo "all agents stopped cleanly"
