@@ -23,6 +23,7 @@ const (
 	MethodCatalogNodeChecks       = CatalogEndpoint + ".NodeChecks"
 	MethodCatalogServiceChecks    = CatalogEndpoint + ".ServiceChecks"
 	MethodCatalogChecksInState    = CatalogEndpoint + ".ChecksInState"
+	MethodCatalogListDatacenters  = CatalogEndpoint + ".ListDatacenters"
 )
 
 // The request and reply types of the Catalog endpoint. They travel as
@@ -157,4 +158,14 @@ type ChecksInStateRequest struct {
 type ChecksResponse struct {
 	QueryMeta
 	Checks []*catalog.Check
+}
+
+// DatacentersRequest asks a server for the datacenters it knows: its own
+// and those with a server in its WAN pool. It is answered by the server
+// it is sent to, never forwarded.
+type DatacentersRequest struct{}
+
+// DatacentersResponse lists datacenter names, sorted.
+type DatacentersResponse struct {
+	Datacenters []string
 }
