@@ -99,7 +99,7 @@ func joinCommand() *cli.Command {
 			httpAddrFlag(),
 			&cli.BoolFlag{Name: "wan", Usage: "join the WAN pool (servers of every datacenter) instead of the LAN pool"},
 		},
-		Action:       joinAgents,
+		Action: joinAgents,
 	}
 }
 
