@@ -47,12 +47,15 @@ type Agent struct {
 	// RPC (*rpcBackend).
 	backend catalogBackend
 
-	// Set on a clustering server (Config.Clustering): all four; on a
-	// client: the pool and gossip.
+	// Set on a clustering server (Config.Clustering): all six; on a
+	// client: the pool and gossip. wan is the WAN pool, router the view
+	// of it that routes requests for other datacenters (wan.go).
 	rpcServer *rpc.Server
 	rpcPool   *rpc.Pool
 	catalogEP *consensus.Catalog
 	gossip    *gossip.Pool
+	wan       *gossip.Pool
+	router    *consensus.Router
 
 	// left is closed when the agent has left the cluster through Leave;
 	// Run then shuts it down.

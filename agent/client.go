@@ -23,7 +23,7 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 		return err
 	}
 	a.backend = newRPCBackend(a.rpcPool, a.liveServers, a.cfg.Datacenter, a.cfg.DNS.OnlyPassing, a.logger)
-	a.startJoin(loopCtx)
+	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
 	a.logger.Info("client agent", "gossip", a.gossipAddr())
 	return nil
 }
@@ -47,9 +47,12 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 	return nil
 }
 
-// gossipAddr is this agent's gossip address, for logs.
-func (a *Agent) gossipAddr() string {
-	m := a.gossip.LocalMember()
+// gossipAddr is this agent's LAN gossip address, for logs.
+func (a *Agent) gossipAddr() string { return poolAddr(a.gossip) }
+
+// poolAddr is this agent's address in pool p, for logs.
+func poolAddr(p *gossip.Pool) string {
+	m := p.LocalMember()
 	return m.Addr.String() + ":" + strconv.Itoa(int(m.Port))
 }
 

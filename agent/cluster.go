@@ -21,10 +21,13 @@ const bootstrapPoll = 200 * time.Millisecond
 
 // startCluster starts a server of a multi-server cluster: the rpc server
 // (Raft and RPC on one port), Raft over it without bootstrapping, the
-// Catalog endpoint, LAN gossip, and the owned loops that join the cluster,
-// bootstrap it once BootstrapExpect servers are seen, and carry out the
-// leader's duties. It returns without waiting for a leader, which exists
-// only after bootstrap; loops run until loopCtx ends.
+// Catalog endpoint, LAN and WAN gossip (wan.go), and the owned loops that
+// join the pools, bootstrap Raft once BootstrapExpect servers are seen
+// (alone, for a server with no LAN join and no BootstrapExpect: the first
+// server of its datacenter, clustering for the WAN pool only), keep the
+// router current and carry out the leader's duties. It returns without
+// waiting for a leader, which exists only after bootstrap; loops run until
+// loopCtx ends.
 func (a *Agent) startCluster(loopCtx context.Context) error {
 	port := strconv.Itoa(a.cfg.Ports.Server)
 	rc := rpc.DefaultServerConfig()
@@ -60,8 +63,12 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 		return err
 	}
 	a.server = srv
+	if a.router, err = consensus.NewRouter(a.cfg.Datacenter, a.logger); err != nil {
+		return err
+	}
 	catCfg := consensus.DefaultCatalogConfig()
 	catCfg.Datacenter = a.cfg.Datacenter
+	catCfg.Router = a.router
 	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
 		return err
 	}
@@ -90,47 +97,56 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 		return err
 	}
 	a.loops.Go(func() { leader.Run(loopCtx) })
-	a.startJoin(loopCtx)
-	if a.cfg.BootstrapExpect > 0 {
-		a.loops.Go(func() { a.bootstrapWatch(loopCtx) })
+	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
+	if err := a.startWAN(loopCtx, rpcAddr); err != nil {
+		return err
 	}
-	a.logger.Info("clustering", "rpc", rpcAddr, "gossip", a.gossipAddr(), "bootstrap_expect", a.cfg.BootstrapExpect)
+	expect := a.cfg.BootstrapExpect
+	if expect == 0 && len(a.cfg.Join) == 0 {
+		expect = 1
+	}
+	if expect > 0 {
+		a.loops.Go(func() { a.bootstrapWatch(loopCtx, expect) })
+	}
+	a.logger.Info("clustering", "rpc", rpcAddr, "gossip", a.gossipAddr(), "wan", poolAddr(a.wan), "bootstrap_expect", expect)
 	return nil
 }
 
-// startJoin starts the loops that join the LAN pool (through cfg.Join and
-// the remembered members) and keep the member snapshot.
-func (a *Agent) startJoin(loopCtx context.Context) {
-	if addrs := a.joinAddrs(); len(addrs) > 0 {
-		a.loops.Go(func() { a.joinLoop(loopCtx, addrs) })
+// startJoin starts the loops that join a pool (through configured and the
+// members remembered in the snapshot file) and keep its member snapshot.
+func (a *Agent) startJoin(loopCtx context.Context, p *gossip.Pool, kind gossip.Kind, configured []string, file string) {
+	path := a.memberSnapshotPath(file)
+	if addrs := a.joinAddrs(configured, path); len(addrs) > 0 {
+		a.loops.Go(func() { a.joinLoop(loopCtx, p, kind, addrs) })
 	}
-	if a.memberSnapshotPath() != "" {
-		a.loops.Go(func() { a.memberSnapshotLoop(loopCtx) })
+	if path != "" {
+		a.loops.Go(func() { a.memberSnapshotLoop(loopCtx, p, path) })
 	}
 }
 
-// joinLoop joins the LAN pool through addrs, retrying every RetryInterval
-// until another member is found, RetryMax attempts were made, or ctx
-// ends. Joining only itself (its own address among addrs, the others
-// down) does not count: the agent would sit alone, so it keeps trying.
-func (a *Agent) joinLoop(ctx context.Context, addrs []string) {
+// joinLoop joins pool p through addrs, retrying every RetryInterval until
+// another member is found, RetryMax attempts were made, or ctx ends.
+// Joining only itself (its own address among addrs, the others down) does
+// not count: the agent would sit alone, so it keeps trying.
+func (a *Agent) joinLoop(ctx context.Context, p *gossip.Pool, kind gossip.Kind, addrs []string) {
+	pool := kind.String()
 	for attempt := 1; ; attempt++ {
-		n, err := a.gossip.Join(ctx, addrs)
-		if err == nil && len(a.otherMembers()) == 0 {
+		n, err := p.Join(ctx, addrs)
+		if err == nil && len(otherMembers(p)) == 0 {
 			err = errors.New("only this agent answered")
 		}
 		if err == nil {
-			a.logger.Info("joined the cluster", "answered", n, "attempt", attempt)
+			a.logger.Info("joined the cluster", "pool", pool, "answered", n, "attempt", attempt)
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		if a.cfg.RetryMax > 0 && attempt >= a.cfg.RetryMax {
-			a.logger.Error("giving up joining the cluster", "attempts", attempt, "err", err)
+			a.logger.Error("giving up joining the cluster", "pool", pool, "attempts", attempt, "err", err)
 			return
 		}
-		a.logger.Warn("join failed, will retry", "attempt", attempt, "retry_in", a.cfg.RetryInterval, "err", err)
+		a.logger.Warn("join failed, will retry", "pool", pool, "attempt", attempt, "retry_in", a.cfg.RetryInterval, "err", err)
 		t := time.NewTimer(a.cfg.RetryInterval)
 		select {
 		case <-ctx.Done():
@@ -141,11 +157,11 @@ func (a *Agent) joinLoop(ctx context.Context, addrs []string) {
 	}
 }
 
-// bootstrapWatch waits until BootstrapExpect alive servers of this
-// datacenter are in gossip, then bootstraps Raft with them. A server that
+// bootstrapWatch waits until expect alive servers of this datacenter are
+// in gossip, then bootstraps Raft with them. A server that
 // already has Raft state, or that already knows a leader (it joined a
 // running cluster), does not: the leader adds it as a voter instead.
-func (a *Agent) bootstrapWatch(ctx context.Context) {
+func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
 	t := time.NewTicker(bootstrapPoll)
 	defer t.Stop()
 	for {
@@ -158,7 +174,7 @@ func (a *Agent) bootstrapWatch(ctx context.Context) {
 				servers = append(servers, consensus.Peer{ID: m.Node, Address: m.RPCAddr, Voter: true})
 			}
 		}
-		if len(servers) >= a.cfg.BootstrapExpect {
+		if len(servers) >= expect {
 			peers, err := a.server.Peers()
 			switch {
 			case err == nil && len(peers) > 0:
@@ -204,8 +220,8 @@ func (a *Agent) firstSync(ctx context.Context) {
 }
 
 // shutdownCluster stops what startCluster started, after the loops: the
-// Catalog endpoint's waits, gossip (leaving gracefully), the rpc server
-// and its pool. Raft is shut down by the caller.
+// Catalog endpoint's waits, gossip (leaving both pools gracefully), the
+// rpc server and its pool. Raft is shut down by the caller.
 func (a *Agent) shutdownCluster(ctx context.Context) []error {
 	var errs []error
 	if a.catalogEP != nil {
@@ -218,6 +234,9 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 			}
 		}
 		errs = append(errs, a.gossip.Shutdown())
+	}
+	if a.wan != nil {
+		errs = append(errs, a.wan.Shutdown())
 	}
 	if a.rpcServer != nil {
 		if err := a.rpcServer.Shutdown(ctx); err != nil {

@@ -71,10 +71,17 @@ type Config struct {
 	// to Ports.SerfLAN) of agents already in the cluster. A server with any
 	// joins clustering even when BootstrapExpect is 0. Default none.
 	Join []string
-	// RetryInterval is the wait between two attempts to join. Default 30s.
+	// JoinWAN lists WAN gossip addresses ("host" or "host:port", the port
+	// defaulting to Ports.SerfWAN) of servers of other datacenters (or of
+	// this one) already in the WAN pool. Servers only: a server with any
+	// clusters even when BootstrapExpect is 0 (bootstrapping alone when it
+	// has no Join either). Default none.
+	JoinWAN []string
+	// RetryInterval is the wait between two attempts to join, the LAN
+	// pool's and the WAN pool's. Default 30s.
 	RetryInterval time.Duration
-	// RetryMax is how many join attempts are made before giving up; 0 (the
-	// default) retries forever.
+	// RetryMax is how many join attempts are made before giving up, for
+	// each pool; 0 (the default) retries forever.
 	RetryMax int
 	// EncryptKey is the base64 of a 16, 24 or 32 byte AES key that encrypts
 	// gossip; every agent of a cluster needs the same. Default none.
@@ -175,6 +182,9 @@ type Ports struct {
 	// SerfLAN is the LAN gossip port (UDP and TCP) of a clustering agent,
 	// default 8301.
 	SerfLAN int
+	// SerfWAN is the WAN gossip port (UDP and TCP) of a clustering server,
+	// default 8302. Clients open none.
+	SerfWAN int
 }
 
 // DefaultConfig returns the configuration of an agent started with no flags.
@@ -185,7 +195,7 @@ func DefaultConfig() Config {
 		Domain:              "cluster.",
 		BindAddr:            "127.0.0.1",
 		ClientAddr:          "127.0.0.1",
-		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302},
 		LogLevel:            "info",
 		RetryInterval:       30 * time.Second,
 		ReconnectTimeout:    72 * time.Hour,
@@ -252,7 +262,7 @@ func (c *Config) Validate() error {
 	for _, p := range []struct {
 		field string
 		value int
-	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}, {"ports.server", c.Ports.Server}, {"ports.serf_lan", c.Ports.SerfLAN}} {
+	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}, {"ports.server", c.Ports.Server}, {"ports.serf_lan", c.Ports.SerfLAN}, {"ports.serf_wan", c.Ports.SerfWAN}} {
 		if p.value < 0 || p.value > 65535 {
 			bad(p.field, "must be between 0 and 65535, got %d", p.value)
 		}
@@ -287,10 +297,11 @@ func (c *Config) Validate() error {
 }
 
 // Clustering reports whether this agent runs as a server of a multi-server
-// cluster: Raft over the network, RPC and LAN gossip. Otherwise a server is
-// a single-server datacenter with Raft in memory.
+// cluster, or of a datacenter of many (JoinWAN): Raft over the network,
+// RPC, LAN and WAN gossip. Otherwise a server is a single-server
+// datacenter with Raft in memory, known to no other datacenter.
 func (c *Config) Clustering() bool {
-	return c.Server && (c.BootstrapExpect > 1 || len(c.Join) > 0)
+	return c.Server && (c.BootstrapExpect > 1 || len(c.Join) > 0 || len(c.JoinWAN) > 0)
 }
 
 func (c *Config) validateCluster() []error {
@@ -312,6 +323,17 @@ func (c *Config) validateCluster() []error {
 	for i, j := range c.Join {
 		if strings.TrimSpace(j) == "" {
 			bad(fmt.Sprintf("retry_join[%d]", i), "must not be empty")
+		}
+	}
+	switch {
+	case len(c.JoinWAN) > 0 && c.Dev:
+		bad("retry_join_wan", "cannot be combined with -dev, which is a cluster of one")
+	case len(c.JoinWAN) > 0 && !c.Server:
+		bad("retry_join_wan", "requires server mode (-server): only servers are in the WAN pool")
+	}
+	for i, j := range c.JoinWAN {
+		if strings.TrimSpace(j) == "" {
+			bad(fmt.Sprintf("retry_join_wan[%d]", i), "must not be empty")
 		}
 	}
 	if c.RetryInterval <= 0 {

@@ -20,7 +20,7 @@ func TestConfigDefaults(t *testing.T) {
 		Domain:              "cluster.",
 		BindAddr:            "127.0.0.1",
 		ClientAddr:          "127.0.0.1",
-		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301},
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302},
 		LogLevel:            "info",
 		RetryInterval:       30 * time.Second,
 		ReconnectTimeout:    72 * time.Hour,
@@ -99,6 +99,10 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"bootstrap_expect", "3 with dev", func(c *Config) { c.Server, c.Dev, c.BootstrapExpect = true, true, 3 }},
 		{"retry_join", "with dev", func(c *Config) { c.Dev, c.Join = true, []string{"10.0.0.1"} }},
 		{"retry_join[1]", `""`, func(c *Config) { c.Join = []string{"10.0.0.1", " "} }},
+		{"retry_join_wan", "on a client", func(c *Config) { c.Server, c.JoinWAN = false, []string{"10.0.0.1"} }},
+		{"retry_join_wan", "with dev", func(c *Config) { c.Server, c.Dev, c.JoinWAN = true, true, []string{"10.0.0.1"} }},
+		{"retry_join_wan[0]", `""`, func(c *Config) { c.Server, c.JoinWAN = true, []string{""} }},
+		{"ports.serf_wan", "-1", func(c *Config) { c.Ports.SerfWAN = -1 }},
 		{"retry_interval", "0", func(c *Config) { c.RetryInterval = 0 }},
 		{"retry_max", "-1", func(c *Config) { c.RetryMax = -1 }},
 		{"reconnect_timeout", "30s", func(c *Config) { c.ReconnectTimeout = 30 * time.Second }},
@@ -222,7 +226,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		BindAddr:        "nowhere",
 		ClientAddr:      "",
 		AdvertiseAddr:   "0.0.0.0",
-		Ports:           Ports{DNS: 70000, HTTP: -1, Server: 65536, SerfLAN: 65536},
+		Ports:           Ports{DNS: 70000, HTTP: -1, Server: 65536, SerfLAN: 65536, SerfWAN: 65536},
 		LogLevel:        "loud",
 		BootstrapExpect: -1,
 		RetryInterval:   -time.Second,
@@ -233,7 +237,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	got := fieldsOf(err)
 	slices.Sort(got)
 	want := []string{"advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
-		"encrypt", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.server",
+		"encrypt", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
 		"reconnect_timeout", "retry_interval", "retry_max"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)
@@ -263,8 +267,9 @@ func everyKey() Config {
 	c.NodeName, c.Datacenter, c.Domain = "n7", "dc2", "corp."
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
-	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301}
+	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301, SerfWAN: 9302}
 	c.BootstrapExpect, c.Join = 3, []string{"10.0.0.1", "10.0.0.2:9301"}
+	c.JoinWAN = []string{"10.1.0.1", "10.1.0.2:9302"}
 	c.RetryInterval, c.RetryMax, c.EncryptKey = 5*time.Second, 7, "MDEyMzQ1Njc4OWFiY2RlZg=="
 	c.ReconnectTimeout = 8 * time.Hour
 	c.EnableScriptChecks, c.CheckUpdateInterval, c.AEInterval = true, 30*time.Second, 2*time.Minute
@@ -299,9 +304,11 @@ ports {
   http     = 9500
   server   = 9300
   serf_lan = 9301
+  serf_wan = 9302
 }
 bootstrap_expect = 3
 retry_join       = ["10.0.0.1", "10.0.0.2:9301"]
+retry_join_wan   = ["10.1.0.1", "10.1.0.2:9302"]
 retry_interval   = "5s"
 retry_max        = 7
 reconnect_timeout = "8h"
@@ -342,9 +349,10 @@ client_addr = "0.0.0.0"
 data_dir = "/data/cairn"
 server = true
 log_level = "debug"
-ports = { dns = 53, http = 9500, server = 9300, serf_lan = 9301 }
+ports = { dns = 53, http = 9500, server = 9300, serf_lan = 9301, serf_wan = 9302 }
 bootstrap_expect = 3
 retry_join = ["10.0.0.1", "10.0.0.2:9301"]
+retry_join_wan = ["10.1.0.1", "10.1.0.2:9302"]
 retry_interval = "5s"
 retry_max = 7
 reconnect_timeout = "8h"
@@ -385,9 +393,10 @@ dns_config {
   "data_dir": "/data/cairn",
   "server": true,
   "log_level": "debug",
-  "ports": {"dns": 53, "http": 9500, "server": 9300, "serf_lan": 9301},
+  "ports": {"dns": 53, "http": 9500, "server": 9300, "serf_lan": 9301, "serf_wan": 9302},
   "bootstrap_expect": 3,
   "retry_join": ["10.0.0.1", "10.0.0.2:9301"],
+  "retry_join_wan": ["10.1.0.1", "10.1.0.2:9302"],
   "retry_interval": "5s",
   "retry_max": 7,
   "reconnect_timeout": "8h",

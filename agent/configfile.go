@@ -35,6 +35,7 @@ type fileConfig struct {
 
 	BootstrapExpect  *int     `hcl:"bootstrap_expect"`
 	RetryJoin        []string `hcl:"retry_join"`
+	RetryJoinWAN     []string `hcl:"retry_join_wan"`
 	RetryInterval    *string  `hcl:"retry_interval"`
 	RetryMax         *int     `hcl:"retry_max"`
 	Encrypt          *string  `hcl:"encrypt"`
@@ -78,6 +79,7 @@ type filePorts struct {
 	HTTP    *int `hcl:"http"`
 	Server  *int `hcl:"server"`
 	SerfLAN *int `hcl:"serf_lan"`
+	SerfWAN *int `hcl:"serf_wan"`
 }
 
 var knownKeys = map[string]bool{
@@ -95,7 +97,7 @@ var knownKeys = map[string]bool{
 	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
 	"bootstrap_expect": true, "retry_join": true, "retry_interval": true, "retry_max": true, "reconnect_timeout": true,
 	"enable_script_checks": true, "check_update_interval": true, "ae_interval": true,
-	"encrypt": true, "ports.serf_lan": true,
+	"encrypt": true, "ports.serf_lan": true, "ports.serf_wan": true, "retry_join_wan": true,
 }
 
 // freeFormKeys hold maps whose keys are the user's own (service names).
@@ -157,6 +159,9 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 		if fc.Ports.SerfLAN != nil {
 			c.Ports.SerfLAN = *fc.Ports.SerfLAN
 		}
+		if fc.Ports.SerfWAN != nil {
+			c.Ports.SerfWAN = *fc.Ports.SerfWAN
+		}
 	}
 	if err := fc.applyCluster(c); err != nil {
 		return err
@@ -181,6 +186,9 @@ func (fc *fileConfig) applyCluster(c *Config) error {
 	}
 	if fc.RetryJoin != nil {
 		c.Join = fc.RetryJoin
+	}
+	if fc.RetryJoinWAN != nil {
+		c.JoinWAN = fc.RetryJoinWAN
 	}
 	if fc.RetryMax != nil {
 		c.RetryMax = *fc.RetryMax

@@ -37,15 +37,41 @@ func (m membership) Members() []httpapi.Member {
 			Role: role, Datacenter: a.cfg.Datacenter, ProtocolVersion: gossip.ProtocolVersionMax,
 		}}
 	}
-	members := a.gossip.Members()
+	return toHTTPMembers(a.gossip.Members(), gossip.LAN)
+}
+
+// WANMembers returns the WAN pool's members, named "<node>.<dc>" as Consul
+// names them; an agent without a WAN pool is not a server that clusters.
+func (m membership) WANMembers() ([]httpapi.Member, error) {
+	if m.a.wan == nil {
+		return nil, m.notInWAN()
+	}
+	return toHTTPMembers(m.a.wan.Members(), gossip.WAN), nil
+}
+
+// notInWAN says why this agent has no WAN pool.
+func (m membership) notInWAN() error {
+	if m.a.cfg.Server {
+		return fmt.Errorf("a single server joins no WAN pool; restart it with -join-wan: %w", httpapi.ErrNotInWAN)
+	}
+	return fmt.Errorf("a client agent: %w", httpapi.ErrNotInWAN)
+}
+
+// toHTTPMembers converts a pool's members: LAN members are named by their
+// node, WAN members by their "<node>.<dc>" member name.
+func toHTTPMembers(members []gossip.Member, kind gossip.Kind) []httpapi.Member {
 	out := make([]httpapi.Member, 0, len(members))
 	for _, gm := range members {
 		role := "client"
 		if gm.IsServer() {
 			role = "server"
 		}
+		name := gm.Node
+		if kind == gossip.WAN {
+			name = gm.Name
+		}
 		out = append(out, httpapi.Member{
-			Name: gm.Node, Addr: gm.Addr.String(), Port: gm.Port, Status: gm.Status.String(),
+			Name: name, Addr: gm.Addr.String(), Port: gm.Port, Status: gm.Status.String(),
 			Role: role, Datacenter: gm.Datacenter, RPCAddr: gm.RPCAddr, ProtocolVersion: gm.ProtocolVersion,
 		})
 	}
@@ -65,6 +91,33 @@ func (m membership) Join(ctx context.Context, addrs []string) (int, error) {
 		m.a.logger.Info("joined through the API", "addrs", addrs, "answered", n)
 	}
 	return n, err
+}
+
+// JoinWAN joins the WAN pool through addrs.
+func (m membership) JoinWAN(ctx context.Context, addrs []string) (int, error) {
+	if m.a.wan == nil {
+		return 0, m.notInWAN()
+	}
+	n, err := m.a.wan.Join(ctx, addrs)
+	if err == nil {
+		m.a.logger.Info("joined the WAN pool through the API", "addrs", addrs, "answered", n)
+	}
+	return n, err
+}
+
+// Datacenters returns the datacenters this agent knows: a clustering
+// server's router's, a client's from a server, a single server's own.
+func (m membership) Datacenters(ctx context.Context) ([]string, error) {
+	a := m.a
+	switch {
+	case a.router != nil:
+		return a.router.Datacenters(), nil
+	case a.backend != nil:
+		if rb, ok := a.backend.(*rpcBackend); ok {
+			return rb.Datacenters(ctx)
+		}
+	}
+	return []string{a.cfg.Datacenter}, nil
 }
 
 // Leave leaves the cluster gracefully and tells Run to shut the agent
@@ -90,9 +143,10 @@ func (m membership) RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurati
 func (a *Agent) Left() <-chan struct{} { return a.left }
 
 // leave announces this agent's leave in gossip, so the others see it left
-// rather than failed (and the leader deregisters its node), and takes a
-// server out of the Raft configuration so the remaining servers' quorum
-// does not count it. It does nothing without gossip and is done once:
+// rather than failed (and the leader deregisters its node; the other
+// datacenters stop routing to a server at once), and takes a server out of
+// the Raft configuration so the remaining servers' quorum does not count
+// it. It does nothing without gossip and is done once:
 // later calls return the first one's result.
 func (a *Agent) leave(ctx context.Context) error {
 	a.leaveDo.Do(func() {
@@ -102,6 +156,13 @@ func (a *Agent) leave(ctx context.Context) error {
 		a.logger.Info("leaving the cluster")
 		a.leaving.Store(true) // the member snapshot loop stops writing
 		a.forgetMembers()
+		// The WAN pool first: other datacenters stop sending requests
+		// to this server before it stops answering them. A failure
+		// there leaves the server to their failure detection, and the
+		// LAN leave still matters more.
+		if err := a.leaveWAN(); err != nil {
+			a.logger.Warn("leaving the WAN pool", "err", err)
+		}
 		if err := a.gossip.Leave(leaveTimeout); err != nil && !errors.Is(err, gossip.ErrShutdown) {
 			a.leaveErr = fmt.Errorf("gossip leave: %w", err)
 			return

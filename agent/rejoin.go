@@ -16,30 +16,34 @@ import (
 	"github.com/cairndns/cairn/gossip"
 )
 
-// The agent remembers where the other members of its LAN pool were, so that
-// after a crash or a restart it rejoins them even when its -join addresses
-// name no one alive (or only itself, as the first server's often do).
-// Consul keeps a serf snapshot for the same reason. The file is a hint, not
-// state: it is rewritten as members come and go, not fsynced, and removed
-// when the agent leaves gracefully (a left agent rejoins only through
-// -join).
+// The agent remembers where the other members of its gossip pools were, so
+// that after a crash or a restart it rejoins them even when its -join (or
+// -join-wan) addresses name no one alive (or only itself, as the first
+// server's often do). Consul keeps a serf snapshot for the same reason. The
+// file is a hint, not state: it is rewritten as members come and go, not
+// fsynced, and removed when the agent leaves gracefully (a left agent
+// rejoins only through -join).
 const (
-	memberSnapshotFile     = "lan-members.json" // under <data-dir>/gossip
+	// Under <data-dir>/gossip: one file per pool.
+	lanSnapshotFile        = "lan-members.json"
+	wanSnapshotFile        = "wan-members.json"
 	memberSnapshotInterval = time.Second
 )
 
-func (a *Agent) memberSnapshotPath() string {
+// memberSnapshotPath is where the member snapshot named file is kept, ""
+// without a data dir.
+func (a *Agent) memberSnapshotPath(file string) string {
 	if a.cfg.DataDir == "" {
 		return ""
 	}
-	return filepath.Join(a.cfg.DataDir, "gossip", memberSnapshotFile)
+	return filepath.Join(a.cfg.DataDir, "gossip", file)
 }
 
-// joinAddrs returns the addresses the join loop tries: the configured ones
-// and those of the member snapshot, without repeats.
-func (a *Agent) joinAddrs() []string {
-	addrs := slices.Clone(a.cfg.Join)
-	known, err := loadMemberSnapshot(a.memberSnapshotPath())
+// joinAddrs returns the addresses a join loop tries: the configured ones
+// and those of the member snapshot at path, without repeats.
+func (a *Agent) joinAddrs(configured []string, path string) []string {
+	addrs := slices.Clone(configured)
+	known, err := loadMemberSnapshot(path)
 	if err != nil {
 		a.logger.Warn("ignoring the remembered gossip members", "err", err)
 	}
@@ -49,7 +53,7 @@ func (a *Agent) joinAddrs() []string {
 		}
 	}
 	if len(known) > 0 {
-		a.logger.Info("rejoining remembered gossip members", "members", len(known))
+		a.logger.Info("rejoining remembered gossip members", "members", len(known), "path", path)
 	}
 	return addrs
 }
@@ -72,12 +76,12 @@ func loadMemberSnapshot(path string) ([]string, error) {
 	return addrs, nil
 }
 
-// otherMembers returns the gossip addresses of the alive members other
+// otherMembers returns the gossip addresses of the alive members of p other
 // than this agent, sorted.
-func (a *Agent) otherMembers() []string {
-	self := a.gossip.LocalMember().Name
+func otherMembers(p *gossip.Pool) []string {
+	self := p.LocalMember().Name
 	var out []string
-	for _, m := range a.gossip.Members() {
+	for _, m := range p.Members() {
 		if m.Name != self && m.Status == gossip.StatusAlive {
 			out = append(out, net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port))))
 		}
@@ -86,12 +90,11 @@ func (a *Agent) otherMembers() []string {
 	return out
 }
 
-// memberSnapshotLoop rewrites the member snapshot whenever the set of other
-// alive members changed, checking every memberSnapshotInterval, until ctx
-// ends. An empty set is not written: an agent cut off from everyone should
-// still remember where the others were.
-func (a *Agent) memberSnapshotLoop(ctx context.Context) {
-	path := a.memberSnapshotPath()
+// memberSnapshotLoop rewrites the member snapshot of p at path whenever the
+// set of other alive members changed, checking every
+// memberSnapshotInterval, until ctx ends. An empty set is not written: an
+// agent cut off from everyone should still remember where the others were.
+func (a *Agent) memberSnapshotLoop(ctx context.Context, p *gossip.Pool, path string) {
 	last, _ := loadMemberSnapshot(path)
 	t := time.NewTicker(memberSnapshotInterval)
 	defer t.Stop()
@@ -101,7 +104,7 @@ func (a *Agent) memberSnapshotLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		now := a.otherMembers()
+		now := otherMembers(p)
 		if a.leaving.Load() || len(now) == 0 || slices.Equal(now, last) {
 			continue
 		}
@@ -131,13 +134,15 @@ func writeMemberSnapshot(path string, addrs []string) error {
 	return nil
 }
 
-// forgetMembers removes the member snapshot, after a graceful leave.
+// forgetMembers removes the member snapshots, after a graceful leave.
 func (a *Agent) forgetMembers() {
-	path := a.memberSnapshotPath()
-	if path == "" {
-		return
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		a.logger.Warn("removing the gossip member snapshot", "err", err)
+	for _, file := range []string{lanSnapshotFile, wanSnapshotFile} {
+		path := a.memberSnapshotPath(file)
+		if path == "" {
+			return
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			a.logger.Warn("removing the gossip member snapshot", "path", path, "err", err)
+		}
 	}
 }

@@ -230,6 +230,18 @@ func (b *rpcBackend) Reverse(ctx context.Context, addr netip.Addr) (nodes, servi
 	return reply.Nodes, reply.Services, nil
 }
 
+// Datacenters returns the datacenters a server of this agent's datacenter
+// knows (its own and those of its WAN pool).
+func (b *rpcBackend) Datacenters(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	var reply rpc.DatacentersResponse
+	if err := b.call(ctx, rpc.MethodCatalogListDatacenters, false, &rpc.DatacentersRequest{}, &reply); err != nil {
+		return nil, err
+	}
+	return reply.Datacenters, nil
+}
+
 // statusTimeout bounds the Status calls behind Leader and Peers, whose
 // callers (the HTTP status endpoints) take no context.
 const statusTimeout = 5 * time.Second

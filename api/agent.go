@@ -89,8 +89,20 @@ func (m agentMember) toMember() Member {
 // Gossip is eventually consistent, so two agents may disagree for a
 // moment; the catalog's nodes are the consistent view.
 func (a *Agent) Members(ctx context.Context) ([]Member, error) {
+	return a.members(ctx, nil)
+}
+
+// MembersWAN lists the members of the WAN gossip pool the agent (a
+// server) is in: the servers of every datacenter, named "<node>.<dc>":
+// GET /v1/agent/members?wan=1. A client agent, in no WAN pool, answers 400,
+// returned as a *StatusError.
+func (a *Agent) MembersWAN(ctx context.Context) ([]Member, error) {
+	return a.members(ctx, url.Values{"wan": {"1"}})
+}
+
+func (a *Agent) members(ctx context.Context, query url.Values) ([]Member, error) {
 	var raw []agentMember
-	if _, err := a.c.do(ctx, request{method: http.MethodGet, path: "/v1/agent/members"}, &raw); err != nil {
+	if _, err := a.c.do(ctx, request{method: http.MethodGet, path: "/v1/agent/members", query: query}, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]Member, 0, len(raw))
@@ -105,12 +117,26 @@ func (a *Agent) Members(ctx context.Context) ([]Member, error) {
 // PUT /v1/agent/join/<addr>. An agent that could not join addr answers
 // with a 500, returned as a *StatusError.
 func (a *Agent) Join(ctx context.Context, addr string) error {
+	return a.join(ctx, addr, nil)
+}
+
+// JoinWAN asks the agent (a server) to join the WAN gossip pool of the
+// server at addr ("host", meaning the agent's own WAN port, or
+// "host:port"): PUT /v1/agent/join/<addr>?wan=1. A client agent answers
+// 400, and one that could not join addr 500, each returned as a
+// *StatusError.
+func (a *Agent) JoinWAN(ctx context.Context, addr string) error {
+	return a.join(ctx, addr, url.Values{"wan": {"1"}})
+}
+
+func (a *Agent) join(ctx context.Context, addr string, query url.Values) error {
 	if addr == "" {
 		return errors.New("join: address is empty")
 	}
 	_, err := a.c.do(ctx, request{
 		method: http.MethodPut,
 		path:   "/v1/agent/join/" + url.PathEscape(addr),
+		query:  query,
 	}, nil)
 	return err
 }

@@ -53,6 +53,20 @@ func (cat *Catalog) Nodes(ctx context.Context) ([]*Node, *QueryMeta, error) {
 	return out, meta, nil
 }
 
+// Datacenters lists the datacenters the agent knows, sorted: its own and
+// those whose servers are in its servers' WAN pool (GET
+// /v1/catalog/datacenters).
+func (cat *Catalog) Datacenters(ctx context.Context) ([]string, error) {
+	var out []string
+	if _, err := cat.c.do(ctx, request{method: http.MethodGet, path: "/v1/catalog/datacenters"}, &out); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
 func tagQuery(tag string) url.Values {
 	if tag == "" {
 		return nil

@@ -121,3 +121,48 @@ func TestOperatorRaftConfigurationFails(t *testing.T) {
 		t.Errorf("got %+v, %v; want nil and a 500 *api.StatusError", got, err)
 	}
 }
+
+func TestAgentMembersWAN(t *testing.T) {
+	c, seen := fakeAgent(t, reply{Body: `[
+		{"Name": "s1.dc2", "Addr": "10.0.2.1", "Port": 8302, "Status": 1, "Tags": {"role": "consul", "dc": "dc2", "port": "8300", "vsn": "1"}}]`})
+	got, err := c.Agent().MembersWAN(context.Background())
+	if err != nil {
+		t.Fatalf("MembersWAN: %v", err)
+	}
+	checkRequest(t, only(t, seen), "GET", "/v1/agent/members", "wan=1")
+	want := []api.Member{{Name: "s1.dc2", Addr: "10.0.2.1", Port: 8302, Status: api.MemberAlive, Role: api.RoleServer, Datacenter: "dc2",
+		Tags: map[string]string{"role": "consul", "dc": "dc2", "port": "8300", "vsn": "1"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestAgentJoinWAN(t *testing.T) {
+	c, seen := fakeAgent(t, reply{})
+	if err := c.Agent().JoinWAN(context.Background(), "10.0.2.1:8302"); err != nil {
+		t.Fatalf("JoinWAN: %v", err)
+	}
+	checkRequest(t, only(t, seen), "PUT", "/v1/agent/join/10.0.2.1:8302", "wan=1")
+	c, _ = fakeAgent(t, reply{Status: 400, Body: `{"error": "wan: a client agent", "field": "wan", "reason": "a client agent"}`})
+	var se *api.StatusError
+	if err := c.Agent().JoinWAN(context.Background(), "10.0.2.1"); !errors.As(err, &se) || se.Code != 400 {
+		t.Errorf("JoinWAN on a client: got %v, want a 400 *api.StatusError", err)
+	}
+}
+
+func TestCatalogDatacenters(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want []string
+	}{
+		{`["dc1", "dc2"]`, []string{"dc1", "dc2"}},
+		{`null`, []string{}},
+	} {
+		c, seen := fakeAgent(t, reply{Body: tc.body})
+		got, err := c.Catalog().Datacenters(context.Background())
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("body %s: got %#v, %v; want %#v", tc.body, got, err, tc.want)
+		}
+		checkRequest(t, only(t, seen), "GET", "/v1/catalog/datacenters", "")
+	}
+}

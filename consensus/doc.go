@@ -10,8 +10,10 @@
 // changes are signalled level-triggered by LeadershipChanged.
 //
 // The Catalog RPC endpoint serves catalog reads and writes to agents,
-// forwarding writes (and reads that need it) to the leader and holding
-// blocking queries on state-store watches; the Status RPC endpoint reports
+// forwarding writes (and reads that need it) to the leader, requests for
+// another datacenter to a live server of that datacenter (found by the
+// Router, which follows the WAN gossip pool), and holding blocking queries
+// on state-store watches; the Status RPC endpoint reports
 // this server's view of Raft (the leader, the configuration). Both return
 // errors through rpc.WireError, so a field error or a sentinel reaches the
 // caller, even through a forward. The Leader runs the leader's

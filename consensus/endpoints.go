@@ -16,8 +16,13 @@ import (
 // CatalogConfig configures the Catalog endpoint.
 type CatalogConfig struct {
 	// Datacenter is the datacenter this server serves. A request naming
-	// another one fails with ErrNoPathToDatacenter. Required.
+	// another one is forwarded there through Router. Required.
 	Datacenter string
+	// Router, when set, routes requests for other datacenters to their
+	// servers (forward_dc.go). Its datacenter must be Datacenter. Nil (a
+	// server in no WAN pool, as a single server is) fails them with
+	// ErrNoPathToDatacenter. Default nil.
+	Router *Router
 	// Blocking bounds the wait of blocking queries.
 	// Default rpc.DefaultBlockingLimits() (5m, at most 10m, 1/16 jitter).
 	Blocking rpc.BlockingLimits
@@ -56,6 +61,9 @@ func (c CatalogConfig) Validate() error {
 	if c.ForwardTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("consensus ForwardTimeout: must be positive, got %s", c.ForwardTimeout))
 	}
+	if c.Router != nil && !strings.EqualFold(c.Router.Datacenter(), c.Datacenter) {
+		errs = append(errs, fmt.Errorf("consensus Router: routes for datacenter %q, this endpoint serves %q", c.Router.Datacenter(), c.Datacenter))
+	}
 	return errors.Join(errs...)
 }
 
@@ -65,6 +73,10 @@ func (c CatalogConfig) Validate() error {
 // AllowStale, and otherwise by the leader (forwarded to it when this server
 // is not the leader); with RequireConsistent the leader first makes sure it
 // still leads and has applied everything committed.
+//
+// A request naming another datacenter is forwarded, before any of this,
+// to a live server of that datacenter, which answers it as its own
+// (forward_dc.go); ListDatacenters says which datacenters there are.
 //
 // Every method returns its error through rpc.WireError, so that an invalid
 // field reaches the caller as a *catalog.FieldError and a missing node as
@@ -105,7 +117,7 @@ func (c *Catalog) Close() { c.cancel() }
 // and returns once the write is committed and applied.
 func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) (err error) {
 	defer wireError(&err)
-	if err := checkDatacenter(c.cfg.Datacenter, args.Datacenter); err != nil {
+	if done, err := c.forwardDC(rpc.MethodCatalogRegister, args.Datacenter, &args.FromDatacenter, true, args, &struct{}{}, 0); done {
 		return err
 	}
 	reg := &args.Registration
@@ -127,7 +139,7 @@ func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) (err error) {
 // and returns once the write is committed and applied.
 func (c *Catalog) Deregister(args *rpc.DeregisterRequest, _ *struct{}) (err error) {
 	defer wireError(&err)
-	if err := checkDatacenter(c.cfg.Datacenter, args.Datacenter); err != nil {
+	if done, err := c.forwardDC(rpc.MethodCatalogDeregister, args.Datacenter, &args.FromDatacenter, true, args, &struct{}{}, 0); done {
 		return err
 	}
 	d := &args.Deregistration
@@ -287,7 +299,8 @@ func validateLabel(field, s string) error {
 }
 
 // checkDatacenter refuses a request for a datacenter other than own, this
-// server's. Datacenter names compare case-insensitively, as the DNS
+// server's, for the endpoints that answer only of their own datacenter
+// (Status). Datacenter names compare case-insensitively, as the DNS
 // names they appear in.
 func checkDatacenter(own, dc string) error {
 	if dc == "" || strings.EqualFold(dc, own) {
@@ -312,23 +325,23 @@ func (c *Catalog) query(opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws 
 	return nil
 }
 
-// forwardRead sends a read to the leader unless it may be answered here,
-// after checking what every read must satisfy. When it returns done, the
-// reply is filled in (or err says why not); otherwise the caller answers
-// from its own store.
+// forwardRead sends a read to another datacenter when it names one, else
+// to the leader unless it may be answered here, after checking what every
+// read must satisfy. When it returns done, the reply is filled in (or err
+// says why not); otherwise the caller answers from its own store.
 func (c *Catalog) forwardRead(method string, q *rpc.QueryOptions, forwarded *bool, args, reply any) (done bool, err error) {
 	if err := q.Validate(); err != nil {
 		return true, err
 	}
-	if err := checkDatacenter(c.cfg.Datacenter, q.Datacenter); err != nil {
+	var wait time.Duration
+	if q.IsBlocking() {
+		wait = maxBlockingWait(*q, c.cfg.Blocking)
+	}
+	if done, err := c.forwardDC(method, q.Datacenter, &q.FromDatacenter, false, args, reply, wait); done {
 		return true, err
 	}
 	if q.AllowStale {
 		return false, nil
-	}
-	var wait time.Duration
-	if q.IsBlocking() {
-		wait = maxBlockingWait(*q, c.cfg.Blocking)
 	}
 	if done, err := c.forward(method, forwarded, args, reply, wait); done {
 		return true, err

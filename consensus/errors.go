@@ -1,6 +1,10 @@
 package consensus
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cairndns/cairn/rpc"
+)
 
 var (
 	// ErrNotLeader is returned by writes sent to a server that is not the
@@ -14,8 +18,11 @@ var (
 	// ErrLastVoter is returned by RemoveServer for the only voter left:
 	// a configuration without voters can never elect a leader again.
 	ErrLastVoter = errors.New("cannot remove the last raft voter")
-	// ErrNoPathToDatacenter is returned for a request naming a datacenter
-	// other than the server's own: forwarding across datacenters (the WAN
-	// router) is not there yet.
-	ErrNoPathToDatacenter = errors.New("no path to datacenter")
+	// ErrNoPathToDatacenter is wrapped by the error of a request naming a
+	// datacenter this server cannot forward to: none of its servers is
+	// alive in the WAN pool (or it is unknown), every server tried failed
+	// to answer, or the request came from another datacenter already
+	// (requests cross at most one). It is rpc.ErrNoPathToDatacenter, so
+	// it survives the wire.
+	ErrNoPathToDatacenter = rpc.ErrNoPathToDatacenter
 )

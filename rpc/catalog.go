@@ -24,6 +24,7 @@ const (
 	MethodCatalogServiceChecks    = CatalogEndpoint + ".ServiceChecks"
 	MethodCatalogChecksInState    = CatalogEndpoint + ".ChecksInState"
 	MethodCatalogChanges          = CatalogEndpoint + ".Changes"
+	MethodCatalogListDatacenters  = CatalogEndpoint + ".ListDatacenters"
 )
 
 // The request and reply types of the Catalog endpoint. They travel as
@@ -173,4 +174,14 @@ type ChangesRequest struct {
 type ChangesResponse struct {
 	QueryMeta
 	Changes catalog.Changes
+}
+
+// DatacentersRequest asks a server for the datacenters it knows: its own
+// and those with a server in its WAN pool. It is answered by the server
+// it is sent to, never forwarded.
+type DatacentersRequest struct{}
+
+// DatacentersResponse lists datacenter names, sorted.
+type DatacentersResponse struct {
+	Datacenters []string
 }

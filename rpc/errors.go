@@ -42,6 +42,14 @@ var ErrPoolClosed = errors.New("rpc pool closed")
 // by a second Start.
 var ErrServerClosed = errors.New("rpc server closed")
 
+// ErrNoPathToDatacenter is wrapped by the error of a request naming a
+// datacenter the answering server cannot reach: one no server of which is
+// alive in its WAN pool (or known at all), or one whose servers all failed
+// to answer. It lives here rather than in consensus so that it crosses the
+// wire (WireError gives it a code): a client agent, and a server that
+// forwarded the request, can tell it apart from other failures.
+var ErrNoPathToDatacenter = errors.New("no path to datacenter")
+
 // ErrConflictingConsistency is returned by QueryOptions.Validate when both
 // AllowStale and RequireConsistent are set.
 var ErrConflictingConsistency = errors.New("AllowStale and RequireConsistent are mutually exclusive")
@@ -54,7 +62,8 @@ var ErrConflictingConsistency = errors.New("AllowStale and RequireConsistent are
 // net/rpc carries only an error's text, so the endpoints encode the errors a
 // caller branches on into that text (WireError) and the calling side decodes
 // them back here: a *catalog.FieldError as FieldError, a well-known
-// sentinel (catalog.ErrNotFound, ErrConflictingConsistency) as Sentinel.
+// sentinel (catalog.ErrNotFound, ErrConflictingConsistency,
+// ErrNoPathToDatacenter) as Sentinel.
 // Unwrap returns whichever is set, so that errors.As(err, &fieldErr) and
 // errors.Is(err, catalog.ErrNotFound) work on what Pool.Call returns, and
 // an HTTP handler can answer 400 naming the field, or 404.
@@ -101,7 +110,7 @@ const wireMarker = "cairn-error/1 "
 // sends only an error's text, so WireError writes into it what a caller
 // branches on: a *catalog.FieldError that errors.As finds in err (its
 // Field and Reason), or a sentinel that errors.Is finds (catalog.ErrNotFound,
-// ErrConflictingConsistency). The calling side's codec decodes it into a
+// ErrConflictingConsistency, ErrNoPathToDatacenter). The calling side's codec decodes it into a
 // *RemoteError. Every endpoint method returns WireError(err).
 //
 // A *RemoteError (the answer of a server this one forwarded the request
@@ -141,7 +150,8 @@ func (e *wireError) Unwrap() error { return e.err }
 
 // sentinelCode returns the wire code of the sentinel err wraps, or "" for
 // none. Only sentinels a caller branches on have one: ErrNotFound is a 404,
-// a conflicting consistency mode a 400. Never ErrTransport or the like,
+// a conflicting consistency mode a 400, no path to a datacenter a failure
+// of that datacenter's names only. Never ErrTransport or the like,
 // which would make a caller retry a call that ran. A code, once sent, is
 // never changed or reused; sentinelOf maps it back.
 func sentinelCode(err error) string {
@@ -150,6 +160,8 @@ func sentinelCode(err error) string {
 		return "not-found"
 	case errors.Is(err, ErrConflictingConsistency):
 		return "conflicting-consistency"
+	case errors.Is(err, ErrNoPathToDatacenter):
+		return "no-path-to-datacenter"
 	}
 	return ""
 }
@@ -161,6 +173,8 @@ func sentinelOf(code string) error {
 		return catalog.ErrNotFound
 	case "conflicting-consistency":
 		return ErrConflictingConsistency
+	case "no-path-to-datacenter":
+		return ErrNoPathToDatacenter
 	}
 	return nil
 }

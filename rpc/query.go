@@ -12,8 +12,15 @@ import (
 // QueryOptions is embedded in the arguments of every read endpoint.
 type QueryOptions struct {
 	// Datacenter is the datacenter to answer from; empty means the
-	// server's own. A server forwards a query for another datacenter.
+	// server's own. A server forwards a query for another datacenter to
+	// a server of that one.
 	Datacenter string
+	// FromDatacenter is set by a server that forwards the query to
+	// another datacenter, to its own, and by no one else. The receiving
+	// server answers it as a query for its own datacenter and never
+	// forwards it across datacenters again, so a request makes at most
+	// one hop between datacenters even when WAN membership is wrong.
+	FromDatacenter string
 	// MinQueryIndex makes the query blocking: the server answers once
 	// its data's index is greater than MinQueryIndex, or when the wait
 	// (MaxQueryTime, see BlockingTimeout) ends. 0 answers at once.
@@ -127,6 +134,10 @@ type QueryMeta struct {
 // WriteRequest is embedded in the arguments of every write endpoint.
 type WriteRequest struct {
 	// Datacenter is the datacenter to write to; empty means the
-	// server's own.
+	// server's own. A server forwards a write for another datacenter to
+	// a server of that one.
 	Datacenter string
+	// FromDatacenter is set by a server that forwards the write to
+	// another datacenter, as QueryOptions.FromDatacenter.
+	FromDatacenter string
 }

@@ -35,15 +35,16 @@ func FreePort(t testing.TB) int {
 
 // ServerConfig returns the configuration of a clustering server named name
 // on 127.0.0.1: its data in a temporary directory, DNS and HTTP on ports
-// picked by the system, server and gossip ports free (FreePort), expecting
-// expect servers and joining join (gossip addresses), retried every 100ms.
+// picked by the system, server and gossip (LAN and WAN) ports free
+// (FreePort), expecting expect servers and joining join (gossip
+// addresses), retried every 100ms.
 func ServerConfig(t testing.TB, name string, expect int, join ...string) agent.Config {
 	t.Helper()
 	cfg := agent.DefaultConfig()
 	cfg.NodeName = name
 	cfg.Server = true
 	cfg.DataDir = t.TempDir()
-	cfg.Ports = agent.Ports{Server: FreePort(t), SerfLAN: FreePort(t)}
+	cfg.Ports = agent.Ports{Server: FreePort(t), SerfLAN: FreePort(t), SerfWAN: FreePort(t)}
 	cfg.BootstrapExpect = expect
 	cfg.Join = join
 	cfg.RetryInterval = 100 * time.Millisecond
@@ -89,6 +90,48 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		c.Agents = append(c.Agents, Start(t, cfg))
 	}
 	return c
+}
+
+// DatacenterConfigs returns the configurations of n clustering servers of
+// datacenter dc named s1…sn, as StartCluster starts them: expecting n,
+// each but the first joining the first's LAN gossip address. Set JoinWAN on
+// them (see WANAddr) and start them with StartConfigs.
+func DatacenterConfigs(t testing.TB, dc string, n int) []agent.Config {
+	t.Helper()
+	var cfgs []agent.Config
+	for i := range n {
+		cfg := ServerConfig(t, fmt.Sprintf("s%d", i+1), n)
+		cfg.Datacenter = dc
+		if i > 0 {
+			cfg.Join = []string{GossipAddr(cfgs[0])}
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	return cfgs
+}
+
+// StartConfigs starts an agent with each of cfgs, in order. Each is shut
+// down when the test ends.
+func StartConfigs(t testing.TB, cfgs []agent.Config) *Cluster {
+	t.Helper()
+	c := &Cluster{}
+	for _, cfg := range cfgs {
+		c.Configs = append(c.Configs, cfg)
+		c.Agents = append(c.Agents, Start(t, cfg))
+	}
+	return c
+}
+
+// GossipAddr is the LAN gossip address of an agent started with cfg on
+// loopback.
+func GossipAddr(cfg agent.Config) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Ports.SerfLAN))
+}
+
+// WANAddr is the WAN gossip address of a server started with cfg on
+// loopback, to join its WAN pool.
+func WANAddr(cfg agent.Config) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Ports.SerfWAN))
 }
 
 // RPCAddr is the server address (Raft and RPC) of the i-th agent, as

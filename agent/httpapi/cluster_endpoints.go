@@ -69,23 +69,21 @@ const raftProtocolVersion = "3"
 // allSegments is Consul's ?segment value for every segment of the LAN pool.
 const allSegments = "_all"
 
-// rejectWAN answers ?wan, which asks for the WAN pool: it is not served
-// here yet.
-func rejectWAN(r *http.Request) error {
-	if boolParam(r, "wan") {
-		return badRequest("wan", "the WAN pool is not available on this agent yet; leave out wan to use the LAN pool")
-	}
-	return nil
-}
-
+// agentMembers lists the LAN pool, or with ?wan the WAN pool (Consul's
+// parameter).
 func (s *Server) agentMembers(w http.ResponseWriter, r *http.Request) error {
-	if err := rejectWAN(r); err != nil {
-		return err
-	}
 	if seg := r.URL.Query().Get("segment"); seg != "" && seg != allSegments {
 		return badRequest("segment", "network segments are not supported: the LAN pool has one segment, got %q", seg)
 	}
-	members := s.cluster.Members()
+	var members []Member
+	if boolParam(r, "wan") {
+		var err error
+		if members, err = s.cluster.WANMembers(); err != nil {
+			return fmt.Errorf("list WAN members: %w", err)
+		}
+	} else {
+		members = s.cluster.Members()
+	}
 	out := make([]agentMember, 0, len(members))
 	for _, m := range members {
 		out = append(out, toAgentMember(m))
@@ -112,10 +110,9 @@ func toAgentMember(m Member) agentMember {
 	return agentMember{Name: m.Name, Addr: m.Addr, Port: m.Port, Tags: tags, Status: memberStatus(m.Status)}
 }
 
+// agentJoin joins the LAN pool, or with ?wan the WAN pool, through one
+// address.
 func (s *Server) agentJoin(w http.ResponseWriter, r *http.Request) error {
-	if err := rejectWAN(r); err != nil {
-		return err
-	}
 	addr := r.PathValue("address")
 	switch {
 	case addr == "":
@@ -123,7 +120,11 @@ func (s *Server) agentJoin(w http.ResponseWriter, r *http.Request) error {
 	case strings.Contains(addr, "/"):
 		return badRequest("address", "must be a host or host:port, got %q", addr)
 	}
-	n, err := s.cluster.Join(r.Context(), []string{addr})
+	join := s.cluster.Join
+	if boolParam(r, "wan") {
+		join = s.cluster.JoinWAN
+	}
+	n, err := join(r.Context(), []string{addr})
 	// Joining through one agent is enough: gossip spreads the rest.
 	if n > 0 {
 		w.WriteHeader(http.StatusOK)
@@ -133,6 +134,20 @@ func (s *Server) agentJoin(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("join %s: %w", addr, err)
 	}
 	return fmt.Errorf("join %s: no agent answered", addr)
+}
+
+// catalogDatacenters lists the known datacenters as Consul does: a JSON
+// array of names.
+func (s *Server) catalogDatacenters(w http.ResponseWriter, r *http.Request) error {
+	dcs, err := s.cluster.Datacenters(r.Context())
+	if err != nil {
+		return fmt.Errorf("list datacenters: %w", err)
+	}
+	if dcs == nil {
+		dcs = []string{}
+	}
+	writeJSONPretty(w, r, dcs)
+	return nil
 }
 
 func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {

@@ -121,8 +121,9 @@ func TestAgentMembersPretty(t *testing.T) {
 	}
 }
 
-// TestOtherPoolsRejected: the WAN pool and network segments are not served;
-// asking for them is a 400 naming the parameter, and nothing is joined.
+// TestOtherPoolsRejected: network segments are not served, and a client
+// agent is in no WAN pool; asking for them is a 400 naming the parameter,
+// and nothing is joined.
 func TestOtherPoolsRejected(t *testing.T) {
 	tests := []struct {
 		method, target, field string
@@ -142,13 +143,71 @@ func TestOtherPoolsRejected(t *testing.T) {
 			if body["field"] != tt.field {
 				t.Errorf("got field %v, want %q", body["field"], tt.field)
 			}
-			if tt.field == "wan" && !strings.Contains(body["reason"].(string), "WAN pool is not available") {
-				t.Errorf("got reason %q, want it to say the WAN pool is not available", body["reason"])
+			if tt.field == "wan" && !strings.Contains(body["reason"].(string), "no WAN pool") {
+				t.Errorf("got reason %q, want it to say the agent is in no WAN pool", body["reason"])
 			}
 			if joins, _ := cl.calls(); len(joins) != 0 {
 				t.Errorf("Join was called with %v, want no call", joins)
 			}
 		})
+	}
+}
+
+func TestAgentMembersWAN(t *testing.T) {
+	cl := testCluster()
+	cl.wan = []httpapi.Member{
+		{Name: "srv-1.dc2", Addr: "10.0.2.1", Port: 8302, Status: "alive", Role: "server", Datacenter: "dc2", RPCAddr: "10.0.2.1:8300", ProtocolVersion: 1},
+		{Name: "srv-1.dc1", Addr: "10.0.0.1", Port: 8302, Status: "failed", Role: "server", Datacenter: "dc1", RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1},
+	}
+	rec := serve(newClusterServer(t, cl), http.MethodGet, "/v1/agent/members?wan=1", "")
+	wantStatus(t, rec, http.StatusOK)
+	got := decode[[]consulAgentMember](t, rec)
+	want := []consulAgentMember{
+		{Name: "srv-1.dc1", Addr: "10.0.0.1", Port: 8302, Status: 4,
+			Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}},
+		{Name: "srv-1.dc2", Addr: "10.0.2.1", Port: 8302, Status: 1,
+			Tags: map[string]string{"role": "consul", "dc": "dc2", "port": "8300", "vsn": "1"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestAgentJoinWAN(t *testing.T) {
+	cl := testCluster()
+	cl.wan = []httpapi.Member{}
+	rec := serve(newClusterServer(t, cl), http.MethodPut, "/v1/agent/join/10.0.2.1:8302?wan=1", "")
+	wantStatus(t, rec, http.StatusOK)
+	if got, want := cl.wanCalls(), [][]string{{"10.0.2.1:8302"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("JoinWAN got %q, want %q", got, want)
+	}
+	if joins, _ := cl.calls(); len(joins) != 0 {
+		t.Errorf("Join (LAN) got %q, want no call", joins)
+	}
+}
+
+func TestCatalogDatacenters(t *testing.T) {
+	for _, tc := range []struct {
+		dcs  []string
+		want string
+	}{
+		{[]string{"dc1", "dc2"}, `["dc1","dc2"]`},
+		{nil, `[]`},
+	} {
+		cl := testCluster()
+		cl.dcs = tc.dcs
+		rec := serve(newClusterServer(t, cl), http.MethodGet, "/v1/catalog/datacenters", "")
+		wantStatus(t, rec, http.StatusOK)
+		if got := strings.TrimSpace(rec.Body.String()); got != tc.want {
+			t.Errorf("datacenters %v: got body %s, want %s", tc.dcs, got, tc.want)
+		}
+	}
+	cl := testCluster()
+	cl.dcsErr = errors.New("no cairn servers known")
+	rec := serve(newClusterServer(t, cl), http.MethodGet, "/v1/catalog/datacenters", "")
+	wantStatus(t, rec, http.StatusInternalServerError)
+	if body := errorBody(t, rec); !strings.Contains(body["error"].(string), "no cairn servers known") {
+		t.Errorf("got error %v, want the cause", body["error"])
 	}
 }
 

@@ -270,6 +270,11 @@ func (s fakeStatus) Peers() ([]string, error) {
 // configuration, recording the joins and leaves it is asked for.
 type fakeCluster struct {
 	members []httpapi.Member
+	// wan is the WAN pool's members; nil makes the agent a client, in
+	// no WAN pool.
+	wan     []httpapi.Member
+	dcs     []string
+	dcsErr  error
 	raft    *rpc.RaftConfigurationResponse
 	raftErr error
 	// joined is how many addresses Join reports answered; joinErr its error.
@@ -277,9 +282,10 @@ type fakeCluster struct {
 	joinErr  error
 	leaveErr error
 
-	mu        sync.Mutex
-	joinAddrs [][]string
-	leaves    int
+	mu           sync.Mutex
+	joinAddrs    [][]string
+	joinWANAddrs [][]string
+	leaves       int
 }
 
 var _ httpapi.Cluster = (*fakeCluster)(nil)
@@ -291,6 +297,32 @@ func (f *fakeCluster) Join(_ context.Context, addrs []string) (int, error) {
 	defer f.mu.Unlock()
 	f.joinAddrs = append(f.joinAddrs, slices.Clone(addrs))
 	return f.joined, f.joinErr
+}
+
+func (f *fakeCluster) WANMembers() ([]httpapi.Member, error) {
+	if f.wan == nil {
+		return nil, fmt.Errorf("client agent: %w", httpapi.ErrNotInWAN)
+	}
+	return f.wan, nil
+}
+
+func (f *fakeCluster) JoinWAN(_ context.Context, addrs []string) (int, error) {
+	if f.wan == nil {
+		return 0, fmt.Errorf("client agent: %w", httpapi.ErrNotInWAN)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.joinWANAddrs = append(f.joinWANAddrs, slices.Clone(addrs))
+	return f.joined, f.joinErr
+}
+
+func (f *fakeCluster) Datacenters(context.Context) ([]string, error) { return f.dcs, f.dcsErr }
+
+// wanCalls returns the addresses of every JoinWAN so far.
+func (f *fakeCluster) wanCalls() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.joinWANAddrs)
 }
 
 func (f *fakeCluster) Leave(context.Context) error {

@@ -50,6 +50,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, local.ErrUnknownService), errors.Is(err, local.ErrUnknownCheck),
 		errors.Is(err, catalog.ErrNotFound):
 		he = notFound("%s", oneLine(err.Error()))
+	case errors.Is(err, ErrNotInWAN):
+		he = badRequest("wan", "%s", oneLine(err.Error()))
 	case errors.Is(err, local.ErrNotTTL):
 		// Only a TTL check's status is reported from outside; the others
 		// have a runner that decides it.

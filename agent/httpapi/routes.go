@@ -32,6 +32,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/catalog/services", s.catalogServices, http.MethodGet)
 	s.handle(mux, "/v1/catalog/service/{name}", s.catalogService, http.MethodGet)
 	s.handle(mux, "/v1/catalog/nodes", s.catalogNodes, http.MethodGet)
+	s.handle(mux, "/v1/catalog/datacenters", s.catalogDatacenters, http.MethodGet)
 	s.handle(mux, "/v1/health/service/{name}", s.healthService, http.MethodGet)
 	s.handle(mux, "/v1/health/checks/{service}", s.healthChecks, http.MethodGet)
 	s.handle(mux, "/v1/health/node/{node}", s.healthNode, http.MethodGet)

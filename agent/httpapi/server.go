@@ -73,15 +73,26 @@ type Status interface {
 	Peers() ([]string, error)
 }
 
-// Cluster is the agent's membership: its LAN gossip pool and its
-// datacenter's Raft configuration. Handlers call it from their own
-// goroutines, several at once.
+// Cluster is the agent's membership: its LAN gossip pool, a server's WAN
+// pool, the datacenters it knows and its datacenter's Raft configuration.
+// Handlers call it from their own goroutines, several at once.
 type Cluster interface {
 	// Members returns the members of the agent's LAN pool, itself included.
 	Members() []Member
+	// WANMembers returns the members of the WAN pool (the servers of
+	// every datacenter), this server included, named "<node>.<dc>". An
+	// agent in no WAN pool (a client) returns an error wrapping
+	// ErrNotInWAN.
+	WANMembers() ([]Member, error)
 	// Join asks the LAN pool to join the agents at addrs (host or
 	// host:port); it returns how many answered.
 	Join(ctx context.Context, addrs []string) (int, error)
+	// JoinWAN asks the WAN pool to join the servers at addrs, as Join;
+	// an agent in no WAN pool returns an error wrapping ErrNotInWAN.
+	JoinWAN(ctx context.Context, addrs []string) (int, error)
+	// Datacenters returns the datacenters the agent knows, sorted: a
+	// server's, from its WAN pool; a client's, from a server.
+	Datacenters(ctx context.Context) ([]string, error)
 	// Leave leaves the cluster gracefully and then stops the agent. It
 	// returns once the leave has been broadcast (or failed); the agent shuts
 	// down after the HTTP response is written.
@@ -91,7 +102,11 @@ type Cluster interface {
 	RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error)
 }
 
-// Member is one agent of the LAN pool as Cluster reports it.
+// ErrNotInWAN is wrapped by the errors of Cluster.WANMembers and JoinWAN on
+// an agent that is in no WAN pool; the API answers 400 naming "wan".
+var ErrNotInWAN = errors.New("this agent is in no WAN pool: only servers are")
+
+// Member is one agent of a gossip pool as Cluster reports it.
 type Member struct {
 	Name            string
 	Addr            string // gossip IP

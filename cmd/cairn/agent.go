@@ -47,9 +47,12 @@ func agentCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "recursor", Usage: "upstream resolver `IP[:PORT]` for names outside cairn's zones; repeat for several (none: REFUSED)"},
 			&cli.IntFlag{Name: "server-port", Usage: "server RPC and Raft `PORT`", Value: def.Ports.Server},
 			&cli.IntFlag{Name: "serf-lan-port", Usage: "LAN gossip `PORT` (UDP and TCP)", Value: def.Ports.SerfLAN},
+			&cli.IntFlag{Name: "serf-wan-port", Usage: "WAN gossip `PORT` (UDP and TCP) of a server", Value: def.Ports.SerfWAN},
 			&cli.IntFlag{Name: "bootstrap-expect", Usage: "bootstrap the Raft cluster once `N` servers have seen each other (requires -server)"},
 			&cli.StringSliceFlag{Name: "join", Usage: "gossip `ADDR[:PORT]` of an agent to join, retried until it answers; repeat for several"},
 			&cli.StringSliceFlag{Name: "retry-join", Usage: "the same as -join (both may be given; their addresses add up)"},
+			&cli.StringSliceFlag{Name: "join-wan", Usage: "WAN gossip `ADDR[:PORT]` of a server (of any datacenter) to join, retried until it answers; repeat for several (requires -server)"},
+			&cli.StringSliceFlag{Name: "retry-join-wan", Usage: "the same as -join-wan (both may be given; their addresses add up)"},
 			&cli.DurationFlag{Name: "retry-interval", Usage: "wait `DURATION` between join attempts", Value: def.RetryInterval},
 			&cli.IntFlag{Name: "retry-max", Usage: "give up joining after `N` attempts (0: never)"},
 			&cli.StringFlag{Name: "encrypt", Usage: "base64 gossip encryption `KEY` (16, 24 or 32 bytes)"},
@@ -105,6 +108,8 @@ func flagForField(field string) (string, bool) {
 		return "server-port", true
 	case "ports.serf_lan":
 		return "serf-lan-port", true
+	case "ports.serf_wan":
+		return "serf-wan-port", true
 	case "datacenter", "domain", "data_dir", "log_level", "alt_domain",
 		"bootstrap_expect", "retry_interval", "retry_max", "encrypt":
 		return strings.ReplaceAll(field, "_", "-"), true
@@ -114,6 +119,9 @@ func flagForField(field string) (string, bool) {
 	}
 	if strings.HasPrefix(field, "recursors[") {
 		return "recursor", true
+	}
+	if strings.HasPrefix(field, "retry_join_wan") {
+		return "join-wan", true
 	}
 	if strings.HasPrefix(field, "retry_join") {
 		return "join", true
@@ -187,11 +195,17 @@ func applyClusterFlags(c *cli.Context, cfg *agent.Config) {
 	if c.IsSet("serf-lan-port") {
 		cfg.Ports.SerfLAN = c.Int("serf-lan-port")
 	}
+	if c.IsSet("serf-wan-port") {
+		cfg.Ports.SerfWAN = c.Int("serf-wan-port")
+	}
 	if c.IsSet("bootstrap-expect") {
 		cfg.BootstrapExpect = c.Int("bootstrap-expect")
 	}
 	if c.IsSet("join") || c.IsSet("retry-join") {
 		cfg.Join = append(c.StringSlice("join"), c.StringSlice("retry-join")...)
+	}
+	if c.IsSet("join-wan") || c.IsSet("retry-join-wan") {
+		cfg.JoinWAN = append(c.StringSlice("join-wan"), c.StringSlice("retry-join-wan")...)
 	}
 	if c.IsSet("retry-interval") {
 		cfg.RetryInterval = c.Duration("retry-interval")

@@ -142,20 +142,22 @@ func TestAgentConfigClusterFlags(t *testing.T) {
 	key := "MDEyMzQ1Njc4OWFiY2RlZg=="
 	cfg, err := configFromArgs(t, "-server", "-data-dir", "/d", "-bootstrap-expect", "3",
 		"-join", "10.0.0.1", "-retry-join", "10.0.0.2:9301", "-retry-interval", "5s", "-retry-max", "4",
-		"-serf-lan-port", "9301", "-server-port", "9300", "-encrypt", key)
+		"-serf-lan-port", "9301", "-server-port", "9300", "-encrypt", key,
+		"-serf-wan-port", "9302", "-join-wan", "10.1.0.1", "-retry-join-wan", "10.1.0.2:9302")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.BootstrapExpect != 3 || !slices.Equal(cfg.Join, []string{"10.0.0.1", "10.0.0.2:9301"}) ||
 		cfg.RetryInterval != 5*time.Second || cfg.RetryMax != 4 || cfg.Ports.SerfLAN != 9301 ||
-		cfg.Ports.Server != 9300 || cfg.EncryptKey != key || !cfg.Clustering() {
+		cfg.Ports.Server != 9300 || cfg.EncryptKey != key || !cfg.Clustering() ||
+		cfg.Ports.SerfWAN != 9302 || !slices.Equal(cfg.JoinWAN, []string{"10.1.0.1", "10.1.0.2:9302"}) {
 		t.Errorf("got %+v, want the cluster flags applied", cfg)
 	}
 	def, err := configFromArgs(t, "-data-dir", "/d")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.BootstrapExpect != 0 || def.Join != nil || def.RetryInterval != 30*time.Second || def.Ports.SerfLAN != 8301 || def.Clustering() {
+	if def.BootstrapExpect != 0 || def.Join != nil || def.RetryInterval != 30*time.Second || def.Ports.SerfLAN != 8301 || def.Ports.SerfWAN != 8302 || def.JoinWAN != nil || def.Clustering() {
 		t.Errorf("got %+v, want the clustering defaults", def)
 	}
 }
@@ -187,6 +189,9 @@ func TestAgentConfigErrors(t *testing.T) {
 		{[]string{"-data-dir", "/d", "-server-port", "70000"}, []string{"-server-port: ", "70000"}},
 		{[]string{"-data-dir", "/d", "-encrypt", "c2hvcnQ="}, []string{"-encrypt: ", "16, 24 or 32"}},
 		{[]string{"-dev", "-join", "10.0.0.1"}, []string{"-join: ", "-dev"}},
+		{[]string{"-data-dir", "/d", "-join-wan", "10.0.0.1"}, []string{"-join-wan: ", "-server"}},
+		{[]string{"-data-dir", "/d", "-server", "-retry-join-wan", ""}, []string{"-join-wan: ", "empty"}},
+		{[]string{"-data-dir", "/d", "-serf-wan-port", "70000"}, []string{"-serf-wan-port: ", "70000"}},
 		{[]string{"-config-file", filepath.Join(t.TempDir(), "missing.hcl")}, []string{"missing.hcl"}},
 	} {
 		_, err := configFromArgs(t, tc.args...)

@@ -13,8 +13,8 @@ import (
 func catalogCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "catalog",
-		Usage:        "List the services and nodes of the datacenter's catalog",
-		UsageText:    "cairn catalog <services|nodes> [options]",
+		Usage:        "List the services and nodes of the datacenter's catalog, and the datacenters",
+		UsageText:    "cairn catalog <services|nodes|datacenters> [options]",
 		OnUsageError: usageError("cairn catalog"),
 		Action:       groupAction("cairn catalog"),
 		Subcommands: []*cli.Command{
@@ -37,6 +37,16 @@ func catalogCommand() *cli.Command {
 				OnUsageError: usageError("cairn catalog nodes"),
 				Flags:        []cli.Flag{httpAddrFlag()},
 				Action:       catalogNodes,
+			},
+			{
+				Name:      "datacenters",
+				Usage:     "List the datacenters the agent knows",
+				UsageText: "cairn catalog datacenters [-http-addr ADDRESS]",
+				Description: "Prints one datacenter name a line, sorted: the agent's own and those\n" +
+					"whose servers are in its servers' WAN pool.",
+				OnUsageError: usageError("cairn catalog datacenters"),
+				Flags:        []cli.Flag{httpAddrFlag()},
+				Action:       catalogDatacenters,
 			},
 		},
 	}
@@ -91,4 +101,24 @@ func catalogNodes(c *cli.Context) error {
 		rows = append(rows, []string{n.Node, n.Address, n.Datacenter})
 	}
 	return writeTable(c.App.Writer, rows)
+}
+
+func catalogDatacenters(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see \"cairn catalog datacenters -h\")", c.Args().First())
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	dcs, err := client.Catalog().Datacenters(c.Context)
+	if err != nil {
+		return fmt.Errorf("list datacenters: %w", err)
+	}
+	for _, dc := range dcs {
+		if _, err := fmt.Fprintln(c.App.Writer, dc); err != nil {
+			return err
+		}
+	}
+	return nil
 }

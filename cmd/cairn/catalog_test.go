@@ -41,3 +41,15 @@ func TestCatalogNodes(t *testing.T) {
 	}
 	agent.only(t, "GET", "/v1/catalog/nodes")
 }
+
+func TestCatalogDatacenters(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"GET /v1/catalog/datacenters": {body: `["dc1", "dc2", "eu-west"]`}})
+	stdout, stderr, code := runCLI(t, "catalog", "datacenters", "-http-addr", agent.URL)
+	if code != 0 {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	if want := "dc1\ndc2\neu-west\n"; stdout != want {
+		t.Errorf("got\n%s\nwant\n%s", stdout, want)
+	}
+	agent.only(t, "GET", "/v1/catalog/datacenters")
+}

@@ -18,16 +18,19 @@ var memberStatuses = []string{api.MemberAlive, api.MemberFailed, api.MemberLeft,
 func membersCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "members",
-		Usage:     "List the members of the agent's LAN gossip pool",
-		UsageText: "cairn members [-status alive|failed|left|leaving] [-format table|json] [-http-addr ADDRESS]",
+		Usage:     "List the members of the agent's LAN (or WAN) gossip pool",
+		UsageText: "cairn members [-wan] [-status alive|failed|left|leaving] [-format table|json] [-http-addr ADDRESS]",
 		Description: "Lists the agents the local agent sees in its datacenter's gossip pool,\n" +
 			"itself included, sorted by name. Gossip is eventually consistent: two\n" +
 			"agents may briefly disagree (\"cairn catalog nodes\" is the consistent view).\n" +
+			"With -wan, lists the WAN pool instead: the servers of every datacenter,\n" +
+			"named <node>.<dc> (the local agent must be a server).\n" +
 			"With -format json, prints an array of objects with Name, Addr, Port,\n" +
 			"Status, Role, Datacenter and Tags.",
 		OnUsageError: usageError("cairn members"),
 		Flags: []cli.Flag{
 			httpAddrFlag(),
+			&cli.BoolFlag{Name: "wan", Usage: "list the WAN pool (servers of every datacenter) instead of the LAN pool"},
 			&cli.StringFlag{Name: "status", Usage: "list only members in `STATUS`: alive, failed, left or leaving"},
 			formatFlag(),
 		},
@@ -51,9 +54,13 @@ func listMembers(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	members, err := client.Agent().Members(c.Context)
+	list, what := client.Agent().Members, "members"
+	if c.Bool("wan") {
+		list, what = client.Agent().MembersWAN, "WAN members"
+	}
+	members, err := list(c.Context)
 	if err != nil {
-		return fmt.Errorf("list members: %w", err)
+		return fmt.Errorf("list %s: %w", what, err)
 	}
 	if status != "" {
 		members = slices.DeleteFunc(members, func(m api.Member) bool { return m.Status != status })
@@ -77,16 +84,22 @@ func joinCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "join",
 		Usage:     "Tell the local agent to join the gossip pool of other agents",
-		UsageText: "cairn join [-http-addr ADDRESS] ADDRESS...",
+		UsageText: "cairn join [-wan] [-http-addr ADDRESS] ADDRESS...",
 		Description: "Asks the local agent to join the agents at each ADDRESS: an IP or host\n" +
 			"name, with \":PORT\" when their gossip port is not the local agent's\n" +
 			"(8301 by default). Joining one agent of a cluster is enough: gossip\n" +
 			"spreads the membership. Fails only when no address could be joined.\n" +
+			"With -wan, the local agent (a server) joins the WAN pool of the servers\n" +
+			"at each ADDRESS (WAN port, 8302 by default): one server of another\n" +
+			"datacenter is enough to know them all.\n" +
 			"Flags must come before the addresses.",
 		ArgsUsage:    "ADDRESS...",
 		OnUsageError: usageError("cairn join"),
-		Flags:        []cli.Flag{httpAddrFlag()},
-		Action:       joinAgents,
+		Flags: []cli.Flag{
+			httpAddrFlag(),
+			&cli.BoolFlag{Name: "wan", Usage: "join the WAN pool (servers of every datacenter) instead of the LAN pool"},
+		},
+		Action: joinAgents,
 	}
 }
 
@@ -107,10 +120,14 @@ func joinAgents(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	join := client.Agent().Join
+	if c.Bool("wan") {
+		join = client.Agent().JoinWAN
+	}
 	joined := 0
 	var failed []error
 	for _, addr := range addrs {
-		err := client.Agent().Join(c.Context, addr)
+		err := join(c.Context, addr)
 		var ue *api.UnreachableError
 		switch {
 		case errors.As(err, &ue):

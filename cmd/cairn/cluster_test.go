@@ -266,3 +266,37 @@ func TestListPeersErrors(t *testing.T) {
 		t.Errorf("agent saw %d requests, want 1 (usage errors send none)", n)
 	}
 }
+
+func TestMembersWAN(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"GET /v1/agent/members": {body: `[
+		{"Name": "s1.dc2", "Addr": "10.0.2.1", "Port": 8302, "Status": 1, "Tags": {"role": "consul", "dc": "dc2", "port": "8300", "vsn": "1"}},
+		{"Name": "s1.dc1", "Addr": "10.0.1.1", "Port": 8302, "Status": 4, "Tags": {"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}}]`}})
+	stdout, stderr, code := runCLI(t, "members", "-wan", "-http-addr", agent.URL)
+	if code != 0 {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	want := "" +
+		"Node    Address        Status  Role    DC\n" +
+		"s1.dc1  10.0.1.1:8302  failed  server  dc1\n" +
+		"s1.dc2  10.0.2.1:8302  alive   server  dc2\n"
+	if stdout != want {
+		t.Errorf("got\n%s\nwant\n%s", stdout, want)
+	}
+	if got := agent.only(t, "GET", "/v1/agent/members"); got.Query != "wan=1" {
+		t.Errorf("got query %q, want wan=1", got.Query)
+	}
+}
+
+func TestJoinWAN(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"PUT /v1/agent/join/10.0.2.1:8302": {}})
+	stdout, stderr, code := runCLI(t, "join", "-wan", "-http-addr", agent.URL, "10.0.2.1:8302")
+	if code != 0 || stderr != "" {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	if want := "Joined 1 of 1 agents\n"; stdout != want {
+		t.Errorf("got stdout %q, want %q", stdout, want)
+	}
+	if got := agent.only(t, "PUT", "/v1/agent/join/10.0.2.1:8302"); got.Query != "wan=1" {
+		t.Errorf("got query %q, want wan=1", got.Query)
+	}
+}

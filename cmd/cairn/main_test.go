@@ -192,7 +192,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	for _, args := range [][]string{
 		{"-h"}, {"agent", "-h"}, {"services", "-h"}, {"services", "register", "-h"},
 		{"services", "deregister", "-h"}, {"services", "list", "-h"}, {"catalog", "-h"},
-		{"catalog", "services", "-h"}, {"catalog", "nodes", "-h"}, {"version", "-h"},
+		{"catalog", "services", "-h"}, {"catalog", "nodes", "-h"}, {"catalog", "datacenters", "-h"}, {"version", "-h"},
 		{"members", "-h"}, {"join", "-h"}, {"leave", "-h"}, {"operator", "-h"}, {"operator", "raft", "-h"},
 		{"operator", "raft", "list-peers", "-h"}, {"checks", "-h"}, {"checks", "list", "-h"},
 		{"checks", "pass", "-h"}, {"checks", "warn", "-h"}, {"checks", "fail", "-h"}, {"maint", "-h"},
@@ -223,6 +223,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"version", "extra"}, []string{"no arguments"}},
 		{[]string{"join"}, []string{"missing ADDRESS", `"cairn join -h"`}},
 		{[]string{"members", "-bogus"}, []string{"-bogus", `"cairn members -h"`}},
+		{[]string{"catalog", "datacenters", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"operator", "nope"}, []string{`unknown command "cairn operator nope"`}},
 		{[]string{"operator", "raft", "nope"}, []string{`unknown command "cairn operator raft nope"`}},
 		{[]string{"operator", "raft", "list-peers", "-bogus"}, []string{"-bogus", `"cairn operator raft list-peers -h"`}},

@@ -1,0 +1,213 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
+)
+
+// twoDCs is dc1 (one server and a client) and dc2 (three servers), whose
+// servers found each other in the WAN pool.
+type twoDCs struct {
+	dc1, dc2 *agenttest.Cluster
+	client   *agent.Agent
+	pool     *rpc.Pool
+}
+
+// startTwoDCs starts both datacenters, each server joining the WAN pool
+// through a server of the other (as retry_join_wan usually lists them),
+// and waits until every server sees all four alive there.
+func startTwoDCs(t *testing.T) *twoDCs {
+	t.Helper()
+	dc1Cfgs := agenttest.DatacenterConfigs(t, "dc1", 1)
+	dc2Cfgs := agenttest.DatacenterConfigs(t, "dc2", 3)
+	dc1Cfgs[0].JoinWAN = []string{agenttest.WANAddr(dc2Cfgs[0])}
+	for i := range dc2Cfgs {
+		dc2Cfgs[i].JoinWAN = []string{agenttest.WANAddr(dc1Cfgs[0])}
+	}
+	d := &twoDCs{dc1: agenttest.StartConfigs(t, dc1Cfgs), dc2: agenttest.StartConfigs(t, dc2Cfgs), pool: rpctest.NewPool(t)}
+	d.client = agenttest.Start(t, agenttest.ClientConfig(t, "c1", agenttest.GossipAddr(dc1Cfgs[0])))
+
+	servers := append(slices.Clone(d.dc1.Agents), d.dc2.Agents...)
+	waitFor(t, 30*time.Second, "every server sees four alive in the WAN pool", func() error {
+		for _, a := range servers {
+			members, err := apiClient(t, a).Agent().MembersWAN(context.Background())
+			if err != nil {
+				return err
+			}
+			var names []string
+			for _, m := range members {
+				if m.Status == api.MemberAlive {
+					names = append(names, m.Name)
+				}
+			}
+			if want := []string{"s1.dc1", "s1.dc2", "s2.dc2", "s3.dc2"}; !slices.Equal(names, want) {
+				return fmt.Errorf("%s sees %v alive, want %v", a.HTTPAddr(), names, want)
+			}
+		}
+		return nil
+	})
+	return d
+}
+
+func apiClient(t *testing.T, a *agent.Agent) *api.Client {
+	t.Helper()
+	c, err := api.NewClient(api.Config{Address: a.HTTPAddr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// call makes one RPC to a server, as a client agent does.
+func (d *twoDCs) call(addr, method string, args, reply any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return d.pool.Call(ctx, addr, method, args, reply)
+}
+
+// instances reads a service's instances in dc through the server at addr.
+func (d *twoDCs) instances(addr, dc, service string, stale bool) ([]catalog.ServiceInstance, error) {
+	var reply rpc.ServiceInstancesResponse
+	args := &rpc.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, Service: service}
+	err := d.call(addr, rpc.MethodCatalogServiceInstances, args, &reply)
+	return reply.Instances, err
+}
+
+func register(dc, node, addr, service string) *rpc.RegisterRequest {
+	return &rpc.RegisterRequest{
+		WriteRequest: rpc.WriteRequest{Datacenter: dc},
+		Registration: catalog.RegisterRequest{Node: node, Address: addr, Service: &catalog.Service{Service: service, Port: 80}},
+	}
+}
+
+// TestTwoDatacenters: a service registered only in dc2 is read, and a
+// write to dc2 made, through dc1's server; the datacenters are listed
+// everywhere; dc2 keeps answering with one server gone, and once all are
+// gone its requests fail fast with no path while dc1's keep working.
+func TestTwoDatacenters(t *testing.T) {
+	d := startTwoDCs(t)
+	dc1Srv, dc2Srv := d.dc1.RPCAddr(0), d.dc2.RPCAddr(0)
+
+	for _, a := range []*agent.Agent{d.dc1.Agents[0], d.dc2.Agents[1], d.client} {
+		waitFor(t, 10*time.Second, "datacenters listed", func() error {
+			var got []string
+			if err := getJSON(a, "/v1/catalog/datacenters", &got); err != nil {
+				return err
+			}
+			if want := []string{"dc1", "dc2"}; !slices.Equal(got, want) {
+				return fmt.Errorf("%s lists %v, want %v", a.HTTPAddr(), got, want)
+			}
+			return nil
+		})
+	}
+
+	// web lives in dc2 only (registered once dc2 has a leader).
+	waitFor(t, 30*time.Second, "web registered in dc2", func() error {
+		return d.call(dc2Srv, rpc.MethodCatalogRegister, register("", "web-node", "10.0.2.10", "web"), nil)
+	})
+	for _, stale := range []bool{false, true} {
+		waitFor(t, 10*time.Second, "web of dc2 read through dc1", func() error {
+			got, err := d.instances(dc1Srv, "dc2", "web", stale)
+			if err != nil {
+				return err
+			}
+			if len(got) != 1 || got[0].Node.Node != "web-node" || got[0].Node.Datacenter != "dc2" {
+				return fmt.Errorf("stale %v: got %+v, want web-node of dc2", stale, got)
+			}
+			return nil
+		})
+	}
+	if got, err := d.instances(dc1Srv, "", "web", true); err != nil || len(got) != 0 {
+		t.Errorf("web in dc1: got %d instances (%v), want none", len(got), err)
+	}
+
+	// A write for dc2 sent to dc1 lands in dc2's catalog only.
+	if err := d.call(dc1Srv, rpc.MethodCatalogRegister, register("dc2", "db-node", "10.0.2.20", "db"), nil); err != nil {
+		t.Fatalf("register db in dc2 through dc1: %v", err)
+	}
+	if got, err := d.instances(dc2Srv, "", "db", false); err != nil || len(got) != 1 || got[0].Node.Datacenter != "dc2" {
+		t.Errorf("db read in dc2: got %+v (%v), want db-node of dc2", got, err)
+	}
+	if got, err := d.instances(dc1Srv, "", "db", true); err != nil || len(got) != 0 {
+		t.Errorf("db in dc1: got %d instances (%v), want none", len(got), err)
+	}
+
+	// A datacenter no server knows.
+	if _, err := d.instances(dc1Srv, "dc9", "web", false); !errors.Is(err, rpc.ErrNoPathToDatacenter) {
+		t.Errorf("web in dc9: got %v, want no path to datacenter", err)
+	}
+
+	// The WAN surfaces: a client is in no WAN pool; a server joins again
+	// harmlessly; the server remembers where the WAN members are.
+	var se *api.StatusError
+	if _, err := apiClient(t, d.client).Agent().MembersWAN(context.Background()); !errors.As(err, &se) || se.Code != http.StatusBadRequest {
+		t.Errorf("WAN members of a client: got %v, want a 400", err)
+	}
+	if err := apiClient(t, d.dc1.Agents[0]).Agent().JoinWAN(context.Background(), agenttest.WANAddr(d.dc2.Configs[1])); err != nil {
+		t.Errorf("join the WAN pool again: %v", err)
+	}
+	waitFor(t, 10*time.Second, "the WAN member snapshot", func() error {
+		data, err := os.ReadFile(filepath.Join(d.dc1.Configs[0].DataDir, "gossip", "wan-members.json"))
+		if err != nil {
+			return err
+		}
+		var addrs []string
+		if err := json.Unmarshal(data, &addrs); err != nil {
+			return err
+		}
+		if len(addrs) != 3 {
+			return fmt.Errorf("got %v, want dc2's three servers", addrs)
+		}
+		return nil
+	})
+
+	// One dc2 server gone: dc2 still answers through dc1.
+	agenttest.Stop(t, d.dc2.Agents[2])
+	waitFor(t, 30*time.Second, "web of dc2 read through dc1 with a dc2 server gone", func() error {
+		got, err := d.instances(dc1Srv, "dc2", "web", false)
+		if err == nil && len(got) != 1 {
+			err = fmt.Errorf("got %d instances, want 1", len(got))
+		}
+		return err
+	})
+
+	// Every dc2 server gone: its requests fail fast, dc1's do not.
+	agenttest.Stop(t, d.dc2.Agents[1])
+	agenttest.Stop(t, d.dc2.Agents[0])
+	waitFor(t, 30*time.Second, "no path to dc2", func() error {
+		start := time.Now()
+		_, err := d.instances(dc1Srv, "dc2", "web", false)
+		if !errors.Is(err, rpc.ErrNoPathToDatacenter) {
+			return fmt.Errorf("got %v, want no path to datacenter", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			return fmt.Errorf("failed after %s, want fast", took)
+		}
+		return nil
+	})
+	if _, err := d.instances(dc1Srv, "dc1", "web", false); err != nil {
+		t.Errorf("dc1 read with dc2 gone: %v", err)
+	}
+	waitFor(t, 10*time.Second, "dc2 forgotten after its servers left", func() error {
+		got, err := apiClient(t, d.client).Catalog().Datacenters(context.Background())
+		if err == nil && !slices.Equal(got, []string{"dc1"}) {
+			err = fmt.Errorf("got %v, want [dc1]", got)
+		}
+		return err
+	})
+}

@@ -1,0 +1,92 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cairndns/cairn/rpc"
+)
+
+// This file holds the Catalog endpoint's forwarding across datacenters:
+// a request naming another datacenter is sent, through the Router, to a
+// live server of that datacenter, which answers it as a request of its own
+// (forwarding it to its leader as usual). No data crosses otherwise: each
+// datacenter's catalog is its own.
+
+// maxDCAttempts bounds how many servers of another datacenter one request
+// tries before it fails: enough to get past a server or two that died
+// before the WAN pool noticed, few enough that a datacenter cut off from
+// this one fails fast rather than after a dial timeout per server.
+const maxDCAttempts = 3
+
+// forwardDC forwards a request to datacenter dc when dc is not this
+// server's. done reports whether it did (or refused to); when it is false
+// the request is for this datacenter and the caller answers it.
+//
+// from points at the request's FromDatacenter: it is set to this
+// datacenter before the request is sent, and a request that already
+// carries one is refused rather than sent on, so a request crosses at
+// most one datacenter boundary even when a server is wrongly listed under
+// a datacenter it is not in.
+//
+// A hop that fails with rpc.ErrTransport is tried on another server of dc:
+// a read always, a write (write set) only when it was never sent
+// (rpc.ErrNotSent), since a write whose connection broke may have been
+// applied. The remote server's own error comes back as it was sent (a
+// *rpc.RemoteError), as with a forward to the leader. wait is a blocking
+// query's longest wait, given to the forward on top of ForwardTimeout.
+func (c *Catalog) forwardDC(method, dc string, from *string, write bool, args, reply any, wait time.Duration) (done bool, err error) {
+	if dc == "" || strings.EqualFold(dc, c.cfg.Datacenter) {
+		return false, nil
+	}
+	if *from != "" {
+		return true, fmt.Errorf("%s from datacenter %q for %q reached datacenter %q, and requests cross only one: %w %s",
+			method, *from, dc, c.cfg.Datacenter, ErrNoPathToDatacenter, dc)
+	}
+	if c.cfg.Router == nil {
+		return true, fmt.Errorf("%s: this server of %q is in no WAN pool: %w %s", method, c.cfg.Datacenter, ErrNoPathToDatacenter, dc)
+	}
+	servers, err := c.cfg.Router.route(dc)
+	if err != nil {
+		return true, fmt.Errorf("%s: %w", method, err)
+	}
+	servers = servers[:min(len(servers), maxDCAttempts)]
+	*from = c.cfg.Datacenter
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ForwardTimeout+wait)
+	defer cancel()
+	var failed []error
+	for _, addr := range servers {
+		err := c.pool.Call(ctx, addr, method, args, reply)
+		if err == nil {
+			return true, nil
+		}
+		if remote, ok := errors.AsType[*rpc.RemoteError](err); ok {
+			return true, remote
+		}
+		if !errors.Is(err, rpc.ErrTransport) || ctx.Err() != nil {
+			return true, fmt.Errorf("forward to datacenter %s: %w", dc, err)
+		}
+		if write && !errors.Is(err, rpc.ErrNotSent) {
+			return true, fmt.Errorf("forward to datacenter %s: the connection broke after the write was sent; it may or may not have been applied: %w", dc, err)
+		}
+		c.srv.logger.Debug("forward to another datacenter failed", "dc", dc, "peer", addr, "method", method, "err", err)
+		failed = append(failed, err)
+	}
+	return true, fmt.Errorf("%w %s: %d of its servers tried, none answered: %w", ErrNoPathToDatacenter, dc, len(failed), errors.Join(failed...))
+}
+
+// ListDatacenters returns the datacenters this server knows: its own and
+// those of the servers in its WAN pool, sorted. It is answered here,
+// without forwarding, and never blocks.
+func (c *Catalog) ListDatacenters(_ *rpc.DatacentersRequest, reply *rpc.DatacentersResponse) (err error) {
+	defer wireError(&err)
+	if c.cfg.Router == nil {
+		reply.Datacenters = []string{strings.ToLower(c.cfg.Datacenter)}
+		return nil
+	}
+	reply.Datacenters = c.cfg.Router.Datacenters()
+	return nil
+}
