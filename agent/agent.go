@@ -302,15 +302,34 @@ func (a *Agent) newDNSSource() (*dnsSource, error) {
 		cc.MaxStale = d.MaxStale
 	}
 	var reader blockingReader
+	var known func(context.Context, string) bool
 	switch b := a.backend.(type) {
 	case *rpcBackend:
-		reader = b
+		reader = rpcReader{call: func(ctx context.Context, method string, args, reply any) error {
+			return b.call(ctx, method, false, args, reply)
+		}}
+		known = newDatacenterList(b.Datacenters).known
 	case *backend:
-		reader = storeReader{store: b.store}
+		sr := storeReader{store: b.store, dc: a.cfg.Datacenter}
+		// A clustering server reaches other datacenters through its own
+		// Catalog endpoint, which forwards to them; a lone in-memory one
+		// knows no other.
+		if w, ok := b.writer.(*rpcWriter); ok && a.router != nil {
+			sr.remote = rpcReader{call: func(ctx context.Context, method string, args, reply any) error {
+				return w.pool.Call(ctx, w.addr, method, args, reply)
+			}}
+			known = func(_ context.Context, dc string) bool { return a.router.Known(dc) }
+		}
+		reader = sr
 	default:
 		return nil, fmt.Errorf("dns cache: no blocking reader for backend %T", a.backend)
 	}
-	return newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, reader, a.backend.Reverse, a.logger)
+	src, err := newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, reader, a.backend.Reverse, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	src.known = known
+	return src, nil
 }
 
 // dnsConfig derives the zones' (the domain's, then the alternative

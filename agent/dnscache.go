@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
@@ -18,15 +20,17 @@ import (
 )
 
 // blockingReader is what the DNS cache fetches through: blocking reads of
-// the catalog (minIndex 0 is a plain read; otherwise the read returns when
-// the data's index moves past minIndex, or after wait). A server reads its
-// own state store; a client asks a server over RPC.
+// the catalog of datacenter dc (minIndex 0 is a plain read; otherwise the
+// read returns when the data's index moves past minIndex, or after wait).
+// A server reads its own state store for its own datacenter; a client,
+// and a server for another datacenter, asks a server over RPC (which
+// forwards a request for another datacenter to one of its servers).
 type blockingReader interface {
-	serviceInstancesAt(ctx context.Context, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error)
-	nodeAt(ctx context.Context, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error)
+	serviceInstancesAt(ctx context.Context, dc, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error)
+	nodeAt(ctx context.Context, dc, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error)
 	// changesAt is the catalog's change feed (catalog.Store.ChangesSince),
 	// blocking the same way.
-	changesAt(ctx context.Context, minIndex uint64, wait time.Duration) (catalog.Changes, error)
+	changesAt(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (catalog.Changes, error)
 }
 
 // The kinds of cache key.
@@ -47,6 +51,11 @@ type dnsSource struct {
 	onlyPassing bool
 	reader      blockingReader
 	reverse     func(ctx context.Context, addr netip.Addr) (nodes, services []string, err error)
+	// known reports whether dc is a datacenter of the WAN pool: a name in
+	// an unknown one does not exist (NXDOMAIN), one in a known datacenter
+	// that cannot be reached is a server failure (SERVFAIL). Nil: only
+	// the local datacenter exists.
+	known       func(ctx context.Context, dc string) bool
 	instances   *cache.Cache[*resolver.Instances]
 	nodes       *cache.Cache[*catalog.Node]
 }
@@ -85,7 +94,7 @@ func (s *dnsSource) Stats() cache.Stats {
 }
 
 func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
-	idx, all, err := s.reader.serviceInstancesAt(ctx, key.Name, key.Tag, minIndex, wait)
+	idx, all, err := s.reader.serviceInstancesAt(ctx, key.Datacenter, key.Name, key.Tag, minIndex, wait)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -93,7 +102,7 @@ func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex 
 }
 
 func (s *dnsSource) fetchNode(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*catalog.Node, uint64, error) {
-	idx, n, err := s.reader.nodeAt(ctx, key.Name, minIndex, wait)
+	idx, n, err := s.reader.nodeAt(ctx, key.Datacenter, key.Name, minIndex, wait)
 	return n, idx, err
 }
 
@@ -101,10 +110,7 @@ func (s *dnsSource) fetchNode(ctx context.Context, key cache.Key, minIndex uint6
 // they touch. Names in keys are lowercased (by zones, and here for HTTP
 // ?cached reads that keep the path's case), as the change log's are.
 func (s *dnsSource) feed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
-	if dc != s.dc {
-		return 0, nil, false, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
-	}
-	c, err := s.reader.changesAt(ctx, minIndex, wait)
+	c, err := s.reader.changesAt(ctx, dc, minIndex, wait)
 	if err != nil {
 		return 0, nil, false, err
 	}
@@ -132,8 +138,8 @@ func setOf(names []string) map[string]bool {
 // Instances answers from the cache; names that cannot be in the catalog
 // are no such service without taking a cache entry.
 func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*resolver.Instances, error) {
-	if dc != s.dc {
-		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+	if err := s.checkDatacenter(ctx, dc); err != nil {
+		return nil, err
 	}
 	if catalog.ValidLabel(service) != "" || (tag != "" && catalog.ValidLabel(tag) != "") {
 		return nil, nil
@@ -150,8 +156,8 @@ func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*re
 
 // Node answers from the cache.
 func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
-	if dc != s.dc {
-		return nil, fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+	if err := s.checkDatacenter(ctx, dc); err != nil {
+		return nil, err
 	}
 	if catalog.ValidateNodeName("Node", name) != nil {
 		return nil, nil
@@ -163,27 +169,98 @@ func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, e
 	return e.Value, nil
 }
 
+// checkDatacenter returns ErrUnknownDatacenter for a datacenter that is
+// neither the local one nor known to the WAN pool. Names arrive
+// lowercased from zones, as the router reports datacenters.
+func (s *dnsSource) checkDatacenter(ctx context.Context, dc string) error {
+	if dc == s.dc || s.known != nil && s.known(ctx, dc) {
+		return nil
+	}
+	return fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
+}
+
+// datacenterList is a client agent's view of the known datacenters, asked
+// of a server at most once per datacenterListTTL, so that a question for an
+// unknown datacenter (NXDOMAIN) does not cost a round trip each time while
+// a datacenter that just joined is seen within seconds.
+type datacenterList struct {
+	list    func(ctx context.Context) ([]string, error)
+	mu      sync.Mutex // serializes refreshes
+	current atomic.Pointer[datacenterSet]
+}
+
+type datacenterSet struct {
+	names   map[string]bool
+	fetched time.Time
+}
+
+const datacenterListTTL = 5 * time.Second
+
+func newDatacenterList(list func(ctx context.Context) ([]string, error)) *datacenterList {
+	return &datacenterList{list: list}
+}
+
+// known reports whether dc is known, from the last list when it has dc or
+// is recent, else after asking again. When no server answers, a
+// datacenter is taken as known: its names then fail (SERVFAIL, or a stale
+// answer) rather than being denied.
+func (l *datacenterList) known(ctx context.Context, dc string) bool {
+	if cur := l.current.Load(); cur != nil && (cur.names[dc] || time.Since(cur.fetched) < datacenterListTTL) {
+		return cur.names[dc]
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur := l.current.Load(); cur != nil && time.Since(cur.fetched) < datacenterListTTL {
+		return cur.names[dc]
+	}
+	names, err := l.list(ctx)
+	if err != nil {
+		return true
+	}
+	set := &datacenterSet{names: make(map[string]bool, len(names)), fetched: time.Now()}
+	for _, n := range names {
+		set.names[strings.ToLower(n)] = true
+	}
+	l.current.Store(set)
+	return set.names[dc]
+}
+
 // Reverse asks the backend.
 func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
 	return s.reverse(ctx, addr)
 }
 
-// storeReader reads a server's own state store, blocking on its watches.
-type storeReader struct{ store *catalog.Store }
+// storeReader reads a server's own state store for its own datacenter,
+// blocking on its watches, and goes through remote (its own Catalog
+// endpoint, which forwards them) for other datacenters.
+type storeReader struct {
+	store  *catalog.Store
+	dc     string
+	remote blockingReader
+}
 
-func (r storeReader) serviceInstancesAt(ctx context.Context, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
+func (r storeReader) serviceInstancesAt(ctx context.Context, dc, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
+	if dc != r.dc {
+		return r.remote.serviceInstancesAt(ctx, dc, service, tag, minIndex, wait)
+	}
 	return blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, []catalog.ServiceInstance, error) {
 		return r.store.ServiceInstances(ws, service, tag)
 	})
 }
 
-func (r storeReader) nodeAt(ctx context.Context, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
+func (r storeReader) nodeAt(ctx context.Context, dc, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
+	if dc != r.dc {
+		return r.remote.nodeAt(ctx, dc, name, minIndex, wait)
+	}
 	return blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, *catalog.Node, error) {
 		return r.store.Node(ws, name)
 	})
 }
 
-func (r storeReader) changesAt(ctx context.Context, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
+func (r storeReader) changesAt(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
+	if dc != r.dc {
+		return r.remote.changesAt(ctx, dc, minIndex, wait)
+	}
 	var c catalog.Changes
 	_, _, err := blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, struct{}, error) {
 		c = r.store.ChangesSince(ws, minIndex)
@@ -216,38 +293,41 @@ func blockingRead[T any](ctx context.Context, minIndex uint64, wait time.Duratio
 	}
 }
 
-// serviceInstancesAt is a blocking stale read of a service's instances
-// from a server.
-func (b *rpcBackend) serviceInstancesAt(ctx context.Context, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
+// rpcReader is the blockingReader over RPC: stale blocking reads sent
+// through call, to a client's servers or to a server's own endpoint.
+type rpcReader struct {
+	call func(ctx context.Context, method string, args, reply any) error
+}
+
+func readOptions(dc string, minIndex uint64, wait time.Duration) rpc.QueryOptions {
+	return rpc.QueryOptions{Datacenter: dc, AllowStale: true, MinQueryIndex: minIndex, MaxQueryTime: wait}
+}
+
+// serviceInstancesAt is a blocking stale read of a service's instances.
+func (r rpcReader) serviceInstancesAt(ctx context.Context, dc, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
 	var reply rpc.ServiceInstancesResponse
-	q := b.query()
-	q.MinQueryIndex, q.MaxQueryTime = minIndex, wait
-	args := &rpc.ServiceInstancesRequest{QueryOptions: q, Service: service, Tag: tag}
-	if err := b.call(ctx, rpc.MethodCatalogServiceInstances, false, args, &reply); err != nil {
+	args := &rpc.ServiceInstancesRequest{QueryOptions: readOptions(dc, minIndex, wait), Service: service, Tag: tag}
+	if err := r.call(ctx, rpc.MethodCatalogServiceInstances, args, &reply); err != nil {
 		return 0, nil, err
 	}
 	return reply.Index, reply.Instances, nil
 }
 
-// nodeAt is a blocking stale read of a node from a server (through
-// NodeServices, the endpoint's call that returns a node).
-func (b *rpcBackend) nodeAt(ctx context.Context, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
+// nodeAt is a blocking stale read of a node (through NodeServices, the
+// endpoint's call that returns a node).
+func (r rpcReader) nodeAt(ctx context.Context, dc, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
 	var reply rpc.NodeServicesResponse
-	q := b.query()
-	q.MinQueryIndex, q.MaxQueryTime = minIndex, wait
-	args := &rpc.NodeServicesRequest{QueryOptions: q, Node: name}
-	if err := b.call(ctx, rpc.MethodCatalogNodeServices, false, args, &reply); err != nil {
+	args := &rpc.NodeServicesRequest{QueryOptions: readOptions(dc, minIndex, wait), Node: name}
+	if err := r.call(ctx, rpc.MethodCatalogNodeServices, args, &reply); err != nil {
 		return 0, nil, err
 	}
 	return reply.Index, reply.Node, nil
 }
 
-// changesAt is a blocking stale read of the change feed from a server.
-func (b *rpcBackend) changesAt(ctx context.Context, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
+// changesAt is a blocking stale read of the change feed.
+func (r rpcReader) changesAt(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
 	var reply rpc.ChangesResponse
-	q := b.query()
-	q.MinQueryIndex, q.MaxQueryTime = minIndex, wait
-	if err := b.call(ctx, rpc.MethodCatalogChanges, false, &rpc.ChangesRequest{QueryOptions: q}, &reply); err != nil {
+	if err := r.call(ctx, rpc.MethodCatalogChanges, &rpc.ChangesRequest{QueryOptions: readOptions(dc, minIndex, wait)}, &reply); err != nil {
 		return catalog.Changes{}, err
 	}
 	return reply.Changes, nil

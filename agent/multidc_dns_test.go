@@ -1,0 +1,74 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// TestTwoDatacentersDNS: dc1's client and server answer names of dc2 from
+// their caches, follow dc2's changes, deny unknown datacenters and names
+// dc1 does not have, and once every dc2 server is gone keep answering the
+// dc2 names they have cached while a dc2 name never asked fails fast with
+// SERVFAIL and dc1's names are untouched.
+func TestTwoDatacentersDNS(t *testing.T) {
+	d := startTwoDCs(t)
+	dc2Srv := d.dc2.RPCAddr(0)
+	waitFor(t, 30*time.Second, "web registered in dc2", func() error {
+		return d.call(dc2Srv, rpc.MethodCatalogRegister, register("dc2", "web-1", "10.2.0.1", "web"), nil)
+	})
+	dc1Server := d.dc1.Agents[0]
+	for _, a := range []*agent.Agent{d.client, dc1Server} {
+		answersWith(t, a, "web.service.dc2.cluster", "web-1.node.dc2.cluster.")
+		r := query(t, a, "udp", "web.service.dc2.cluster", dns.TypeA)
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.2.0.1" {
+			t.Errorf("A web.service.dc2 from %s: %v, want 10.2.0.1", a.DNSAddr(), r.Answer)
+		}
+		if rc := rcodeOf(t, a, "web.service.cluster"); rc != dns.RcodeNameError {
+			t.Errorf("web in dc1 (it is only in dc2) from %s: %s, want NXDOMAIN", a.DNSAddr(), dns.RcodeToString[rc])
+		}
+		if rc := rcodeOf(t, a, "web.service.dc9.cluster"); rc != dns.RcodeNameError {
+			t.Errorf("an unknown datacenter from %s: %s, want NXDOMAIN", a.DNSAddr(), dns.RcodeToString[rc])
+		}
+	}
+
+	// A change in dc2 reaches dc1's cached answer (through the dc2 feed
+	// the cache follows across the WAN).
+	if err := d.call(dc2Srv, rpc.MethodCatalogRegister, register("dc2", "web-2", "10.2.0.2", "web"), nil); err != nil {
+		t.Fatal(err)
+	}
+	answersWith(t, d.client, "web.service.dc2.cluster", "web-1.node.dc2.cluster.", "web-2.node.dc2.cluster.")
+
+	for i, a := range d.dc2.Agents {
+		if err := agent.Crash(context.Background(), a); err != nil {
+			t.Fatalf("crash dc2 s%d: %v", i+1, err)
+		}
+	}
+	// The cached dc2 name keeps answering (serve-stale), an unseen one
+	// fails fast, and dc1's own names do not notice.
+	for i := range 10 {
+		got, err := srvTargets(d.client, "web.service.dc2.cluster")
+		if err != nil || len(got) != 2 {
+			t.Fatalf("cached dc2 name with dc2 down (try %d): %v, %v; want the cached answer", i, got, err)
+		}
+	}
+	start := time.Now()
+	if rc := rcodeOf(t, d.client, "api.service.dc2.cluster"); rc != dns.RcodeServerFailure {
+		t.Errorf("an unseen dc2 name with dc2 down: %s, want SERVFAIL", dns.RcodeToString[rc])
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("SERVFAIL took %s, want it within the fetch timeout", took)
+	}
+	waitFor(t, 10*time.Second, "dc1 names answered with dc2 down", func() error {
+		if rc := rcodeOf(t, d.client, "c1.node.dc1.cluster"); rc != dns.RcodeSuccess {
+			return fmt.Errorf("c1.node.dc1: %s", dns.RcodeToString[rc])
+		}
+		return nil
+	})
+}
