@@ -55,9 +55,9 @@ type dnsSource struct {
 	// an unknown one does not exist (NXDOMAIN), one in a known datacenter
 	// that cannot be reached is a server failure (SERVFAIL). Nil: only
 	// the local datacenter exists.
-	known       func(ctx context.Context, dc string) bool
-	instances   *cache.Cache[*resolver.Instances]
-	nodes       *cache.Cache[*catalog.Node]
+	known     func(ctx context.Context, dc string) bool
+	instances *cache.Cache[*resolver.Instances]
+	nodes     *cache.Cache[*catalog.Node]
 }
 
 var _ resolver.Source = (*dnsSource)(nil)
