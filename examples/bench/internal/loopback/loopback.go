@@ -58,12 +58,16 @@ func (a *Agent) RPCAddr() string { return a.IP + ":8300" }
 
 // Cluster is a set of agents: servers s1…sN, then clients c1…cM.
 type Cluster struct {
-	Agents  []*Agent
-	bin     string
-	work    string
-	timeout time.Duration
-	http    *http.Client
-	waiters sync.WaitGroup // the goroutines waiting for each process
+	Agents []*Agent
+	// Datacenter, when set, is every agent's -datacenter; JoinWAN, when
+	// set, is the WAN address its servers join (-retry-join-wan), so that
+	// two Clusters make two datacenters. Set both before StartAll.
+	Datacenter, JoinWAN string
+	bin                 string
+	work                string
+	timeout             time.Duration
+	http                *http.Client
+	waiters             sync.WaitGroup // the goroutines waiting for each process
 }
 
 // New returns a cluster of servers and clients, not started, whose agents
@@ -126,6 +130,12 @@ func (c *Cluster) Start(a *Agent) error {
 	}
 	if a.Server {
 		args = append(args, "-server", "-bootstrap-expect", strconv.Itoa(len(c.servers())))
+		if c.JoinWAN != "" {
+			args = append(args, "-retry-join-wan", c.JoinWAN)
+		}
+	}
+	if c.Datacenter != "" {
+		args = append(args, "-datacenter", c.Datacenter)
 	}
 	return c.start(a, args)
 }
