@@ -11,10 +11,10 @@ import (
 // Replies are packed here rather than by dns.Msg.Pack, which allocates a
 // buffer the size of the uncompressed message and a compression map for
 // every reply; growing that map was most of what a cached answer cost.
-// A packer keeps both between replies. It writes exactly the bytes
-// Msg.Pack would (the same header bits, the same names compressed with
-// the same pointers, since miekg/dns's own PackDomainName does the
-// names), for the record types the zones build and for an OPT record
+// A packer keeps its buffer between replies, and the name suffixes in a
+// short list (packname.go). It writes exactly the bytes Msg.Pack would
+// (the same header bits, the same names compressed with the same
+// pointers) for the record types the zones build and for an OPT record
 // without options; any other message is left to Msg.Pack, which then
 // packs it or fails as it always did. pack_test.go checks the equality
 // and fuzzes it.
@@ -32,8 +32,12 @@ const maxCompressionEntries = 256
 // packer is the memory a reply is packed into, reused between replies
 // (Server.packers pools them). It is used by one goroutine at a time.
 type packer struct {
-	buf  []byte
-	comp map[string]int // name suffix → offset, for compression pointers
+	buf []byte
+	// The name suffixes written so far and where, for compression
+	// pointers: in list, or once inMap in comp (packname.go).
+	list  []suffix
+	comp  map[string]int
+	inMap bool
 }
 
 // getPacker returns a packer from the pool, or a new one.
@@ -41,18 +45,28 @@ func (s *Server) getPacker() *packer {
 	if p, ok := s.packers.Get().(*packer); ok {
 		return p
 	}
-	return &packer{comp: make(map[string]int, 32)}
+	return new(packer)
 }
 
-// putPacker returns p to the pool, empty: the names in its map belong to
-// records the pool must not keep alive.
+// putPacker returns p to the pool.
 func (s *Server) putPacker(p *packer) {
-	if len(p.comp) > maxCompressionEntries {
-		p.comp = make(map[string]int, 32)
-	} else {
-		clear(p.comp)
-	}
+	p.reset()
 	s.packers.Put(p)
+}
+
+// reset forgets the names of the last message packed, keeping the room
+// they took (and not the records they belong to alive).
+func (p *packer) reset() {
+	clear(p.list)
+	p.list = p.list[:0]
+	if p.inMap {
+		if len(p.comp) > maxCompressionEntries {
+			p.comp = nil
+		} else {
+			clear(p.comp)
+		}
+		p.inMap = false
+	}
 }
 
 // write packs m and writes it to w, with the packer's memory when pack
@@ -74,6 +88,7 @@ func (s *Server) write(w dns.ResponseWriter, m *dns.Msg, size int) error {
 // pack packs m as m.Pack would with m.Compress set, into p's buffer,
 // grown to hold size bytes. The result is valid until p packs again.
 func (p *packer) pack(m *dns.Msg, size int) ([]byte, error) {
+	p.reset()
 	if m.Rcode < 0 || m.Rcode > 0xFFF {
 		return nil, errNotPacked
 	}
@@ -103,7 +118,7 @@ func (p *packer) pack(m *dns.Msg, size int) ([]byte, error) {
 	off := 12
 	var err error
 	for _, q := range m.Question {
-		if off, err = dns.PackDomainName(q.Name, msg, off, p.comp, true); err != nil {
+		if off, err = p.packName(q.Name, msg, off, true); err != nil {
 			return nil, errNotPacked
 		}
 		if off+4 > len(msg) {
@@ -138,7 +153,7 @@ func (p *packer) packRR(rr dns.RR, msg []byte, off int) (int, error) {
 		return 0, errNotPacked
 	}
 	h := rr.Header()
-	off, err := dns.PackDomainName(h.Name, msg, off, p.comp, true)
+	off, err := p.packName(h.Name, msg, off, true)
 	if err != nil {
 		return 0, err
 	}
@@ -179,19 +194,19 @@ func (p *packer) packData(rr dns.RR, msg []byte, off int) (int, error) {
 		binary.BigEndian.PutUint16(msg[off:], rr.Priority)
 		binary.BigEndian.PutUint16(msg[off+2:], rr.Weight)
 		binary.BigEndian.PutUint16(msg[off+4:], rr.Port)
-		return dns.PackDomainName(rr.Target, msg, off+6, p.comp, false)
+		return p.packName(rr.Target, msg, off+6, false)
 	case *dns.NS:
-		return dns.PackDomainName(rr.Ns, msg, off, p.comp, true)
+		return p.packName(rr.Ns, msg, off, true)
 	case *dns.PTR:
-		return dns.PackDomainName(rr.Ptr, msg, off, p.comp, true)
+		return p.packName(rr.Ptr, msg, off, true)
 	case *dns.CNAME:
-		return dns.PackDomainName(rr.Target, msg, off, p.comp, true)
+		return p.packName(rr.Target, msg, off, true)
 	case *dns.SOA:
-		off, err := dns.PackDomainName(rr.Ns, msg, off, p.comp, true)
+		off, err := p.packName(rr.Ns, msg, off, true)
 		if err != nil {
 			return 0, err
 		}
-		if off, err = dns.PackDomainName(rr.Mbox, msg, off, p.comp, true); err != nil {
+		if off, err = p.packName(rr.Mbox, msg, off, true); err != nil {
 			return 0, err
 		}
 		if off+20 > len(msg) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,21 +113,21 @@ func TestPackLeavesToMiekg(t *testing.T) {
 		m.SetQuestion("x.cluster.", dns.TypeA)
 		m.Answer = []dns.RR{tt.rr}
 		m.Compress = true
-		if checkPack(t, &packer{comp: map[string]int{}}, m, dns.MaxMsgSize) {
+		if checkPack(t, new(packer), m, dns.MaxMsgSize) {
 			t.Errorf("%s: packed, want left to miekg/dns", tt.name)
 		}
 	}
 	m := new(dns.Msg)
 	m.SetQuestion("x.cluster.", dns.TypeA)
 	m.Rcode = dns.RcodeBadVers // an extended rcode needs an OPT record
-	if checkPack(t, &packer{comp: map[string]int{}}, m, dns.MaxMsgSize) {
+	if checkPack(t, new(packer), m, dns.MaxMsgSize) {
 		t.Errorf("extended rcode without OPT: packed, want left to miekg/dns")
 	}
 	// A buffer too small is not an error either: the message is left to
 	// miekg/dns, which packs it whatever its size.
 	m.Rcode = 0
 	m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: "x.cluster.", Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{strings.Repeat("a", 255), strings.Repeat("b", 255), strings.Repeat("c", 255)}}}
-	if checkPack(t, &packer{comp: map[string]int{}}, m, dns.MinMsgSize) {
+	if checkPack(t, new(packer), m, dns.MinMsgSize) {
 		t.Errorf("message larger than the buffer: packed, want left to miekg/dns")
 	}
 }
@@ -180,5 +181,40 @@ func FuzzPack(f *testing.F) {
 		checkPack(t, p, m, dns.MaxMsgSize)
 		s.putPacker(p)
 		p = s.getPacker()
+	})
+}
+
+// FuzzPackNames packs messages of the record types pack packs, with
+// names from the fuzzer (any bytes, any case, escapes, names that share
+// suffixes or not), and checks the bytes against miekg/dns's.
+func FuzzPackNames(f *testing.F) {
+	f.Add("wEb.service.cluster.", "node1.node.dc1.cluster.", "0a000102.addr.dc1.cluster.", uint8(3))
+	f.Add("web.service.cluster.", "web.service.cluster.", "service.cluster.", uint8(40))
+	f.Add(`we\.b.service.cluster.`, `a\000.b.`, ".", uint8(1))
+	f.Add("x.", "y.x.", "x..", uint8(2))
+	f.Add(strings.Repeat("a", 63)+".", strings.Repeat("b", 64)+".", "c", uint8(5))
+	p := new(packer)
+	f.Fuzz(func(t *testing.T, a, b, c string, n uint8) {
+		hdr := func(name string, rrtype uint16) dns.RR_Header {
+			return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: 30}
+		}
+		m := new(dns.Msg)
+		m.SetQuestion(a, dns.TypeSRV)
+		m.Response, m.Compress = true, true
+		for i := range int(n % 48) { // past listLimit suffixes at times
+			target := b
+			if i%3 == 1 {
+				target = strconv.Itoa(i) + "." + c
+			}
+			m.Answer = append(m.Answer, &dns.SRV{Hdr: hdr(a, dns.TypeSRV), Port: uint16(i), Target: target})
+			m.Extra = append(m.Extra, &dns.A{Hdr: hdr(target, dns.TypeA), A: net.IPv4(10, 0, 0, byte(i))})
+		}
+		m.Ns = []dns.RR{
+			&dns.NS{Hdr: hdr(c, dns.TypeNS), Ns: b},
+			&dns.SOA{Hdr: hdr(c, dns.TypeSOA), Ns: a, Mbox: "hostmaster." + c, Serial: 1},
+			&dns.PTR{Hdr: hdr(b, dns.TypePTR), Ptr: c},
+			&dns.CNAME{Hdr: hdr(a, dns.TypeCNAME), Target: b},
+		}
+		checkPack(t, p, m, dns.MaxMsgSize)
 	})
 }
