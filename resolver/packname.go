@@ -12,9 +12,10 @@ import (
 // in a map; a reply holds a dozen or two, which a short list finds
 // without hashing. packName writes what dns.PackDomainName writes, with
 // the same pointers, for plain names (fully qualified, no backslash, no
-// empty or over-long label, as the zones make them); the first other
-// name, or a list grown past listLimit, moves the suffixes kept so far
-// into the map and leaves the rest of the message to PackDomainName.
+// empty or over-long label, as the zones make them: their wire form is
+// their labels as spelt); the first other name, or a list grown past
+// listLimit, moves the suffixes kept so far into the map and leaves the
+// rest of the message to PackDomainName.
 
 // listLimit is how many suffixes the list holds before the map takes
 // over: past a few dozen, a linear search costs more than a hash.
@@ -36,26 +37,30 @@ type suffix struct {
 // after it. With compress false, s is written whole, but later names may
 // still point into it.
 func (p *packer) packName(s string, msg []byte, off int, compress bool) (int, error) {
-	if !p.inMap && (len(p.list) >= listLimit || !plainName(s)) {
-		if p.comp == nil {
-			p.comp = make(map[string]int, 2*listLimit)
-		}
-		for _, e := range p.list {
-			p.comp[e.name] = e.off
-		}
-		p.inMap = true
-	}
-	if p.inMap {
-		return dns.PackDomainName(s, msg, off, p.comp, compress)
-	}
-	if s == "." {
+	if s == "." && !p.inMap {
 		if off >= len(msg) {
 			return 0, errNotPacked
 		}
 		msg[off] = 0
 		return off + 1, nil
 	}
+	if !p.inMap && (len(p.list) >= listLimit || len(s) < 2 || s[len(s)-1] != '.' || strings.IndexByte(s, '\\') >= 0) {
+		p.toMap()
+	}
+	if p.inMap {
+		return dns.PackDomainName(s, msg, off, p.comp, compress)
+	}
+	kept, start := len(p.list), off
 	for begin := 0; begin < len(s); {
+		n := strings.IndexByte(s[begin:], '.') // s ends in a dot: n >= 0
+		if n == 0 || n > 63 {
+			// An empty or over-long label: not a plain name after all.
+			// What was kept of it goes; its bytes are written over.
+			clear(p.list[kept:])
+			p.list = p.list[:kept]
+			p.toMap()
+			return dns.PackDomainName(s, msg, start, p.comp, compress)
+		}
 		if ptr, ok := p.find(s[begin:]); ok {
 			if compress {
 				if off+2 > len(msg) {
@@ -67,7 +72,6 @@ func (p *packer) packName(s string, msg []byte, off int, compress bool) (int, er
 		} else if off < maxCompressionOffset {
 			p.list = append(p.list, suffix{s[begin:], off})
 		}
-		n := strings.IndexByte(s[begin:], '.') // plainName: > 0
 		if off+1+n > len(msg) {
 			return 0, errNotPacked
 		}
@@ -83,6 +87,18 @@ func (p *packer) packName(s string, msg []byte, off int, compress bool) (int, er
 	return off + 1, nil
 }
 
+// toMap moves the suffixes kept so far into the map, which keeps the
+// rest of the message's.
+func (p *packer) toMap() {
+	if p.comp == nil {
+		p.comp = make(map[string]int, 2*listLimit)
+	}
+	for _, e := range p.list {
+		p.comp[e.name] = e.off
+	}
+	p.inMap = true
+}
+
 // find returns where the suffix name was written, if it was.
 func (p *packer) find(name string) (int, bool) {
 	for _, e := range p.list {
@@ -91,28 +107,4 @@ func (p *packer) find(name string) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// plainName reports whether s is "." or a fully qualified name of labels
-// of 1 to 63 bytes without a backslash: a name whose wire form is its
-// labels as they are spelt.
-func plainName(s string) bool {
-	if s == "." {
-		return true
-	}
-	if len(s) < 2 || s[len(s)-1] != '.' || strings.IndexByte(s, '\\') >= 0 {
-		return false
-	}
-	label := 0 // bytes of the label so far
-	for i := range len(s) {
-		if s[i] != '.' {
-			label++
-			continue
-		}
-		if label == 0 || label > 63 {
-			return false
-		}
-		label = 0
-	}
-	return true
 }
