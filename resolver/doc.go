@@ -9,7 +9,10 @@
 // rcodeFor), the AA bit, a shuffled copy of the answer records, owner
 // names spelt as the client spelt the question (0x20), an OPT record
 // echoing the client's EDNS0, and truncation to what the client can
-// receive over UDP. Nothing is logged per query; a panic while answering
+// receive over UDP. The reply is packed into a buffer reused between
+// replies, to the bytes miekg/dns would pack (pack.go), and written as
+// bytes; a record the packer does not know is left to miekg/dns. Nothing
+// is logged per query; a panic while answering
 // is recovered, answered SERVFAIL and logged (at most once a minute).
 // Every answer is counted by query type and rcode, and its latency in a
 // histogram, with atomic adds into fixed arrays (metrics.go); Metrics

@@ -24,14 +24,15 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if r.Response {
 		return // never answer a response: two servers could bounce forever
 	}
-	m := s.reply(w, r)
+	m, size := s.reply(w, r)
 	rcode := m.Rcode
-	_ = w.WriteMsg(m) // a lost reply is the client's to retry; nothing is logged per query
+	_ = s.write(w, m, size) // pack.go; a lost reply is the client's to retry; nothing is logged per query
 	s.metrics.observe(r, rcode, start)
 }
 
-// reply builds the reply to r.
-func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) *dns.Msg {
+// reply builds the reply to r, and returns it with the most bytes it may
+// take (see fit).
+func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, int) {
 	m := new(dns.Msg)
 	m.SetReply(r)
 	opt, err := checkQuery(r)
@@ -66,8 +67,7 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) *dns.Msg {
 		// this append and Truncate write into it.
 		m.Extra = append(slices.Clip(m.Extra), s.opt(opt))
 	}
-	s.fit(w, m, opt)
-	return m
+	return m, s.fit(w, m, opt)
 }
 
 // checkQuery checks what is answered before the name is looked at, and
@@ -240,8 +240,8 @@ func (s *Server) opt(q *dns.OPT) *dns.OPT {
 // left out: over UDP 512 bytes, or the client's EDNS0 buffer size capped at
 // Config.UDPSize; over TCP the 64 KiB a DNS message can hold. The answer
 // limits of Config (limits.go) are applied first, without TC. Names are
-// always compressed.
-func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) {
+// always compressed. It returns the size m was fitted to.
+func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) int {
 	size := dns.MaxMsgSize
 	if _, tcp := w.RemoteAddr().(*net.TCPAddr); !tcp {
 		size = dns.MinMsgSize
@@ -255,6 +255,7 @@ func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) {
 	if !s.cfg.SetTC {
 		m.Truncated = false
 	}
+	return size
 }
 
 // recoverPanic answers SERVFAIL to a query whose handling panicked, counts

@@ -44,6 +44,9 @@ type Server struct {
 	// allocation: every query writes it, and in Server it would share
 	// cache lines with fields every query reads on other cores.
 	metrics *metrics
+	// packers holds the buffers and compression maps replies are packed
+	// with (pack.go), so that packing allocates nothing.
+	packers sync.Pool
 
 	mu      sync.Mutex // guards what follows
 	state   int        // stateNew, stateStarted or stateStopped

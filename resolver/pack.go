@@ -1,0 +1,259 @@
+package resolver
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+
+	"github.com/miekg/dns"
+)
+
+// Replies are packed here rather than by dns.Msg.Pack, which allocates a
+// buffer the size of the uncompressed message and a compression map for
+// every reply; growing that map was most of what a cached answer cost.
+// A packer keeps its buffer between replies, and the name suffixes in a
+// short list (packname.go). It writes exactly the bytes Msg.Pack would
+// (the same header bits, the same names compressed with the same
+// pointers) for the record types the zones build and for an OPT record
+// without options; any other message is left to Msg.Pack, which then
+// packs it or fails as it always did. pack_test.go checks the equality
+// and fuzzes it.
+
+// errNotPacked reports a message pack leaves to dns.Msg.Pack: a record of
+// a type it does not pack, a value whose wire form it does not write
+// (a TXT escape, an IP of unusual length), or no room in its buffer.
+var errNotPacked = errors.New("resolver: message left to miekg/dns")
+
+// maxCompressionEntries bounds the compression map kept for the next
+// reply: clearing a map costs its capacity, so one grown by a huge TCP
+// answer is dropped rather than cleared for every small reply after it.
+const maxCompressionEntries = 256
+
+// packer is the memory a reply is packed into, reused between replies
+// (Server.packers pools them). It is used by one goroutine at a time.
+type packer struct {
+	buf []byte
+	// The name suffixes written so far and where, for compression
+	// pointers: in list, or once inMap in comp (packname.go).
+	list  []suffix
+	comp  map[string]int
+	inMap bool
+}
+
+// getPacker returns a packer from the pool, or a new one.
+func (s *Server) getPacker() *packer {
+	if p, ok := s.packers.Get().(*packer); ok {
+		return p
+	}
+	return new(packer)
+}
+
+// putPacker returns p to the pool.
+func (s *Server) putPacker(p *packer) {
+	p.reset()
+	s.packers.Put(p)
+}
+
+// reset forgets the names of the last message packed, keeping the room
+// they took (and not the records they belong to alive).
+func (p *packer) reset() {
+	clear(p.list)
+	p.list = p.list[:0]
+	if p.inMap {
+		if len(p.comp) > maxCompressionEntries {
+			p.comp = nil
+		} else {
+			clear(p.comp)
+		}
+		p.inMap = false
+	}
+}
+
+// write packs m and writes it to w, with the packer's memory when pack
+// can, else with w.WriteMsg. size is the most the client accepts (fit),
+// which the packed message is expected to respect.
+func (s *Server) write(w dns.ResponseWriter, m *dns.Msg, size int) error {
+	p := s.getPacker()
+	defer s.putPacker(p)
+	wire, err := p.pack(m, size)
+	if err != nil {
+		return w.WriteMsg(m)
+	}
+	// The writer must not keep wire past Write (the io.Writer contract;
+	// miekg/dns's writers send it at once): the next reply reuses it.
+	_, err = w.Write(wire)
+	return err
+}
+
+// pack packs m as m.Pack would with m.Compress set, into p's buffer,
+// grown to hold size bytes. The result is valid until p packs again.
+func (p *packer) pack(m *dns.Msg, size int) ([]byte, error) {
+	p.reset()
+	if m.Rcode < 0 || m.Rcode > 0xFFF {
+		return nil, errNotPacked
+	}
+	// As Msg.Pack does: the OPT record carries the rcode's upper bits.
+	if opt := m.IsEdns0(); opt != nil {
+		opt.SetExtendedRcode(uint16(m.Rcode))
+	} else if m.Rcode > 0xF {
+		return nil, errNotPacked
+	}
+	if n := size + 1; len(p.buf) < n {
+		p.buf = make([]byte, n)
+	}
+	msg := p.buf
+	if len(msg) < 12 {
+		return nil, errNotPacked
+	}
+	bits := uint16(m.Opcode)<<11 | uint16(m.Rcode&0xF)
+	bits |= flag(m.Response, 1<<15) | flag(m.Authoritative, 1<<10) | flag(m.Truncated, 1<<9) |
+		flag(m.RecursionDesired, 1<<8) | flag(m.RecursionAvailable, 1<<7) | flag(m.Zero, 1<<6) |
+		flag(m.AuthenticatedData, 1<<5) | flag(m.CheckingDisabled, 1<<4)
+	binary.BigEndian.PutUint16(msg[0:], m.Id)
+	binary.BigEndian.PutUint16(msg[2:], bits)
+	binary.BigEndian.PutUint16(msg[4:], uint16(len(m.Question)))
+	binary.BigEndian.PutUint16(msg[6:], uint16(len(m.Answer)))
+	binary.BigEndian.PutUint16(msg[8:], uint16(len(m.Ns)))
+	binary.BigEndian.PutUint16(msg[10:], uint16(len(m.Extra)))
+	off := 12
+	var err error
+	for _, q := range m.Question {
+		if off, err = p.packName(q.Name, msg, off, true); err != nil {
+			return nil, errNotPacked
+		}
+		if off+4 > len(msg) {
+			return nil, errNotPacked
+		}
+		binary.BigEndian.PutUint16(msg[off:], q.Qtype)
+		binary.BigEndian.PutUint16(msg[off+2:], q.Qclass)
+		off += 4
+	}
+	for _, section := range [...][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range section {
+			if off, err = p.packRR(rr, msg, off); err != nil {
+				return nil, errNotPacked
+			}
+		}
+	}
+	return msg[:off], nil
+}
+
+// flag returns bit if set, else 0.
+func flag(set bool, bit uint16) uint16 {
+	if set {
+		return bit
+	}
+	return 0
+}
+
+// packRR packs rr into msg at off, as miekg/dns does in a message, and
+// returns the offset after it.
+func (p *packer) packRR(rr dns.RR, msg []byte, off int) (int, error) {
+	if rr == nil {
+		return 0, errNotPacked
+	}
+	h := rr.Header()
+	off, err := p.packName(h.Name, msg, off, true)
+	if err != nil {
+		return 0, err
+	}
+	if off+10 > len(msg) {
+		return 0, errNotPacked
+	}
+	binary.BigEndian.PutUint16(msg[off:], h.Rrtype)
+	binary.BigEndian.PutUint16(msg[off+2:], h.Class)
+	binary.BigEndian.PutUint32(msg[off+4:], h.Ttl)
+	rdlen := off + 8 // where RDLENGTH goes, once the data is packed
+	start := off + 10
+	off, err = p.packData(rr, msg, start)
+	if err != nil {
+		return 0, err
+	}
+	n := off - start
+	if n > 0xFFFF {
+		return 0, errNotPacked
+	}
+	binary.BigEndian.PutUint16(msg[rdlen:], uint16(n))
+	return off, nil
+}
+
+// packData packs the data of rr into msg at off. Which names are
+// compressed follows miekg/dns (RFC 3597 section 4): NS, PTR, CNAME and
+// the SOA's names are; an SRV target is not, but later names may point
+// into it.
+func (p *packer) packData(rr dns.RR, msg []byte, off int) (int, error) {
+	switch rr := rr.(type) {
+	case *dns.A:
+		return putBytes(msg, off, rr.A.To4(), len(rr.A) == net.IPv4len || len(rr.A) == net.IPv6len)
+	case *dns.AAAA:
+		return putBytes(msg, off, rr.AAAA, len(rr.AAAA) == net.IPv6len)
+	case *dns.SRV:
+		if off+6 > len(msg) {
+			return 0, errNotPacked
+		}
+		binary.BigEndian.PutUint16(msg[off:], rr.Priority)
+		binary.BigEndian.PutUint16(msg[off+2:], rr.Weight)
+		binary.BigEndian.PutUint16(msg[off+4:], rr.Port)
+		return p.packName(rr.Target, msg, off+6, false)
+	case *dns.NS:
+		return p.packName(rr.Ns, msg, off, true)
+	case *dns.PTR:
+		return p.packName(rr.Ptr, msg, off, true)
+	case *dns.CNAME:
+		return p.packName(rr.Target, msg, off, true)
+	case *dns.SOA:
+		off, err := p.packName(rr.Ns, msg, off, true)
+		if err != nil {
+			return 0, err
+		}
+		if off, err = p.packName(rr.Mbox, msg, off, true); err != nil {
+			return 0, err
+		}
+		if off+20 > len(msg) {
+			return 0, errNotPacked
+		}
+		for i, v := range [...]uint32{rr.Serial, rr.Refresh, rr.Retry, rr.Expire, rr.Minttl} {
+			binary.BigEndian.PutUint32(msg[off+4*i:], v)
+		}
+		return off + 20, nil
+	case *dns.TXT:
+		return packTXT(rr.Txt, msg, off)
+	case *dns.OPT:
+		if len(rr.Option) > 0 {
+			return 0, errNotPacked
+		}
+		return off, nil
+	}
+	return 0, errNotPacked
+}
+
+// putBytes copies b into msg at off when ok, the check that b is a value
+// whose wire form is b itself.
+func putBytes(msg []byte, off int, b []byte, ok bool) (int, error) {
+	if !ok || b == nil || off+len(b) > len(msg) {
+		return 0, errNotPacked
+	}
+	return off + copy(msg[off:], b), nil
+}
+
+// packTXT packs TXT strings holding no backslash, which are their own
+// wire form; miekg/dns reads escapes in them, which are left to it, as is
+// an empty list (which it packs as no data at all).
+func packTXT(txt []string, msg []byte, off int) (int, error) {
+	if len(txt) == 0 {
+		return 0, errNotPacked
+	}
+	for _, s := range txt {
+		if len(s) > 255 || off+1+len(s) > len(msg) {
+			return 0, errNotPacked
+		}
+		for i := range len(s) {
+			if s[i] == '\\' {
+				return 0, errNotPacked
+			}
+		}
+		msg[off] = byte(len(s))
+		off += 1 + copy(msg[off+1:], s)
+	}
+	return off, nil
+}
