@@ -67,13 +67,22 @@ func BenchmarkDNSFromCatalog(b *testing.B) {
 		m.SetQuestion(q.name, q.qtype)
 		queries = append(queries, m)
 	}
-	w := resolvertest.NewRecorder("udp")
+	// Each query is checked once through a Recorder (which unpacks the
+	// reply); the loop writes to a Sink, which keeps only the size, as a
+	// socket would, so that it measures the handler alone.
+	for i, q := range queries {
+		w := resolvertest.NewRecorder("udp")
+		srv.ServeDNS(w, q)
+		if w.Msg == nil || w.Msg.Rcode != dns.RcodeSuccess || len(w.Msg.Answer) == 0 {
+			b.Fatalf("query %d: got %v", i, w.Msg)
+		}
+	}
+	w := resolvertest.NewSink("udp")
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		w.Reset()
 		srv.ServeDNS(w, queries[i%len(queries)])
-		if w.Msg == nil || w.Msg.Rcode != dns.RcodeSuccess || len(w.Msg.Answer) == 0 {
-			b.Fatalf("query %d: got %v", i%len(queries), w.Msg)
-		}
+	}
+	if w.Writes == 0 || w.Size == 0 {
+		b.Fatalf("the handler wrote %d replies of %d bytes", w.Writes, w.Size)
 	}
 }
