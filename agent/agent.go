@@ -201,7 +201,11 @@ func (a *Agent) startServer(ctx context.Context) error {
 		return err
 	}
 	a.server = srv
-	a.backend = &backend{server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing}
+	queries, err := a.startQueries(srv, nil)
+	if err != nil {
+		return err
+	}
+	a.backend = &backend{server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing, queries: queries}
 	wctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return a.server.WaitForLeader(wctx)
@@ -307,7 +311,12 @@ func (a *Agent) newDNSSource() (*dnsSource, error) {
 	default:
 		return nil, fmt.Errorf("dns cache: no blocking reader for backend %T", a.backend)
 	}
-	return newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, reader, a.backend.Reverse, a.logger)
+	src, err := newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, reader, a.backend.Reverse, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	src.query = a.backend.PreparedQuery
+	return src, nil
 }
 
 // dnsConfig derives the zones' (the domain's, then the alternative

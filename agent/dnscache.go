@@ -49,6 +49,9 @@ type dnsSource struct {
 	reverse     func(ctx context.Context, addr netip.Addr) (nodes, services []string, err error)
 	instances   *cache.Cache[*resolver.Instances]
 	nodes       *cache.Cache[*catalog.Node]
+	// query executes a prepared query for DNS (the backend's
+	// PreparedQuery), set by the agent; see PreparedQuery.
+	query func(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error)
 }
 
 var _ resolver.Source = (*dnsSource)(nil)
@@ -166,6 +169,13 @@ func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, e
 // Reverse asks the backend.
 func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
 	return s.reverse(ctx, addr)
+}
+
+// PreparedQuery executes the query through the backend on every question:
+// prepared queries are not cached yet, so each costs an execution on a
+// server (an RPC on a client).
+func (s *dnsSource) PreparedQuery(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error) {
+	return s.query(ctx, dc, nameOrID)
 }
 
 // storeReader reads a server's own state store, blocking on its watches.

@@ -353,14 +353,15 @@ func (p *PreparedQuery) Queries(ctx context.Context, id string) (uint64, []*cata
 	return reply.Index, reply.Queries, err
 }
 
-// ExecuteQuery is Execute for callers in this process: a stale read of
-// datacenter dc ("" for this one), as DNS reads are.
-func (p *PreparedQuery) ExecuteQuery(ctx context.Context, dc, idOrName string) (*catalog.QueryResult, error) {
+// ExecuteQuery is Execute for callers in this process, in datacenter dc
+// ("" for this one): read from this server's own state with stale (as DNS
+// reads are), else from the leader's.
+func (p *PreparedQuery) ExecuteQuery(ctx context.Context, dc, idOrName string, stale bool) (*catalog.QueryResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var reply rpc.PreparedQueryExecuteResponse
-	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true}, QueryIDOrName: idOrName}
+	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName}
 	if err := p.execute(args, &reply); err != nil {
 		return nil, err
 	}
