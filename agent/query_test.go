@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/api"
 )
 
 // httpDo sends body (none when "") with method to path on a's HTTP API and
@@ -205,5 +208,47 @@ func TestPreparedQueryThroughClient(t *testing.T) {
 	code, body := httpDo(t, cl, http.MethodPost, "/v1/query", `{"Service":{"Service":"api","Failover":{"NearestN":-3}}}`)
 	if code != http.StatusBadRequest || !strings.Contains(string(body), "Service.Failover.NearestN") {
 		t.Errorf("bad definition through the client: got %d %s, want 400 naming Service.Failover.NearestN", code, body)
+	}
+}
+
+// TestPreparedQueryAPIClient drives the /v1/query endpoints with the api
+// package's client.
+func TestPreparedQueryAPIClient(t *testing.T) {
+	a := agenttest.Start(t, agenttest.Config(t))
+	put(t, a, "/v1/agent/service/register", `{"Name":"db","Port":5432,"Tags":["primary"]}`)
+	ctx := context.Background()
+	pq := client(t, a).PreparedQuery()
+
+	def := &api.PreparedQueryDefinition{Name: "db-primary", Service: api.ServiceQuery{
+		Service: "db", Tags: []string{"primary"}, Failover: api.QueryFailoverOptions{NearestN: 2},
+	}, DNS: api.QueryDNSOptions{TTL: "30s"}}
+	id, err := pq.Create(ctx, def)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	got, _, err := pq.Get(ctx, id)
+	if err != nil || len(got) != 1 || got[0].Name != "db-primary" || got[0].Service.Failover.NearestN != 2 || got[0].DNS.TTL != "30s" {
+		t.Fatalf("Get: got %+v (%v)", got, err)
+	}
+	res, err := pq.Execute(ctx, "db-primary", "")
+	if err != nil || len(res.Nodes) != 1 || res.Nodes[0].Service.Port != 5432 || res.Datacenter != "dc1" {
+		t.Fatalf("Execute: got %+v (%v)", res, err)
+	}
+	got[0].Service.Tags = []string{"replica"}
+	if err := pq.Update(ctx, got[0]); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if res, err := pq.Execute(ctx, id, ""); err != nil || len(res.Nodes) != 0 {
+		t.Errorf("Execute after update: got %+v (%v), want no nodes", res, err)
+	}
+	_, err = pq.Create(ctx, &api.PreparedQueryDefinition{Service: api.ServiceQuery{Service: "db", Failover: api.QueryFailoverOptions{NearestN: -1}}})
+	if se, ok := errors.AsType[*api.StatusError](err); !ok || se.Code != http.StatusBadRequest || se.Field != "Service.Failover.NearestN" {
+		t.Errorf("Create with NearestN -1: got %v, want a 400 naming Service.Failover.NearestN", err)
+	}
+	if err := pq.Delete(ctx, id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if list, _, err := pq.List(ctx); err != nil || len(list) != 0 {
+		t.Errorf("List after delete: got %d (%v), want 0", len(list), err)
 	}
 }
