@@ -204,7 +204,11 @@ func (a *Agent) startServer(ctx context.Context) error {
 		return err
 	}
 	a.server = srv
-	a.backend = &backend{server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing}
+	queries, err := a.startQueries(srv, nil)
+	if err != nil {
+		return err
+	}
+	a.backend = &backend{server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing, queries: queries}
 	wctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return a.server.WaitForLeader(wctx)
@@ -329,6 +333,7 @@ func (a *Agent) newDNSSource() (*dnsSource, error) {
 		return nil, err
 	}
 	src.known = known
+	src.query = a.backend.PreparedQuery
 	return src, nil
 }
 

@@ -25,6 +25,9 @@ type backend struct {
 	dc     string
 	// onlyPassing leaves instances with warning checks out of DNS answers.
 	onlyPassing bool
+	// queries is the server's PreparedQuery endpoint, called in process
+	// (queries.go).
+	queries *consensus.PreparedQuery
 }
 
 var (
@@ -40,6 +43,7 @@ type catalogBackend interface {
 	local.Catalog
 	httpapi.Catalog
 	httpapi.Status
+	httpapi.Queries
 	resolver.Source
 }
 

@@ -82,9 +82,13 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	if err := rs.Register(rpc.StatusEndpoint, status); err != nil {
 		return err
 	}
+	queries, err := a.startQueries(srv, rs)
+	if err != nil {
+		return err
+	}
 	a.backend = &backend{
 		server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing,
-		writer: &rpcWriter{pool: a.rpcPool, addr: rpcAddr},
+		writer: &rpcWriter{pool: a.rpcPool, addr: rpcAddr}, queries: queries,
 	}
 
 	lc := consensus.DefaultLeaderConfig()

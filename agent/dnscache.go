@@ -58,6 +58,9 @@ type dnsSource struct {
 	known     func(ctx context.Context, dc string) bool
 	instances *cache.Cache[*resolver.Instances]
 	nodes     *cache.Cache[*catalog.Node]
+	// query executes a prepared query for DNS (the backend's
+	// PreparedQuery), set by the agent; see PreparedQuery.
+	query func(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error)
 }
 
 var _ resolver.Source = (*dnsSource)(nil)
@@ -228,6 +231,18 @@ func (l *datacenterList) known(ctx context.Context, dc string) bool {
 // Reverse asks the backend.
 func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
 	return s.reverse(ctx, addr)
+}
+
+// PreparedQuery executes the query through the backend on every question:
+// prepared queries are not cached yet, so each costs an execution on a
+// server (an RPC on a client). A datacenter nobody knows is no such name.
+func (s *dnsSource) PreparedQuery(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error) {
+	if dc != "" {
+		if err := s.checkDatacenter(ctx, dc); err != nil {
+			return nil, err
+		}
+	}
+	return s.query(ctx, dc, nameOrID)
 }
 
 // storeReader reads a server's own state store for its own datacenter,

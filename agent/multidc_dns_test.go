@@ -9,6 +9,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -71,4 +73,53 @@ func TestTwoDatacentersDNS(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// registerWithCheck registers service on node in dc with one service check
+// in status.
+func registerWithCheck(dc, node, addr, service string, status catalog.HealthStatus) *rpc.RegisterRequest {
+	r := register(dc, node, addr, service)
+	r.Registration.Checks = []*catalog.Check{{CheckID: "alive", Name: "alive", ServiceID: service, Status: status}}
+	return r
+}
+
+// TestPreparedQueryFailsOverToAnotherDatacenter: a query defined in dc1
+// with dc2 as its failover answers from dc1 while dc1 has a healthy
+// instance, from dc2 through the same DNS name once dc1's is critical,
+// and from dc1 again once it recovers.
+func TestPreparedQueryFailsOverToAnotherDatacenter(t *testing.T) {
+	d := startTwoDCs(t)
+	dc1Srv, dc2Srv := d.dc1.RPCAddr(0), d.dc2.RPCAddr(0)
+	waitFor(t, 30*time.Second, "pq registered in both datacenters", func() error {
+		if err := d.call(dc1Srv, rpc.MethodCatalogRegister, registerWithCheck("dc1", "pq-1", "10.1.0.1", "pq", catalog.HealthPassing), nil); err != nil {
+			return err
+		}
+		return d.call(dc2Srv, rpc.MethodCatalogRegister, registerWithCheck("dc2", "pq-2", "10.2.0.1", "pq", catalog.HealthPassing), nil)
+	})
+	ctx := context.Background()
+	_, err := apiClient(t, d.client).PreparedQuery().Create(ctx, &api.PreparedQueryDefinition{
+		Name:    "pq",
+		Service: api.ServiceQuery{Service: "pq", Failover: api.QueryFailoverOptions{Datacenters: []string{"dc2"}}},
+	})
+	if err != nil {
+		t.Fatalf("create the query: %v", err)
+	}
+
+	answersWith(t, d.client, "pq.query.cluster", "pq-1.node.dc1.cluster.")
+	if err := d.call(dc1Srv, rpc.MethodCatalogRegister, registerWithCheck("dc1", "pq-1", "10.1.0.1", "pq", catalog.HealthCritical), nil); err != nil {
+		t.Fatal(err)
+	}
+	answersWith(t, d.client, "pq.query.cluster", "pq-2.node.dc2.cluster.")
+	r := query(t, d.client, "udp", "pq.query.cluster", dns.TypeA)
+	if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.2.0.1" {
+		t.Errorf("A pq.query after failover: %v, want dc2's 10.2.0.1", r.Answer)
+	}
+	res, err := apiClient(t, d.client).PreparedQuery().Execute(ctx, "pq", "")
+	if err != nil || res.Datacenter != "dc2" || res.Failovers != 1 || len(res.Nodes) != 1 {
+		t.Errorf("execute after failover: %+v, %v; want one dc2 instance after one failover", res, err)
+	}
+	if err := d.call(dc1Srv, rpc.MethodCatalogRegister, registerWithCheck("dc1", "pq-1", "10.1.0.1", "pq", catalog.HealthPassing), nil); err != nil {
+		t.Fatal(err)
+	}
+	answersWith(t, d.client, "pq.query.cluster", "pq-1.node.dc1.cluster.")
 }

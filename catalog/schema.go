@@ -8,6 +8,7 @@ const (
 	tableServices = "services"
 	tableChecks   = "checks"
 	tableIndex    = "index"
+	tableQueries  = "queries" // prepared queries (queries.go)
 )
 
 // serviceRow is how a service is stored: the service with the node it is on.
@@ -83,6 +84,15 @@ func schema() *memdb.DBSchema {
 				// status: a check without one (only a store written to
 				// without validation holds such) is left out.
 				"status": {Name: "status", AllowMissing: true, Indexer: exact("Status")},
+			},
+		},
+		tableQueries: {
+			Name: tableQueries,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {Name: "id", Unique: true, Indexer: lower("ID")},
+				// name: queries without a name are left out; the rest
+				// are unique by name, compared as DNS compares them.
+				"name": {Name: "name", Unique: true, AllowMissing: true, Indexer: lower("Name")},
 			},
 		},
 		tableIndex: {

@@ -13,6 +13,9 @@ type Dump struct {
 	Nodes    []*Node
 	Services []DumpService
 	Checks   []*Check
+	// Queries are the prepared queries; a snapshot written before they
+	// existed has none.
+	Queries []*PreparedQuery
 }
 
 // DumpService is a service with the node it is registered on.
@@ -24,7 +27,7 @@ type DumpService struct {
 // Dump copies the current catalog out of one consistent read.
 func (s *Store) Dump() (*Dump, error) {
 	tx := s.read(nil)
-	d := &Dump{Index: maxIndex(tx, tableNodes, tableServices, tableChecks)}
+	d := &Dump{Index: maxIndex(tx, tableNodes, tableServices, tableChecks, tableQueries)}
 	err := eachRow(tx, tableNodes, func(raw any) { d.Nodes = append(d.Nodes, raw.(*Node)) })
 	if err == nil {
 		err = eachRow(tx, tableServices, func(raw any) {
@@ -34,6 +37,9 @@ func (s *Store) Dump() (*Dump, error) {
 	}
 	if err == nil {
 		err = eachRow(tx, tableChecks, func(raw any) { d.Checks = append(d.Checks, raw.(*checkRow).Check) })
+	}
+	if err == nil {
+		err = eachRow(tx, tableQueries, func(raw any) { d.Queries = append(d.Queries, raw.(*queryRow).Query) })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dump catalog: %w", err)
@@ -76,7 +82,12 @@ func (s *Store) Restore(d *Dump) error {
 			return fmt.Errorf("restore check %q: %w", c.CheckID, err)
 		}
 	}
-	for _, t := range []string{tableNodes, tableServices, tableChecks} {
+	for _, q := range d.Queries {
+		if err := tx.Insert(tableQueries, newQueryRow(q)); err != nil {
+			return fmt.Errorf("restore query %q: %w", q.ID, err)
+		}
+	}
+	for _, t := range []string{tableNodes, tableServices, tableChecks, tableQueries} {
 		if err := bumpIndex(tx, t, d.Index); err != nil {
 			return err
 		}

@@ -18,6 +18,9 @@ type commandType byte
 const (
 	cmdRegister   commandType = 0
 	cmdDeregister commandType = 1
+	// cmdQuery creates, updates or deletes a prepared query
+	// (catalog.QueryRequest).
+	cmdQuery commandType = 2
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -85,6 +88,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return fmt.Errorf("decode deregister at index %d: %w", l.Index, err)
 		}
 		return f.store.Deregister(l.Index, &req)
+	case cmdQuery:
+		var req catalog.QueryRequest
+		if err := decode(l.Data[1:], &req); err != nil {
+			return fmt.Errorf("decode prepared query at index %d: %w", l.Index, err)
+		}
+		return f.store.ApplyQuery(l.Index, &req)
 	}
 	return fmt.Errorf("log index %d type %d: %w", l.Index, l.Data[0], ErrUnknownCommand)
 }

@@ -122,6 +122,8 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer,
 			return failed(z, err)
 		}
 		return z.NodeAnswer(q, qtype, node), nil
+	case zones.KindQuery:
+		return s.preparedQuery(z, q, qtype) // query.go
 	case zones.KindAddr:
 		return z.AddrAnswer(q, qtype), nil
 	case zones.KindApex:

@@ -141,6 +141,19 @@ func serveDNSCases(soa []string, failing *fakeSource) []serveDNSCase {
 			calls: []call{{"Node", "dc1", "node7", ""}}},
 		{name: "node source error", qname: "node1.node.cluster.", qtype: dns.TypeA, src: failing, rcode: dns.RcodeServerFailure,
 			calls: []call{{"Node", "dc1", "node1", ""}}},
+		{name: "prepared query SRV names the dc that answered", qname: "web-fo.query.cluster.", qtype: dns.TypeSRV, rcode: dns.RcodeSuccess, aa: true,
+			answer: []string{"web-fo.query.cluster.\t5\tIN\tSRV\t1 1 80 node9.node.dc2.cluster."},
+			extra:  []string{"node9.node.dc2.cluster.\t0\tIN\tA\t10.1.0.9"},
+			calls:  []call{{"PreparedQuery", "dc1", "web-fo", ""}}},
+		{name: "prepared query A", qname: "WEB-FO.query.dc1.cluster.", qtype: dns.TypeA, rcode: dns.RcodeSuccess, aa: true,
+			answer: []string{"WEB-FO.query.dc1.cluster.\t5\tIN\tA\t10.1.0.9"},
+			calls:  []call{{"PreparedQuery", "dc1", "web-fo", ""}}},
+		{name: "prepared query without instances", qname: "web-none.query.cluster.", qtype: dns.TypeA, rcode: dns.RcodeNameError, aa: true, ns: soa,
+			calls: []call{{"PreparedQuery", "dc1", "web-none", ""}}},
+		{name: "no such prepared query", qname: "nope.query.cluster.", qtype: dns.TypeA, rcode: dns.RcodeNameError, aa: true, ns: soa,
+			calls: []call{{"PreparedQuery", "dc1", "nope", ""}}},
+		{name: "prepared query source error", qname: "web-fo.query.cluster.", qtype: dns.TypeA, src: failing, rcode: dns.RcodeServerFailure,
+			calls: []call{{"PreparedQuery", "dc1", "web-fo", ""}}},
 		{name: "addr", qname: "0a000102.addr.dc1.cluster.", qtype: dns.TypeA, rcode: dns.RcodeSuccess, aa: true,
 			answer: []string{"0a000102.addr.dc1.cluster.\t0\tIN\tA\t10.0.1.2"}},
 		{name: "apex SOA", qname: "cluster.", qtype: dns.TypeSOA, rcode: dns.RcodeSuccess, aa: true, answer: soa},
@@ -425,6 +438,10 @@ func (panicSource) Node(context.Context, string, string) (*catalog.Node, error) 
 
 func (panicSource) Reverse(context.Context, netip.Addr) ([]string, []string, error) { panic("boom") }
 
+func (panicSource) PreparedQuery(context.Context, string, string) (*catalog.QueryResult, error) {
+	panic("boom")
+}
+
 func TestServeDNSRecoversPanics(t *testing.T) {
 	var logs bytes.Buffer
 	s := newTestServer(t, panicSource{}, slog.New(slog.NewTextHandler(&logs, nil)))
@@ -520,6 +537,10 @@ func (s staticSource) Node(context.Context, string, string) (*catalog.Node, erro
 
 func (s staticSource) Reverse(context.Context, netip.Addr) ([]string, []string, error) {
 	return nil, nil, nil
+}
+
+func (s staticSource) PreparedQuery(context.Context, string, string) (*catalog.QueryResult, error) {
+	return nil, nil
 }
 
 func BenchmarkServeDNS(b *testing.B) {

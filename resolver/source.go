@@ -29,6 +29,13 @@ type Source interface {
 	// at addr and of the services registered with addr as their own
 	// address, for PTR answers; both empty when nothing holds addr.
 	Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error)
+	// PreparedQuery executes the prepared query of datacenter dc whose
+	// name or ID is nameOrID (failing over to other datacenters as the
+	// query says) and returns the result, whose Nodes are the healthy
+	// instances to answer with; (nil, nil) when there is no such query.
+	// nameOrID and dc are lowercase. Unlike the other methods it may cost
+	// a round trip to the servers per call.
+	PreparedQuery(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error)
 }
 
 // Instances is a service's instances split by health: Healthy ones are

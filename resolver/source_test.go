@@ -21,6 +21,7 @@ type fakeSource struct {
 	instances map[string]map[string][]catalog.ServiceInstance // dc → service → instances
 	nodes     map[string]map[string]*catalog.Node             // dc → name → node
 	reverse   map[netip.Addr][2][]string                      // address → {nodes, services}
+	queries   map[string]map[string]*catalog.QueryResult      // dc → query name → result
 	err       error                                           // returned by every call when set
 	hook      func(ctx context.Context)                       // run at the start of every call when set
 
@@ -96,6 +97,14 @@ func (f *fakeSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, servi
 	return r[0], r[1], nil
 }
 
+func (f *fakeSource) PreparedQuery(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error) {
+	f.record(call{"PreparedQuery", dc, nameOrID, ""})
+	if err := f.check(ctx, dc); err != nil {
+		return nil, err
+	}
+	return f.queries[dc][nameOrID], nil
+}
+
 // instance returns an instance of service on a node.
 func instance(node, nodeAddr, service, svcAddr string, port int, tags ...string) catalog.ServiceInstance {
 	return catalog.ServiceInstance{
@@ -109,6 +118,7 @@ func instance(node, nodeAddr, service, svcAddr string, port int, tags ...string)
 //	dc1: web on node1 (10.0.0.1:80, tags v1, primary) and node2 (10.0.1.2:81, tag v2)
 //	     nodes node1 10.0.0.1, node2 10.0.0.2, node3 10.0.0.3 (meta rack=r1, az=a)
 //	dc2: web on node9 (10.1.0.9:80)
+//	queries in dc1: web-fo, failed over to dc2's web (TTL 5s); web-none, no healthy instance
 func newFakeSource() *fakeSource {
 	return &fakeSource{
 		dcs: []string{"dc1", "dc2"},
@@ -124,6 +134,13 @@ func newFakeSource() *fakeSource {
 				"node1": {Node: "node1", Address: "10.0.0.1"},
 				"node2": {Node: "node2", Address: "10.0.0.2"},
 				"node3": {Node: "node3", Address: "10.0.0.3", Meta: map[string]string{"rack": "r1", "az": "a"}},
+			},
+		},
+		queries: map[string]map[string]*catalog.QueryResult{
+			"dc1": {
+				"web-fo": {Service: "web", Datacenter: "dc2", Failovers: 1, DNS: catalog.QueryDNS{TTL: "5s"},
+					Nodes: []catalog.ServiceInstance{instance("node9", "10.1.0.9", "web", "", 80)}},
+				"web-none": {Service: "web", Datacenter: "dc1", Failovers: 1},
 			},
 		},
 		reverse: map[netip.Addr][2][]string{

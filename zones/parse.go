@@ -29,11 +29,13 @@ const (
 	// KindAddr is <hex>.addr[.<dc>].<domain>, an IP address spelt in hex.
 	KindAddr
 	// KindEmptyNonTerminal is a name that owns no records but has names
-	// below it (RFC 8020): <dc>.<domain> and service, node and addr
+	// below it (RFC 8020): <dc>.<domain> and service, node, addr and query
 	// [.<dc>].<domain>. Parse cannot tell datacenters from other labels,
 	// so <dc> is any label that is not a keyword nor "ns";
 	// EmptyNonTerminalAnswer decides whether the datacenter exists.
 	KindEmptyNonTerminal
+	// KindQuery is <name or id>.query[.<dc>].<domain>, a prepared query.
+	KindQuery
 )
 
 var kindNames = [...]string{
@@ -46,6 +48,7 @@ var kindNames = [...]string{
 	KindAddr:       "addr",
 
 	KindEmptyNonTerminal: "empty non-terminal",
+	KindQuery:            "query",
 }
 
 func (k Kind) String() string {
@@ -60,6 +63,7 @@ const (
 	keywordService = "service"
 	keywordNode    = "node"
 	keywordAddr    = "addr"
+	keywordQuery   = "query"
 	nameserverHost = "ns"
 )
 
@@ -73,8 +77,9 @@ type Query struct {
 	// Qname is the question name as parsed: lowercase and fully qualified.
 	// Records answering the question are owned by it.
 	Qname string
-	// Name is the service name (KindService), the node name (KindNode) or
-	// the hex label (KindAddr).
+	// Name is the service name (KindService), the node name (KindNode),
+	// the hex label (KindAddr) or the prepared query's name or ID
+	// (KindQuery).
 	Name string
 	// Tag is the tag a service query asks for, "" for any (which the
 	// RFC 2782 protocol labels _tcp and _udp also mean).
@@ -161,7 +166,7 @@ func (z *Zone) parseLabels(q Query, rest string) Query {
 		q.Name = before[0]
 	case kind == KindService && len(before) == 2:
 		q.Tag, q.Name = before[0], before[1]
-	case kind == KindNode && len(before) == 1:
+	case kind == KindNode && len(before) == 1, kind == KindQuery && len(before) == 1:
 		q.Name = before[0]
 	case kind == KindAddr && len(before) == 1:
 		if q.Addr, ok = decodeAddr(before[0]); !ok {
@@ -185,6 +190,8 @@ func keywordKind(label string) Kind {
 		return KindNode
 	case keywordAddr:
 		return KindAddr
+	case keywordQuery:
+		return KindQuery
 	}
 	return KindInvalid
 }

@@ -57,6 +57,11 @@ func TestParse(t *testing.T) {
 		{"C0A80001.addr.dc2.cluster.", Query{Kind: KindAddr, Qname: "c0a80001.addr.dc2.cluster.", Name: "c0a80001", Datacenter: "dc2", Addr: v4}},
 		{"c0a80001.addr.cluster.", Query{Kind: KindAddr, Qname: "c0a80001.addr.cluster.", Name: "c0a80001", Datacenter: "dc1", Addr: v4}},
 		{"20010db8000000000000000000000001.addr.dc1.cluster.", Query{Kind: KindAddr, Qname: "20010db8000000000000000000000001.addr.dc1.cluster.", Name: "20010db8000000000000000000000001", Datacenter: "dc1", Addr: v6}},
+		// Prepared queries, by name or ID.
+		{"Web-Nearest.query.cluster.", Query{Kind: KindQuery, Qname: "web-nearest.query.cluster.", Name: "web-nearest", Datacenter: "dc1"}},
+		{"web.query.dc2.cluster.", Query{Kind: KindQuery, Qname: "web.query.dc2.cluster.", Name: "web", Datacenter: "dc2"}},
+		{"8f246b77-f3e1-ff88-5b48-8ec93abf3e05.query.cluster.", Query{Kind: KindQuery, Qname: "8f246b77-f3e1-ff88-5b48-8ec93abf3e05.query.cluster.", Name: "8f246b77-f3e1-ff88-5b48-8ec93abf3e05", Datacenter: "dc1"}},
+		{"query.cluster.", Query{Kind: KindEmptyNonTerminal, Qname: "query.cluster.", Datacenter: "dc1"}},
 		// The apex and its name server.
 		{"cluster.", Query{Kind: KindApex, Qname: "cluster.", Datacenter: "dc1"}},
 		{"CLUSTER", Query{Kind: KindApex, Qname: "cluster.", Datacenter: "dc1"}},
@@ -102,6 +107,8 @@ func TestParseInvalid(t *testing.T) {
 		{"a.b.c.service.dc1.cluster.", "too many before keyword"},
 		{"a.b.c.d.e.service.cluster.", "too many labels"},
 		{"a.node1.node.cluster.", "node has no tag"},
+		{"a.web.query.cluster.", "query has no tag"},
+		{"_web._tcp.query.cluster.", "RFC 2782 only for services"},
 		{"node.dc1.dc2.cluster.", "no node name"},
 		{"web..service.cluster.", "empty label"},
 		{".service.cluster.", "empty label"},

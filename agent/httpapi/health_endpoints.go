@@ -74,21 +74,27 @@ func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
 		if passing && !in.Healthy(true) {
 			continue
 		}
-		svc := &serviceWithIndex{agentService: *s.toAgentService(in.Service),
-			CreateIndex: in.Service.CreateIndex, ModifyIndex: in.Service.ModifyIndex}
-		svc.Datacenter = in.Node.Datacenter
-		checks := make([]*taggedCheck, 0, len(in.Checks))
-		for _, c := range in.Checks {
-			tc := &taggedCheck{healthCheck: *toHealthCheck(c), ServiceTags: []string{}}
-			if c.ServiceID != "" {
-				tc.ServiceTags = nonNil(in.Service.Tags)
-			}
-			checks = append(checks, tc)
-		}
-		out = append(out, &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks})
+		out = append(out, s.toServiceEntry(in))
 	}
 	s.writeJSONIndex(w, r, idx, out)
 	return nil
+}
+
+// toServiceEntry is an instance as the health endpoints (and a prepared
+// query's execution) give it.
+func (s *Server) toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
+	svc := &serviceWithIndex{agentService: *s.toAgentService(in.Service),
+		CreateIndex: in.Service.CreateIndex, ModifyIndex: in.Service.ModifyIndex}
+	svc.Datacenter = in.Node.Datacenter
+	checks := make([]*taggedCheck, 0, len(in.Checks))
+	for _, c := range in.Checks {
+		tc := &taggedCheck{healthCheck: *toHealthCheck(c), ServiceTags: []string{}}
+		if c.ServiceID != "" {
+			tc.ServiceTags = nonNil(in.Service.Tags)
+		}
+		checks = append(checks, tc)
+	}
+	return &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks}
 }
 
 func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {

@@ -67,6 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			maintCommand(),
 			healthCommand(),
 			catalogCommand(),
+			queryCommand(),
 			membersCommand(),
 			joinCommand(),
 			leaveCommand(),

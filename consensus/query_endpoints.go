@@ -1,0 +1,390 @@
+package consensus
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// RemoteQueryExecutor runs a prepared query against another datacenter's
+// catalog, without failover: how the PreparedQuery endpoint fails over.
+// It is called from endpoint goroutines, several at once, and should give
+// up when ctx ends. An error (a datacenter that cannot be reached wraps
+// ErrNoPathToDatacenter) makes the endpoint try the next datacenter.
+type RemoteQueryExecutor interface {
+	ExecuteRemote(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error)
+}
+
+// PreparedQueryConfig configures the PreparedQuery endpoint.
+type PreparedQueryConfig struct {
+	// Datacenters returns the datacenters this server knows, nearest
+	// first (alphabetical will do until distances are known), with or
+	// without its own: a query's Failover.NearestN takes the first N
+	// others. Called once per failover. Nil knows no other datacenter,
+	// so NearestN fails over nowhere (Failover.Datacenters are still
+	// tried). Default nil; a server in a WAN pool sets its router's.
+	Datacenters func() []string
+	// Remote runs a query in a failover datacenter. Nil sends the
+	// endpoint's own ExecuteRemote with that Datacenter, which the
+	// Catalog endpoint's forwarding takes there (and which fails with
+	// ErrNoPathToDatacenter while this server cannot route to it).
+	// Default nil; tests inject one.
+	Remote RemoteQueryExecutor
+	// FailoverTimeout bounds the attempt on each failover datacenter, so
+	// one that hangs costs that much before the next is tried. Default
+	// 5s: well above a WAN round trip, below a DNS client's patience.
+	FailoverTimeout time.Duration
+}
+
+// DefaultPreparedQueryConfig returns the defaults documented on
+// PreparedQueryConfig.
+func DefaultPreparedQueryConfig() PreparedQueryConfig {
+	return PreparedQueryConfig{FailoverTimeout: 5 * time.Second}
+}
+
+// Validate reports every invalid field.
+func (c PreparedQueryConfig) Validate() error {
+	if c.FailoverTimeout <= 0 {
+		return fmt.Errorf("consensus FailoverTimeout: must be positive, got %s", c.FailoverTimeout)
+	}
+	return nil
+}
+
+// PreparedQuery is the RPC endpoint of prepared queries (Consul's): their
+// definitions are written through Raft like catalog writes, and executing
+// one reads the local catalog and, when it has no healthy instance, asks
+// the failover datacenters in order.
+//
+// It rides on a Catalog endpoint of the same server, sharing its
+// datacenter, its forwarding to the leader (and, where the Catalog has it,
+// to other datacenters), its blocking limits and its lifetime: closing the
+// Catalog ends this endpoint's forwards too. Register it on an rpc.Server
+// under rpc.PreparedQueryEndpoint. Its RPC methods return errors through
+// rpc.WireError; the in-process methods (ApplyQuery, Queries,
+// ExecuteQuery) return them plain.
+type PreparedQuery struct {
+	cat    *Catalog
+	cfg    PreparedQueryConfig
+	remote RemoteQueryExecutor
+}
+
+// NewPreparedQuery returns the PreparedQuery endpoint riding on cat.
+func NewPreparedQuery(cat *Catalog, cfg PreparedQueryConfig) (*PreparedQuery, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &PreparedQuery{cat: cat, cfg: cfg, remote: cfg.Remote}
+	if p.remote == nil {
+		p.remote = viaEndpoint{p}
+	}
+	return p, nil
+}
+
+// Apply creates, updates or deletes a query and returns once the write is
+// committed and applied. A create gets its ID from the leader.
+func (p *PreparedQuery) Apply(args *rpc.PreparedQueryApplyRequest, reply *rpc.PreparedQueryApplyResponse) (err error) {
+	defer wireError(&err)
+	return p.apply(args, reply)
+}
+
+// Get returns one query by ID.
+func (p *PreparedQuery) Get(args *rpc.PreparedQueryGetRequest, reply *rpc.PreparedQueriesResponse) (err error) {
+	defer wireError(&err)
+	return p.get(args, reply)
+}
+
+// List returns every query.
+func (p *PreparedQuery) List(args *rpc.PreparedQueryListRequest, reply *rpc.PreparedQueriesResponse) (err error) {
+	defer wireError(&err)
+	return p.list(args, reply)
+}
+
+// Execute runs a query by ID or name, failing over as it says.
+func (p *PreparedQuery) Execute(args *rpc.PreparedQueryExecuteRequest, reply *rpc.PreparedQueryExecuteResponse) (err error) {
+	defer wireError(&err)
+	return p.execute(args, reply)
+}
+
+// ExecuteRemote runs the query carried in the request against this
+// datacenter's catalog, without failover.
+func (p *PreparedQuery) ExecuteRemote(args *rpc.PreparedQueryExecuteRemoteRequest, reply *rpc.PreparedQueryExecuteResponse) (err error) {
+	defer wireError(&err)
+	return p.executeRemote(args, reply)
+}
+
+func (p *PreparedQuery) apply(args *rpc.PreparedQueryApplyRequest, reply *rpc.PreparedQueryApplyResponse) error {
+	if done, err := p.cat.forwardDC(rpc.MethodPreparedQueryApply, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {
+		return err
+	}
+	q := &args.Query
+	switch args.Op {
+	case catalog.QueryCreate:
+		if q.ID != "" {
+			return &catalog.FieldError{Field: "ID", Reason: "is chosen by the server; leave it empty to create a query"}
+		}
+	case catalog.QueryUpdate, catalog.QueryDelete:
+		if !catalog.IsQueryID(q.ID) {
+			return &catalog.FieldError{Field: "ID", Reason: fmt.Sprintf("%q is not a query ID (a UUID)", q.ID)}
+		}
+	default:
+		return &catalog.FieldError{Field: "Op", Reason: fmt.Sprintf("must be create, update or delete, got %q", args.Op)}
+	}
+	if args.Op != catalog.QueryDelete {
+		if err := catalog.NormalizeQuery(q); err != nil {
+			return err
+		}
+	}
+	if done, err := p.cat.forward(rpc.MethodPreparedQueryApply, &args.Forwarded, args, reply, 0); done {
+		return err
+	}
+	// The ID is chosen here, on the leader, and not by the FSM, which
+	// must apply the log the same way on every server.
+	if args.Op == catalog.QueryCreate {
+		id, err := newQueryID()
+		if err != nil {
+			return err
+		}
+		q.ID = id
+	}
+	if err := p.cat.srv.ApplyQuery(p.cat.ctx, &catalog.QueryRequest{Op: args.Op, Query: q}); err != nil {
+		return err
+	}
+	reply.ID = q.ID
+	return nil
+}
+
+func (p *PreparedQuery) get(args *rpc.PreparedQueryGetRequest, reply *rpc.PreparedQueriesResponse) error {
+	if !catalog.IsQueryID(args.QueryID) {
+		return &catalog.FieldError{Field: "QueryID", Reason: fmt.Sprintf("%q is not a query ID (a UUID)", args.QueryID)}
+	}
+	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryGet, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, q, err := p.cat.srv.Store().Query(ws, args.QueryID)
+		if err != nil {
+			return 0, err
+		}
+		if q == nil {
+			return 0, fmt.Errorf("query %q: %w", args.QueryID, catalog.ErrNotFound)
+		}
+		reply.Queries = []*catalog.PreparedQuery{q}
+		return idx, nil
+	})
+}
+
+func (p *PreparedQuery) list(args *rpc.PreparedQueryListRequest, reply *rpc.PreparedQueriesResponse) error {
+	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryList, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, qs, err := p.cat.srv.Store().Queries(ws)
+		reply.Queries = qs
+		return idx, err
+	})
+}
+
+func (p *PreparedQuery) execute(args *rpc.PreparedQueryExecuteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
+	if args.QueryIDOrName == "" {
+		return &catalog.FieldError{Field: "QueryIDOrName", Reason: "is required"}
+	}
+	// Answered at once: a blocking execute would have to watch every
+	// failover datacenter too.
+	args.MinQueryIndex = 0
+	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryExecute, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	var q *catalog.PreparedQuery
+	err := p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		qidx, found, err := p.cat.srv.Store().ResolveQuery(ws, args.QueryIDOrName)
+		if err != nil {
+			return 0, err
+		}
+		if found == nil {
+			return 0, fmt.Errorf("query %q: %w", args.QueryIDOrName, catalog.ErrNotFound)
+		}
+		q = found
+		idx, err := p.runLocal(ws, q, &reply.Result)
+		return max(qidx, idx), err
+	})
+	if err != nil {
+		return err
+	}
+	if len(reply.Result.Nodes) == 0 {
+		p.failover(q, &reply.Result)
+	}
+	return nil
+}
+
+func (p *PreparedQuery) executeRemote(args *rpc.PreparedQueryExecuteRemoteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
+	q := args.Query
+	if err := catalog.NormalizeQuery(&q); err != nil {
+		var fe *catalog.FieldError
+		if errors.As(err, &fe) {
+			fe.Field = "Query." + fe.Field
+		}
+		return err
+	}
+	args.MinQueryIndex = 0
+	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryExecuteRemote, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	return p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		return p.runLocal(ws, &q, &reply.Result)
+	})
+}
+
+// runLocal fills res with q's answer from this server's store and returns
+// the index of what it read.
+func (p *PreparedQuery) runLocal(ws catalog.WatchSet, q *catalog.PreparedQuery, res *catalog.QueryResult) (uint64, error) {
+	idx, all, err := p.cat.srv.Store().ServiceInstances(ws, q.Service.Service, "")
+	if err != nil {
+		return 0, err
+	}
+	*res = catalog.QueryResult{
+		Service:    q.Service.Service,
+		Nodes:      q.Service.Filter(all),
+		DNS:        q.DNS,
+		Datacenter: strings.ToLower(p.cat.cfg.Datacenter),
+	}
+	return idx, nil
+}
+
+// failover asks q's failover datacenters in order, and takes the first
+// answer with instances. A datacenter that fails is skipped: failing over
+// exists for datacenters that are down.
+func (p *PreparedQuery) failover(q *catalog.PreparedQuery, res *catalog.QueryResult) {
+	for _, dc := range p.failoverDatacenters(q) {
+		res.Failovers++
+		ctx, cancel := context.WithTimeout(p.cat.ctx, p.cfg.FailoverTimeout)
+		remote, err := p.remote.ExecuteRemote(ctx, dc, q)
+		cancel()
+		if err != nil {
+			// Debug: this runs per execution, so per DNS question.
+			p.cat.srv.logger.Debug("prepared query failover failed", "query", q.ID, "dc", dc, "err", err)
+			continue
+		}
+		if len(remote.Nodes) > 0 {
+			res.Nodes, res.Datacenter = remote.Nodes, dc
+			return
+		}
+	}
+}
+
+// failoverDatacenters lists the datacenters q fails over to, each once,
+// never this one: the NearestN first known others, then Datacenters.
+func (p *PreparedQuery) failoverDatacenters(q *catalog.PreparedQuery) []string {
+	f := q.Service.Failover
+	seen := map[string]bool{strings.ToLower(p.cat.cfg.Datacenter): true}
+	var out []string
+	add := func(dc string) {
+		dc = strings.ToLower(dc)
+		if !seen[dc] {
+			seen[dc] = true
+			out = append(out, dc)
+		}
+	}
+	if f.NearestN > 0 && p.cfg.Datacenters != nil {
+		for _, dc := range p.cfg.Datacenters() {
+			if len(out) == f.NearestN {
+				break
+			}
+			add(dc)
+		}
+	}
+	for _, dc := range f.Datacenters {
+		add(dc)
+	}
+	return out
+}
+
+// viaEndpoint is the default RemoteQueryExecutor: the endpoint's own
+// ExecuteRemote with the datacenter set, as a client would send it, so
+// that the Catalog's routing to other datacenters takes it there. Its
+// forward is bounded by the Catalog's ForwardTimeout rather than ctx,
+// which it checks only before starting.
+type viaEndpoint struct{ p *PreparedQuery }
+
+func (v viaEndpoint) ExecuteRemote(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	args := &rpc.PreparedQueryExecuteRemoteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true}, Query: *q}
+	var reply rpc.PreparedQueryExecuteResponse
+	if err := v.p.executeRemote(args, &reply); err != nil {
+		return nil, fmt.Errorf("execute query %q in datacenter %s: %w", q.ID, dc, err)
+	}
+	return &reply.Result, nil
+}
+
+// ApplyQuery is Apply for callers in this process (a server agent's HTTP
+// API): it returns the query's ID, and errors unencoded.
+func (p *PreparedQuery) ApplyQuery(ctx context.Context, op catalog.QueryOp, q *catalog.PreparedQuery) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	var reply rpc.PreparedQueryApplyResponse
+	if err := p.apply(&rpc.PreparedQueryApplyRequest{Op: op, Query: *q}, &reply); err != nil {
+		return "", err
+	}
+	return reply.ID, nil
+}
+
+// Queries is Get (id set) or List (id empty) for callers in this process,
+// read from the leader.
+func (p *PreparedQuery) Queries(ctx context.Context, id string) (uint64, []*catalog.PreparedQuery, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	var reply rpc.PreparedQueriesResponse
+	var err error
+	if id != "" {
+		err = p.get(&rpc.PreparedQueryGetRequest{QueryID: id}, &reply)
+	} else {
+		err = p.list(&rpc.PreparedQueryListRequest{}, &reply)
+	}
+	return reply.Index, reply.Queries, err
+}
+
+// ExecuteQuery is Execute for callers in this process, in datacenter dc
+// ("" for this one): read from this server's own state with stale (as DNS
+// reads are), else from the leader's.
+func (p *PreparedQuery) ExecuteQuery(ctx context.Context, dc, idOrName string, stale bool) (*catalog.QueryResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var reply rpc.PreparedQueryExecuteResponse
+	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName}
+	if err := p.execute(args, &reply); err != nil {
+		return nil, err
+	}
+	return &reply.Result, nil
+}
+
+// ApplyQuery commits a prepared query write and returns once it is
+// applied.
+func (s *Server) ApplyQuery(ctx context.Context, req *catalog.QueryRequest) error {
+	if err := s.apply(ctx, cmdQuery, req); err != nil {
+		return fmt.Errorf("%s prepared query %q: %w", req.Op, req.Query.ID, err)
+	}
+	return nil
+}
+
+// newQueryID returns a random (version 4) UUID.
+func newQueryID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate query ID: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+}
