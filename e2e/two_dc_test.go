@@ -12,7 +12,9 @@ import (
 
 // TestTwoDCExample runs examples/two-dc/run.sh with the built binary: two
 // datacenters of three servers and a client on loopback, a dc1 client
-// digging web.service.dc2, and every agent stopping cleanly.
+// digging web.service.dc2, a prepared query failing over to dc2 while dc1
+// has no web and answering from dc1 once it has, and every agent stopping
+// cleanly.
 func TestTwoDCExample(t *testing.T) {
 	requireDig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -29,6 +31,8 @@ func TestTwoDCExample(t *testing.T) {
 		`web\.service\.dc2\.cluster\.\s+0\s+IN\s+SRV\s+1 1 8080 dc2-c1\.node\.dc2\.cluster\.`,
 		`dc2-c1\.node\.dc2\.cluster\.\s+0\s+IN\s+A\s+127\.0\.0\.44`,
 		`status: NXDOMAIN`,
+		`web\.query\.cluster\.\s+0\s+IN\s+SRV\s+1 1 8080 dc2-c1\.node\.dc2\.cluster\.`,
+		`web\.query\.cluster\.\s+0\s+IN\s+SRV\s+1 1 8081 dc1-c1\.node\.dc1\.cluster\.`,
 		`dc2-s3\.dc2\s+127\.0\.0\.43:8302\s+alive\s+server\s+dc2`,
 		`all agents stopped cleanly`,
 	} {

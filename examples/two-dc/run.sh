@@ -13,7 +13,7 @@
 # Environment: CAIRN (binary; default: build one), NET (the first three
 # octets, default 127.0.0), WORK (data and logs, default a temporary
 # directory, removed at the end unless KEEP=1), TIMEOUT (seconds to wait for
-# each step, default 60). Needs dig (bind9-dnsutils) and curl. Exits
+# each step, default 60). Needs dig (bind9-dnsutils). Exits
 # non-zero, printing the agents' logs, when a step fails.
 set -euo pipefail
 
@@ -30,7 +30,6 @@ if [[ -z "${CAIRN:-}" ]]; then
 	(cd "$here/../.." && go build -o "$CAIRN" ./cmd/cairn)
 fi
 command -v dig >/dev/null || { echo "dig not found: install bind9-dnsutils" >&2; exit 1; }
-command -v curl >/dev/null || { echo "curl not found: install curl" >&2; exit 1; }
 
 declare -A ip dc pid
 for i in 1 2 3; do
@@ -138,6 +137,23 @@ dig +noall +answer +additional @"${ip[dc1-c1]}" -p 8600 web.service.dc2.cluster 
 echo
 echo "== dig @${ip[dc1-c1]} -p 8600 web.service.cluster SRV   (dc1 has no web)"
 dig +noall +comments @"${ip[dc1-c1]}" -p 8600 web.service.cluster SRV | grep status
+
+# A prepared query on dc1 that fails over to dc2: web is only in dc2, so
+# dc1 answers from there; once dc1 has a web of its own, dc1 answers.
+cli dc1-c1 query create -name web -service web -failover-dc dc2 >/dev/null
+query_answers() { # query_answers <target suffix>
+	dig +short +time=1 +tries=1 @"${ip[dc1-c1]}" -p 8600 web.query.cluster SRV | grep -q "$1"
+}
+until_ok "web.query answered from dc2" query_answers dc2-c1.node.dc2.cluster
+echo
+echo "== dig @${ip[dc1-c1]} -p 8600 web.query.cluster SRV   (dc1 has no web: failover to dc2)"
+dig +noall +answer @"${ip[dc1-c1]}" -p 8600 web.query.cluster SRV
+until_ok "registering web on dc1-c1" cli dc1-c1 services register -name web -port 8081
+until_ok "web.query answered from dc1" query_answers dc1-c1.node.dc1.cluster
+echo
+echo "== dig @${ip[dc1-c1]} -p 8600 web.query.cluster SRV   (dc1 has web now)"
+dig +noall +answer @"${ip[dc1-c1]}" -p 8600 web.query.cluster SRV
+
 
 if [[ "$KEEP" == 1 ]]; then
 	echo
