@@ -110,10 +110,13 @@ func TestPreparedQueryFailsOverToAnotherDatacenter(t *testing.T) {
 		t.Fatal(err)
 	}
 	answersWith(t, d.client, "pq.query.cluster", "pq-2.node.dc2.cluster.")
-	r := query(t, d.client, "udp", "pq.query.cluster", dns.TypeA)
-	if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.2.0.1" {
-		t.Errorf("A pq.query after failover: %v, want dc2's 10.2.0.1", r.Answer)
-	}
+	waitFor(t, 10*time.Second, "A pq.query answered with dc2's address", func() error {
+		r := query(t, d.client, "udp", "pq.query.cluster", dns.TypeA)
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.2.0.1" {
+			return fmt.Errorf("%s %v, want dc2's 10.2.0.1", dns.RcodeToString[r.Rcode], r.Answer)
+		}
+		return nil
+	})
 	res, err := apiClient(t, d.client).PreparedQuery().Execute(ctx, "pq", "")
 	if err != nil || res.Datacenter != "dc2" || res.Failovers != 1 || len(res.Nodes) != 1 {
 		t.Errorf("execute after failover: %+v, %v; want one dc2 instance after one failover", res, err)

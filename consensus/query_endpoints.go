@@ -218,7 +218,7 @@ func (p *PreparedQuery) execute(args *rpc.PreparedQueryExecuteRequest, reply *rp
 		return err
 	}
 	if len(reply.Result.Nodes) == 0 {
-		p.failover(q, &reply.Result)
+		return p.failover(q, &reply.Result)
 	}
 	return nil
 }
@@ -259,8 +259,19 @@ func (p *PreparedQuery) runLocal(ws catalog.WatchSet, q *catalog.PreparedQuery, 
 
 // failover asks q's failover datacenters in order, and takes the first
 // answer with instances. A datacenter that fails is skipped: failing over
-// exists for datacenters that are down.
-func (p *PreparedQuery) failover(q *catalog.PreparedQuery, res *catalog.QueryResult) {
+// exists for datacenters that are down. When none has an instance and a
+// known datacenter (one of the WAN pool's) failed, the error says so: an
+// empty answer would claim that no instance exists (a resolver caches
+// that as NXDOMAIN) when the truth is unknown, so DNS answers SERVFAIL
+// and the client asks again. A datacenter nobody knows is only skipped.
+func (p *PreparedQuery) failover(q *catalog.PreparedQuery, res *catalog.QueryResult) error {
+	known := map[string]bool{}
+	if p.cfg.Datacenters != nil {
+		for _, dc := range p.cfg.Datacenters() {
+			known[strings.ToLower(dc)] = true
+		}
+	}
+	var errs []error
 	for _, dc := range p.failoverDatacenters(q) {
 		res.Failovers++
 		ctx, cancel := context.WithTimeout(p.cat.ctx, p.cfg.FailoverTimeout)
@@ -269,13 +280,20 @@ func (p *PreparedQuery) failover(q *catalog.PreparedQuery, res *catalog.QueryRes
 		if err != nil {
 			// Debug: this runs per execution, so per DNS question.
 			p.cat.srv.logger.Debug("prepared query failover failed", "query", q.ID, "dc", dc, "err", err)
+			if known[dc] {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		if len(remote.Nodes) > 0 {
 			res.Nodes, res.Datacenter = remote.Nodes, dc
-			return
+			return nil
 		}
 	}
+	if len(errs) > 0 {
+		return fmt.Errorf("query %q: no healthy instance here, and %d failover datacenter(s) could not be asked: %w", q.ID, len(errs), errors.Join(errs...))
+	}
+	return nil
 }
 
 // failoverDatacenters lists the datacenters q fails over to, each once,

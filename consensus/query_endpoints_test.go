@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -212,13 +213,17 @@ func TestPreparedQueryExecuteFailover(t *testing.T) {
 		t.Errorf("local warning: asked %v, want [dc0 dc2]", a)
 	}
 
-	// Nowhere healthy: the answer is empty, from the local datacenter,
-	// after every failover datacenter was asked.
+	// Nowhere healthy, and two known datacenters (dc0, dc3) could not be
+	// asked: that is not "no instance anywhere", so the execution fails
+	// (DNS answers SERVFAIL rather than a cacheable NXDOMAIN).
 	registerWeb(t, p, dc1, "dc1-node", "10.1.0.1", catalog.HealthCritical)
 	registerWeb(t, p, dc2, "dc2-node", "10.2.0.1", catalog.HealthCritical)
-	got = execute()
-	if got.Datacenter != "dc1" || got.Failovers != 3 || len(got.Nodes) != 0 {
-		t.Errorf("nowhere healthy: got dc %q, %d failovers, nodes %v; want dc1, 3, none", got.Datacenter, got.Failovers, nodeNames(got))
+	err := callErr(p, dc1, rpc.MethodPreparedQueryExecute, &rpc.PreparedQueryExecuteRequest{QueryIDOrName: "web"}, &rpc.PreparedQueryExecuteResponse{})
+	if err == nil || !strings.Contains(err.Error(), "2 failover datacenter(s) could not be asked") {
+		t.Errorf("nowhere healthy, dc0 and dc3 unreachable: got %v, want an error naming the 2 datacenters not asked", err)
+	}
+	if a := asked.take(); fmt.Sprint(a) != "[dc0 dc2 dc3]" {
+		t.Errorf("nowhere healthy: asked %v, want [dc0 dc2 dc3]", a)
 	}
 
 	registerWeb(t, p, dc1, "dc1-node", "10.1.0.1", catalog.HealthPassing)
