@@ -15,7 +15,7 @@ func catalogCommand() *cli.Command {
 		Name:         "catalog",
 		Usage:        "List the services and nodes of the datacenter's catalog, and the datacenters",
 		UsageText:    "cairn catalog <services|nodes|datacenters> [options]",
-		OnUsageError: usageError("cairn catalog"),
+		OnUsageError: onUsageError("cairn catalog"),
 		Action:       groupAction("cairn catalog"),
 		Subcommands: []*cli.Command{
 			{
@@ -23,7 +23,7 @@ func catalogCommand() *cli.Command {
 				Usage:        "List the names of all services in the catalog",
 				UsageText:    "cairn catalog services [-tags] [-http-addr ADDRESS]",
 				Description:  "Prints one service name a line, sorted; with -tags, each name's tags beside it.",
-				OnUsageError: usageError("cairn catalog services"),
+				OnUsageError: onUsageError("cairn catalog services"),
 				Flags: []cli.Flag{
 					httpAddrFlag(),
 					&cli.BoolFlag{Name: "tags", Usage: "show the tags of each service"},
@@ -34,7 +34,7 @@ func catalogCommand() *cli.Command {
 				Name:         "nodes",
 				Usage:        "List the nodes in the catalog",
 				UsageText:    "cairn catalog nodes [-http-addr ADDRESS]",
-				OnUsageError: usageError("cairn catalog nodes"),
+				OnUsageError: onUsageError("cairn catalog nodes"),
 				Flags:        []cli.Flag{httpAddrFlag()},
 				Action:       catalogNodes,
 			},
@@ -44,7 +44,7 @@ func catalogCommand() *cli.Command {
 				UsageText: "cairn catalog datacenters [-http-addr ADDRESS]",
 				Description: "Prints one datacenter name a line, sorted: the agent's own and those\n" +
 					"whose servers are in its servers' WAN pool.",
-				OnUsageError: usageError("cairn catalog datacenters"),
+				OnUsageError: onUsageError("cairn catalog datacenters"),
 				Flags:        []cli.Flag{httpAddrFlag()},
 				Action:       catalogDatacenters,
 			},
@@ -54,7 +54,7 @@ func catalogCommand() *cli.Command {
 
 func catalogServices(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn catalog services -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn catalog services -h\")", c.Args().First())
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -84,7 +84,7 @@ func catalogServices(c *cli.Context) error {
 
 func catalogNodes(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn catalog nodes -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn catalog nodes -h\")", c.Args().First())
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -105,7 +105,7 @@ func catalogNodes(c *cli.Context) error {
 
 func catalogDatacenters(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn catalog datacenters -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn catalog datacenters -h\")", c.Args().First())
 	}
 	client, err := newClient(c)
 	if err != nil {

@@ -22,12 +22,24 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
-// wantError checks that the CLI failed with exactly one "Error: " line on
-// stderr containing every part of want.
+// wantError checks that the CLI failed (exit code 1) with exactly one
+// "Error: " line on stderr containing every part of want.
 func wantError(t *testing.T, stderr string, code int, want ...string) {
 	t.Helper()
-	if code != 1 {
-		t.Errorf("got exit code %d, want 1", code)
+	wantExit(t, stderr, code, exitError, want...)
+}
+
+// wantUsage checks that the CLI refused its arguments (exit code 2) with
+// exactly one "Error: " line on stderr containing every part of want.
+func wantUsage(t *testing.T, stderr string, code int, want ...string) {
+	t.Helper()
+	wantExit(t, stderr, code, exitUsage, want...)
+}
+
+func wantExit(t *testing.T, stderr string, code, wantCode int, want ...string) {
+	t.Helper()
+	if code != wantCode {
+		t.Errorf("got exit code %d, want %d (stderr %q)", code, wantCode, stderr)
 	}
 	if !strings.HasPrefix(stderr, "Error: ") || strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
 		t.Errorf("got stderr %q, want one line starting with \"Error: \"", stderr)
@@ -234,7 +246,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"health", "-bogus"}, []string{"-bogus", `"cairn health -h"`}},
 	} {
 		stdout, stderr, code := runCLI(t, tc.args...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 		if stdout != "" {
 			t.Errorf("%v: got stdout %q, want none", tc.args, stdout)
 		}
