@@ -96,6 +96,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			joinCommand(),
 			leaveCommand(),
 			operatorCommand(),
+			snapshotCommand(),
+			watchCommand(),
 			versionCommand(),
 		},
 	}

@@ -231,9 +231,10 @@ func listCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "list",
 		Usage:        "List the services registered on the local agent",
-		UsageText:    "cairn services list [-http-addr ADDRESS]",
+		UsageText:    "cairn services list [-format table|json] [-http-addr ADDRESS]",
+		Description:  "Lists the local agent's services sorted by ID. With -format json, prints an\narray of objects with ID, Service, Tags, Address, Port, Meta, Weights and Datacenter.",
 		OnUsageError: onUsageError("cairn services list"),
-		Flags:        []cli.Flag{httpAddrFlag()},
+		Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
 		Action:       listServices,
 	}
 }
@@ -241,6 +242,10 @@ func listCommand() *cli.Command {
 func listServices(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q (see \"cairn services list -h\")", c.Args().First())
+	}
+	format, err := outputFormat(c, "cairn services list")
+	if err != nil {
+		return err
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -251,10 +256,19 @@ func listServices(c *cli.Context) error {
 		return fmt.Errorf("list services: %w", err)
 	}
 	ids := make([]string, 0, len(services))
-	for id := range services {
-		ids = append(ids, id)
+	for id, s := range services {
+		if s != nil {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
+	if format == formatJSON {
+		list := make([]*api.AgentService, 0, len(ids))
+		for _, id := range ids {
+			list = append(list, services[id])
+		}
+		return writeJSON(c.App.Writer, list)
+	}
 	rows := [][]string{{"ID", "Name", "Address", "Port", "Tags"}}
 	for _, id := range ids {
 		s := services[id]
