@@ -19,9 +19,9 @@ func catalogCommand() *cli.Command {
 		Action:       groupAction("cairn catalog"),
 		Subcommands: []*cli.Command{
 			{
-				Name:         "services",
-				Usage:        "List the names of all services in the catalog",
-				UsageText:    "cairn catalog services [-tags] [-node NODE] [-format table|json] [-http-addr ADDRESS]",
+				Name:      "services",
+				Usage:     "List the names of all services in the catalog",
+				UsageText: "cairn catalog services [-tags] [-node NODE] [-format table|json] [-http-addr ADDRESS]",
 				Description: "Prints one service name a line, sorted; with -tags, each name's tags beside it.\n" +
 					"With -node, only the services with an instance on NODE. With -format json,\n" +
 					"prints an object mapping each name to its tags.",
