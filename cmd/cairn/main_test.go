@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -160,6 +161,9 @@ func TestUnreachableAgentIsOneLine(t *testing.T) {
 		{"checks", "pass", "-http-addr", addr, "service:web"},
 		{"maint", "-http-addr", addr, "-enable"},
 		{"health", "-http-addr", addr, "web"},
+		{"catalog", "datacenters", "-http-addr", addr},
+		{"snapshot", "save", "-http-addr", addr, filepath.Join(t.TempDir(), "x.snap")},
+		{"watch", "-http-addr", addr, "-type", "nodes"},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		want := "Error: cannot reach the cairn agent at http://" + addr + ": connection refused ("
@@ -208,7 +212,8 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		{"members", "-h"}, {"join", "-h"}, {"leave", "-h"}, {"operator", "-h"}, {"operator", "raft", "-h"},
 		{"operator", "raft", "list-peers", "-h"}, {"checks", "-h"}, {"checks", "list", "-h"},
 		{"checks", "pass", "-h"}, {"checks", "warn", "-h"}, {"checks", "fail", "-h"}, {"maint", "-h"},
-		{"health", "-h"},
+		{"health", "-h"}, {"snapshot", "-h"}, {"snapshot", "save", "-h"}, {"snapshot", "restore", "-h"},
+		{"snapshot", "inspect", "-h"}, {"watch", "-h"},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		if code != 0 || stderr != "" {
