@@ -75,6 +75,9 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	if err := rs.Register(rpc.CatalogEndpoint, a.catalogEP); err != nil {
 		return err
 	}
+	if err := rs.Register(rpc.SnapshotEndpoint, consensus.NewSnapshot(a.catalogEP)); err != nil {
+		return err
+	}
 	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
 	if err != nil {
 		return err

@@ -158,11 +158,12 @@ func NewLeader(cfg LeaderConfig, s *Server, m Membership, logger *slog.Logger) (
 
 // Run performs the leader duties whenever this server leads, until ctx
 // ends. It is the only reader of the pool's Changes signal. While leading
-// it reconciles once on taking leadership, on every Changes signal, every
-// ReconcileInterval, and after a failed reconcile with a backoff (from
-// 500ms, doubling, up to ReconcileInterval); when leadership is lost it
-// stops writing and waits to lead again. Errors are logged (each distinct
-// one at most once a minute), never returned. Run it on one goroutine at
+// it reconciles once on taking leadership, on every Changes signal, after
+// a snapshot restore (Server.Restored), every ReconcileInterval, and
+// after a failed reconcile with a backoff (from 500ms, doubling, up to
+// ReconcileInterval); when leadership is lost it stops writing and waits
+// to lead again. Errors are logged (each distinct one at most once a
+// minute), never returned. Run it on one goroutine at
 // a time, owned by the caller, and stop it (cancel ctx, wait) before
 // shutting down the Server.
 func (l *Leader) Run(ctx context.Context) {
@@ -195,6 +196,9 @@ func (l *Leader) lead(ctx context.Context, changed <-chan struct{}) {
 		case <-changed:
 			return
 		case <-l.m.Changes():
+		case <-l.s.Restored():
+			// A restored snapshot may lack this datacenter's own members
+			// (it may come from another cluster): put them back now.
 		case <-tick.C:
 		case <-retry.C:
 		}

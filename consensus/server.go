@@ -42,6 +42,13 @@ type Server struct {
 	wg            sync.WaitGroup
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{}
+
+	// writeMu is held shared by every catalog write (apply) and
+	// exclusively by a snapshot restore, which must know that no write
+	// is in flight to pick the restored catalog's index (snapshot.go).
+	writeMu sync.RWMutex
+	// restored signals the Leader after a restore (Restored).
+	restored chan struct{}
 }
 
 // New opens (or creates) the Raft state under cfg.DataDir, restores the
@@ -68,7 +75,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	notify := make(chan bool, 1)
 	rc.NotifyCh = notify
 
-	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}), leaderChanged: make(chan struct{})}
+	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}), leaderChanged: make(chan struct{}), restored: make(chan struct{}, 1)}
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
@@ -195,6 +202,8 @@ func (s *Server) Deregister(ctx context.Context, req *catalog.DeregisterRequest)
 // for it to be committed and applied, and turns both Raft's error and the
 // FSM's response into one returned error.
 func (s *Server) apply(ctx context.Context, t commandType, req any) error {
+	s.writeMu.RLock()
+	defer s.writeMu.RUnlock()
 	data, err := encodeCommand(t, req)
 	if err != nil {
 		return err

@@ -43,6 +43,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
 	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)
+	s.handle(mux, "/v1/snapshot", s.snapshot, http.MethodGet, http.MethodPut) // snapshot_endpoint.go
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no endpoint %s", r.URL.Path))
 	})

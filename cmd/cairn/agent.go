@@ -27,7 +27,7 @@ func agentCommand() *cli.Command {
 			"Settings are applied in order: the defaults, -dev, the -config-file (HCL,\n" +
 			"or JSON when its name ends in .json), then the flags given on the command\n" +
 			"line, which win over the file.",
-		OnUsageError: usageError("cairn agent"),
+		OnUsageError: onUsageError("cairn agent"),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dev", Usage: "development mode: one in-memory server, nothing to configure"},
 			&cli.BoolFlag{Name: "server", Usage: "run as a server holding the catalog (implied by -dev)"},
@@ -64,7 +64,7 @@ func agentCommand() *cli.Command {
 
 func runAgent(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: \"cairn agent\" takes only flags (see \"cairn agent -h\")", c.Args().First())
+		return usagef("unexpected argument %q: \"cairn agent\" takes only flags (see \"cairn agent -h\")", c.Args().First())
 	}
 	cfg, err := agentConfig(c)
 	if err != nil {
@@ -177,7 +177,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 	applyClusterFlags(c, &cfg)
 	if cfg.Dev && !cfg.Server {
 		if c.IsSet("server") {
-			return cfg, errors.New("-server=false cannot be combined with -dev: a dev agent is always a server")
+			return cfg, usagef("-server=false cannot be combined with -dev: a dev agent is always a server")
 		}
 		cfg.Server = true // a config file's "server = false" yields to -dev
 	}

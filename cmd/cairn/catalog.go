@@ -15,37 +15,42 @@ func catalogCommand() *cli.Command {
 		Name:         "catalog",
 		Usage:        "List the services and nodes of the datacenter's catalog, and the datacenters",
 		UsageText:    "cairn catalog <services|nodes|datacenters> [options]",
-		OnUsageError: usageError("cairn catalog"),
+		OnUsageError: onUsageError("cairn catalog"),
 		Action:       groupAction("cairn catalog"),
 		Subcommands: []*cli.Command{
 			{
-				Name:         "services",
-				Usage:        "List the names of all services in the catalog",
-				UsageText:    "cairn catalog services [-tags] [-http-addr ADDRESS]",
-				Description:  "Prints one service name a line, sorted; with -tags, each name's tags beside it.",
-				OnUsageError: usageError("cairn catalog services"),
+				Name:      "services",
+				Usage:     "List the names of all services in the catalog",
+				UsageText: "cairn catalog services [-tags] [-node NODE] [-format table|json] [-http-addr ADDRESS]",
+				Description: "Prints one service name a line, sorted; with -tags, each name's tags beside it.\n" +
+					"With -node, only the services with an instance on NODE. With -format json,\n" +
+					"prints an object mapping each name to its tags.",
+				OnUsageError: onUsageError("cairn catalog services"),
 				Flags: []cli.Flag{
 					httpAddrFlag(),
 					&cli.BoolFlag{Name: "tags", Usage: "show the tags of each service"},
+					&cli.StringFlag{Name: "node", Usage: "only the services on node `NODE`"},
+					formatFlag(),
 				},
 				Action: catalogServices,
 			},
 			{
 				Name:         "nodes",
 				Usage:        "List the nodes in the catalog",
-				UsageText:    "cairn catalog nodes [-http-addr ADDRESS]",
-				OnUsageError: usageError("cairn catalog nodes"),
-				Flags:        []cli.Flag{httpAddrFlag()},
+				UsageText:    "cairn catalog nodes [-format table|json] [-http-addr ADDRESS]",
+				Description:  "Lists the nodes sorted by name. With -format json, prints an array of\nobjects with ID, Node, Address, Datacenter, Meta, CreateIndex and ModifyIndex.",
+				OnUsageError: onUsageError("cairn catalog nodes"),
+				Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
 				Action:       catalogNodes,
 			},
 			{
 				Name:      "datacenters",
 				Usage:     "List the datacenters the agent knows",
-				UsageText: "cairn catalog datacenters [-http-addr ADDRESS]",
+				UsageText: "cairn catalog datacenters [-format table|json] [-http-addr ADDRESS]",
 				Description: "Prints one datacenter name a line, sorted: the agent's own and those\n" +
 					"whose servers are in its servers' WAN pool.",
-				OnUsageError: usageError("cairn catalog datacenters"),
-				Flags:        []cli.Flag{httpAddrFlag()},
+				OnUsageError: onUsageError("cairn catalog datacenters"),
+				Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
 				Action:       catalogDatacenters,
 			},
 		},
@@ -54,7 +59,15 @@ func catalogCommand() *cli.Command {
 
 func catalogServices(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn catalog services -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn catalog services -h\")", c.Args().First())
+	}
+	format, err := outputFormat(c, "cairn catalog services")
+	if err != nil {
+		return err
+	}
+	node := c.String("node")
+	if c.IsSet("node") && strings.TrimSpace(node) == "" {
+		return usagef("-node is empty")
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -63,6 +76,19 @@ func catalogServices(c *cli.Context) error {
 	services, _, err := client.Catalog().Services(c.Context)
 	if err != nil {
 		return fmt.Errorf("list catalog services: %w", err)
+	}
+	if node != "" {
+		if services, err = servicesOnNode(c, client, services, node); err != nil {
+			return fmt.Errorf("list the services of node %q: %w", node, err)
+		}
+	}
+	for name, tags := range services {
+		tags = slices.Clone(tags)
+		sort.Strings(tags)
+		services[name] = tags
+	}
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, services)
 	}
 	names := make([]string, 0, len(services))
 	for name := range services {
@@ -75,16 +101,48 @@ func catalogServices(c *cli.Context) error {
 			rows = append(rows, []string{name})
 			continue
 		}
-		tags := slices.Clone(services[name])
-		sort.Strings(tags)
-		rows = append(rows, []string{name, strings.Join(tags, ",")})
+		rows = append(rows, []string{name, strings.Join(services[name], ",")})
 	}
 	return writeTable(c.App.Writer, rows)
 }
 
+// servicesOnNode keeps the services with an instance on node, each with
+// the tags of its instances there. It asks for each service's instances:
+// the agent's API has no read of one node's services yet
+// (/v1/catalog/node-services/<node> would make this one request).
+func servicesOnNode(c *cli.Context, client *api.Client, services map[string][]string, node string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for name := range services {
+		instances, _, err := client.Catalog().Service(c.Context, name, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range instances {
+			if in == nil || !strings.EqualFold(in.Node, node) {
+				continue
+			}
+			tags := out[name]
+			if tags == nil {
+				tags = []string{}
+			}
+			for _, t := range in.ServiceTags {
+				if !slices.Contains(tags, t) {
+					tags = append(tags, t)
+				}
+			}
+			out[name] = tags
+		}
+	}
+	return out, nil
+}
+
 func catalogNodes(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn catalog nodes -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn catalog nodes -h\")", c.Args().First())
+	}
+	format, err := outputFormat(c, "cairn catalog nodes")
+	if err != nil {
+		return err
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -96,6 +154,9 @@ func catalogNodes(c *cli.Context) error {
 	}
 	nodes = slices.DeleteFunc(nodes, func(n *api.Node) bool { return n == nil })
 	slices.SortFunc(nodes, func(a, b *api.Node) int { return strings.Compare(a.Node, b.Node) })
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, nodes)
+	}
 	rows := [][]string{{"Node", "Address", "DC"}}
 	for _, n := range nodes {
 		rows = append(rows, []string{n.Node, n.Address, n.Datacenter})
@@ -105,7 +166,11 @@ func catalogNodes(c *cli.Context) error {
 
 func catalogDatacenters(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn catalog datacenters -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn catalog datacenters -h\")", c.Args().First())
+	}
+	format, err := outputFormat(c, "cairn catalog datacenters")
+	if err != nil {
+		return err
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -114,6 +179,9 @@ func catalogDatacenters(c *cli.Context) error {
 	dcs, err := client.Catalog().Datacenters(c.Context)
 	if err != nil {
 		return fmt.Errorf("list datacenters: %w", err)
+	}
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, dcs)
 	}
 	for _, dc := range dcs {
 		if _, err := fmt.Fprintln(c.App.Writer, dc); err != nil {

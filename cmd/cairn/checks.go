@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,12 +58,12 @@ func checkFromFlags(c *cli.Context) (*api.AgentServiceCheck, error) {
 	}
 	switch {
 	case len(kinds) > 1:
-		return nil, fmt.Errorf("give one check, not %s: a registration by flags has one check "+
+		return nil, usagef("give one check, not %s: a registration by flags has one check "+
 			"(use a service definition FILE with \"checks\" for several)", strings.Join(kinds, " and "))
 	case len(kinds) == 0:
 		for _, name := range checkOptionFlags {
 			if c.IsSet(name) {
-				return nil, fmt.Errorf("-%s needs a check: give one of -%s", name, strings.Join(checkKindFlags, ", -"))
+				return nil, usagef("-%s needs a check: give one of -%s", name, strings.Join(checkKindFlags, ", -"))
 			}
 		}
 		return nil, nil
@@ -88,24 +87,24 @@ func checkFromFlags(c *cli.Context) (*api.AgentServiceCheck, error) {
 		}
 		v := c.String(d.flag)
 		if dur, err := time.ParseDuration(v); err != nil || dur <= 0 {
-			return nil, fmt.Errorf("-%s %q: want a positive duration such as 10s or 1m30s", d.flag, v)
+			return nil, usagef("-%s %q: want a positive duration such as 10s or 1m30s", d.flag, v)
 		}
 		*d.dst = v
 	}
 	for _, flag := range []string{"check-http", "check-tcp", "check-udp", "check-grpc"} {
 		if c.IsSet(flag) && strings.TrimSpace(c.String(flag)) == "" {
-			return nil, fmt.Errorf("-%s is empty", flag)
+			return nil, usagef("-%s is empty", flag)
 		}
 	}
 	if c.IsSet("check-args") && (len(chk.Args) == 0 || chk.Args[0] == "") {
-		return nil, errors.New("-check-args: the first value must be the program to run")
+		return nil, usagef("-check-args: the first value must be the program to run")
 	}
 	if c.IsSet("check-status") {
 		switch st := c.String("check-status"); st {
 		case api.HealthPassing, api.HealthWarning, api.HealthCritical:
 			chk.Status = st
 		default:
-			return nil, fmt.Errorf("-check-status %q: want passing, warning or critical", st)
+			return nil, usagef("-check-status %q: want passing, warning or critical", st)
 		}
 	}
 	return chk, nil
@@ -122,7 +121,7 @@ func checksCommand() *cli.Command {
 				"\"service:<service-id>\") to " + status + " until its TTL runs out; -note\n" +
 				"becomes its output. Flags must come before CHECK-ID.",
 			ArgsUsage:    "CHECK-ID",
-			OnUsageError: usageError(path),
+			OnUsageError: onUsageError(path),
 			Flags: []cli.Flag{
 				httpAddrFlag(),
 				&cli.StringFlag{Name: "note", Usage: "`TEXT` kept as the check's output"},
@@ -134,7 +133,7 @@ func checksCommand() *cli.Command {
 		Name:         "checks",
 		Usage:        "List the local agent's health checks and report TTL checks",
 		UsageText:    "cairn checks <list|pass|warn|fail> [options]",
-		OnUsageError: usageError("cairn checks"),
+		OnUsageError: onUsageError("cairn checks"),
 		Action:       groupAction("cairn checks"),
 		Subcommands: []*cli.Command{
 			{
@@ -145,7 +144,7 @@ func checksCommand() *cli.Command {
 					"status and the start of their output. With -format json, prints an array\n" +
 					"of objects with Node, CheckID, Name, Status, Notes, Output (whole),\n" +
 					"ServiceID, ServiceName, ServiceTags and Type.",
-				OnUsageError: usageError("cairn checks list"),
+				OnUsageError: onUsageError("cairn checks list"),
 				Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
 				Action:       listChecks,
 			},
@@ -161,7 +160,7 @@ const outputWidth = 60
 
 func listChecks(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn checks list -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn checks list -h\")", c.Args().First())
 	}
 	format, err := outputFormat(c, "cairn checks list")
 	if err != nil {
@@ -207,14 +206,14 @@ func truncate(s string, n int) string {
 func oneArg(c *cli.Context, path, what string) (string, error) {
 	switch {
 	case c.NArg() == 0:
-		return "", fmt.Errorf("missing %s (see \"%s -h\")", what, path)
+		return "", usagef("missing %s (see \"%s -h\")", what, path)
 	case c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-"):
-		return "", fmt.Errorf("flags must come before %s: got %q after %q (see \"%s -h\")",
+		return "", usagef("flags must come before %s: got %q after %q (see \"%s -h\")",
 			what, c.Args().Get(1), c.Args().First(), path)
 	case c.NArg() > 1:
-		return "", fmt.Errorf("want one %s, got %d arguments (see \"%s -h\")", what, c.NArg(), path)
+		return "", usagef("want one %s, got %d arguments (see \"%s -h\")", what, c.NArg(), path)
 	case strings.TrimSpace(c.Args().First()) == "":
-		return "", fmt.Errorf("%s is empty (see \"%s -h\")", what, path)
+		return "", usagef("%s is empty (see \"%s -h\")", what, path)
 	}
 	return c.Args().First(), nil
 }

@@ -71,7 +71,7 @@ func TestRegisterCheckFlagErrors(t *testing.T) {
 	} {
 		args := append([]string{"services", "register", "-http-addr", agent.URL}, tc.args...)
 		_, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 	}
 	if n := len(agent.requests()); n != 0 {
 		t.Errorf("agent saw %d requests, want none", n)
@@ -214,9 +214,9 @@ func TestChecksList(t *testing.T) {
 	}
 
 	_, stderr, code = runCLI(t, "checks", "list", "-http-addr", agent.URL, "-format", "yaml")
-	wantError(t, stderr, code, `-format "yaml"`)
+	wantUsage(t, stderr, code, `-format "yaml"`)
 	_, stderr, code = runCLI(t, "checks", "list", "-http-addr", agent.URL, "extra")
-	wantError(t, stderr, code, `unexpected argument "extra"`)
+	wantUsage(t, stderr, code, `unexpected argument "extra"`)
 }
 
 func jsonString(s string) string {
@@ -267,7 +267,7 @@ func TestChecksTTL(t *testing.T) {
 	} {
 		args := append([]string{"checks", tc.args[0], "-http-addr", agent.URL}, tc.args[1:]...)
 		_, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 	}
 	if n := len(agent.requests()); n != 0 {
 		t.Errorf("agent saw %d requests for bad usage, want none", n)
@@ -323,7 +323,7 @@ func TestMaint(t *testing.T) {
 		{[]string{"-enable", "extra"}, []string{`unexpected argument "extra"`}},
 	} {
 		_, stderr, code := runCLI(t, append([]string{"maint", "-http-addr", agent.URL}, tc.args...)...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 	}
 	if n := len(agent.requests()); n != 0 {
 		t.Errorf("agent saw %d requests for bad usage, want none", n)
@@ -400,7 +400,7 @@ func TestHealthErrors(t *testing.T) {
 		{[]string{"-format", "xml", "web"}, []string{`-format "xml"`}},
 	} {
 		_, stderr, code := runCLI(t, append([]string{"health", "-http-addr", agent.URL}, tc.args...)...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 	}
 	if n := len(agent.requests()); n != 0 {
 		t.Errorf("agent saw %d requests, want none", n)

@@ -27,7 +27,7 @@ func membersCommand() *cli.Command {
 			"named <node>.<dc> (the local agent must be a server).\n" +
 			"With -format json, prints an array of objects with Name, Addr, Port,\n" +
 			"Status, Role, Datacenter and Tags.",
-		OnUsageError: usageError("cairn members"),
+		OnUsageError: onUsageError("cairn members"),
 		Flags: []cli.Flag{
 			httpAddrFlag(),
 			&cli.BoolFlag{Name: "wan", Usage: "list the WAN pool (servers of every datacenter) instead of the LAN pool"},
@@ -40,11 +40,11 @@ func membersCommand() *cli.Command {
 
 func listMembers(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn members -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn members -h\")", c.Args().First())
 	}
 	status := c.String("status")
 	if c.IsSet("status") && !slices.Contains(memberStatuses, status) {
-		return fmt.Errorf("-status %q: want one of %s (see \"cairn members -h\")", status, strings.Join(memberStatuses, ", "))
+		return usagef("-status %q: want one of %s (see \"cairn members -h\")", status, strings.Join(memberStatuses, ", "))
 	}
 	format, err := outputFormat(c, "cairn members")
 	if err != nil {
@@ -94,7 +94,7 @@ func joinCommand() *cli.Command {
 			"datacenter is enough to know them all.\n" +
 			"Flags must come before the addresses.",
 		ArgsUsage:    "ADDRESS...",
-		OnUsageError: usageError("cairn join"),
+		OnUsageError: onUsageError("cairn join"),
 		Flags: []cli.Flag{
 			httpAddrFlag(),
 			&cli.BoolFlag{Name: "wan", Usage: "join the WAN pool (servers of every datacenter) instead of the LAN pool"},
@@ -106,14 +106,14 @@ func joinCommand() *cli.Command {
 func joinAgents(c *cli.Context) error {
 	addrs := c.Args().Slice()
 	if len(addrs) == 0 {
-		return errors.New(`missing ADDRESS: give the address of at least one agent to join (see "cairn join -h")`)
+		return usagef(`missing ADDRESS: give the address of at least one agent to join (see "cairn join -h")`)
 	}
 	for i, a := range addrs {
 		switch {
 		case i > 0 && strings.HasPrefix(a, "-"):
-			return fmt.Errorf(`flags must come before the addresses: got %q after %q (see "cairn join -h")`, a, addrs[0])
+			return usagef(`flags must come before the addresses: got %q after %q (see "cairn join -h")`, a, addrs[0])
 		case strings.TrimSpace(a) == "":
-			return fmt.Errorf(`address %d is empty (see "cairn join -h")`, i+1)
+			return usagef(`address %d is empty (see "cairn join -h")`, i+1)
 		}
 	}
 	client, err := newClient(c)
@@ -156,7 +156,7 @@ func leaveCommand() *cli.Command {
 		UsageText: "cairn leave [-http-addr ADDRESS]",
 		Description: "Tells the other agents that the local agent is leaving (so it is marked\n" +
 			"left, not failed), then stops it.",
-		OnUsageError: usageError("cairn leave"),
+		OnUsageError: onUsageError("cairn leave"),
 		Flags:        []cli.Flag{httpAddrFlag()},
 		Action:       leaveCluster,
 	}
@@ -164,7 +164,7 @@ func leaveCommand() *cli.Command {
 
 func leaveCluster(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn leave -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn leave -h\")", c.Args().First())
 	}
 	client, err := newClient(c)
 	if err != nil {

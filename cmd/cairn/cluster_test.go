@@ -93,7 +93,7 @@ func TestMembersUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{"members", "-http-addr", agent.URL}, tc.args...)
 		stdout, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 		if stdout != "" {
 			t.Errorf("%v: got stdout %q, want none", tc.args, stdout)
 		}
@@ -176,7 +176,7 @@ func TestJoinUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{"join", "-http-addr", agent.URL}, tc.args...)
 		stdout, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 		if stdout != "" {
 			t.Errorf("%v: got stdout %q, want none", tc.args, stdout)
 		}
@@ -206,7 +206,7 @@ func TestLeaveFails(t *testing.T) {
 		t.Errorf("got stdout %q, want none", stdout)
 	}
 	_, stderr, code = runCLI(t, "leave", "-http-addr", agent.URL, "now")
-	wantError(t, stderr, code, `unexpected argument "now"`)
+	wantUsage(t, stderr, code, `unexpected argument "now"`)
 }
 
 const raftBody = `{"Servers": [
@@ -252,15 +252,16 @@ func TestListPeersErrors(t *testing.T) {
 		status: 500, body: `{"error": "read raft configuration: no cluster leader"}`}})
 	for _, tc := range []struct {
 		args []string
+		code int
 		want []string
 	}{
-		{nil, []string{"read the raft configuration: agent returned 500: read raft configuration: no cluster leader"}},
-		{[]string{"-format", "xml"}, []string{`-format "xml"`, `"cairn operator raft list-peers -h"`}},
-		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
+		{nil, exitError, []string{"read the raft configuration: agent returned 500: read raft configuration: no cluster leader"}},
+		{[]string{"-format", "xml"}, exitUsage, []string{`-format "xml"`, `"cairn operator raft list-peers -h"`}},
+		{[]string{"extra"}, exitUsage, []string{`unexpected argument "extra"`}},
 	} {
 		args := append([]string{"operator", "raft", "list-peers", "-http-addr", agent.URL}, tc.args...)
 		_, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want...)
+		wantExit(t, stderr, code, tc.code, tc.want...)
 	}
 	if n := len(agent.requests()); n != 1 {
 		t.Errorf("agent saw %d requests, want 1 (usage errors send none)", n)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -21,7 +20,7 @@ func maintCommand() *cli.Command {
 			"out of DNS answers and of passing health results without deregistering\n" +
 			"them; -disable brings them back. Node and service maintenance are\n" +
 			"independent. The reason is shown as the maintenance check's notes.",
-		OnUsageError: usageError("cairn maint"),
+		OnUsageError: onUsageError("cairn maint"),
 		Flags: []cli.Flag{
 			httpAddrFlag(),
 			&cli.BoolFlag{Name: "enable", Usage: "enter maintenance mode"},
@@ -35,16 +34,16 @@ func maintCommand() *cli.Command {
 
 func maintenance(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn maint -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn maint -h\")", c.Args().First())
 	}
 	enable, disable := c.Bool("enable"), c.Bool("disable")
 	switch {
 	case enable == disable:
-		return errors.New(`give either -enable or -disable (see "cairn maint -h")`)
+		return usagef(`give either -enable or -disable (see "cairn maint -h")`)
 	case disable && c.IsSet("reason"):
-		return errors.New("-reason goes with -enable: leaving maintenance takes no reason")
+		return usagef("-reason goes with -enable: leaving maintenance takes no reason")
 	case c.IsSet("service") && c.String("service") == "":
-		return errors.New("-service is empty: give the ID of a service of the local agent")
+		return usagef("-service is empty: give the ID of a service of the local agent")
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -91,7 +90,7 @@ func healthCommand() *cli.Command {
 			"objects with Node, ServiceID, Address, Port, Status and Checks.\n" +
 			"Flags must come before SERVICE.",
 		ArgsUsage:    "SERVICE",
-		OnUsageError: usageError("cairn health"),
+		OnUsageError: onUsageError("cairn health"),
 		Flags: []cli.Flag{
 			httpAddrFlag(),
 			&cli.BoolFlag{Name: "passing", Usage: "list only instances whose checks all pass"},

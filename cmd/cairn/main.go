@@ -29,14 +29,39 @@ func main() {
 	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
 }
 
+// The exit codes of the CLI.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed: the agent refused, was unreachable, a file was bad
+	exitUsage = 2 // the command was not run: unknown command or flag, bad flag value, wrong arguments
+)
+
 // run runs the CLI and returns the process exit code. An error is printed
 // to stderr as one line, "Error: …".
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if err := newApp(stdout, stderr).RunContext(ctx, args); err != nil {
-		fmt.Fprintf(stderr, "Error: %s\n", errorLine(err))
-		return 1
+	err := newApp(stdout, stderr).RunContext(ctx, args)
+	if err == nil {
+		return exitOK
 	}
-	return 0
+	fmt.Fprintf(stderr, "Error: %s\n", errorLine(err))
+	if _, ok := errors.AsType[*usageErr](err); ok {
+		return exitUsage
+	}
+	return exitError
+}
+
+// usageErr is an error in how a command was invoked, as opposed to one met
+// while running it; run exits with exitUsage for it. Every check of the
+// arguments and flags returns one (usagef), and so does urfave/cli's flag
+// parsing (onUsageError), so the choice of exit code is made here alone.
+type usageErr struct{ err error }
+
+func (e *usageErr) Error() string { return e.err.Error() }
+func (e *usageErr) Unwrap() error { return e.err }
+
+// usagef returns a usage error formatted as fmt.Errorf does.
+func usagef(format string, args ...any) error {
+	return &usageErr{err: fmt.Errorf(format, args...)}
 }
 
 // newApp builds the CLI writing to stdout and stderr. It never exits the
@@ -58,7 +83,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		DisableSliceFlagSeparator: true,
 		// Errors are returned to run, which prints them; never os.Exit here.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError:   usageError("cairn"),
+		OnUsageError:   onUsageError("cairn"),
 		Action:         groupAction("cairn"),
 		Commands: []*cli.Command{
 			agentCommand(),
@@ -72,15 +97,18 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			joinCommand(),
 			leaveCommand(),
 			operatorCommand(),
+			snapshotCommand(),
+			watchCommand(),
 			versionCommand(),
 		},
 	}
 }
 
-// usageError turns a flag parse error into one line telling where help is.
-func usageError(path string) cli.OnUsageErrorFunc {
+// onUsageError turns a flag parse error into a usage error of one line
+// telling where help is.
+func onUsageError(path string) cli.OnUsageErrorFunc {
 	return func(_ *cli.Context, err error, _ bool) error {
-		return fmt.Errorf("%v (see \"%s -h\")", err, path)
+		return usagef("%v (see \"%s -h\")", err, path)
 	}
 }
 
@@ -89,7 +117,7 @@ func usageError(path string) cli.OnUsageErrorFunc {
 func groupAction(path string) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return fmt.Errorf("unknown command %q (see \"%s -h\" for the commands)",
+			return usagef("unknown command %q (see \"%s -h\" for the commands)",
 				path+" "+c.Args().First(), path)
 		}
 		if path == "cairn" {
@@ -126,10 +154,10 @@ func versionCommand() *cli.Command {
 		Name:         "version",
 		Usage:        "Print the version of cairn",
 		UsageText:    "cairn version",
-		OnUsageError: usageError("cairn version"),
+		OnUsageError: onUsageError("cairn version"),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return errors.New(`"cairn version" takes no arguments`)
+				return usagef(`"cairn version" takes no arguments`)
 			}
 			_, err := fmt.Fprintln(c.App.Writer, versionString())
 			return err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -22,12 +23,24 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
-// wantError checks that the CLI failed with exactly one "Error: " line on
-// stderr containing every part of want.
+// wantError checks that the CLI failed (exit code 1) with exactly one
+// "Error: " line on stderr containing every part of want.
 func wantError(t *testing.T, stderr string, code int, want ...string) {
 	t.Helper()
-	if code != 1 {
-		t.Errorf("got exit code %d, want 1", code)
+	wantExit(t, stderr, code, exitError, want...)
+}
+
+// wantUsage checks that the CLI refused its arguments (exit code 2) with
+// exactly one "Error: " line on stderr containing every part of want.
+func wantUsage(t *testing.T, stderr string, code int, want ...string) {
+	t.Helper()
+	wantExit(t, stderr, code, exitUsage, want...)
+}
+
+func wantExit(t *testing.T, stderr string, code, wantCode int, want ...string) {
+	t.Helper()
+	if code != wantCode {
+		t.Errorf("got exit code %d, want %d (stderr %q)", code, wantCode, stderr)
 	}
 	if !strings.HasPrefix(stderr, "Error: ") || strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
 		t.Errorf("got stderr %q, want one line starting with \"Error: \"", stderr)
@@ -148,6 +161,9 @@ func TestUnreachableAgentIsOneLine(t *testing.T) {
 		{"checks", "pass", "-http-addr", addr, "service:web"},
 		{"maint", "-http-addr", addr, "-enable"},
 		{"health", "-http-addr", addr, "web"},
+		{"catalog", "datacenters", "-http-addr", addr},
+		{"snapshot", "save", "-http-addr", addr, filepath.Join(t.TempDir(), "x.snap")},
+		{"watch", "-http-addr", addr, "-type", "nodes"},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		want := "Error: cannot reach the cairn agent at http://" + addr + ": connection refused ("
@@ -196,7 +212,8 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		{"members", "-h"}, {"join", "-h"}, {"leave", "-h"}, {"operator", "-h"}, {"operator", "raft", "-h"},
 		{"operator", "raft", "list-peers", "-h"}, {"checks", "-h"}, {"checks", "list", "-h"},
 		{"checks", "pass", "-h"}, {"checks", "warn", "-h"}, {"checks", "fail", "-h"}, {"maint", "-h"},
-		{"health", "-h"},
+		{"health", "-h"}, {"snapshot", "-h"}, {"snapshot", "save", "-h"}, {"snapshot", "restore", "-h"},
+		{"snapshot", "inspect", "-h"}, {"watch", "-h"},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		if code != 0 || stderr != "" {
@@ -234,7 +251,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"health", "-bogus"}, []string{"-bogus", `"cairn health -h"`}},
 	} {
 		stdout, stderr, code := runCLI(t, tc.args...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 		if stdout != "" {
 			t.Errorf("%v: got stdout %q, want none", tc.args, stdout)
 		}

@@ -15,14 +15,14 @@ func operatorCommand() *cli.Command {
 		Name:         "operator",
 		Usage:        "Inspect the servers of the datacenter",
 		UsageText:    "cairn operator raft <list-peers> [options]",
-		OnUsageError: usageError("cairn operator"),
+		OnUsageError: onUsageError("cairn operator"),
 		Action:       groupAction("cairn operator"),
 		Subcommands: []*cli.Command{
 			{
 				Name:         "raft",
 				Usage:        "Inspect the Raft configuration of the datacenter's servers",
 				UsageText:    "cairn operator raft list-peers [options]",
-				OnUsageError: usageError("cairn operator raft"),
+				OnUsageError: onUsageError("cairn operator raft"),
 				Action:       groupAction("cairn operator raft"),
 				Subcommands:  []*cli.Command{listPeersCommand()},
 			},
@@ -38,7 +38,7 @@ func listPeersCommand() *cli.Command {
 		Description: "Lists the servers of the datacenter as Raft knows them, sorted by node:\n" +
 			"which one leads and which ones vote. With -format json, prints the\n" +
 			"configuration as GET /v1/operator/raft/configuration returns it.",
-		OnUsageError: usageError("cairn operator raft list-peers"),
+		OnUsageError: onUsageError("cairn operator raft list-peers"),
 		Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
 		Action:       listPeers,
 	}
@@ -46,7 +46,7 @@ func listPeersCommand() *cli.Command {
 
 func listPeers(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn operator raft list-peers -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn operator raft list-peers -h\")", c.Args().First())
 	}
 	format, err := outputFormat(c, "cairn operator raft list-peers")
 	if err != nil {

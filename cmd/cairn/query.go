@@ -16,7 +16,7 @@ func queryCommand() *cli.Command {
 		Name:         "query",
 		Usage:        "Define, list and run prepared queries (service lookups with failover to other datacenters)",
 		UsageText:    "cairn query <create|list|get|delete|execute> [options]",
-		OnUsageError: usageError("cairn query"),
+		OnUsageError: onUsageError("cairn query"),
 		Action:       groupAction("cairn query"),
 		Subcommands: []*cli.Command{
 			{
@@ -25,7 +25,7 @@ func queryCommand() *cli.Command {
 				UsageText: "cairn query create -service NAME [-name NAME] [-tag TAG]... [-only-passing] [-nearest N] [-failover-dc DC]... [-ttl DURATION]",
 				Description: "A named query is answered in DNS as <name>.query.<domain>. A tag written !TAG\n" +
 					"excludes instances carrying it.",
-				OnUsageError: usageError("cairn query create"),
+				OnUsageError: onUsageError("cairn query create"),
 				Flags: []cli.Flag{
 					httpAddrFlag(),
 					&cli.StringFlag{Name: "name", Usage: "the query's `NAME`, a DNS label (optional)"},
@@ -42,7 +42,7 @@ func queryCommand() *cli.Command {
 				Name:         "list",
 				Usage:        "List the prepared queries",
 				UsageText:    "cairn query list [-http-addr ADDRESS]",
-				OnUsageError: usageError("cairn query list"),
+				OnUsageError: onUsageError("cairn query list"),
 				Flags:        []cli.Flag{httpAddrFlag()},
 				Action:       queryList,
 			},
@@ -50,7 +50,7 @@ func queryCommand() *cli.Command {
 				Name:         "get",
 				Usage:        "Print a prepared query's definition as JSON",
 				UsageText:    idArg("get"),
-				OnUsageError: usageError("cairn query get"),
+				OnUsageError: onUsageError("cairn query get"),
 				Flags:        []cli.Flag{httpAddrFlag()},
 				Action:       queryGet,
 			},
@@ -58,7 +58,7 @@ func queryCommand() *cli.Command {
 				Name:         "delete",
 				Usage:        "Delete a prepared query",
 				UsageText:    idArg("delete"),
-				OnUsageError: usageError("cairn query delete"),
+				OnUsageError: onUsageError("cairn query delete"),
 				Flags:        []cli.Flag{httpAddrFlag()},
 				Action:       queryDelete,
 			},
@@ -66,7 +66,7 @@ func queryCommand() *cli.Command {
 				Name:         "execute",
 				Usage:        "Run a prepared query and list the instances it answers with",
 				UsageText:    "cairn query execute <ID or NAME> [-dc DC] [-http-addr ADDRESS]",
-				OnUsageError: usageError("cairn query execute"),
+				OnUsageError: onUsageError("cairn query execute"),
 				Flags: []cli.Flag{
 					httpAddrFlag(),
 					&cli.StringFlag{Name: "dc", Usage: "run the query of datacenter `DC` (default: the agent's)"},
@@ -79,7 +79,7 @@ func queryCommand() *cli.Command {
 
 func queryCreate(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn query create -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn query create -h\")", c.Args().First())
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -103,7 +103,7 @@ func queryCreate(c *cli.Context) error {
 
 func queryList(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn query list -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn query list -h\")", c.Args().First())
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -128,7 +128,7 @@ func queryList(c *cli.Context) error {
 // queryArg returns the command's single argument, named what in errors.
 func queryArg(c *cli.Context, cmd, what string) (string, error) {
 	if c.NArg() != 1 {
-		return "", fmt.Errorf("want exactly one %s (see \"cairn query %s -h\")", what, cmd)
+		return "", usagef("want exactly one %s (see \"cairn query %s -h\")", what, cmd)
 	}
 	return c.Args().First(), nil
 }

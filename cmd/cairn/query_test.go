@@ -65,5 +65,5 @@ func TestQueryListAndExecute(t *testing.T) {
 		t.Errorf("execute: got query %q, want dc=dc1", req.Query)
 	}
 	_, stderr, code = runCLI(t, "query", "delete", "-http-addr", agent.URL)
-	wantError(t, stderr, code, "exactly one query ID")
+	wantUsage(t, stderr, code, "exactly one query ID")
 }

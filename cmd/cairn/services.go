@@ -35,7 +35,7 @@ func servicesCommand() *cli.Command {
 		Name:         "services",
 		Usage:        "Register, deregister and list the services of the local agent",
 		UsageText:    "cairn services <register|deregister|list> [options]",
-		OnUsageError: usageError("cairn services"),
+		OnUsageError: onUsageError("cairn services"),
 		Action:       groupAction("cairn services"),
 		Subcommands: []*cli.Command{
 			registerCommand(),
@@ -64,7 +64,7 @@ func registerCommand() *cli.Command {
 			"\"service:<id>\"); -check-interval is required for all but -check-ttl.\n" +
 			"Flags must come before FILE.",
 		ArgsUsage:    "[FILE]",
-		OnUsageError: usageError("cairn services register"),
+		OnUsageError: onUsageError("cairn services register"),
 		Flags: append([]cli.Flag{
 			httpAddrFlag(),
 			&cli.StringFlag{Name: "name", Usage: "service `NAME` (required without FILE)"},
@@ -107,13 +107,13 @@ func registrationFromArgs(c *cli.Context) (*api.AgentServiceRegistration, error)
 		for _, name := range append([]string{"name", "id", "port", "address", "tag", "meta", "weight-passing", "weight-warning"},
 			checkFlagsSet(c)...) {
 			if c.IsSet(name) {
-				return nil, fmt.Errorf("give either FILE or -%s and the other service flags, not both", name)
+				return nil, usagef("give either FILE or -%s and the other service flags, not both", name)
 			}
 		}
 		return readServiceFile(file)
 	}
 	if c.String("name") == "" {
-		return nil, fmt.Errorf("missing -name: give the service with -name and -port, " +
+		return nil, usagef("missing -name: give the service with -name and -port, " +
 			"or a service definition FILE (see \"cairn services register -h\")")
 	}
 	reg := &api.AgentServiceRegistration{
@@ -151,10 +151,10 @@ func fileArg(c *cli.Context, path string) (string, error) {
 		return c.Args().First(), nil
 	}
 	if strings.HasPrefix(c.Args().Get(1), "-") {
-		return "", fmt.Errorf("flags must come before FILE: got %q after %q (see \"%s -h\")",
+		return "", usagef("flags must come before FILE: got %q after %q (see \"%s -h\")",
 			c.Args().Get(1), c.Args().First(), path)
 	}
-	return "", fmt.Errorf("want at most one FILE, got %d arguments (see \"%s -h\")", c.NArg(), path)
+	return "", usagef("want at most one FILE, got %d arguments (see \"%s -h\")", c.NArg(), path)
 }
 
 // parseMeta turns the values of a repeated "key=value" flag into a map.
@@ -166,10 +166,10 @@ func parseMeta(flag string, pairs []string) (map[string]string, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("-%s %q: want key=value", flag, p)
+			return nil, usagef("-%s %q: want key=value", flag, p)
 		}
 		if _, dup := meta[k]; dup {
-			return nil, fmt.Errorf("-%s %q: key %q given twice", flag, p, k)
+			return nil, usagef("-%s %q: key %q given twice", flag, p, k)
 		}
 		meta[k] = v
 	}
@@ -185,7 +185,7 @@ func deregisterCommand() *cli.Command {
 		Description: "Removes the service with the given ID, or the one FILE describes (its\n" +
 			"id, or its name when it has no id), the same file it was registered from.",
 		ArgsUsage:    "[FILE]",
-		OnUsageError: usageError("cairn services deregister"),
+		OnUsageError: onUsageError("cairn services deregister"),
 		Flags: []cli.Flag{
 			httpAddrFlag(),
 			&cli.StringFlag{Name: "id", Usage: "`ID` of the service to remove"},
@@ -202,7 +202,7 @@ func deregisterService(c *cli.Context) error {
 	id := c.String("id")
 	switch {
 	case file != "" && c.IsSet("id"):
-		return fmt.Errorf("give either -id or FILE, not both")
+		return usagef("give either -id or FILE, not both")
 	case file != "":
 		reg, err := readServiceFile(file)
 		if err != nil {
@@ -213,7 +213,7 @@ func deregisterService(c *cli.Context) error {
 			id = reg.Name
 		}
 	case id == "":
-		return fmt.Errorf("missing -id: give the service ID with -id, or the service definition FILE " +
+		return usagef("missing -id: give the service ID with -id, or the service definition FILE " +
 			"it was registered from (see \"cairn services deregister -h\")")
 	}
 	client, err := newClient(c)
@@ -231,16 +231,21 @@ func listCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "list",
 		Usage:        "List the services registered on the local agent",
-		UsageText:    "cairn services list [-http-addr ADDRESS]",
-		OnUsageError: usageError("cairn services list"),
-		Flags:        []cli.Flag{httpAddrFlag()},
+		UsageText:    "cairn services list [-format table|json] [-http-addr ADDRESS]",
+		Description:  "Lists the local agent's services sorted by ID. With -format json, prints an\narray of objects with ID, Service, Tags, Address, Port, Meta, Weights and Datacenter.",
+		OnUsageError: onUsageError("cairn services list"),
+		Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
 		Action:       listServices,
 	}
 }
 
 func listServices(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see \"cairn services list -h\")", c.Args().First())
+		return usagef("unexpected argument %q (see \"cairn services list -h\")", c.Args().First())
+	}
+	format, err := outputFormat(c, "cairn services list")
+	if err != nil {
+		return err
 	}
 	client, err := newClient(c)
 	if err != nil {
@@ -251,10 +256,19 @@ func listServices(c *cli.Context) error {
 		return fmt.Errorf("list services: %w", err)
 	}
 	ids := make([]string, 0, len(services))
-	for id := range services {
-		ids = append(ids, id)
+	for id, s := range services {
+		if s != nil {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
+	if format == formatJSON {
+		list := make([]*api.AgentService, 0, len(ids))
+		for _, id := range ids {
+			list = append(list, services[id])
+		}
+		return writeJSON(c.App.Writer, list)
+	}
 	rows := [][]string{{"ID", "Name", "Address", "Port", "Tags"}}
 	for _, id := range ids {
 		s := services[id]

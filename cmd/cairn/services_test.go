@@ -63,7 +63,7 @@ func TestRegisterMetaErrors(t *testing.T) {
 			args = append(args, "-meta", m)
 		}
 		_, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want)
+		wantUsage(t, stderr, code, tc.want)
 	}
 	if n := len(agent.requests()); n != 0 {
 		t.Errorf("agent saw %d requests, want none", n)
@@ -187,7 +187,7 @@ func TestRegisterUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{"services", "register", "-http-addr", agent.URL}, tc.args...)
 		_, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want...)
+		wantUsage(t, stderr, code, tc.want...)
 	}
 	if n := len(agent.requests()); n != 0 {
 		t.Errorf("agent saw %d requests, want none", n)
@@ -237,15 +237,16 @@ func TestDeregisterErrors(t *testing.T) {
 	file := writeFile(t, "web.json", serviceFiles["bare.json"])
 	for _, tc := range []struct {
 		args []string
+		code int
 		want []string
 	}{
-		{nil, []string{"missing -id", "cairn services deregister -h"}},
-		{[]string{"-id", "web", file}, []string{"either -id or FILE"}},
-		{[]string{"-id", "gone"}, []string{`deregister service "gone": agent returned 404: no such endpoint`}},
+		{nil, exitUsage, []string{"missing -id", "cairn services deregister -h"}},
+		{[]string{"-id", "web", file}, exitUsage, []string{"either -id or FILE"}},
+		{[]string{"-id", "gone"}, exitError, []string{`deregister service "gone": agent returned 404: no such endpoint`}},
 	} {
 		args := append([]string{"services", "deregister", "-http-addr", agent.URL}, tc.args...)
 		_, stderr, code := runCLI(t, args...)
-		wantError(t, stderr, code, tc.want...)
+		wantExit(t, stderr, code, tc.code, tc.want...)
 	}
 }
 

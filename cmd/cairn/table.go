@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -49,7 +48,7 @@ func outputFormat(c *cli.Context, path string) (string, error) {
 	case formatTable, formatJSON:
 		return f, nil
 	default:
-		return "", fmt.Errorf("-format %q: want table or json (see \"%s -h\")", f, path)
+		return "", usagef("-format %q: want table or json (see \"%s -h\")", f, path)
 	}
 }
 

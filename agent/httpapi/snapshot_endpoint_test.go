@@ -1,0 +1,107 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// snapCluster is a Cluster that also provides Snapshots: it hands out
+// archive and refuses restores of anything but archive.
+type snapCluster struct {
+	fakeCluster
+	archive []byte
+
+	mu       sync.Mutex
+	restored [][]byte
+	asked    []string // "save dc stale" / "restore dc"
+}
+
+func (c *snapCluster) SaveSnapshot(_ context.Context, dc string, stale bool) ([]byte, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, "save "+dc+" "+map[bool]string{true: "stale", false: "leader"}[stale])
+	return c.archive, 42, nil
+}
+
+func (c *snapCluster) RestoreSnapshot(_ context.Context, dc string, archive []byte) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, "restore "+dc)
+	if !bytes.Equal(archive, c.archive) {
+		// What a server answers for a damaged archive (an
+		// *rpc.RemoteError unwraps to it).
+		return 0, &catalog.FieldError{Field: "snapshot", Reason: "checksum mismatch for state.bin: the archive is corrupted"}
+	}
+	c.restored = append(c.restored, archive)
+	return 77, nil
+}
+
+func TestSnapshotEndpoint(t *testing.T) {
+	cl := &snapCluster{archive: []byte("\x1f\x8b archive bytes")}
+	h := newClusterServer(t, cl)
+
+	rec := serve(h, http.MethodGet, "/v1/snapshot?dc=dc2&stale", "")
+	wantStatus(t, rec, http.StatusOK)
+	if got := rec.Body.String(); got != string(cl.archive) {
+		t.Errorf("got body %q, want the archive", got)
+	}
+	for k, want := range map[string]string{"X-Consul-Index": "42", "Content-Type": "application/gzip", "Content-Length": "16"} {
+		if got := rec.Header().Get(k); got != want {
+			t.Errorf("got %s %q, want %q", k, got, want)
+		}
+	}
+
+	rec = serve(h, http.MethodPut, "/v1/snapshot", string(cl.archive))
+	wantStatus(t, rec, http.StatusOK)
+	if got := rec.Header().Get("X-Consul-Index"); got != "77" {
+		t.Errorf("restore: got X-Consul-Index %q, want 77", got)
+	}
+
+	rec = serve(h, http.MethodPut, "/v1/snapshot", "damaged")
+	wantStatus(t, rec, http.StatusBadRequest)
+	if body := errorBody(t, rec); body["field"] != "snapshot" || !strings.Contains(body["error"].(string), "checksum mismatch") {
+		t.Errorf("damaged: got body %v, want field snapshot and the reason", body)
+	}
+
+	rec = serve(h, http.MethodPut, "/v1/snapshot", "")
+	wantStatus(t, rec, http.StatusBadRequest)
+	if body := errorBody(t, rec); body["field"] != "body" {
+		t.Errorf("empty: got body %v, want field body", body)
+	}
+
+	rec = serve(h, http.MethodPut, "/v1/snapshot", strings.Repeat("x", 9<<20))
+	wantStatus(t, rec, http.StatusBadRequest)
+	if body := errorBody(t, rec); body["field"] != "body" || !strings.Contains(body["error"].(string), "at most") {
+		t.Errorf("too big: got body %v, want field body, at most", body)
+	}
+
+	rec = serve(h, http.MethodPost, "/v1/snapshot", "")
+	wantStatus(t, rec, http.StatusMethodNotAllowed)
+	if got := rec.Header().Get("Allow"); got != "GET, PUT" {
+		t.Errorf("got Allow %q, want GET, PUT", got)
+	}
+
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if want := []string{"save dc2 stale", "restore ", "restore "}; strings.Join(cl.asked, "|") != strings.Join(want, "|") {
+		t.Errorf("got calls %q, want %q", cl.asked, want)
+	}
+	if len(cl.restored) != 1 {
+		t.Errorf("got %d restores, want 1", len(cl.restored))
+	}
+}
+
+func TestSnapshotEndpointWithoutSnapshots(t *testing.T) {
+	h := newClusterServer(t, &fakeCluster{})
+	for _, m := range []string{http.MethodGet, http.MethodPut} {
+		rec := serve(h, m, "/v1/snapshot", "x")
+		wantStatus(t, rec, http.StatusNotFound)
+		errorBody(t, rec)
+	}
+}
