@@ -143,7 +143,8 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address}
-		if sv.Weights != nil {
+		// Consul's clients send zero weights for "not set".
+		if sv.Weights != nil && *sv.Weights != (weights{}) {
 			svc.Weights = catalog.Weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning}
 		}
 		if svc.ID == "" {

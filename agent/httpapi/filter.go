@@ -6,10 +6,12 @@ import (
 	"github.com/hashicorp/go-bexpr"
 )
 
-// maxFilterExpressions bounds the size of a ?filter expression, so that
-// one request cannot make the agent evaluate an arbitrarily large one
-// against every entry.
-const maxFilterExpressions = 256
+// maxFilterBytes bounds the length of a ?filter expression, so that one
+// request cannot make the agent parse and evaluate an arbitrarily large one
+// against every entry. (go-bexpr's WithMaxExpressions counts parser rule
+// invocations, a few dozen for one comparison, so a length is the clearer
+// bound.)
+const maxFilterBytes = 4096
 
 // applyFilter keeps the items that the request's ?filter expression (in
 // Consul's filter language, go-bexpr's) matches; without one it returns
@@ -22,7 +24,10 @@ func applyFilter[T any](r *http.Request, items []T) ([]T, error) {
 	if expr == "" {
 		return items, nil
 	}
-	eval, err := bexpr.CreateEvaluator(expr, bexpr.WithMaxExpressions(maxFilterExpressions))
+	if len(expr) > maxFilterBytes {
+		return nil, badRequest("filter", "must be at most %d bytes, got %d", maxFilterBytes, len(expr))
+	}
+	eval, err := bexpr.CreateEvaluator(expr)
 	if err != nil {
 		return nil, badRequest("filter", "%s", oneLine(err.Error()))
 	}
