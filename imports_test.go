@@ -35,7 +35,7 @@ var allowedCairn = map[string][]string{
 
 // thirdPartyHome gives each third-party library the packages allowed to
 // import it. hcl has two: the agent's config file and the CLI's service
-// definition files.
+// definition files. go-bexpr evaluates the HTTP API's ?filter.
 var thirdPartyHome = map[string][]string{
 	"github.com/hashicorp/go-memdb":     {"catalog"},
 	"github.com/hashicorp/raft":         {"consensus"},
@@ -48,6 +48,10 @@ var thirdPartyHome = map[string][]string{
 	"github.com/hashicorp/go-msgpack":   {"consensus", "rpc"},
 	"github.com/hashicorp/raft-wal":     {"consensus"},
 	"github.com/hashicorp/raft-boltdb/": {"consensus"},
+	"github.com/hashicorp/go-bexpr":     {"agent/httpapi"},
+	// Consul's Go client is a test-only dependency: the compatibility
+	// tests speak to cairn through it, no production code may.
+	"github.com/hashicorp/consul/": {},
 }
 
 // isTestHelper reports whether dir is a test-only package (<pkg>test or the

@@ -259,7 +259,12 @@ func (a *Agent) startHTTP() error {
 	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
 	hc.Datacenter = a.cfg.Datacenter
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
-	srv, err := httpapi.New(hc, a.local, httpCatalog{a.backend, a.dnsSrc}, a.backend, membership{a}, a.logger)
+	hc.NodeName, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.Server, agentVersion()
+	reads, err := a.newHTTPReads()
+	if err != nil {
+		return err
+	}
+	srv, err := httpapi.New(hc, a.local, reads, a.backend, membership{a}, a.logger)
 	if err != nil {
 		return err
 	}

@@ -32,16 +32,15 @@ type backend struct {
 
 var (
 	_ local.Catalog   = (*backend)(nil)
-	_ httpapi.Catalog = (*backend)(nil)
 	_ httpapi.Status  = (*backend)(nil)
 	_ resolver.Source = (*backend)(nil)
 )
 
 // catalogBackend is everything the agent's consumers need of the catalog;
-// backend and rpcBackend provide it.
+// backend and rpcBackend provide it. The HTTP API's reads, which take
+// query options, go through httpReads (httpreads.go) instead.
 type catalogBackend interface {
 	local.Catalog
-	httpapi.Catalog
 	httpapi.Status
 	httpapi.Queries
 	resolver.Source

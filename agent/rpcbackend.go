@@ -64,7 +64,6 @@ type rpcBackend struct {
 
 var (
 	_ local.Catalog   = (*rpcBackend)(nil)
-	_ httpapi.Catalog = (*rpcBackend)(nil)
 	_ httpapi.Status  = (*rpcBackend)(nil)
 	_ resolver.Source = (*rpcBackend)(nil)
 )

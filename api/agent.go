@@ -148,3 +148,25 @@ func (a *Agent) Leave(ctx context.Context) error {
 	_, err := a.c.do(ctx, request{method: http.MethodPut, path: "/v1/agent/leave"}, nil)
 	return err
 }
+
+// Self describes the agent: GET /v1/agent/self.
+func (a *Agent) Self(ctx context.Context) (*AgentSelf, error) {
+	var out AgentSelf
+	if _, err := a.c.do(ctx, request{method: http.MethodGet, path: "/v1/agent/self"}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Service returns one of the agent's own services by ID: GET
+// /v1/agent/service/<id>. An unknown ID is a *StatusError with Code 404.
+func (a *Agent) Service(ctx context.Context, id string) (*AgentService, error) {
+	if id == "" {
+		return nil, errors.New("agent service: service ID is empty")
+	}
+	var out AgentService
+	if _, err := a.c.do(ctx, request{method: http.MethodGet, path: "/v1/agent/service/" + url.PathEscape(id)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -13,9 +13,9 @@ type Catalog struct{ c *Client }
 
 // Services lists every service name in the catalog with the union of its
 // instances' tags: GET /v1/catalog/services.
-func (cat *Catalog) Services(ctx context.Context) (map[string][]string, *QueryMeta, error) {
+func (cat *Catalog) Services(ctx context.Context, q ...*QueryOptions) (map[string][]string, *QueryMeta, error) {
 	var out map[string][]string
-	meta, err := cat.c.do(ctx, request{method: http.MethodGet, path: "/v1/catalog/services"}, &out)
+	meta, err := cat.c.do(ctx, request{method: http.MethodGet, path: "/v1/catalog/services", query: firstOptions(q).values(nil)}, &out)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,7 +27,8 @@ func (cat *Catalog) Services(ctx context.Context) (map[string][]string, *QueryMe
 
 // Service lists the instances of the named service, only those carrying
 // tag when tag is not empty: GET /v1/catalog/service/<name>[?tag=<tag>].
-func (cat *Catalog) Service(ctx context.Context, name, tag string) ([]*CatalogService, *QueryMeta, error) {
+// q, when given, sets the read's options (blocking, filter, ...).
+func (cat *Catalog) Service(ctx context.Context, name, tag string, q ...*QueryOptions) ([]*CatalogService, *QueryMeta, error) {
 	if name == "" {
 		return nil, nil, errors.New("catalog service: service name is empty")
 	}
@@ -35,7 +36,7 @@ func (cat *Catalog) Service(ctx context.Context, name, tag string) ([]*CatalogSe
 	meta, err := cat.c.do(ctx, request{
 		method: http.MethodGet,
 		path:   "/v1/catalog/service/" + url.PathEscape(name),
-		query:  tagQuery(tag),
+		query:  firstOptions(q).values(tagQuery(tag)),
 	}, &out)
 	if err != nil {
 		return nil, nil, err
@@ -44,9 +45,9 @@ func (cat *Catalog) Service(ctx context.Context, name, tag string) ([]*CatalogSe
 }
 
 // Nodes lists the nodes in the catalog: GET /v1/catalog/nodes.
-func (cat *Catalog) Nodes(ctx context.Context) ([]*Node, *QueryMeta, error) {
+func (cat *Catalog) Nodes(ctx context.Context, q ...*QueryOptions) ([]*Node, *QueryMeta, error) {
 	var out []*Node
-	meta, err := cat.c.do(ctx, request{method: http.MethodGet, path: "/v1/catalog/nodes"}, &out)
+	meta, err := cat.c.do(ctx, request{method: http.MethodGet, path: "/v1/catalog/nodes", query: firstOptions(q).values(nil)}, &out)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,6 +66,40 @@ func (cat *Catalog) Datacenters(ctx context.Context) ([]string, error) {
 		out = []string{}
 	}
 	return out, nil
+}
+
+// Node returns a node and its services keyed by ID, or nil when the
+// catalog has no such node: GET /v1/catalog/node/<node>.
+func (cat *Catalog) Node(ctx context.Context, node string, q ...*QueryOptions) (*CatalogNode, *QueryMeta, error) {
+	if node == "" {
+		return nil, nil, errors.New("catalog node: node name is empty")
+	}
+	var out *CatalogNode
+	meta, err := cat.c.do(ctx, request{
+		method: http.MethodGet,
+		path:   "/v1/catalog/node/" + url.PathEscape(node),
+		query:  firstOptions(q).values(nil),
+	}, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, meta, nil
+}
+
+// Register writes a node, and optionally a service and checks on it,
+// straight to the catalog, bypassing any agent's local state: PUT
+// /v1/catalog/register. Services registered this way are not checked by
+// any agent and stay until deregistered the same way.
+func (cat *Catalog) Register(ctx context.Context, reg *CatalogRegistration) error {
+	_, err := cat.c.do(ctx, request{method: http.MethodPut, path: "/v1/catalog/register", body: reg}, nil)
+	return err
+}
+
+// Deregister removes a node (with its services and checks), a service or
+// a check from the catalog: PUT /v1/catalog/deregister.
+func (cat *Catalog) Deregister(ctx context.Context, dereg *CatalogDeregistration) error {
+	_, err := cat.c.do(ctx, request{method: http.MethodPut, path: "/v1/catalog/deregister", body: dereg}, nil)
+	return err
 }
 
 func tagQuery(tag string) url.Values {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DefaultAddress is the agent's HTTP address when neither Config.Address
@@ -131,9 +132,41 @@ type request struct {
 	body   any
 }
 
+// readRetries is how many times more an idempotent read (GET) is sent
+// after it got no answer from the agent (UnreachableError), and
+// retryBackoff the pause before the first retry, doubled before each next:
+// an agent restarting or a connection the agent closed while idle gets a
+// second chance, a dead agent is reported within half a second.
+const (
+	readRetries  = 2
+	retryBackoff = 100 * time.Millisecond
+)
+
 // do sends r and decodes a 2xx JSON answer into out (unless out is nil).
-// It returns the response's QueryMeta.
+// It returns the response's QueryMeta. A GET that gets no answer from the
+// agent is sent again up to readRetries times, until ctx ends; other
+// methods are sent once, since the agent may have acted on them.
 func (c *Client) do(ctx context.Context, r request, out any) (*QueryMeta, error) {
+	wait := retryBackoff
+	for attempt := 0; ; attempt++ {
+		meta, err := c.doOnce(ctx, r, out)
+		var unreachable *UnreachableError
+		if err == nil || r.method != http.MethodGet || attempt == readRetries || !errors.As(err, &unreachable) {
+			return meta, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// doOnce sends r once.
+func (c *Client) doOnce(ctx context.Context, r request, out any) (*QueryMeta, error) {
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return nil, err
@@ -148,6 +181,9 @@ func (c *Client) do(ctx context.Context, r request, out any) (*QueryMeta, error)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, ctxErr)
+		}
 		return nil, fmt.Errorf("%s %s: read response: %w", r.method, r.path, err)
 	}
 	if len(body) > maxResponseBytes {
@@ -211,7 +247,8 @@ func decodeStatusError(code int, body []byte) *StatusError {
 	return e
 }
 
-// parseQueryMeta reads X-Consul-Index; a missing header is index 0.
+// parseQueryMeta reads X-Consul-Index, X-Consul-KnownLeader and
+// X-Consul-LastContact (milliseconds); a missing header is a zero field.
 func parseQueryMeta(h http.Header) (*QueryMeta, error) {
 	meta := &QueryMeta{}
 	if v := h.Get("X-Consul-Index"); v != "" {
@@ -220,6 +257,20 @@ func parseQueryMeta(h http.Header) (*QueryMeta, error) {
 			return nil, fmt.Errorf("invalid X-Consul-Index header %q", v)
 		}
 		meta.LastIndex = idx
+	}
+	if v := h.Get("X-Consul-KnownLeader"); v != "" {
+		known, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("invalid X-Consul-KnownLeader header %q", v)
+		}
+		meta.KnownLeader = known
+	}
+	if v := h.Get("X-Consul-LastContact"); v != "" {
+		ms, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("invalid X-Consul-LastContact header %q", v)
+		}
+		meta.LastContact = time.Duration(ms) * time.Millisecond
 	}
 	return meta, nil
 }

@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // AgentWeights are the relative weights of a service instance in DNS SRV
 // answers, depending on the instance's health.
 type AgentWeights struct {
@@ -230,8 +232,18 @@ type ServiceEntry struct {
 // QueryMeta describes the answer to a catalog or health read.
 type QueryMeta struct {
 	// LastIndex is the catalog index the answer reflects, read from the
-	// X-Consul-Index header; 0 when the agent did not send one.
+	// X-Consul-Index header; 0 when the agent did not send one. Pass it
+	// as QueryOptions.WaitIndex to wait for the next change. When it is
+	// lower than the WaitIndex sent (the agent's server restored an older
+	// snapshot, or is behind the one that answered before), start over
+	// from it: indexes only compare within one history.
 	LastIndex uint64
+	// KnownLeader reports whether the answering server knew a leader
+	// (X-Consul-KnownLeader).
+	KnownLeader bool
+	// LastContact is how long ago the answering server last heard from
+	// the leader (X-Consul-LastContact); 0 on the leader.
+	LastContact time.Duration
 }
 
 // Member states, the values of Member.Status. They name Consul's member
@@ -264,4 +276,60 @@ type Member struct {
 	// "dc", "vsn" (protocol version) and, for a server, "port" (its RPC
 	// port).
 	Tags map[string]string
+}
+
+// CatalogNode is a node with its services keyed by ID, as GET
+// /v1/catalog/node/<node> gives it.
+type CatalogNode struct {
+	Node     *Node
+	Services map[string]*AgentService
+}
+
+// CatalogRegistration is the body of PUT /v1/catalog/register: a node and
+// optionally one service and checks on it. Node and Address are required.
+type CatalogRegistration struct {
+	ID         string            `json:",omitempty"`
+	Node       string            // required
+	Address    string            // required unless SkipNodeUpdate
+	NodeMeta   map[string]string `json:",omitempty"`
+	Datacenter string            `json:",omitempty"`
+	Service    *AgentService     `json:",omitempty"`
+	Check      *AgentCheck       `json:",omitempty"`
+	Checks     HealthChecks      `json:",omitempty"`
+	// SkipNodeUpdate leaves an existing node as it is and only adds the
+	// service and checks.
+	SkipNodeUpdate bool `json:",omitempty"`
+}
+
+// CatalogDeregistration is the body of PUT /v1/catalog/deregister: the
+// node alone removes it with everything on it; ServiceID or CheckID
+// removes only that.
+type CatalogDeregistration struct {
+	Node       string
+	Datacenter string `json:",omitempty"`
+	ServiceID  string `json:",omitempty"`
+	CheckID    string `json:",omitempty"`
+}
+
+// AgentSelf is what GET /v1/agent/self says of the agent.
+type AgentSelf struct {
+	Config AgentSelfConfig
+	// Member is the agent as its LAN pool sees it, with Consul's member
+	// tags (role, dc, ...).
+	Member struct {
+		Name   string
+		Addr   string
+		Port   uint16
+		Tags   map[string]string
+		Status int
+	}
+}
+
+// AgentSelfConfig is the agent's configuration as AgentSelf reports it.
+type AgentSelfConfig struct {
+	Datacenter string
+	NodeName   string
+	NodeID     string
+	Server     bool
+	Version    string
 }

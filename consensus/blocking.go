@@ -52,3 +52,11 @@ func blockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.Quer
 		}
 	}
 }
+
+// BlockingQuery is the blocking loop of the Catalog endpoint's reads, for
+// a reader of a server's own store outside the endpoint (the HTTP API of a
+// server agent): the same rules, with the caller's ctx (a request's) ending
+// the wait early.
+func BlockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws catalog.WatchSet) (uint64, error)) error {
+	return blockingQuery(ctx, limits, opts, meta, run)
+}

@@ -22,28 +22,64 @@ type CachedCatalog interface {
 	CachedServiceInstances(ctx context.Context, name, tag string) (index uint64, insts []catalog.ServiceInstance, hit bool, age time.Duration, err error)
 }
 
-// serviceInstances reads the instances of the request's {name} (and
-// ?tag): from the agent's cache when the request says ?cached and there
-// is one, with the X-Cache (HIT or MISS) and Age (seconds) headers Consul
-// sends; from the catalog otherwise.
-func (s *Server) serviceInstances(w http.ResponseWriter, r *http.Request) (uint64, []catalog.ServiceInstance, error) {
-	name, tag := r.PathValue("name"), r.URL.Query().Get("tag")
-	cc, ok := s.catalog.(CachedCatalog)
-	if !ok || !r.URL.Query().Has("cached") {
-		return s.catalog.ServiceInstances(r.Context(), name, tag)
+// serviceInstances reads the instances of the request's {name} carrying
+// every ?tag (repeated: all must match, case-insensitively, as DNS matches
+// them): from the agent's cache when the request says ?cached and there is
+// one, with the X-Cache (HIT or MISS) and Age (seconds) headers Consul
+// sends; from the catalog otherwise, with the request's query options.
+func (s *Server) serviceInstances(w http.ResponseWriter, r *http.Request) ([]catalog.ServiceInstance, QueryMeta, error) {
+	name, tags := r.PathValue("name"), r.URL.Query()["tag"]
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, QueryMeta{}, err
 	}
+	var first string
+	if len(tags) > 0 {
+		first = tags[0]
+	}
+	var insts []catalog.ServiceInstance
+	var meta QueryMeta
+	if cc, ok := s.catalog.(CachedCatalog); ok && r.URL.Query().Has("cached") {
+		insts, meta, err = s.cachedInstances(w, r, cc, name, first)
+	} else {
+		insts, meta, err = s.catalog.ServiceInstances(r.Context(), opts, name, first)
+	}
+	if err != nil || len(tags) < 2 {
+		return insts, meta, err
+	}
+	kept := insts[:0:0]
+	for _, in := range insts {
+		if hasAllTags(in.Service, tags[1:]) {
+			kept = append(kept, in)
+		}
+	}
+	return kept, meta, nil
+}
+
+func hasAllTags(svc *catalog.Service, tags []string) bool {
+	for _, t := range tags {
+		if !svc.HasTag(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// cachedInstances answers a ?cached read from the agent's cache. The cache
+// answers at once: ?index and ?wait do not block it.
+func (s *Server) cachedInstances(w http.ResponseWriter, r *http.Request, cc CachedCatalog, name, tag string) ([]catalog.ServiceInstance, QueryMeta, error) {
 	// The cache holds names as DNS asks for them: valid labels, lowercase.
 	if reason := catalog.ValidLabel(name); reason != "" {
-		return 0, nil, badRequest("name", "%s", reason)
+		return nil, QueryMeta{}, badRequest("name", "%s", reason)
 	}
 	if tag != "" {
 		if reason := catalog.ValidLabel(tag); reason != "" {
-			return 0, nil, badRequest("tag", "%s", reason)
+			return nil, QueryMeta{}, badRequest("tag", "%s", reason)
 		}
 	}
 	idx, insts, hit, age, err := cc.CachedServiceInstances(r.Context(), strings.ToLower(name), strings.ToLower(tag))
 	if err != nil {
-		return 0, nil, err
+		return nil, QueryMeta{}, err
 	}
 	if hit {
 		w.Header().Set("X-Cache", "HIT")
@@ -51,5 +87,5 @@ func (s *Server) serviceInstances(w http.ResponseWriter, r *http.Request) (uint6
 		w.Header().Set("X-Cache", "MISS")
 	}
 	w.Header().Set("Age", strconv.Itoa(int(age/time.Second)))
-	return idx, insts, nil
+	return insts, QueryMeta{Index: idx, KnownLeader: s.status.Leader() != "", LastContact: age}, nil
 }

@@ -43,7 +43,11 @@ func toNode(n *catalog.Node) *node {
 }
 
 func (s *Server) catalogNodes(w http.ResponseWriter, r *http.Request) error {
-	idx, nodes, err := s.catalog.Nodes(r.Context())
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	nodes, meta, err := s.catalog.Nodes(r.Context(), opts)
 	if err != nil {
 		return err
 	}
@@ -51,37 +55,56 @@ func (s *Server) catalogNodes(w http.ResponseWriter, r *http.Request) error {
 	for _, n := range nodes {
 		out = append(out, toNode(n))
 	}
-	s.writeJSONIndex(w, r, idx, out)
+	if out, err = applyFilter(r, out); err != nil {
+		return err
+	}
+	writeRead(w, r, meta, out)
 	return nil
 }
 
 func (s *Server) catalogServices(w http.ResponseWriter, r *http.Request) error {
-	idx, services, err := s.catalog.Services(r.Context())
+	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	s.writeJSONIndex(w, r, idx, services)
+	services, meta, err := s.catalog.Services(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	if services == nil {
+		services = map[string][]string{}
+	}
+	for name, tags := range services {
+		services[name] = nonNil(tags)
+	}
+	writeRead(w, r, meta, services)
 	return nil
 }
 
 func (s *Server) catalogService(w http.ResponseWriter, r *http.Request) error {
-	idx, insts, err := s.serviceInstances(w, r)
+	insts, meta, err := s.serviceInstances(w, r)
 	if err != nil {
 		return err
 	}
 	out := make([]*catalogService, 0, len(insts))
 	for _, in := range insts {
-		n, svc := in.Node, in.Service
-		out = append(out, &catalogService{
-			ID: n.ID, Node: n.Node, Address: n.Address, Datacenter: n.Datacenter, NodeMeta: nonNilMap(n.Meta),
-			ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: nonNil(svc.Tags),
-			ServiceAddress: svc.Address, ServicePort: svc.Port, ServiceMeta: nonNilMap(svc.Meta),
-			ServiceWeights: weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
-			CreateIndex:    svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
-		})
+		out = append(out, toCatalogService(in.Node, in.Service))
 	}
-	s.writeJSONIndex(w, r, idx, out)
+	if out, err = applyFilter(r, out); err != nil {
+		return err
+	}
+	writeRead(w, r, meta, out)
 	return nil
+}
+
+func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
+	return &catalogService{
+		ID: n.ID, Node: n.Node, Address: n.Address, Datacenter: n.Datacenter, NodeMeta: nonNilMap(n.Meta),
+		ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: nonNil(svc.Tags),
+		ServiceAddress: svc.Address, ServicePort: svc.Port, ServiceMeta: nonNilMap(svc.Meta),
+		ServiceWeights: weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
+		CreateIndex:    svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
+	}
 }
 
 func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/httpapi"
@@ -179,36 +180,51 @@ type fakeCatalog struct {
 	services  map[string][]string
 	instances []catalog.ServiceInstance
 	checks    []*catalog.Check
-	err       error // returned by every read when set
+	err       error // returned by every read and write when set
 
 	mu              sync.Mutex
 	gotName, gotTag string
+	gotOpts         httpapi.QueryOptions
+	registered      []*catalog.RegisterRequest
+	deregistered    []*catalog.DeregisterRequest
+	writeDCs        []string
 }
 
 var _ httpapi.Catalog = (*fakeCatalog)(nil)
 
-func (f *fakeCatalog) Nodes(context.Context) (uint64, []*catalog.Node, error) {
-	if f.err != nil {
-		return 0, nil, f.err
-	}
-	return f.index, f.nodes, nil
+// meta records opts and returns the fixed index with a known leader.
+func (f *fakeCatalog) meta(opts httpapi.QueryOptions) httpapi.QueryMeta {
+	f.mu.Lock()
+	f.gotOpts = opts
+	f.mu.Unlock()
+	return httpapi.QueryMeta{Index: f.index, KnownLeader: true, LastContact: 3 * time.Millisecond}
 }
 
-func (f *fakeCatalog) Services(context.Context) (uint64, map[string][]string, error) {
+func (f *fakeCatalog) Nodes(_ context.Context, opts httpapi.QueryOptions) ([]*catalog.Node, httpapi.QueryMeta, error) {
+	meta := f.meta(opts)
 	if f.err != nil {
-		return 0, nil, f.err
+		return nil, httpapi.QueryMeta{}, f.err
 	}
-	return f.index, f.services, nil
+	return f.nodes, meta, nil
+}
+
+func (f *fakeCatalog) Services(_ context.Context, opts httpapi.QueryOptions) (map[string][]string, httpapi.QueryMeta, error) {
+	meta := f.meta(opts)
+	if f.err != nil {
+		return nil, httpapi.QueryMeta{}, f.err
+	}
+	return f.services, meta, nil
 }
 
 // ServiceInstances filters as the store does: name case-insensitively, then
 // tag when one is given.
-func (f *fakeCatalog) ServiceInstances(_ context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error) {
+func (f *fakeCatalog) ServiceInstances(_ context.Context, opts httpapi.QueryOptions, name, tag string) ([]catalog.ServiceInstance, httpapi.QueryMeta, error) {
+	meta := f.meta(opts)
 	f.mu.Lock()
 	f.gotName, f.gotTag = name, tag
 	f.mu.Unlock()
 	if f.err != nil {
-		return 0, nil, f.err
+		return nil, httpapi.QueryMeta{}, f.err
 	}
 	var out []catalog.ServiceInstance
 	for _, in := range f.instances {
@@ -216,17 +232,40 @@ func (f *fakeCatalog) ServiceInstances(_ context.Context, name, tag string) (uin
 			out = append(out, in)
 		}
 	}
-	return f.index, out, nil
+	return out, meta, nil
+}
+
+// NodeServices returns the node of that name among nodes and the services
+// of the instances on it.
+func (f *fakeCatalog) NodeServices(_ context.Context, opts httpapi.QueryOptions, node string) (*catalog.Node, []*catalog.Service, httpapi.QueryMeta, error) {
+	meta := f.meta(opts)
+	if f.err != nil {
+		return nil, nil, httpapi.QueryMeta{}, f.err
+	}
+	var n *catalog.Node
+	for _, c := range f.nodes {
+		if strings.EqualFold(c.Node, node) {
+			n = c
+		}
+	}
+	var svcs []*catalog.Service
+	for _, in := range f.instances {
+		if n != nil && strings.EqualFold(in.Node.Node, node) {
+			svcs = append(svcs, in.Service)
+		}
+	}
+	return n, svcs, meta, nil
 }
 
 // filterChecks returns the checks keep accepts, recording arg as the name
 // asked for.
-func (f *fakeCatalog) filterChecks(arg string, keep func(*catalog.Check) bool) (uint64, []*catalog.Check, error) {
+func (f *fakeCatalog) filterChecks(opts httpapi.QueryOptions, arg string, keep func(*catalog.Check) bool) ([]*catalog.Check, httpapi.QueryMeta, error) {
+	meta := f.meta(opts)
 	f.mu.Lock()
 	f.gotName = arg
 	f.mu.Unlock()
 	if f.err != nil {
-		return 0, nil, f.err
+		return nil, httpapi.QueryMeta{}, f.err
 	}
 	var out []*catalog.Check
 	for _, c := range f.checks {
@@ -234,19 +273,41 @@ func (f *fakeCatalog) filterChecks(arg string, keep func(*catalog.Check) bool) (
 			out = append(out, c)
 		}
 	}
-	return f.index, out, nil
+	return out, meta, nil
 }
 
-func (f *fakeCatalog) NodeChecks(_ context.Context, node string) (uint64, []*catalog.Check, error) {
-	return f.filterChecks(node, func(c *catalog.Check) bool { return strings.EqualFold(c.Node, node) })
+func (f *fakeCatalog) NodeChecks(_ context.Context, opts httpapi.QueryOptions, node string) ([]*catalog.Check, httpapi.QueryMeta, error) {
+	return f.filterChecks(opts, node, func(c *catalog.Check) bool { return strings.EqualFold(c.Node, node) })
 }
 
-func (f *fakeCatalog) ServiceChecks(_ context.Context, service string) (uint64, []*catalog.Check, error) {
-	return f.filterChecks(service, func(c *catalog.Check) bool { return strings.EqualFold(c.ServiceName, service) })
+func (f *fakeCatalog) ServiceChecks(_ context.Context, opts httpapi.QueryOptions, service string) ([]*catalog.Check, httpapi.QueryMeta, error) {
+	return f.filterChecks(opts, service, func(c *catalog.Check) bool { return strings.EqualFold(c.ServiceName, service) })
 }
 
-func (f *fakeCatalog) ChecksInState(_ context.Context, state string) (uint64, []*catalog.Check, error) {
-	return f.filterChecks(state, func(c *catalog.Check) bool { return state == "any" || string(c.Status) == state })
+func (f *fakeCatalog) ChecksInState(_ context.Context, opts httpapi.QueryOptions, state string) ([]*catalog.Check, httpapi.QueryMeta, error) {
+	return f.filterChecks(opts, state, func(c *catalog.Check) bool { return state == "any" || string(c.Status) == state })
+}
+
+func (f *fakeCatalog) Register(_ context.Context, dc string, req *catalog.RegisterRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.registered = append(f.registered, req)
+	f.writeDCs = append(f.writeDCs, dc)
+	return f.err
+}
+
+func (f *fakeCatalog) Deregister(_ context.Context, dc string, req *catalog.DeregisterRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deregistered = append(f.deregistered, req)
+	f.writeDCs = append(f.writeDCs, dc)
+	return f.err
+}
+
+func (f *fakeCatalog) opts() httpapi.QueryOptions {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gotOpts
 }
 
 func (f *fakeCatalog) asked() (name, tag string) {

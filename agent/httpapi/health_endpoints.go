@@ -28,10 +28,21 @@ type healthCheck struct {
 
 // taggedCheck is a check of GET /v1/health/service/<name>, where the
 // instance's service is at hand: with ServiceTags, as Consul gives it ([]
-// for the node's checks).
+// for the node's checks). Its fields are healthCheck's, written out rather
+// than embedded so that ?filter selectors (Checks.Status, ...) reach them.
 type taggedCheck struct {
-	healthCheck
+	Node        string
+	CheckID     string
+	Name        string
+	Status      string
+	Notes       string
+	Output      string
+	ServiceID   string
+	ServiceName string
 	ServiceTags []string
+	Type        string
+	CreateIndex uint64
+	ModifyIndex uint64
 }
 
 func toHealthCheck(c *catalog.Check) *healthCheck {
@@ -45,12 +56,22 @@ func toHealthCheck(c *catalog.Check) *healthCheck {
 // serviceEntry is one instance as GET /v1/health/service/<name> gives it.
 type serviceEntry struct {
 	Node    *node
-	Service *serviceWithIndex
+	Service *entryService
 	Checks  []*taggedCheck
 }
 
-type serviceWithIndex struct {
-	agentService
+// entryService is the service of a serviceEntry: an agentService with its
+// indexes, written out flat so that ?filter selectors (Service.Tags, ...)
+// reach every field.
+type entryService struct {
+	ID          string
+	Service     string
+	Tags        []string
+	Meta        map[string]string
+	Port        int
+	Address     string
+	Weights     weights
+	Datacenter  string
 	CreateIndex uint64
 	ModifyIndex uint64
 }
@@ -62,7 +83,7 @@ var healthStates = []string{
 }
 
 func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
-	idx, insts, err := s.serviceInstances(w, r)
+	insts, meta, err := s.serviceInstances(w, r)
 	if err != nil {
 		return err
 	}
@@ -74,27 +95,42 @@ func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
 		if passing && !in.Healthy(true) {
 			continue
 		}
-		out = append(out, s.toServiceEntry(in))
+		out = append(out, toServiceEntry(in))
 	}
-	s.writeJSONIndex(w, r, idx, out)
+	if out, err = applyFilter(r, out); err != nil {
+		return err
+	}
+	writeRead(w, r, meta, out)
 	return nil
 }
 
-// toServiceEntry is an instance as the health endpoints (and a prepared
-// query's execution) give it.
-func (s *Server) toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
-	svc := &serviceWithIndex{agentService: *s.toAgentService(in.Service),
-		CreateIndex: in.Service.CreateIndex, ModifyIndex: in.Service.ModifyIndex}
-	svc.Datacenter = in.Node.Datacenter
+func toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
+	sv := in.Service
+	svc := toEntryService(sv, in.Node.Datacenter)
 	checks := make([]*taggedCheck, 0, len(in.Checks))
 	for _, c := range in.Checks {
-		tc := &taggedCheck{healthCheck: *toHealthCheck(c), ServiceTags: []string{}}
+		tc := &taggedCheck{
+			Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
+			Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
+			ServiceTags: []string{}, Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
+		}
 		if c.ServiceID != "" {
-			tc.ServiceTags = nonNil(in.Service.Tags)
+			tc.ServiceTags = nonNil(sv.Tags)
 		}
 		checks = append(checks, tc)
 	}
 	return &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks}
+}
+
+// toEntryService gives a service of datacenter dc Consul's AgentService
+// shape with its indexes.
+func toEntryService(sv *catalog.Service, dc string) *entryService {
+	return &entryService{
+		ID: sv.ID, Service: sv.Service, Tags: nonNil(sv.Tags), Meta: nonNilMap(sv.Meta),
+		Port: sv.Port, Address: sv.Address,
+		Weights:    weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
+		Datacenter: dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
+	}
 }
 
 func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {
@@ -114,11 +150,15 @@ func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
 }
 
 // writeChecks answers a read of checks as a JSON array of HealthCheck,
-// ordered by node and check ID, with the index it reflects.
+// ordered by node and check ID, kept by ?filter, with its meta headers.
 func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request,
-	read func(context.Context, string) (uint64, []*catalog.Check, error), arg string,
+	read func(context.Context, QueryOptions, string) ([]*catalog.Check, QueryMeta, error), arg string,
 ) error {
-	idx, cs, err := read(r.Context(), arg)
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	cs, meta, err := read(r.Context(), opts, arg)
 	if err != nil {
 		return err
 	}
@@ -129,6 +169,9 @@ func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request,
 	slices.SortFunc(out, func(a, b *healthCheck) int {
 		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.CheckID, b.CheckID))
 	})
-	s.writeJSONIndex(w, r, idx, out)
+	if out, err = applyFilter(r, out); err != nil {
+		return err
+	}
+	writeRead(w, r, meta, out)
 	return nil
 }

@@ -164,7 +164,7 @@ func (s *Server) writeQueries(w http.ResponseWriter, r *http.Request, qs Queries
 	for _, q := range list {
 		out = append(out, toQueryBody(q))
 	}
-	s.writeJSONIndex(w, r, idx, out)
+	writeRead(w, r, QueryMeta{Index: max(idx, 1)}, out)
 	return nil
 }
 
@@ -189,7 +189,7 @@ func (s *Server) queryExecute(w http.ResponseWriter, r *http.Request) error {
 		DNS: queryDNSBody{TTL: res.DNS.TTL}, Datacenter: res.Datacenter, Failovers: res.Failovers,
 	}
 	for _, in := range res.Nodes {
-		out.Nodes = append(out.Nodes, s.toServiceEntry(in))
+		out.Nodes = append(out.Nodes, toServiceEntry(in))
 	}
 	writeJSONPretty(w, r, out)
 	return nil

@@ -71,13 +71,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeJSONIndex writes a read's result with the index it reflects.
-func (s *Server) writeJSONIndex(w http.ResponseWriter, r *http.Request, index uint64, v any) {
-	w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
-	w.Header().Set("X-Consul-KnownLeader", strconv.FormatBool(s.status.Leader() != ""))
-	writeJSONPretty(w, r, v)
-}
-
 // writeJSONPretty writes v, indented when the request has ?pretty.
 func writeJSONPretty(w http.ResponseWriter, r *http.Request, v any) {
 	if _, ok := r.URL.Query()["pretty"]; ok {
@@ -95,9 +88,16 @@ func writeJSONPretty(w http.ResponseWriter, r *http.Request, v any) {
 // trailing data and bodies over the configured size, each with a 400 that
 // names what is wrong.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	return s.decode(w, r, v, true)
+}
+
+// decode is decodeBody, refusing unknown fields only when strict.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err, s.cfg.MaxBodyBytes)
 	}

@@ -49,20 +49,38 @@ type Local interface {
 	SetNodeMaintenance(ctx context.Context, enable bool, reason string) error
 }
 
-// Catalog answers catalog reads. Each read returns the Raft index it
-// reflects, sent to clients as X-Consul-Index.
+// Catalog answers catalog reads and takes catalog writes. Each read takes
+// the request's QueryOptions (datacenter, blocking, consistency) and
+// returns the QueryMeta of its answer, sent to clients as X-Consul-Index,
+// X-Consul-KnownLeader and X-Consul-LastContact. A blocking read returns
+// when ctx ends (the client went away), with an error or its latest
+// answer. Handlers call it from their own goroutines, several at once.
 type Catalog interface {
-	Nodes(ctx context.Context) (uint64, []*catalog.Node, error)
-	Services(ctx context.Context) (uint64, map[string][]string, error)
-	ServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, error)
+	// Nodes returns every node, sorted by name.
+	Nodes(ctx context.Context, opts QueryOptions) ([]*catalog.Node, QueryMeta, error)
+	// Services maps each service name to the union of its tags.
+	Services(ctx context.Context, opts QueryOptions) (map[string][]string, QueryMeta, error)
+	// ServiceInstances returns the instances of a service (only those
+	// with tag, when tag is not ""), sorted by node then service ID.
+	ServiceInstances(ctx context.Context, opts QueryOptions, name, tag string) ([]catalog.ServiceInstance, QueryMeta, error)
+	// NodeServices returns a node (nil when there is no such node) and
+	// its services, sorted by ID.
+	NodeServices(ctx context.Context, opts QueryOptions, node string) (*catalog.Node, []*catalog.Service, QueryMeta, error)
 	// NodeChecks returns every check registered on the node: its own and
 	// its services'.
-	NodeChecks(ctx context.Context, node string) (uint64, []*catalog.Check, error)
+	NodeChecks(ctx context.Context, opts QueryOptions, node string) ([]*catalog.Check, QueryMeta, error)
 	// ServiceChecks returns the checks of every instance of the service.
-	ServiceChecks(ctx context.Context, service string) (uint64, []*catalog.Check, error)
+	ServiceChecks(ctx context.Context, opts QueryOptions, service string) ([]*catalog.Check, QueryMeta, error)
 	// ChecksInState returns the checks in state: "passing", "warning",
 	// "critical", "maintenance", or "any" for all of them.
-	ChecksInState(ctx context.Context, state string) (uint64, []*catalog.Check, error)
+	ChecksInState(ctx context.Context, opts QueryOptions, state string) ([]*catalog.Check, QueryMeta, error)
+	// Register writes a node, and optionally a service and checks on it,
+	// to the catalog of datacenter dc ("" for the agent's), bypassing
+	// the agent's local state (PUT /v1/catalog/register).
+	Register(ctx context.Context, dc string, req *catalog.RegisterRequest) error
+	// Deregister removes a node, a service or a check from the catalog of
+	// datacenter dc (PUT /v1/catalog/deregister).
+	Deregister(ctx context.Context, dc string, req *catalog.DeregisterRequest) error
 }
 
 // Status tells which server leads and which servers vote.
@@ -124,6 +142,13 @@ type Config struct {
 	Addr string
 	// Datacenter is the agent's datacenter, reported on its services.
 	Datacenter string
+	// NodeName, NodeID (optional) and Server describe the agent in GET
+	// /v1/agent/self. Default "", "" and false.
+	NodeName string
+	NodeID   string
+	Server   bool
+	// Version is the agent's version, in GET /v1/agent/self. Default "".
+	Version string
 	// MaxBodyBytes caps request bodies. Default 1 MiB.
 	MaxBodyBytes int64
 	// ReadHeaderTimeout bounds a slow client's headers. Default 10s.
