@@ -73,14 +73,13 @@ func catalogServices(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	services, _, err := client.Catalog().Services(c.Context)
-	if err != nil {
-		return fmt.Errorf("list catalog services: %w", err)
-	}
+	var services map[string][]string
 	if node != "" {
-		if services, err = servicesOnNode(c, client, services, node); err != nil {
+		if services, err = servicesOnNode(c, client, node); err != nil {
 			return fmt.Errorf("list the services of node %q: %w", node, err)
 		}
+	} else if services, _, err = client.Catalog().Services(c.Context); err != nil {
+		return fmt.Errorf("list catalog services: %w", err)
 	}
 	for name, tags := range services {
 		tags = slices.Clone(tags)
@@ -106,32 +105,29 @@ func catalogServices(c *cli.Context) error {
 	return writeTable(c.App.Writer, rows)
 }
 
-// servicesOnNode keeps the services with an instance on node, each with
-// the tags of its instances there. It asks for each service's instances:
-// the agent's API has no read of one node's services yet
-// (/v1/catalog/node-services/<node> would make this one request).
-func servicesOnNode(c *cli.Context, client *api.Client, services map[string][]string, node string) (map[string][]string, error) {
+// servicesOnNode returns the services registered on node, with their
+// tags, in the shape of the catalog's service list (one call: GET
+// /v1/catalog/node/<node>). An unknown node has none.
+func servicesOnNode(c *cli.Context, client *api.Client, node string) (map[string][]string, error) {
+	n, _, err := client.Catalog().Node(c.Context, node)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]string{}
-	for name := range services {
-		instances, _, err := client.Catalog().Service(c.Context, name, "")
-		if err != nil {
-			return nil, err
+	if n == nil {
+		return out, nil
+	}
+	for _, svc := range n.Services {
+		tags := out[svc.Service]
+		if tags == nil {
+			tags = []string{}
 		}
-		for _, in := range instances {
-			if in == nil || !strings.EqualFold(in.Node, node) {
-				continue
+		for _, t := range svc.Tags {
+			if !slices.Contains(tags, t) {
+				tags = append(tags, t)
 			}
-			tags := out[name]
-			if tags == nil {
-				tags = []string{}
-			}
-			for _, t := range in.ServiceTags {
-				if !slices.Contains(tags, t) {
-					tags = append(tags, t)
-				}
-			}
-			out[name] = tags
 		}
+		out[svc.Service] = tags
 	}
 	return out, nil
 }
