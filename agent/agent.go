@@ -264,7 +264,13 @@ func (a *Agent) startHTTP() error {
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(hc, a.local, reads, a.backend, membership{a}, a.logger)
+	var cat httpapi.Catalog = reads
+	if qs, ok := a.backend.(httpapi.Queries); ok {
+		// The prepared-query endpoints find their backend on the
+		// catalog (an optional interface); the backend has it.
+		cat = readsWithQueries{reads, qs}
+	}
+	srv, err := httpapi.New(hc, a.local, cat, a.backend, membership{a}, a.logger)
 	if err != nil {
 		return err
 	}

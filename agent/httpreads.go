@@ -279,3 +279,25 @@ func agentVersion() string {
 	}
 	return "unknown"
 }
+
+// readsWithQueries is the HTTP API's catalog on an agent whose backend
+// serves prepared queries: the reads, and the backend's query methods
+// (the field is named so that it does not hide Queries.Queries).
+type readsWithQueries struct {
+	*httpReads
+	queries httpapi.Queries
+}
+
+var _ httpapi.Queries = readsWithQueries{}
+
+func (r readsWithQueries) ApplyQuery(ctx context.Context, op catalog.QueryOp, q *catalog.PreparedQuery) (string, error) {
+	return r.queries.ApplyQuery(ctx, op, q)
+}
+
+func (r readsWithQueries) Queries(ctx context.Context, id string) (uint64, []*catalog.PreparedQuery, error) {
+	return r.queries.Queries(ctx, id)
+}
+
+func (r readsWithQueries) ExecuteQuery(ctx context.Context, dc, idOrName string) (*catalog.QueryResult, error) {
+	return r.queries.ExecuteQuery(ctx, dc, idOrName)
+}
