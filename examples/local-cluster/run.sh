@@ -40,38 +40,7 @@ for name in "${servers[@]}" "${clients[@]}"; do
 done
 join="${ip[s1]}" # every agent joins through the first server's gossip port
 
-stop_all() {
-	local code=0
-	for name in "${!pid[@]}"; do
-		kill -TERM "${pid[$name]}" 2>/dev/null || true
-	done
-	for name in "${!pid[@]}"; do
-		if ! wait "${pid[$name]}"; then
-			echo "agent $name exited with an error; its log:" >&2
-			sed 's/^/  /' "$WORK/$name.log" >&2
-			code=1
-		fi
-	done
-	pid=()
-	return $code
-}
-
-cleanup() {
-	local code=$?
-	stop_all || code=1
-	if [[ $code -ne 0 ]]; then
-		for f in "$WORK"/*.log; do
-			echo "--- $f" >&2
-			tail -n 40 "$f" >&2
-		done
-	fi
-	if [[ "$KEEP" != 1 && -z "${KEEP_WORK:-}" ]]; then
-		rm -rf "$WORK"
-	fi
-	exit $code
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$here/../lib.sh"
 
 start() {
 	local name=$1
@@ -83,20 +52,6 @@ start() {
 	echo "started $name on ${ip[$name]} (pid ${pid[$name]})"
 }
 
-# waits until the command succeeds, for at most TIMEOUT seconds.
-until_ok() {
-	local what=$1
-	shift
-	local deadline=$((SECONDS + TIMEOUT))
-	until "$@" >/dev/null 2>&1; do
-		if ((SECONDS >= deadline)); then
-			echo "timed out after ${TIMEOUT}s waiting for: $what" >&2
-			return 1
-		fi
-		sleep 0.2
-	done
-}
-
 for name in "${servers[@]}"; do
 	start "$name" -server -bootstrap-expect 3
 done
@@ -104,11 +59,6 @@ for name in "${clients[@]}"; do
 	start "$name"
 done
 
-cli() { # cli <agent> <cairn command...>
-	local name=$1
-	shift
-	"$CAIRN" "$@" -http-addr "${ip[$name]}:8500"
-}
 has_leader() { cli c2 operator raft list-peers | grep -q leader; }
 until_ok "a Raft leader seen from client c2" has_leader
 
@@ -131,14 +81,7 @@ echo
 echo "== dig @${ip[c2]} -p 8600 web.service.dc1.cluster SRV"
 dig +noall +answer +additional @"${ip[c2]}" -p 8600 web.service.dc1.cluster SRV
 
-if [[ "$KEEP" == 1 ]]; then
-	echo
-	echo "the cluster keeps running (data and logs in $WORK); Ctrl-C stops it"
-	while true; do
-		sleep 3600 &
-		wait $!
-	done
-fi
+keep_running
 echo
 echo "stopping the agents"
 stop_all

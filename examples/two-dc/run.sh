@@ -39,38 +39,7 @@ done
 ip[dc1-c1]="$NET.34" dc[dc1-c1]=dc1
 ip[dc2-c1]="$NET.44" dc[dc2-c1]=dc2
 
-stop_all() {
-	local code=0
-	for name in "${!pid[@]}"; do
-		kill -TERM "${pid[$name]}" 2>/dev/null || true
-	done
-	for name in "${!pid[@]}"; do
-		if ! wait "${pid[$name]}"; then
-			echo "agent $name exited with an error; its log:" >&2
-			sed 's/^/  /' "$WORK/$name.log" >&2
-			code=1
-		fi
-	done
-	pid=()
-	return $code
-}
-
-cleanup() {
-	local code=$?
-	stop_all || code=1
-	if [[ $code -ne 0 ]]; then
-		for f in "$WORK"/*.log; do
-			echo "--- $f" >&2
-			tail -n 40 "$f" >&2
-		done
-	fi
-	if [[ "$KEEP" != 1 && -z "${KEEP_WORK:-}" ]]; then
-		rm -rf "$WORK"
-	fi
-	exit $code
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$here/../lib.sh"
 
 # start <name> [flags...]: an agent of dc[name] joining its DC's first
 # server over LAN gossip.
@@ -85,21 +54,6 @@ start() {
 	echo "started $name ($d) on ${ip[$name]} (pid ${pid[$name]})"
 }
 
-# until_ok <what> <command...>: waits until the command succeeds, for at
-# most TIMEOUT seconds.
-until_ok() {
-	local what=$1
-	shift
-	local deadline=$((SECONDS + TIMEOUT))
-	until "$@" >/dev/null 2>&1; do
-		if ((SECONDS >= deadline)); then
-			echo "timed out after ${TIMEOUT}s waiting for: $what" >&2
-			return 1
-		fi
-		sleep 0.2
-	done
-}
-
 # Every server joins the WAN pool through dc1's first server.
 for d in dc1 dc2; do
 	for i in 1 2 3; do
@@ -108,11 +62,6 @@ for d in dc1 dc2; do
 	start "$d-c1"
 done
 
-cli() { # cli <agent> <cairn command...>
-	local name=$1
-	shift
-	"$CAIRN" "$@" -http-addr "${ip[$name]}:8500"
-}
 for d in dc1 dc2; do
 	has_leader() { cli "$d-c1" operator raft list-peers | grep -q leader; }
 	until_ok "a Raft leader in $d" has_leader
@@ -121,9 +70,10 @@ wan_members() { [[ $(cli dc1-s1 members -wan -status alive | tail -n +2 | wc -l)
 until_ok "six alive WAN members seen from dc1-s1" wan_members
 
 until_ok "registering web on dc2-c1" cli dc2-c1 services register -name web -port 8080
-dig_c1() { dig +short +time=1 +tries=1 @"${ip[dc1-c1]}" -p 8600 "$@"; }
-until_ok "web.service.dc2 answered by dc1's client" bash -c \
-	"dig +short +time=1 +tries=1 @${ip[dc1-c1]} -p 8600 web.service.dc2.cluster SRV | grep -q dc2-c1.node.dc2.cluster"
+answered_in_dc1() {
+	dig +short +time=1 +tries=1 @"${ip[dc1-c1]}" -p 8600 web.service.dc2.cluster SRV | grep -q dc2-c1.node.dc2.cluster
+}
+until_ok "web.service.dc2 answered by dc1's client" answered_in_dc1
 
 echo
 echo "== cairn members -wan (from dc1-s1)"
@@ -155,14 +105,7 @@ echo "== dig @${ip[dc1-c1]} -p 8600 web.query.cluster SRV   (dc1 has web now)"
 dig +noall +answer @"${ip[dc1-c1]}" -p 8600 web.query.cluster SRV
 
 
-if [[ "$KEEP" == 1 ]]; then
-	echo
-	echo "the datacenters keep running (data and logs in $WORK); Ctrl-C stops them"
-	while true; do
-		sleep 3600 &
-		wait $!
-	done
-fi
+keep_running
 echo
 echo "stopping the agents"
 stop_all
