@@ -37,7 +37,13 @@ type blockingReader interface {
 const (
 	kindService = "service"
 	kindNode    = "node"
+	kindQuery   = "query"
 )
+
+// failoverRefresh is how old a prepared query's answer may get when it
+// depended on other datacenters (it failed over, or tried to): the feed
+// the entry follows is its own datacenter's, which does not see theirs.
+const failoverRefresh = 2 * time.Second
 
 // dnsSource is the resolver's Source on every agent: service and node
 // questions are answered from the agent's cache, which fills on a miss
@@ -61,6 +67,11 @@ type dnsSource struct {
 	// query executes a prepared query for DNS (the backend's
 	// PreparedQuery), set by the agent; see PreparedQuery.
 	query func(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error)
+	// queries caches prepared query answers; queryService maps a query
+	// key to the lowercased service its query looks up, so that the feed
+	// refetches an answer when that service changes.
+	queries      *cache.Cache[*catalog.QueryResult]
+	queryService sync.Map
 }
 
 var _ resolver.Source = (*dnsSource)(nil)
@@ -78,6 +89,18 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, r blockingReade
 		s.instances.Close()
 		return nil, err
 	}
+	qcfg := cfg
+	qcfg.RefreshAfter = func(v any) time.Duration {
+		if r := v.(*catalog.QueryResult); r != nil && r.Failovers > 0 {
+			return failoverRefresh
+		}
+		return 0
+	}
+	if s.queries, err = cache.New(qcfg, s.fetchQuery, logger); err != nil {
+		s.instances.Close()
+		s.nodes.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -85,15 +108,21 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, r blockingReade
 func (s *dnsSource) Close() {
 	s.instances.Close()
 	s.nodes.Close()
+	s.queries.Close()
 }
 
-// Stats sums the two caches' counters.
+// Stats sums the caches' counters.
 func (s *dnsSource) Stats() cache.Stats {
-	a, b := s.instances.Stats(), s.nodes.Stats()
-	return cache.Stats{
-		Hits: a.Hits + b.Hits, Misses: a.Misses + b.Misses, StaleAnswers: a.StaleAnswers + b.StaleAnswers,
-		Entries: a.Entries + b.Entries, Evictions: a.Evictions + b.Evictions, RefreshErrors: a.RefreshErrors + b.RefreshErrors,
+	var sum cache.Stats
+	for _, c := range []cache.Stats{s.instances.Stats(), s.nodes.Stats(), s.queries.Stats()} {
+		sum.Hits += c.Hits
+		sum.Misses += c.Misses
+		sum.StaleAnswers += c.StaleAnswers
+		sum.Entries += c.Entries
+		sum.Evictions += c.Evictions
+		sum.RefreshErrors += c.RefreshErrors
 	}
+	return sum
 }
 
 func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
@@ -117,13 +146,19 @@ func (s *dnsSource) feed(ctx context.Context, dc string, minIndex uint64, wait t
 	if err != nil {
 		return 0, nil, false, err
 	}
-	services, nodes := setOf(c.Services), setOf(c.Nodes)
+	services, nodes, queries := setOf(c.Services), setOf(c.Nodes), setOf(c.Queries)
 	changed := func(k cache.Key) bool {
 		switch k.Kind {
 		case kindService:
 			return services[strings.ToLower(k.Name)]
 		case kindNode:
 			return nodes[strings.ToLower(k.Name)]
+		case kindQuery:
+			if queries[strings.ToLower(k.Name)] {
+				return true
+			}
+			svc, ok := s.queryService.Load(k)
+			return ok && services[svc.(string)]
 		}
 		return true
 	}
@@ -233,16 +268,43 @@ func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, servic
 	return s.reverse(ctx, addr)
 }
 
-// PreparedQuery executes the query through the backend on every question:
-// prepared queries are not cached yet, so each costs an execution on a
-// server (an RPC on a client). A datacenter nobody knows is no such name.
+// PreparedQuery answers from the cache: an execution on a server fills
+// an entry, which is refetched when the feed names the query or its
+// service, and every failoverRefresh while it depends on other
+// datacenters. A datacenter nobody knows, and a name no query can have,
+// are no such name.
 func (s *dnsSource) PreparedQuery(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error) {
-	if dc != "" {
-		if err := s.checkDatacenter(ctx, dc); err != nil {
-			return nil, err
-		}
+	if dc == "" {
+		dc = s.dc
 	}
-	return s.query(ctx, dc, nameOrID)
+	if err := s.checkDatacenter(ctx, dc); err != nil {
+		return nil, err
+	}
+	if catalog.ValidLabel(nameOrID) != "" {
+		return nil, nil
+	}
+	e, _, err := s.queries.Get(ctx, cache.Key{Kind: kindQuery, Datacenter: dc, Name: strings.ToLower(nameOrID)})
+	if err != nil {
+		return nil, err
+	}
+	return e.Value, nil
+}
+
+// fetchQuery executes a prepared query (none: a nil result) and notes the
+// service it looks up for the feed.
+func (s *dnsSource) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ time.Duration) (*catalog.QueryResult, uint64, error) {
+	dc := key.Datacenter
+	if dc == s.dc {
+		dc = ""
+	}
+	res, err := s.query(ctx, dc, key.Name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if res != nil {
+		s.queryService.Store(key, strings.ToLower(res.Service))
+	}
+	return res, 0, nil
 }
 
 // storeReader reads a server's own state store for its own datacenter,

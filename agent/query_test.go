@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -251,4 +252,49 @@ func TestPreparedQueryAPIClient(t *testing.T) {
 	if list, _, err := pq.List(ctx); err != nil || len(list) != 0 {
 		t.Errorf("List after delete: got %d (%v), want 0", len(list), err)
 	}
+}
+
+// cacheCounter reads one of the cache's counters from the agent's
+// Prometheus metrics.
+func cacheCounter(t *testing.T, a *agent.Agent, name string) int {
+	t.Helper()
+	code, body := httpDo(t, a, http.MethodGet, "/v1/agent/metrics?format=prometheus", "")
+	if code != http.StatusOK {
+		t.Fatalf("metrics: %d %s", code, body)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("metrics lack %s:\n%s", name, body)
+	return 0
+}
+
+// TestPreparedQueryAnsweredFromCache: once a query name has been asked,
+// asking it again is answered from the agent's cache (no execution on a
+// server), and a change to the query's service still reaches the answer.
+func TestPreparedQueryAnsweredFromCache(t *testing.T) {
+	a := agenttest.Start(t, agenttest.Config(t))
+	put(t, a, "/v1/agent/service/register", `{"ID":"web-1","Name":"web","Port":8080}`)
+	createQuery(t, a, `{"Name":"pq","Service":{"Service":"web"}}`)
+	queryAnswers(t, a, "pq.query.cluster", dns.TypeSRV, dns.RcodeSuccess, 1)
+
+	hits, misses := cacheCounter(t, a, "cairn_cache_hits_total"), cacheCounter(t, a, "cairn_cache_misses_total")
+	for range 5 {
+		queryAnswers(t, a, "pq.query.cluster", dns.TypeSRV, dns.RcodeSuccess, 1)
+	}
+	if got := cacheCounter(t, a, "cairn_cache_hits_total") - hits; got < 5 {
+		t.Errorf("cache hits for 5 repeated questions: got %d, want 5", got)
+	}
+	if got := cacheCounter(t, a, "cairn_cache_misses_total") - misses; got != 0 {
+		t.Errorf("cache misses for 5 repeated questions: got %d, want 0", got)
+	}
+
+	put(t, a, "/v1/agent/service/register", `{"ID":"web-2","Name":"web","Port":8081}`)
+	queryAnswers(t, a, "pq.query.cluster", dns.TypeSRV, dns.RcodeSuccess, 2)
 }

@@ -146,6 +146,7 @@ type slot[V any] struct {
 	queued, refetching, again bool
 	failures                  int
 	lastOK                    int64
+	refreshAfter              time.Duration // Config.RefreshAfter of the current value
 }
 
 // fill is one miss being fetched, shared by every caller of its key until

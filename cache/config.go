@@ -70,6 +70,13 @@ type Config struct {
 	// feed's calls use BlockingWait, FetchTimeout and the Retry backoff
 	// like a refresh does. Default nil: a blocking query per entry.
 	Feed Feed
+	// RefreshAfter, with a Feed, returns how long an entry holding v may
+	// go without a refetch while the feed names no change to it; 0 means
+	// for as long as the feed says nothing. It is for values that depend
+	// on data the feed does not follow, such as a prepared query's answer
+	// from a failover datacenter. Called, like Size, when a version is
+	// published. Default nil: entries change only when the feed says so.
+	RefreshAfter func(v any) time.Duration
 }
 
 // entryOverhead is the approximate bytes an entry costs beyond its key

@@ -23,6 +23,7 @@ func (c *Cache[V]) insertLocked(key Key, e *Entry[V], stale bool) {
 	s.lastUsed.Store(now)
 	if c.cfg.Feed != nil {
 		s.cancel = func() {}
+		c.setRefreshAfterLocked(s, e.Value)
 		c.lru.Add(key, s)
 		c.table.Store(key, s)
 		c.bytes += size
@@ -103,6 +104,7 @@ func (c *Cache[V]) publishLocked(s *slot[V], e *Entry[V]) {
 	if s.removed {
 		return
 	}
+	c.setRefreshAfterLocked(s, e.Value)
 	s.entry.Store(e)
 	c.bytes += size - s.size
 	s.size = size
@@ -112,6 +114,13 @@ func (c *Cache[V]) publishLocked(s *slot[V], e *Entry[V]) {
 			return
 		}
 		c.evictLocked(0, 0)
+	}
+}
+
+// setRefreshAfterLocked records Config.RefreshAfter of s's value v.
+func (c *Cache[V]) setRefreshAfterLocked(s *slot[V], v V) {
+	if c.cfg.RefreshAfter != nil {
+		s.refreshAfter = c.cfg.RefreshAfter(v)
 	}
 }
 

@@ -222,9 +222,22 @@ func (c *Cache[V]) refetch(s *slot[V]) {
 
 // sweep drops the entries of a cache with a Feed that went idle or whose
 // contact with the servers has been lost for longer than MaxStale: with
-// no refresh loop per entry, nothing else would notice.
+// no refresh loop per entry, nothing else would notice. It also queues
+// the refetch of entries older than their RefreshAfter (unless a failed
+// refetch's backoff already owns their next try).
 func (c *Cache[V]) sweep() {
 	now := c.now()
+	if c.cfg.RefreshAfter != nil {
+		c.mu.Lock()
+		c.table.Range(func(_, v any) bool {
+			s := v.(*slot[V])
+			if s.refreshAfter > 0 && !s.queued && !s.refetching && s.failures == 0 && time.Duration(now-s.lastOK) >= s.refreshAfter {
+				c.queueLocked(s)
+			}
+			return true
+		})
+		c.mu.Unlock()
+	}
 	var victims []*slot[V]
 	c.table.Range(func(_, v any) bool {
 		s := v.(*slot[V])

@@ -216,3 +216,37 @@ func TestFeedResetRefetchesEverything(t *testing.T) {
 		wantInstances(t, e)
 	})
 }
+
+// TestFeedRefreshAfter: a value that depends on data the feed does not
+// follow is refetched once older than its RefreshAfter; others are not.
+func TestFeedRefreshAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.register("web", "10.0.0.1")
+		f.register("api", "10.0.0.9")
+		cfg := cache.DefaultConfig()
+		cfg.RefreshAfter = func(v any) time.Duration {
+			if a := v.(*answer); len(a.instances) > 0 && a.instances[0] == "10.0.0.1" {
+				return 3 * time.Second
+			}
+			return 0
+		}
+		c := newFedCache(t, cfg, f)
+		defer c.Close()
+		get(t, c, web)
+		get(t, c, svc("api"))
+		synctest.Wait()
+
+		// Changed behind the feed's back: no index, no log entry.
+		f.mu.Lock()
+		f.names["web"] = []string{"10.0.0.2"}
+		f.names["api"] = []string{"10.0.0.8"}
+		f.mu.Unlock()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		e, _ := get(t, c, web)
+		wantInstances(t, e, "10.0.0.2")
+		e, _ = get(t, c, svc("api"))
+		wantInstances(t, e, "10.0.0.9") // RefreshAfter 0: only the feed refreshes it
+	})
+}

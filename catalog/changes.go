@@ -23,6 +23,9 @@ type Changes struct {
 	// Nodes are the lowercased names of nodes whose node row (address,
 	// meta) may have changed, or that were registered or removed.
 	Nodes []string
+	// Queries are the lowercased IDs and names of prepared queries that
+	// were defined, changed or deleted.
+	Queries []string
 	// Reset says the log does not reach back to the index asked about (it
 	// was trimmed, the store was restored from a snapshot, or the index is
 	// ahead of the store's): anything may have changed.
@@ -47,8 +50,8 @@ type changeLog struct {
 }
 
 type changeEntry struct {
-	index           uint64
-	services, nodes []string
+	index                    uint64
+	services, nodes, queries []string
 }
 
 func newChangeLog(floor uint64) *changeLog {
@@ -99,10 +102,11 @@ func (l *changeLog) since(minIndex uint64) (Changes, <-chan struct{}) {
 		}
 		return 0
 	})
-	seenS, seenN := map[string]bool{}, map[string]bool{}
+	seenS, seenN, seenQ := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range l.entries[i:] {
 		c.Services = appendNew(c.Services, seenS, e.services)
 		c.Nodes = appendNew(c.Nodes, seenN, e.nodes)
+		c.Queries = appendNew(c.Queries, seenQ, e.queries)
 	}
 	return c, l.notify
 }
@@ -133,8 +137,8 @@ func (s *Store) ChangesSince(ws WatchSet, minIndex uint64) Changes {
 // touched derives the names a write transaction's changes touch. It reads
 // tx (still open) for the services on a node whose node row or node-level
 // check changed, since those instances' answers change with it.
-func touched(tx *memdb.Txn) (services, nodes []string) {
-	seenS, seenN := map[string]bool{}, map[string]bool{}
+func touched(tx *memdb.Txn) (services, nodes, queries []string) {
+	seenS, seenN, seenQ := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	addService := func(name string) {
 		services = appendNew(services, seenS, []string{strings.ToLower(name)})
 	}
@@ -154,6 +158,11 @@ func touched(tx *memdb.Txn) (services, nodes []string) {
 				name := strings.ToLower(r.Node)
 				nodes = appendNew(nodes, seenN, []string{name})
 				nodesOfServices[name] = true
+			case *queryRow:
+				queries = appendNew(queries, seenQ, []string{r.ID})
+				if r.Name != "" {
+					queries = appendNew(queries, seenQ, []string{r.Name})
+				}
 			}
 		}
 	}
@@ -166,7 +175,7 @@ func touched(tx *memdb.Txn) (services, nodes []string) {
 			addService(raw.(*serviceRow).Name)
 		}
 	}
-	return services, nodes
+	return services, nodes, queries
 }
 
 // commit commits tx and records what it changed at index idx in the
@@ -174,9 +183,9 @@ func touched(tx *memdb.Txn) (services, nodes []string) {
 // the new data. Writes come from the Raft FSM one at a time, in index
 // order, so entries are appended in index order.
 func (st *storeState) commit(tx *memdb.Txn, idx uint64) {
-	services, nodes := touched(tx)
+	services, nodes, queries := touched(tx)
 	tx.Commit()
-	if len(services) > 0 || len(nodes) > 0 {
-		st.changes.append(changeEntry{index: idx, services: services, nodes: nodes})
+	if len(services) > 0 || len(nodes) > 0 || len(queries) > 0 {
+		st.changes.append(changeEntry{index: idx, services: services, nodes: nodes, queries: queries})
 	}
 }

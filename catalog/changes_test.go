@@ -107,3 +107,18 @@ func TestChangesWatchFiresOnAChange(t *testing.T) {
 		t.Fatal("the watch did not fire on a change")
 	}
 }
+
+func TestChangesNameQueries(t *testing.T) {
+	s := newStore(t)
+	mustRegister(t, s, 1, svcReq("n1", "10.0.0.1", "web1", "web"))
+	mustApplyQuery(t, s, 2, catalog.QueryCreate, webQuery(queryID1, "Web-Nearest"))
+	c := changesSince(s, 1)
+	slices.Sort(c.Queries)
+	if c.Index != 2 || len(c.Services)+len(c.Nodes) != 0 || !slices.Equal(c.Queries, []string{queryID1, "web-nearest"}) {
+		t.Fatalf("after a query is defined: %+v, want its ID and lowercased name at index 2", c)
+	}
+	mustApplyQuery(t, s, 3, catalog.QueryDelete, &catalog.PreparedQuery{ID: queryID1})
+	if c := changesSince(s, 2); c.Index != 3 || !slices.Contains(c.Queries, queryID1) {
+		t.Fatalf("after a query is deleted: %+v, want its ID at index 3", c)
+	}
+}

@@ -229,6 +229,7 @@ func (s *Store) ApplyQuery(idx uint64, req *QueryRequest) error {
 	st := s.state.Load()
 	tx := st.db.Txn(true)
 	defer tx.Abort()
+	tx.TrackChanges() // for the change log: caches of query answers follow it
 	id := strings.ToLower(req.Query.ID)
 	raw, err := tx.First(tableQueries, "id", id)
 	if err != nil {
