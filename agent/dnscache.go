@@ -48,7 +48,8 @@ const failoverRefresh = 2 * time.Second
 // dnsSource is the resolver's Source on every agent: service and node
 // questions are answered from the agent's cache, which fills on a miss
 // and then keeps its entries fresh by following the catalog's change feed
-// (one blocking call per cache, refetching the names it reports), so a repeated
+// (one blocking call per datacenter for all three caches, refetching the
+// names it reports), so a repeated
 // question costs no RPC and no catalog read, and keeps answering from its
 // last entry while the servers are unreachable (serve-stale). Reverse
 // lookups, rare, go to the backend each time.
@@ -72,6 +73,7 @@ type dnsSource struct {
 	// refetches an answer when that service changes.
 	queries      *cache.Cache[*catalog.QueryResult]
 	queryService sync.Map
+	hub          *cache.Hub // follows the feeds for the three caches
 }
 
 var _ resolver.Source = (*dnsSource)(nil)
@@ -79,14 +81,20 @@ var _ resolver.Source = (*dnsSource)(nil)
 func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, r blockingReader,
 	reverse func(context.Context, netip.Addr) ([]string, []string, error), logger *slog.Logger) (*dnsSource, error) {
 	s := &dnsSource{dc: dc, onlyPassing: onlyPassing, reader: r, reverse: reverse}
-	cfg.Feed = s.feed
 	var err error
 	logger = logger.With("component", "cache")
+	// One hub for the three caches: one change feed call per datacenter.
+	if s.hub, err = cache.NewHub(s.feed, cfg, logger); err != nil {
+		return nil, err
+	}
+	cfg.Hub = s.hub
 	if s.instances, err = cache.New(cfg, s.fetchInstances, logger); err != nil {
+		s.hub.Close()
 		return nil, err
 	}
 	if s.nodes, err = cache.New(cfg, s.fetchNode, logger); err != nil {
 		s.instances.Close()
+		s.hub.Close()
 		return nil, err
 	}
 	qcfg := cfg
@@ -99,6 +107,7 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, r blockingReade
 	if s.queries, err = cache.New(qcfg, s.fetchQuery, logger); err != nil {
 		s.instances.Close()
 		s.nodes.Close()
+		s.hub.Close()
 		return nil, err
 	}
 	return s, nil
@@ -109,6 +118,7 @@ func (s *dnsSource) Close() {
 	s.instances.Close()
 	s.nodes.Close()
 	s.queries.Close()
+	s.hub.Close()
 }
 
 // Stats sums the caches' counters.

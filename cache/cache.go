@@ -109,12 +109,14 @@ type Cache[V any] struct {
 	fills  map[Key]*fill[V]              // misses being fetched, one per key
 	closed bool
 
-	// With a Feed (see feed.go): the datacenters being followed, and the
-	// entries waiting for a refetch, which wake signals.
-	followed map[string]bool
-	queue    []*slot[V]
-	wake     chan struct{}
-	wg       sync.WaitGroup // fill, refresh and ticker goroutines
+	// With a Feed or a Hub (see feed.go): the hub that follows the
+	// feeds (ownHub: made by New, closed by Close), and the entries
+	// waiting for a refetch, which wake signals.
+	hub    *Hub
+	ownHub bool
+	queue  []*slot[V]
+	wake   chan struct{}
+	wg     sync.WaitGroup // fill, refresh and ticker goroutines
 
 	hits, misses, staleAnswers, evictions, refreshErrors atomic.Uint64
 	lastWarn                                             atomic.Int64 // now() of the last rate-limited warning
@@ -184,20 +186,29 @@ func New[V any](cfg Config, fetch Fetcher[V], logger *slog.Logger) (*Cache[V], e
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	c := &Cache[V]{
-		cfg:      cfg,
-		fetch:    fetch,
-		logger:   logger.With("component", "cache"),
-		epoch:    time.Now(),
-		done:     make(chan struct{}),
-		lru:      l,
-		fills:    make(map[Key]*fill[V]),
-		followed: make(map[string]bool),
-		wake:     make(chan struct{}, 1),
+		cfg:    cfg,
+		fetch:  fetch,
+		logger: logger.With("component", "cache"),
+		epoch:  time.Now(),
+		done:   make(chan struct{}),
+		lru:    l,
+		fills:  make(map[Key]*fill[V]),
+		wake:   make(chan struct{}, 1),
+	}
+	switch {
+	case cfg.Hub != nil:
+		c.hub = cfg.Hub
+	case cfg.Feed != nil:
+		if c.hub, err = NewHub(cfg.Feed, cfg, logger); err != nil {
+			return nil, err
+		}
+		c.ownHub = true
 	}
 	c.ctx, c.cancelAll = context.WithCancel(context.Background())
 	c.coarse.Store(c.now())
 	c.wg.Go(c.tick)
-	if cfg.Feed != nil {
+	if c.hub != nil {
+		c.hub.subscribe(c)
 		for range refetchers {
 			c.wg.Go(c.refetcher)
 		}
@@ -217,7 +228,7 @@ func (c *Cache[V]) tick() {
 		select {
 		case <-t.C:
 			c.coarse.Store(c.now())
-			if c.cfg.Feed != nil {
+			if c.hub != nil {
 				c.sweep()
 			}
 		case <-c.done:
@@ -386,5 +397,11 @@ func (c *Cache[V]) Close() {
 		}
 	}
 	c.mu.Unlock()
+	if c.hub != nil {
+		c.hub.unsubscribe(c)
+		if c.ownHub {
+			c.hub.Close()
+		}
+	}
 	c.wg.Wait()
 }

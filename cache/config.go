@@ -70,6 +70,11 @@ type Config struct {
 	// feed's calls use BlockingWait, FetchTimeout and the Retry backoff
 	// like a refresh does. Default nil: a blocking query per entry.
 	Feed Feed
+	// Hub, when set, is the hub whose feeds keep entries fresh, shared
+	// with other caches (one blocking call per datacenter for all of
+	// them); it takes precedence over Feed. The caches must be closed
+	// before the hub. Default nil.
+	Hub *Hub
 	// RefreshAfter, with a Feed, returns how long an entry holding v may
 	// go without a refetch while the feed names no change to it; 0 means
 	// for as long as the feed says nothing. It is for values that depend

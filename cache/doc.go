@@ -70,8 +70,9 @@
 // Concurrency: every method may be called from any goroutine. The cache
 // starts one goroutine per miss in flight, one for the coarse clock (which
 // also sweeps idle and too-stale entries with a Feed), and either one per
-// live entry (its refresh loop) or, with a Feed, one per followed
-// datacenter and a few refetch workers; Close stops them all and waits for
+// live entry (its refresh loop) or, with a Feed, a few refetch workers
+// (and, with a Feed but no Hub, a hub of its own, which runs one
+// goroutine per followed datacenter); Close stops them all and waits for
 // them. The Fetcher is
 // called from those goroutines, concurrently for different keys, and must
 // return promptly once its ctx is done.

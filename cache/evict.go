@@ -21,13 +21,13 @@ func (c *Cache[V]) insertLocked(key Key, e *Entry[V], stale bool) {
 	s := &slot[V]{key: key, size: size, listed: now, lastOK: now}
 	s.entry.Store(e)
 	s.lastUsed.Store(now)
-	if c.cfg.Feed != nil {
+	if c.hub != nil {
 		s.cancel = func() {}
 		c.setRefreshAfterLocked(s, e.Value)
 		c.lru.Add(key, s)
 		c.table.Store(key, s)
 		c.bytes += size
-		c.followLocked(key.Datacenter)
+		c.hub.follow(key.Datacenter)
 		if stale {
 			c.queueLocked(s)
 		}

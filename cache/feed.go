@@ -22,10 +22,11 @@ type Feed func(ctx context.Context, dc string, minIndex uint64, wait time.Durati
 // second or so on a LAN, few enough not to flood a server.
 const refetchers = 8
 
-// With a Feed (Config.Feed), an entry has no goroutine and no blocking
-// query of its own: the cache follows the feed of each datacenter its
-// entries belong to (one blocking call at a time, follow) and refetches
-// the entries the feed names (plain reads, by a few workers, refetch).
+// With a Feed (Config.Feed, or a Hub's), an entry has no goroutine and no
+// blocking query of its own: the hub follows the feed of each datacenter
+// the entries belong to (one blocking call at a time, hub.go), and the
+// cache refetches the entries the feed names (plain reads, by a few
+// workers, refetch).
 // This is what lets one agent hold ten thousand names for the memory of
 // their values, and a server carry a thousand agents for a thousand open
 // calls instead of millions.
@@ -35,78 +36,14 @@ const refetchers = 8
 // once inserted, so a change that lands while a read of the entry is in
 // progress is never lost.
 
-// followLocked starts following dc's feed unless the cache already does.
-func (c *Cache[V]) followLocked(dc string) {
-	if c.followed[dc] || c.closed {
-		return
-	}
-	c.followed[dc] = true
-	c.wg.Go(func() { c.follow(dc) })
-}
-
-// follow runs dc's feed until the cache closes. Its first call (minIndex
-// 0) resets, so entries filled before it began are refetched once; after
-// the feed has failed it starts again from 0, since the servers may have
-// changed meanwhile and the one answering may not be the one that did.
-// While the feed fails, dc's entries count as out of contact from the
-// feed's last success, which makes them stale after StaleAfter and drops
-// them after MaxStale (sweep).
-func (c *Cache[V]) follow(dc string) {
-	ctx := c.ctx
-	inDC := func(k Key) bool { return k.Datacenter == dc }
-	var index uint64
-	failures := 0
-	lastOK := c.now()
-	for ctx.Err() == nil {
-		wait := jitter(c.cfg.BlockingWait)
-		start := c.now()
-		fctx, fcancel := context.WithTimeout(ctx, wait+wait/16+c.cfg.FetchTimeout)
-		idx, changed, reset, err := c.cfg.Feed(fctx, dc, index, wait)
-		fcancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			c.refreshErrors.Add(1)
-			failures++
-			c.markFailing(inDC, lastOK)
-			c.warn("cache feed failing; serving stale", Key{Datacenter: dc}, err)
-			if !sleep(ctx, backoff(c.cfg.RetryMin, c.cfg.RetryMax, failures)) {
-				return
-			}
-			index = 0
-			continue
-		}
-		if failures > 0 {
-			c.logger.Debug("cache feed recovered", "dc", dc, "failures", failures)
-			failures = 0
-		}
-		lastOK = c.now()
-		switch {
-		case reset || index == 0:
-			c.invalidate(inDC)
-		case idx != index:
-			c.invalidate(func(k Key) bool { return k.Datacenter == dc && changed(k) })
-		}
-		elapsed := time.Duration(c.now() - start)
-		if (reset && index != 0 || idx <= index) && elapsed < wait/2 {
-			// Back early without news, or with another reset: pace the
-			// feed so that a server that does not block cannot make it
-			// spin; a real change still arrives within RetryMin.
-			if !sleep(ctx, jitter(c.cfg.RetryMin)) {
-				return
-			}
-		}
-		index = max(idx, 1)
-	}
-}
-
-// markFailing marks the matching entries as out of contact since lastOK,
-// unless they already are.
-func (c *Cache[V]) markFailing(match func(Key) bool, lastOK int64) {
+// markFailing (the hub's) marks the matching entries as out of contact
+// since lastOK, unless they already are, and counts a refresh error.
+func (c *Cache[V]) markFailing(match func(Key) bool, lastOK time.Time) {
+	c.refreshErrors.Add(1)
+	since := max(int64(lastOK.Sub(c.epoch))+1, 1)
 	c.table.Range(func(_, v any) bool {
 		if s := v.(*slot[V]); match(s.key) {
-			s.failingSince.CompareAndSwap(0, lastOK)
+			s.failingSince.CompareAndSwap(0, since)
 		}
 		return true
 	})

@@ -250,3 +250,36 @@ func TestFeedRefreshAfter(t *testing.T) {
 		wantInstances(t, e, "10.0.0.9") // RefreshAfter 0: only the feed refreshes it
 	})
 }
+
+// TestHubSharedByCaches: two caches on one Hub follow one feed per
+// datacenter between them, and both see a change it names.
+func TestHubSharedByCaches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.register("web", "10.0.0.1")
+		hub, err := cache.NewHub(f.feed, cache.DefaultConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hub.Close()
+		cfg := cache.DefaultConfig()
+		cfg.Hub = hub
+		a, b := newCache(t, cfg, f), newCache(t, cfg, f)
+		defer b.Close()
+		defer a.Close()
+		get(t, a, web)
+		get(t, b, web)
+		synctest.Wait()
+
+		before := f.feedCalls()
+		f.register("web", "10.0.0.2")
+		synctest.Wait()
+		if got := f.feedCalls() - before; got != 1 {
+			t.Errorf("feed calls for one change with two caches: got %d, want 1", got)
+		}
+		for _, c := range []*cache.Cache[*answer]{a, b} {
+			e, _ := get(t, c, web)
+			wantInstances(t, e, "10.0.0.1", "10.0.0.2")
+		}
+	})
+}
