@@ -28,13 +28,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
@@ -76,13 +74,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg, existing)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cachemem:", err)
-		os.Exit(1)
-	}
+	loopback.Main("cachemem", func(ctx context.Context) error { return run(ctx, cfg, existing) })
 }
 
 // question is one name to ask and whether it should have an answer.
@@ -100,11 +92,7 @@ type usage struct {
 }
 
 func run(ctx context.Context, cfg config, existing int) (err error) {
-	bin, err := loopback.Binary(cfg.cairn)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "cairn-bench-cachemem-")
+	bin, work, err := loopback.Prepare(cfg.cairn, "cachemem")
 	if err != nil {
 		return err
 	}

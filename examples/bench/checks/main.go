@@ -25,12 +25,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
@@ -65,21 +63,11 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "checks:", err)
-		os.Exit(1)
-	}
+	loopback.Main("checks", func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	bin, err := loopback.Binary(cfg.cairn)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "cairn-bench-checks-")
+	bin, work, err := loopback.Prepare(cfg.cairn, "checks")
 	if err != nil {
 		return err
 	}

@@ -22,11 +22,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
@@ -61,13 +59,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cluster:", err)
-		os.Exit(1)
-	}
+	loopback.Main("cluster", func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 // row is one line of the summary table.
@@ -78,11 +70,7 @@ type row struct {
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	bin, err := loopback.Binary(cfg.cairn)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "cairn-bench-cluster-")
+	bin, work, err := loopback.Prepare(cfg.cairn, "cluster")
 	if err != nil {
 		return err
 	}

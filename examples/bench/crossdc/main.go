@@ -27,10 +27,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -65,21 +63,11 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crossdc:", err)
-		os.Exit(1)
-	}
+	loopback.Main("crossdc", func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	bin, err := loopback.Binary(cfg.cairn)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "cairn-bench-crossdc-")
+	bin, work, err := loopback.Prepare(cfg.cairn, "crossdc")
 	if err != nil {
 		return err
 	}

@@ -32,9 +32,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
@@ -68,13 +66,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "propagation:", err)
-		os.Exit(1)
-	}
+	loopback.Main("propagation", func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 // sample is one round: from sending the PUT to B's first answer holding
@@ -83,11 +75,7 @@ func main() {
 type sample struct{ total, put, afterPut time.Duration }
 
 func run(ctx context.Context, cfg config) (err error) {
-	bin, err := loopback.Binary(cfg.cairn)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "cairn-bench-propagation-")
+	bin, work, err := loopback.Prepare(cfg.cairn, "propagation")
 	if err != nil {
 		return err
 	}

@@ -41,11 +41,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -88,13 +86,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "watchload:", err)
-		os.Exit(1)
-	}
+	loopback.Main("watchload", func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 // measured is one window's figures.
@@ -119,11 +111,7 @@ type load struct {
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	bin, err := loopback.Binary(cfg.cairn)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "cairn-bench-watchload-")
+	bin, work, err := loopback.Prepare(cfg.cairn, "watchload")
 	if err != nil {
 		return err
 	}

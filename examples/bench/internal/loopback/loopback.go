@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -437,6 +438,31 @@ func Sample(pid int) (cpu time.Duration, rssKiB, threads int64, err error) {
 func Ms(sorted []time.Duration, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return float64(sorted[min(max(i, 0), len(sorted)-1)]) / float64(time.Millisecond)
+}
+
+// Main runs a bench program's run with a context that Ctrl-C and SIGTERM
+// cancel (so its agents are stopped), and exits 1 with the program's name
+// and the error when run fails.
+func Main(name string, run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+// Prepare checks the cairn binary at path (Binary) and makes the bench's
+// work directory, a new temporary one named after it.
+func Prepare(path, bench string) (bin, work string, err error) {
+	if bin, err = Binary(path); err != nil {
+		return "", "", err
+	}
+	if work, err = os.MkdirTemp("", "cairn-bench-"+bench+"-"); err != nil {
+		return "", "", err
+	}
+	return bin, work, nil
 }
 
 // Binary checks that path is a file and returns its absolute path.
