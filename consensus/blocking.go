@@ -18,7 +18,8 @@ import (
 // Without MinQueryIndex, run runs once. With it, run runs again each time
 // something it read changes, until the index it returns is greater than
 // MinQueryIndex or the wait ends: opts.BlockingTimeout(limits), which
-// includes the jitter, or ctx (the endpoint's lifetime) ends. Either way the
+// includes the jitter, or ctx (the request's, which the endpoint's Close
+// ends too) ends. Either way the
 // latest result is the answer and the error is nil: a query that waited in
 // vain returns the index it was given, and the caller asks again.
 //
@@ -51,12 +52,4 @@ func blockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.Quer
 			return nil
 		}
 	}
-}
-
-// BlockingQuery is the blocking loop of the Catalog endpoint's reads, for
-// a reader of a server's own store outside the endpoint (the HTTP API of a
-// server agent): the same rules, with the caller's ctx (a request's) ending
-// the wait early.
-func BlockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws catalog.WatchSet) (uint64, error)) error {
-	return blockingQuery(ctx, limits, opts, meta, run)
 }

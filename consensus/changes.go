@@ -1,6 +1,8 @@
 package consensus
 
 import (
+	"context"
+
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -10,12 +12,13 @@ import (
 // keeps open per datacenter, instead of one blocking query per cached
 // name. A Reset (the change log cannot answer for that index) is returned
 // at once.
-func (c *Catalog) Changes(args *rpc.ChangesRequest, reply *rpc.ChangesResponse) (err error) {
-	defer wireError(&err)
-	if done, err := c.forwardRead(rpc.MethodCatalogChanges, &args.QueryOptions, &args.Forwarded, args, reply); done {
+func (c *Catalog) Changes(ctx context.Context, args *rpc.ChangesRequest, reply *rpc.ChangesResponse) (err error) {
+	ctx, release := c.requestContext(ctx)
+	defer release()
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogChanges, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	err = c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	err = c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		reply.Changes = c.srv.Store().ChangesSince(ws, args.MinQueryIndex)
 		if reply.Changes.Reset {
 			// Any index past the one asked about ends the wait.

@@ -14,9 +14,12 @@
 // another datacenter to a live server of that datacenter (found by the
 // Router, which follows the WAN gossip pool), and holding blocking queries
 // on state-store watches; the Status RPC endpoint reports
-// this server's view of Raft (the leader, the configuration). Both return
-// errors through rpc.WireError, so a field error or a sentinel reaches the
-// caller, even through a forward. The Leader runs the leader's
+// this server's view of Raft (the leader, the configuration). Their
+// methods take the caller's context (rpc.Server passes it, over the port or
+// in process through rpc.Server.Call), which bounds what a request waits
+// for: a blocking query, a forward, a Raft apply. The rpc.Server returns
+// their errors through rpc.WireError, so a field error or a sentinel
+// reaches the caller, even through a forward. The Leader runs the leader's
 // duties: it reconciles gossip membership into node health checks and the
 // Raft configuration.
 //

@@ -78,23 +78,30 @@ func (c CatalogConfig) Validate() error {
 // to a live server of that datacenter, which answers it as its own
 // (forward_dc.go); ListDatacenters says which datacenters there are.
 //
-// Every method returns its error through rpc.WireError, so that an invalid
-// field reaches the caller as a *catalog.FieldError and a missing node as
-// catalog.ErrNotFound, even through a forward to the leader.
+// Its methods return errors plain; the rpc.Server encodes them with
+// rpc.WireError, so that an invalid field reaches the caller as a
+// *catalog.FieldError and a missing node as catalog.ErrNotFound, even
+// through a forward to the leader.
 //
-// Register it on an rpc.Server under rpc.CatalogEndpoint. Its methods are called
-// by net/rpc, each on its own goroutine. Close must be called before the
-// rpc.Server is shut down: it ends blocking queries and forwards in flight,
-// which Shutdown waits for.
+// Register it on an rpc.Server under rpc.CatalogEndpoint. Its methods are
+// called by the rpc.Server, each on a goroutine of its own (or the caller's,
+// through rpc.Server.Call), with the caller's ctx: a blocking query, a
+// forward to the leader or to another datacenter, the wait for a leader and
+// a Raft apply all end when it does, or when Close is called, whichever is
+// first. A forward's deadline is the caller's when that is sooner than
+// ForwardTimeout (plus a blocking query's wait). Close ends the requests
+// in flight, as the rpc.Server's Shutdown does through their ctx; call it
+// when the endpoint stops being served, before the rpc.Server's Shutdown,
+// which waits for them.
 type Catalog struct {
 	srv  *Server
 	pool *rpc.Pool
 	cfg  CatalogConfig
 
-	// ctx is the endpoint's lifetime, not a request's: net/rpc methods
-	// take no context, so Close cancels this one to end the blocking
-	// queries and forwards in flight (as rpc.Pool keeps its dial context).
-	ctx    context.Context
+	// life is the endpoint's lifetime, not a request's: Close cancels it
+	// to end the blocking queries and forwards in flight, each request's
+	// own ctx being tied to it (requestContext).
+	life   context.Context
 	cancel context.CancelFunc
 }
 
@@ -104,8 +111,8 @@ func NewCatalog(s *Server, pool *rpc.Pool, cfg CatalogConfig) (*Catalog, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Catalog{srv: s, pool: pool, cfg: cfg, ctx: ctx, cancel: cancel}, nil
+	life, cancel := context.WithCancel(context.Background())
+	return &Catalog{srv: s, pool: pool, cfg: cfg, life: life, cancel: cancel}, nil
 }
 
 // Close ends the blocking queries and forwards in flight: each returns its
@@ -113,11 +120,28 @@ func NewCatalog(s *Server, pool *rpc.Pool, cfg CatalogConfig) (*Catalog, error) 
 // answered, without blocking. Close may be called more than once.
 func (c *Catalog) Close() { c.cancel() }
 
+// errClosed is the cause of a request's ctx ending because the endpoint
+// was closed.
+var errClosed = errors.New("consensus endpoint closed")
+
+// requestContext returns the ctx a request's work runs under: the caller's,
+// ended also by Close (with cause errClosed). The returned func releases
+// it; every method defers it.
+func (c *Catalog) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.life, func() { cancel(errClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
 // Register registers a node, and optionally a service and checks on it,
 // and returns once the write is committed and applied.
-func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) (err error) {
-	defer wireError(&err)
-	if done, err := c.forwardDC(rpc.MethodCatalogRegister, args.Datacenter, &args.FromDatacenter, true, args, &struct{}{}, 0); done {
+func (c *Catalog) Register(ctx context.Context, args *rpc.RegisterRequest, _ *struct{}) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
+	if done, err := c.forwardDC(ctx, rpc.MethodCatalogRegister, args.Datacenter, &args.FromDatacenter, true, args, &struct{}{}, 0); done {
 		return err
 	}
 	reg := &args.Registration
@@ -129,27 +153,28 @@ func (c *Catalog) Register(args *rpc.RegisterRequest, _ *struct{}) (err error) {
 	if err := catalog.ValidateRegister(reg); err != nil {
 		return err
 	}
-	if done, err := c.forward(rpc.MethodCatalogRegister, &args.Forwarded, args, &struct{}{}, 0); done {
+	if done, err := c.forward(ctx, rpc.MethodCatalogRegister, &args.Forwarded, args, &struct{}{}, 0); done {
 		return err
 	}
-	return c.srv.Register(c.ctx, reg)
+	return c.srv.Register(ctx, reg)
 }
 
 // Deregister removes a service, a check or (with neither named) a node,
 // and returns once the write is committed and applied.
-func (c *Catalog) Deregister(args *rpc.DeregisterRequest, _ *struct{}) (err error) {
-	defer wireError(&err)
-	if done, err := c.forwardDC(rpc.MethodCatalogDeregister, args.Datacenter, &args.FromDatacenter, true, args, &struct{}{}, 0); done {
+func (c *Catalog) Deregister(ctx context.Context, args *rpc.DeregisterRequest, _ *struct{}) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
+	if done, err := c.forwardDC(ctx, rpc.MethodCatalogDeregister, args.Datacenter, &args.FromDatacenter, true, args, &struct{}{}, 0); done {
 		return err
 	}
 	d := &args.Deregistration
 	if err := validateDeregister(d); err != nil {
 		return err
 	}
-	if done, err := c.forward(rpc.MethodCatalogDeregister, &args.Forwarded, args, &struct{}{}, 0); done {
+	if done, err := c.forward(ctx, rpc.MethodCatalogDeregister, &args.Forwarded, args, &struct{}{}, 0); done {
 		return err
 	}
-	return c.srv.Deregister(c.ctx, d)
+	return c.srv.Deregister(ctx, d)
 }
 
 func validateDeregister(d *catalog.DeregisterRequest) error {
@@ -170,8 +195,9 @@ func validateDeregister(d *catalog.DeregisterRequest) error {
 }
 
 // ServiceInstances returns the instances of a service.
-func (c *Catalog) ServiceInstances(args *rpc.ServiceInstancesRequest, reply *rpc.ServiceInstancesResponse) (err error) {
-	defer wireError(&err)
+func (c *Catalog) ServiceInstances(ctx context.Context, args *rpc.ServiceInstancesRequest, reply *rpc.ServiceInstancesResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
 	if err := validateLabel("Service", args.Service); err != nil {
 		return err
 	}
@@ -180,10 +206,10 @@ func (c *Catalog) ServiceInstances(args *rpc.ServiceInstancesRequest, reply *rpc
 			return err
 		}
 	}
-	if done, err := c.forwardRead(rpc.MethodCatalogServiceInstances, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogServiceInstances, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, all, err := c.srv.Store().ServiceInstances(ws, args.Service, args.Tag)
 		if err != nil {
 			return 0, err
@@ -203,12 +229,13 @@ func (c *Catalog) ServiceInstances(args *rpc.ServiceInstancesRequest, reply *rpc
 }
 
 // Nodes returns every node.
-func (c *Catalog) Nodes(args *rpc.NodesRequest, reply *rpc.NodesResponse) (err error) {
-	defer wireError(&err)
-	if done, err := c.forwardRead(rpc.MethodCatalogNodes, &args.QueryOptions, &args.Forwarded, args, reply); done {
+func (c *Catalog) Nodes(ctx context.Context, args *rpc.NodesRequest, reply *rpc.NodesResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogNodes, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, nodes, err := c.srv.Store().Nodes(ws)
 		reply.Nodes = nodes
 		return idx, err
@@ -216,12 +243,13 @@ func (c *Catalog) Nodes(args *rpc.NodesRequest, reply *rpc.NodesResponse) (err e
 }
 
 // Services returns every service name with its tags.
-func (c *Catalog) Services(args *rpc.ServicesRequest, reply *rpc.ServicesResponse) (err error) {
-	defer wireError(&err)
-	if done, err := c.forwardRead(rpc.MethodCatalogServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
+func (c *Catalog) Services(ctx context.Context, args *rpc.ServicesRequest, reply *rpc.ServicesResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, services, err := c.srv.Store().Services(ws)
 		reply.Services = services
 		return idx, err
@@ -229,15 +257,16 @@ func (c *Catalog) Services(args *rpc.ServicesRequest, reply *rpc.ServicesRespons
 }
 
 // NodeServices returns a node and the services on it.
-func (c *Catalog) NodeServices(args *rpc.NodeServicesRequest, reply *rpc.NodeServicesResponse) (err error) {
-	defer wireError(&err)
+func (c *Catalog) NodeServices(ctx context.Context, args *rpc.NodeServicesRequest, reply *rpc.NodeServicesResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
 	if err := catalog.ValidateNodeName("Node", args.Node); err != nil {
 		return err
 	}
-	if done, err := c.forwardRead(rpc.MethodCatalogNodeServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogNodeServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		nodeIdx, node, err := c.srv.Store().Node(ws, args.Node)
 		if err != nil {
 			return 0, err
@@ -253,16 +282,17 @@ func (c *Catalog) NodeServices(args *rpc.NodeServicesRequest, reply *rpc.NodeSer
 
 // Reverse returns the nodes and services registered with an address, for
 // PTR answers.
-func (c *Catalog) Reverse(args *rpc.ReverseRequest, reply *rpc.ReverseResponse) (err error) {
-	defer wireError(&err)
+func (c *Catalog) Reverse(ctx context.Context, args *rpc.ReverseRequest, reply *rpc.ReverseResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
 	addr, err := parseAddr("Addr", args.Addr)
 	if err != nil {
 		return err
 	}
-	if done, err := c.forwardRead(rpc.MethodCatalogReverse, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogReverse, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		// Store.Reverse reports no index, so the answer carries the
 		// store's: coarser (any write moves it, so a blocking query may
 		// return unchanged data once), never wrong. It is read first, so
@@ -309,15 +339,20 @@ func checkDatacenter(own, dc string) error {
 	return fmt.Errorf("datacenter %q (this is %q): %w", dc, own, ErrNoPathToDatacenter)
 }
 
-// wireError applies rpc.WireError to the error an endpoint method returns,
-// so that a field error or a sentinel reaches the caller as such. Every
-// method defers it on its named result.
-func wireError(err *error) { *err = rpc.WireError(*err) }
-
-// query answers a read from this server's store, blocking as opts ask, and
-// says how current the answer is.
-func (c *Catalog) query(opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws catalog.WatchSet) (uint64, error)) error {
-	if err := blockingQuery(c.ctx, c.cfg.Blocking, opts, meta, run); err != nil {
+// query answers a read from this server's store, blocking as opts ask
+// (until ctx ends at the latest), and says how current the answer is.
+func (c *Catalog) query(ctx context.Context, opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws catalog.WatchSet) (uint64, error)) error {
+	// The leader's store has never reached the index the caller holds: it
+	// comes from another history (from before a snapshot was restored, or
+	// another cluster). Answer at once, as the change feed answers with a
+	// Reset, so the caller starts over from this store's index instead of
+	// waiting out its whole wait. A follower may merely be behind, and the
+	// caller wants it to catch up first (the agents' caches ask for the
+	// index the change feed reported), so it waits as usual.
+	if opts.MinQueryIndex > c.srv.Store().Index() && c.srv.IsLeader() {
+		opts.MinQueryIndex = 0
+	}
+	if err := blockingQuery(ctx, c.cfg.Blocking, opts, meta, run); err != nil {
 		return err
 	}
 	meta.KnownLeader = c.srv.Leader() != ""
@@ -329,7 +364,7 @@ func (c *Catalog) query(opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws 
 // to the leader unless it may be answered here, after checking what every
 // read must satisfy. When it returns done, the reply is filled in (or err
 // says why not); otherwise the caller answers from its own store.
-func (c *Catalog) forwardRead(method string, q *rpc.QueryOptions, forwarded *bool, args, reply any) (done bool, err error) {
+func (c *Catalog) forwardRead(ctx context.Context, method string, q *rpc.QueryOptions, forwarded *bool, args, reply any) (done bool, err error) {
 	if err := q.Validate(); err != nil {
 		return true, err
 	}
@@ -337,17 +372,17 @@ func (c *Catalog) forwardRead(method string, q *rpc.QueryOptions, forwarded *boo
 	if q.IsBlocking() {
 		wait = maxBlockingWait(*q, c.cfg.Blocking)
 	}
-	if done, err := c.forwardDC(method, q.Datacenter, &q.FromDatacenter, false, args, reply, wait); done {
+	if done, err := c.forwardDC(ctx, method, q.Datacenter, &q.FromDatacenter, false, args, reply, wait); done {
 		return true, err
 	}
 	if q.AllowStale {
 		return false, nil
 	}
-	if done, err := c.forward(method, forwarded, args, reply, wait); done {
+	if done, err := c.forward(ctx, method, forwarded, args, reply, wait); done {
 		return true, err
 	}
 	if q.RequireConsistent {
-		if err := c.consistentRead(); err != nil {
+		if err := c.consistentRead(ctx); err != nil {
 			return true, err
 		}
 	}
@@ -368,28 +403,36 @@ func maxBlockingWait(opts rpc.QueryOptions, l rpc.BlockingLimits) time.Duration 
 
 // forward sends a request to the leader when this server is not the
 // leader, waiting up to LeaderWait for one to be known, and gives the
-// forward ForwardTimeout plus wait (a blocking query's) to finish. done
-// reports whether the request was forwarded or refused; when it is false
-// this server is the leader and answers itself.
+// forward ForwardTimeout plus wait (a blocking query's) to finish, or
+// less when ctx (the request's) ends sooner. done reports whether the
+// request was forwarded or refused; when it is false this server is the
+// leader and answers itself.
+//
+// The forwarded mark is set on args for the hop and cleared when it
+// returns: args may be the in-process caller's own (rpc.Server.Call), who
+// may send them again.
 //
 // The leader's error comes back as it was sent (a *rpc.RemoteError), so the
-// client sees the leader's words, and the method's rpc.WireError encodes
-// its field or sentinel again; a failure to reach the leader wraps
+// client sees the leader's words, and the rpc.Server's rpc.WireError
+// encodes its field or sentinel again; a failure to reach the leader wraps
 // rpc.ErrTransport. A request that was forwarded to this server already is
 // refused with ErrNotLeader rather than sent on.
-func (c *Catalog) forward(method string, forwarded *bool, args, reply any, wait time.Duration) (done bool, err error) {
+func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, args, reply any, wait time.Duration) (done bool, err error) {
 	if c.srv.IsLeader() {
 		return false, nil
 	}
 	if *forwarded {
 		return true, fmt.Errorf("%s forwarded to a server that no longer leads: %w", method, ErrNotLeader)
 	}
-	leader, err := c.waitLeader()
+	leader, err := c.waitLeader(ctx)
 	if err != nil || leader == "" { // "" when this server became the leader
 		return err != nil, err
 	}
 	*forwarded = true
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ForwardTimeout+wait)
+	defer func() { *forwarded = false }()
+	// WithTimeout keeps ctx's deadline when it is the sooner: a forward
+	// never outlives what its caller has left.
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ForwardTimeout+wait)
 	defer cancel()
 	err = c.pool.Call(ctx, leader, method, args, reply)
 	if remote, ok := errors.AsType[*rpc.RemoteError](err); ok {
@@ -402,10 +445,11 @@ func (c *Catalog) forward(method string, forwarded *bool, args, reply any, wait 
 }
 
 // waitLeader returns the leader's address, or "" when this server is the
-// leader, polling until one is known for up to LeaderWait. This server
-// named as leader while it is not (it is stepping down) counts as unknown. Raft and RPC share the server port, so the Raft address of the
-// leader is also its RPC address.
-func (c *Catalog) waitLeader() (string, error) {
+// leader, polling until one is known for up to LeaderWait, or until ctx
+// ends. This server named as leader while it is not (it is stepping down)
+// counts as unknown. Raft and RPC share the server port, so the Raft
+// address of the leader is also its RPC address.
+func (c *Catalog) waitLeader(ctx context.Context) (string, error) {
 	const poll = 10 * time.Millisecond
 	deadline := time.Now().Add(c.cfg.LeaderWait)
 	tick := time.NewTicker(poll)
@@ -421,8 +465,8 @@ func (c *Catalog) waitLeader() (string, error) {
 			return "", fmt.Errorf("none known after %s: %w", c.cfg.LeaderWait, ErrNoLeader)
 		}
 		select {
-		case <-c.ctx.Done():
-			return "", fmt.Errorf("endpoint closed: %w", ErrNoLeader)
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for one: %w: %w", ErrNoLeader, context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
@@ -436,8 +480,13 @@ func (c *Catalog) waitLeader() (string, error) {
 // Consul instead verifies leadership per read (VerifyLeader, no disk
 // write) and runs one barrier when it takes office; that needs a
 // readiness flag set by the leader loop, which Server does not have yet.
-func (c *Catalog) consistentRead() error {
-	err := c.srv.raft.Barrier(c.srv.cfg.ApplyTimeout).Error()
+// ctx bounds the wait for Raft to take the barrier, as it does an apply's.
+func (c *Catalog) consistentRead(ctx context.Context) error {
+	timeout, err := c.srv.waitBound(ctx)
+	if err != nil {
+		return fmt.Errorf("consistent read: %w", err)
+	}
+	err = c.srv.raft.Barrier(timeout).Error()
 	switch {
 	case err == nil:
 		return nil

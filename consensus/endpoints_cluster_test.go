@@ -198,16 +198,16 @@ func TestCatalogEndpointErrorsOnFollower(t *testing.T) {
 // follower makes of the leader's errors.
 type refusingLeader struct{}
 
-func (refusingLeader) Register(args *rpc.RegisterRequest, _ *struct{}) error {
+func (refusingLeader) Register(_ context.Context, args *rpc.RegisterRequest, _ *struct{}) error {
 	if !args.Forwarded {
 		return errors.New("want a forwarded request")
 	}
-	return rpc.WireError(fmt.Errorf("register node %q: %w", args.Registration.Node,
-		&catalog.FieldError{Field: `Service.Meta["only the leader"]`, Reason: "is refused: by the leader"}))
+	return fmt.Errorf("register node %q: %w", args.Registration.Node,
+		&catalog.FieldError{Field: `Service.Meta["only the leader"]`, Reason: "is refused: by the leader"})
 }
 
-func (refusingLeader) Deregister(args *rpc.DeregisterRequest, _ *struct{}) error {
-	return rpc.WireError(fmt.Errorf("deregister on node %q: %w", args.Deregistration.Node, catalog.ErrNotFound))
+func (refusingLeader) Deregister(_ context.Context, args *rpc.DeregisterRequest, _ *struct{}) error {
+	return fmt.Errorf("deregister on node %q: %w", args.Deregistration.Node, catalog.ErrNotFound)
 }
 
 // TestCatalogEndpointLeaderErrorsSurviveForward: a field error or a

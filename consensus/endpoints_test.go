@@ -22,6 +22,7 @@ import (
 type endpointHarness struct {
 	srv    *Server
 	cat    *Catalog
+	rpc    *rpc.Server
 	addr   string
 	client *rpc.Pool
 }
@@ -92,7 +93,7 @@ func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *end
 			t.Fatal(err)
 		}
 	}
-	return &endpointHarness{srv: srv, cat: cat, addr: addr, client: rpctest.NewPool(t)}
+	return &endpointHarness{srv: srv, cat: cat, rpc: rsrv, addr: addr, client: rpctest.NewPool(t)}
 }
 
 func (h *endpointHarness) call(method string, args, reply any) error {

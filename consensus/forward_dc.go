@@ -37,8 +37,10 @@ const maxDCAttempts = 3
 // (rpc.ErrNotSent), since a write whose connection broke may have been
 // applied. The remote server's own error comes back as it was sent (a
 // *rpc.RemoteError), as with a forward to the leader. wait is a blocking
-// query's longest wait, given to the forward on top of ForwardTimeout.
-func (c *Catalog) forwardDC(method, dc string, from *string, write bool, args, reply any, wait time.Duration) (done bool, err error) {
+// query's longest wait, given to the forward on top of ForwardTimeout;
+// ctx (the request's) ends it sooner when it ends sooner. from is cleared
+// again when the forward returns, as forward clears its mark.
+func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string, write bool, args, reply any, wait time.Duration) (done bool, err error) {
 	if dc == "" || strings.EqualFold(dc, c.cfg.Datacenter) {
 		return false, nil
 	}
@@ -55,7 +57,8 @@ func (c *Catalog) forwardDC(method, dc string, from *string, write bool, args, r
 	}
 	servers = servers[:min(len(servers), maxDCAttempts)]
 	*from = c.cfg.Datacenter
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ForwardTimeout+wait)
+	defer func() { *from = "" }()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ForwardTimeout+wait)
 	defer cancel()
 	var failed []error
 	for _, addr := range servers {
@@ -81,8 +84,7 @@ func (c *Catalog) forwardDC(method, dc string, from *string, write bool, args, r
 // ListDatacenters returns the datacenters this server knows: its own and
 // those of the servers in its WAN pool, sorted. It is answered here,
 // without forwarding, and never blocks.
-func (c *Catalog) ListDatacenters(_ *rpc.DatacentersRequest, reply *rpc.DatacentersResponse) (err error) {
-	defer wireError(&err)
+func (c *Catalog) ListDatacenters(_ context.Context, _ *rpc.DatacentersRequest, reply *rpc.DatacentersResponse) error {
 	if c.cfg.Router == nil {
 		reply.Datacenters = []string{strings.ToLower(c.cfg.Datacenter)}
 		return nil

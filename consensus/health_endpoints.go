@@ -1,6 +1,8 @@
 package consensus
 
 import (
+	"context"
+
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -10,15 +12,16 @@ import (
 // leader, or by this server with AllowStale, and may block.
 
 // NodeChecks returns every check of a node: its own and its services'.
-func (c *Catalog) NodeChecks(args *rpc.NodeChecksRequest, reply *rpc.ChecksResponse) (err error) {
-	defer wireError(&err)
+func (c *Catalog) NodeChecks(ctx context.Context, args *rpc.NodeChecksRequest, reply *rpc.ChecksResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
 	if err := catalog.ValidateNodeName("Node", args.Node); err != nil {
 		return err
 	}
-	if done, err := c.forwardRead(rpc.MethodCatalogNodeChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogNodeChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, checks, err := c.srv.Store().NodeChecks(ws, args.Node)
 		reply.Checks = checks
 		return idx, err
@@ -27,15 +30,16 @@ func (c *Catalog) NodeChecks(args *rpc.NodeChecksRequest, reply *rpc.ChecksRespo
 
 // ServiceChecks returns the service-level checks of every instance of a
 // service.
-func (c *Catalog) ServiceChecks(args *rpc.ServiceChecksRequest, reply *rpc.ChecksResponse) (err error) {
-	defer wireError(&err)
+func (c *Catalog) ServiceChecks(ctx context.Context, args *rpc.ServiceChecksRequest, reply *rpc.ChecksResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
 	if err := validateLabel("Service", args.Service); err != nil {
 		return err
 	}
-	if done, err := c.forwardRead(rpc.MethodCatalogServiceChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogServiceChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, checks, err := c.srv.Store().ServiceChecks(ws, args.Service)
 		reply.Checks = checks
 		return idx, err
@@ -43,15 +47,16 @@ func (c *Catalog) ServiceChecks(args *rpc.ServiceChecksRequest, reply *rpc.Check
 }
 
 // ChecksInState returns every check in a state, or every check for "any".
-func (c *Catalog) ChecksInState(args *rpc.ChecksInStateRequest, reply *rpc.ChecksResponse) (err error) {
-	defer wireError(&err)
+func (c *Catalog) ChecksInState(ctx context.Context, args *rpc.ChecksInStateRequest, reply *rpc.ChecksResponse) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
 	if err := catalog.ValidateHealthState("State", args.State); err != nil {
 		return err
 	}
-	if done, err := c.forwardRead(rpc.MethodCatalogChecksInState, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(ctx, rpc.MethodCatalogChecksInState, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, checks, err := c.srv.Store().ChecksInState(ws, catalog.HealthStatus(args.State))
 		reply.Checks = checks
 		return idx, err

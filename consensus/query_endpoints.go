@@ -16,7 +16,7 @@ import (
 // RemoteQueryExecutor runs a prepared query against another datacenter's
 // catalog, without failover: how the PreparedQuery endpoint fails over.
 // It is called from endpoint goroutines, several at once, and should give
-// up when ctx ends. An error (a datacenter that cannot be reached wraps
+// up when ctx ends (the request's, bounded by FailoverTimeout). An error (a datacenter that cannot be reached wraps
 // ErrNoPathToDatacenter) makes the endpoint try the next datacenter.
 type RemoteQueryExecutor interface {
 	ExecuteRemote(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error)
@@ -66,9 +66,11 @@ func (c PreparedQueryConfig) Validate() error {
 // datacenter, its forwarding to the leader (and, where the Catalog has it,
 // to other datacenters), its blocking limits and its lifetime: closing the
 // Catalog ends this endpoint's forwards too. Register it on an rpc.Server
-// under rpc.PreparedQueryEndpoint. Its RPC methods return errors through
-// rpc.WireError; the in-process methods (ApplyQuery, Queries,
-// ExecuteQuery) return them plain.
+// under rpc.PreparedQueryEndpoint. Its RPC methods are called as the
+// Catalog's are, with the caller's ctx bounding their forwards, Raft
+// applies and failover; the rpc.Server encodes their errors with
+// rpc.WireError. The in-process methods (ApplyQuery, Queries,
+// ExecuteQuery) return errors plain.
 type PreparedQuery struct {
 	cat    *Catalog
 	cfg    PreparedQueryConfig
@@ -89,38 +91,47 @@ func NewPreparedQuery(cat *Catalog, cfg PreparedQueryConfig) (*PreparedQuery, er
 
 // Apply creates, updates or deletes a query and returns once the write is
 // committed and applied. A create gets its ID from the leader.
-func (p *PreparedQuery) Apply(args *rpc.PreparedQueryApplyRequest, reply *rpc.PreparedQueryApplyResponse) (err error) {
-	defer wireError(&err)
-	return p.apply(args, reply)
+func (p *PreparedQuery) Apply(ctx context.Context, args *rpc.PreparedQueryApplyRequest, reply *rpc.PreparedQueryApplyResponse) error {
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
+	return p.apply(ctx, args, reply)
 }
 
 // Get returns one query by ID.
-func (p *PreparedQuery) Get(args *rpc.PreparedQueryGetRequest, reply *rpc.PreparedQueriesResponse) (err error) {
-	defer wireError(&err)
-	return p.get(args, reply)
+func (p *PreparedQuery) Get(ctx context.Context, args *rpc.PreparedQueryGetRequest, reply *rpc.PreparedQueriesResponse) error {
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
+	return p.get(ctx, args, reply)
 }
 
 // List returns every query.
-func (p *PreparedQuery) List(args *rpc.PreparedQueryListRequest, reply *rpc.PreparedQueriesResponse) (err error) {
-	defer wireError(&err)
-	return p.list(args, reply)
+func (p *PreparedQuery) List(ctx context.Context, args *rpc.PreparedQueryListRequest, reply *rpc.PreparedQueriesResponse) error {
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
+	return p.list(ctx, args, reply)
 }
 
 // Execute runs a query by ID or name, failing over as it says.
-func (p *PreparedQuery) Execute(args *rpc.PreparedQueryExecuteRequest, reply *rpc.PreparedQueryExecuteResponse) (err error) {
-	defer wireError(&err)
-	return p.execute(args, reply)
+func (p *PreparedQuery) Execute(ctx context.Context, args *rpc.PreparedQueryExecuteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
+	return p.execute(ctx, args, reply)
 }
 
 // ExecuteRemote runs the query carried in the request against this
 // datacenter's catalog, without failover.
-func (p *PreparedQuery) ExecuteRemote(args *rpc.PreparedQueryExecuteRemoteRequest, reply *rpc.PreparedQueryExecuteResponse) (err error) {
-	defer wireError(&err)
-	return p.executeRemote(args, reply)
+func (p *PreparedQuery) ExecuteRemote(ctx context.Context, args *rpc.PreparedQueryExecuteRemoteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
+	return p.executeRemote(ctx, args, reply)
 }
 
-func (p *PreparedQuery) apply(args *rpc.PreparedQueryApplyRequest, reply *rpc.PreparedQueryApplyResponse) error {
-	if done, err := p.cat.forwardDC(rpc.MethodPreparedQueryApply, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {
+// The lower-case methods below do the work of the RPC methods above for
+// them and for the in-process ones; ctx is the request's, tied to the
+// endpoint's lifetime already (requestContext).
+
+func (p *PreparedQuery) apply(ctx context.Context, args *rpc.PreparedQueryApplyRequest, reply *rpc.PreparedQueryApplyResponse) error {
+	if done, err := p.cat.forwardDC(ctx, rpc.MethodPreparedQueryApply, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {
 		return err
 	}
 	q := &args.Query
@@ -141,7 +152,7 @@ func (p *PreparedQuery) apply(args *rpc.PreparedQueryApplyRequest, reply *rpc.Pr
 			return err
 		}
 	}
-	if done, err := p.cat.forward(rpc.MethodPreparedQueryApply, &args.Forwarded, args, reply, 0); done {
+	if done, err := p.cat.forward(ctx, rpc.MethodPreparedQueryApply, &args.Forwarded, args, reply, 0); done {
 		return err
 	}
 	// The ID is chosen here, on the leader, and not by the FSM, which
@@ -153,21 +164,21 @@ func (p *PreparedQuery) apply(args *rpc.PreparedQueryApplyRequest, reply *rpc.Pr
 		}
 		q.ID = id
 	}
-	if err := p.cat.srv.ApplyQuery(p.cat.ctx, &catalog.QueryRequest{Op: args.Op, Query: q}); err != nil {
+	if err := p.cat.srv.ApplyQuery(ctx, &catalog.QueryRequest{Op: args.Op, Query: q}); err != nil {
 		return err
 	}
 	reply.ID = q.ID
 	return nil
 }
 
-func (p *PreparedQuery) get(args *rpc.PreparedQueryGetRequest, reply *rpc.PreparedQueriesResponse) error {
+func (p *PreparedQuery) get(ctx context.Context, args *rpc.PreparedQueryGetRequest, reply *rpc.PreparedQueriesResponse) error {
 	if !catalog.IsQueryID(args.QueryID) {
 		return &catalog.FieldError{Field: "QueryID", Reason: fmt.Sprintf("%q is not a query ID (a UUID)", args.QueryID)}
 	}
-	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryGet, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryGet, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, q, err := p.cat.srv.Store().Query(ws, args.QueryID)
 		if err != nil {
 			return 0, err
@@ -180,29 +191,29 @@ func (p *PreparedQuery) get(args *rpc.PreparedQueryGetRequest, reply *rpc.Prepar
 	})
 }
 
-func (p *PreparedQuery) list(args *rpc.PreparedQueryListRequest, reply *rpc.PreparedQueriesResponse) error {
-	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryList, &args.QueryOptions, &args.Forwarded, args, reply); done {
+func (p *PreparedQuery) list(ctx context.Context, args *rpc.PreparedQueryListRequest, reply *rpc.PreparedQueriesResponse) error {
+	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryList, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, qs, err := p.cat.srv.Store().Queries(ws)
 		reply.Queries = qs
 		return idx, err
 	})
 }
 
-func (p *PreparedQuery) execute(args *rpc.PreparedQueryExecuteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
+func (p *PreparedQuery) execute(ctx context.Context, args *rpc.PreparedQueryExecuteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
 	if args.QueryIDOrName == "" {
 		return &catalog.FieldError{Field: "QueryIDOrName", Reason: "is required"}
 	}
 	// Answered at once: a blocking execute would have to watch every
 	// failover datacenter too.
 	args.MinQueryIndex = 0
-	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryExecute, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryExecute, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
 	var q *catalog.PreparedQuery
-	err := p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	err := p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		qidx, found, err := p.cat.srv.Store().ResolveQuery(ws, args.QueryIDOrName)
 		if err != nil {
 			return 0, err
@@ -218,12 +229,12 @@ func (p *PreparedQuery) execute(args *rpc.PreparedQueryExecuteRequest, reply *rp
 		return err
 	}
 	if len(reply.Result.Nodes) == 0 {
-		return p.failover(q, &reply.Result)
+		return p.failover(ctx, q, &reply.Result)
 	}
 	return nil
 }
 
-func (p *PreparedQuery) executeRemote(args *rpc.PreparedQueryExecuteRemoteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
+func (p *PreparedQuery) executeRemote(ctx context.Context, args *rpc.PreparedQueryExecuteRemoteRequest, reply *rpc.PreparedQueryExecuteResponse) error {
 	q := args.Query
 	if err := catalog.NormalizeQuery(&q); err != nil {
 		var fe *catalog.FieldError
@@ -233,10 +244,10 @@ func (p *PreparedQuery) executeRemote(args *rpc.PreparedQueryExecuteRemoteReques
 		return err
 	}
 	args.MinQueryIndex = 0
-	if done, err := p.cat.forwardRead(rpc.MethodPreparedQueryExecuteRemote, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryExecuteRemote, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return p.cat.query(args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	return p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		return p.runLocal(ws, &q, &reply.Result)
 	})
 }
@@ -264,7 +275,9 @@ func (p *PreparedQuery) runLocal(ws catalog.WatchSet, q *catalog.PreparedQuery, 
 // empty answer would claim that no instance exists (a resolver caches
 // that as NXDOMAIN) when the truth is unknown, so DNS answers SERVFAIL
 // and the client asks again. A datacenter nobody knows is only skipped.
-func (p *PreparedQuery) failover(q *catalog.PreparedQuery, res *catalog.QueryResult) error {
+// Each attempt is bounded by FailoverTimeout and by ctx; once ctx has
+// ended, the datacenters left are not tried.
+func (p *PreparedQuery) failover(ctx context.Context, q *catalog.PreparedQuery, res *catalog.QueryResult) error {
 	known := map[string]bool{}
 	if p.cfg.Datacenters != nil {
 		for _, dc := range p.cfg.Datacenters() {
@@ -273,9 +286,12 @@ func (p *PreparedQuery) failover(q *catalog.PreparedQuery, res *catalog.QueryRes
 	}
 	var errs []error
 	for _, dc := range p.failoverDatacenters(q) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("query %q: failover: %w", q.ID, context.Cause(ctx))
+		}
 		res.Failovers++
-		ctx, cancel := context.WithTimeout(p.cat.ctx, p.cfg.FailoverTimeout)
-		remote, err := p.remote.ExecuteRemote(ctx, dc, q)
+		dcCtx, cancel := context.WithTimeout(ctx, p.cfg.FailoverTimeout)
+		remote, err := p.remote.ExecuteRemote(dcCtx, dc, q)
 		cancel()
 		if err != nil {
 			// Debug: this runs per execution, so per DNS question.
@@ -326,17 +342,14 @@ func (p *PreparedQuery) failoverDatacenters(q *catalog.PreparedQuery) []string {
 // viaEndpoint is the default RemoteQueryExecutor: the endpoint's own
 // ExecuteRemote with the datacenter set, as a client would send it, so
 // that the Catalog's routing to other datacenters takes it there. Its
-// forward is bounded by the Catalog's ForwardTimeout rather than ctx,
-// which it checks only before starting.
+// forward is bounded by ctx (the request's, within FailoverTimeout) and
+// the Catalog's ForwardTimeout, whichever ends first.
 type viaEndpoint struct{ p *PreparedQuery }
 
 func (v viaEndpoint) ExecuteRemote(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	args := &rpc.PreparedQueryExecuteRemoteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true}, Query: *q}
 	var reply rpc.PreparedQueryExecuteResponse
-	if err := v.p.executeRemote(args, &reply); err != nil {
+	if err := v.p.executeRemote(ctx, args, &reply); err != nil {
 		return nil, fmt.Errorf("execute query %q in datacenter %s: %w", q.ID, dc, err)
 	}
 	return &reply.Result, nil
@@ -348,8 +361,10 @@ func (p *PreparedQuery) ApplyQuery(ctx context.Context, op catalog.QueryOp, q *c
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
 	var reply rpc.PreparedQueryApplyResponse
-	if err := p.apply(&rpc.PreparedQueryApplyRequest{Op: op, Query: *q}, &reply); err != nil {
+	if err := p.apply(ctx, &rpc.PreparedQueryApplyRequest{Op: op, Query: *q}, &reply); err != nil {
 		return "", err
 	}
 	return reply.ID, nil
@@ -361,12 +376,14 @@ func (p *PreparedQuery) Queries(ctx context.Context, id string) (uint64, []*cata
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
 	}
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
 	var reply rpc.PreparedQueriesResponse
 	var err error
 	if id != "" {
-		err = p.get(&rpc.PreparedQueryGetRequest{QueryID: id}, &reply)
+		err = p.get(ctx, &rpc.PreparedQueryGetRequest{QueryID: id}, &reply)
 	} else {
-		err = p.list(&rpc.PreparedQueryListRequest{}, &reply)
+		err = p.list(ctx, &rpc.PreparedQueryListRequest{}, &reply)
 	}
 	return reply.Index, reply.Queries, err
 }
@@ -378,9 +395,11 @@ func (p *PreparedQuery) ExecuteQuery(ctx context.Context, dc, idOrName string, s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	ctx, release := p.cat.requestContext(ctx)
+	defer release()
 	var reply rpc.PreparedQueryExecuteResponse
 	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName}
-	if err := p.execute(args, &reply); err != nil {
+	if err := p.execute(ctx, args, &reply); err != nil {
 		return nil, err
 	}
 	return &reply.Result, nil

@@ -201,6 +201,13 @@ func (s *Server) Deregister(ctx context.Context, req *catalog.DeregisterRequest)
 // apply is the one place a write enters Raft: it encodes the command, waits
 // for it to be committed and applied, and turns both Raft's error and the
 // FSM's response into one returned error.
+//
+// ctx bounds the wait for Raft to take the command (waitBound: its
+// deadline, else ApplyTimeout), and a ctx that has ended applies nothing.
+// Once Raft has taken the command, apply waits until Raft commits and
+// applies it or fails it (leadership lost, shutdown), however ctx fares:
+// returning earlier would leave the write's fate unknown to the caller,
+// and a snapshot restore relies on writeMu being held until it lands.
 func (s *Server) apply(ctx context.Context, t commandType, req any) error {
 	s.writeMu.RLock()
 	defer s.writeMu.RUnlock()
@@ -208,12 +215,9 @@ func (s *Server) apply(ctx context.Context, t commandType, req any) error {
 	if err != nil {
 		return err
 	}
-	timeout := s.cfg.ApplyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-	}
-	if timeout <= 0 {
-		return ctx.Err()
+	timeout, err := s.waitBound(ctx)
+	if err != nil {
+		return err
 	}
 	f := s.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {

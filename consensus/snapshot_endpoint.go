@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"bytes"
+	"context"
 
 	"github.com/cairndns/cairn/rpc"
 )
@@ -15,10 +16,12 @@ import (
 // leader, through Raft, to every server.
 //
 // Register it on an rpc.Server under rpc.SnapshotEndpoint. Its methods are
-// called by net/rpc, each on its own goroutine; errors are returned
-// through rpc.WireError, so a bad archive reaches the caller as a
-// *catalog.FieldError naming "snapshot". Closing the Catalog endpoint ends
-// its forwards too.
+// called by the rpc.Server, each on a goroutine of its own (or the
+// caller's, through rpc.Server.Call), with the caller's ctx, which bounds
+// their forwards and the restore as the Catalog's methods' are bounded;
+// closing the Catalog endpoint ends them too. Their errors reach the
+// caller through rpc.WireError, so a bad archive reaches the caller as a
+// *catalog.FieldError naming "snapshot".
 type Snapshot struct {
 	cat *Catalog
 }
@@ -27,11 +30,12 @@ type Snapshot struct {
 func NewSnapshot(cat *Catalog) *Snapshot { return &Snapshot{cat: cat} }
 
 // Save returns an archive of the catalog.
-func (sn *Snapshot) Save(args *rpc.SnapshotSaveRequest, reply *rpc.SnapshotSaveResponse) (err error) {
-	defer wireError(&err)
+func (sn *Snapshot) Save(ctx context.Context, args *rpc.SnapshotSaveRequest, reply *rpc.SnapshotSaveResponse) error {
 	c := sn.cat
+	ctx, release := c.requestContext(ctx)
+	defer release()
 	args.MinQueryIndex = 0 // a save never blocks
-	if done, err := c.forwardRead(rpc.MethodSnapshotSave, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if done, err := c.forwardRead(ctx, rpc.MethodSnapshotSave, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
 	var buf bytes.Buffer
@@ -48,19 +52,20 @@ func (sn *Snapshot) Save(args *rpc.SnapshotSaveRequest, reply *rpc.SnapshotSaveR
 
 // Restore verifies an archive and restores it into every server of the
 // datacenter, returning once a quorum holds it.
-func (sn *Snapshot) Restore(args *rpc.SnapshotRestoreRequest, reply *rpc.SnapshotRestoreResponse) (err error) {
-	defer wireError(&err)
+func (sn *Snapshot) Restore(ctx context.Context, args *rpc.SnapshotRestoreRequest, reply *rpc.SnapshotRestoreResponse) error {
 	c := sn.cat
-	if done, err := c.forwardDC(rpc.MethodSnapshotRestore, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {
+	ctx, release := c.requestContext(ctx)
+	defer release()
+	if done, err := c.forwardDC(ctx, rpc.MethodSnapshotRestore, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {
 		return err
 	}
 	if _, err := VerifyArchive(bytes.NewReader(args.Archive)); err != nil {
 		return err
 	}
-	if done, err := c.forward(rpc.MethodSnapshotRestore, &args.Forwarded, args, reply, 0); done {
+	if done, err := c.forward(ctx, rpc.MethodSnapshotRestore, &args.Forwarded, args, reply, 0); done {
 		return err
 	}
-	meta, index, err := c.srv.RestoreSnapshot(c.ctx, bytes.NewReader(args.Archive))
+	meta, index, err := c.srv.RestoreSnapshot(ctx, bytes.NewReader(args.Archive))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"errors"
 
 	"github.com/cairndns/cairn/rpc"
@@ -13,8 +14,10 @@ import (
 // operator asks.
 //
 // Register it on an rpc.Server under rpc.StatusEndpoint. Its methods are
-// called by net/rpc, each on its own goroutine. Errors are returned through
-// rpc.WireError, as the Catalog endpoint's.
+// called by the rpc.Server, each on a goroutine of its own (or the
+// caller's, through rpc.Server.Call); they never block, so they ignore
+// ctx. Their errors reach the caller through rpc.WireError, as the Catalog
+// endpoint's.
 type Status struct {
 	srv        *Server
 	datacenter string
@@ -31,8 +34,7 @@ func NewStatus(s *Server, datacenter string) (*Status, error) {
 }
 
 // Leader returns the address of the leader this server knows, or "".
-func (st *Status) Leader(args *rpc.StatusRequest, reply *rpc.LeaderResponse) (err error) {
-	defer wireError(&err)
+func (st *Status) Leader(_ context.Context, args *rpc.StatusRequest, reply *rpc.LeaderResponse) error {
 	if err := checkDatacenter(st.datacenter, args.Datacenter); err != nil {
 		return err
 	}
@@ -42,8 +44,7 @@ func (st *Status) Leader(args *rpc.StatusRequest, reply *rpc.LeaderResponse) (er
 
 // RaftConfiguration returns the latest Raft configuration this server
 // knows, sorted by ID, with the leader marked.
-func (st *Status) RaftConfiguration(args *rpc.StatusRequest, reply *rpc.RaftConfigurationResponse) (err error) {
-	defer wireError(&err)
+func (st *Status) RaftConfiguration(_ context.Context, args *rpc.StatusRequest, reply *rpc.RaftConfigurationResponse) error {
 	if err := checkDatacenter(st.datacenter, args.Datacenter); err != nil {
 		return err
 	}

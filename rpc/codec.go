@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/rpc"
 	"reflect"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -16,15 +15,18 @@ import (
 // The wire format of one RPC stream is a sequence of frames, in each
 // direction. A frame is a 4-byte big-endian length n and n bytes holding
 // two msgpack values: a header (requestHeader or responseHeader) and a
-// body (the arguments or the reply). net/rpc's sequence numbers let one
-// stream carry several calls; Pool uses one stream per call.
+// body (the arguments or the reply). A stream carries one call: one
+// request frame, then one response frame. The headers keep net/rpc's
+// sequence number (always 1 now), so the frames are those peers sent when
+// net/rpc served them.
 //
 // The length prefix is what makes decoding untrusted input bounded: a
 // frame longer than the configured maximum is refused before any of it is
 // read, the bytes of a frame are buffered only as they arrive, and the
 // msgpack decoder then works on a byte slice it cannot read past.
 
-// requestHeader is the header of a request frame (net/rpc's Request).
+// requestHeader is the header of a request frame (net/rpc's Request, as
+// the wire was when net/rpc served it).
 type requestHeader struct {
 	ServiceMethod string
 	Seq           uint64
@@ -54,10 +56,12 @@ func newMsgpackHandle() *codec.MsgpackHandle {
 // larger buffers, from large messages, are dropped after use.
 const smallBuffer = 64 << 10
 
-// streamCodec reads and writes frames on one stream. It implements
-// net/rpc's ServerCodec for the server; the pool uses call. net/rpc calls
-// the read methods from one goroutine and serializes the write methods,
-// so a streamCodec needs no lock of its own.
+// streamCodec reads and writes frames on one stream: the server with
+// readRequestHeader, decode and writeResponse, the pool with call. It is
+// used by one goroutine at a time, reading and writing in turn, so it
+// needs no lock of its own. (The server's watch for the caller hanging up
+// reads the stream through r while the method runs, when the codec is
+// not used.)
 type streamCodec struct {
 	rwc io.ReadWriteCloser
 	r   *bufio.Reader
@@ -71,11 +75,9 @@ type streamCodec struct {
 	enc  *codec.Encoder
 
 	// onWriteError, if set, is told about a response that could not be
-	// written (the stream is closed then; see WriteResponse).
+	// written (the stream is closed then; see writeResponse).
 	onWriteError func(error)
 }
-
-var _ rpc.ServerCodec = (*streamCodec)(nil)
 
 func newStreamCodec(rwc io.ReadWriteCloser, maxMessage int) *streamCodec {
 	c := &streamCodec{
@@ -154,36 +156,30 @@ func (c *streamCodec) writeFrame(header, body any) error {
 	return c.w.Flush()
 }
 
-// ReadRequestHeader implements rpc.ServerCodec.
-func (c *streamCodec) ReadRequestHeader(r *rpc.Request) error {
-	if err := c.readFrame(); err != nil {
-		return err
-	}
+// readRequestHeader reads the request frame and decodes its header; the
+// arguments are decoded next, with decode.
+func (c *streamCodec) readRequestHeader() (requestHeader, error) {
 	var h requestHeader
-	if err := c.decode(&h); err != nil {
-		return err
+	if err := c.readFrame(); err != nil {
+		return h, err
 	}
-	r.ServiceMethod, r.Seq = h.ServiceMethod, h.Seq
-	return nil
+	err := c.decode(&h)
+	return h, err
 }
 
-// ReadRequestBody implements rpc.ServerCodec. A nil body (an unknown
-// method) discards the rest of the frame.
-func (c *streamCodec) ReadRequestBody(body any) error {
-	if body == nil {
-		return nil
-	}
-	return c.decode(body)
-}
-
-// WriteResponse implements rpc.ServerCodec. A reply that cannot be
+// writeResponse answers the request whose header is req: with callErr's
+// text (through WireError, so a field error or a sentinel reaches the
+// caller) when it is not nil, else with reply. A reply that cannot be
 // encoded, or is too large, is answered with an error instead, so the
 // caller learns why. When the stream itself fails the codec closes it and
-// returns nil: net/rpc would only print the error with the standard
-// logger, and the closed stream ends ServeCodec's read loop anyway.
-func (c *streamCodec) WriteResponse(r *rpc.Response, body any) error {
-	h := responseHeader{ServiceMethod: r.ServiceMethod, Seq: r.Seq, Error: r.Error}
-	err := c.writeFrame(h, body)
+// tells onWriteError: the caller has gone, and there is nobody else to
+// tell.
+func (c *streamCodec) writeResponse(req requestHeader, callErr error, reply any) {
+	h := responseHeader{ServiceMethod: req.ServiceMethod, Seq: req.Seq}
+	if callErr != nil {
+		h.Error, reply = WireError(callErr).Error(), nil
+	}
+	err := c.writeFrame(h, reply)
 	if errors.Is(err, ErrCodec) || errors.Is(err, ErrMessageTooLarge) {
 		h.Error = "rpc: cannot send reply: " + err.Error()
 		err = c.writeFrame(h, nil)
@@ -194,12 +190,6 @@ func (c *streamCodec) WriteResponse(r *rpc.Response, body any) error {
 			c.onWriteError(err)
 		}
 	}
-	return nil
-}
-
-// Close implements rpc.ServerCodec.
-func (c *streamCodec) Close() error {
-	return c.rwc.Close()
 }
 
 // call makes one call on the stream: it writes the request, reads the

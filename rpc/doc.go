@@ -4,9 +4,9 @@
 // connection picks which. RaftByte hands the rest of the connection to
 // Raft through the server's Layer (a net.Listener plus a Dial, which the
 // consensus package adapts to raft.StreamLayer). RPCByte starts a yamux
-// session, and every stream of that session carries net/rpc calls encoded
-// with msgpack, in length-prefixed frames (codec.go) so that what a peer
-// sends is bounded before it is decoded. A connection that sends any other
+// session, and every stream of that session carries one call encoded with
+// msgpack, in length-prefixed frames (codec.go) so that what a peer sends
+// is bounded before it is decoded. A connection that sends any other
 // byte, or nothing within ServerConfig.HandshakeTimeout, is closed; such
 // refusals are logged at debug level, at most once a minute.
 //
@@ -14,10 +14,21 @@
 // stream per call, so concurrent calls share one connection; it tells an
 // error of the remote method (*RemoteError) from a failure to reach the
 // server or to finish the exchange (ErrTransport), so that callers retry
-// only the latter on another server. net/rpc carries an error as text
-// only; endpoints return theirs through WireError, which writes a
-// *catalog.FieldError or a known sentinel into the text, and the calling
-// side decodes it back into the RemoteError, for errors.As and errors.Is.
+// only the latter on another server. The wire carries an error as text
+// only; the server passes every method's error through WireError, which
+// writes a *catalog.FieldError or a known sentinel into the text, and the
+// calling side decodes it back into the RemoteError, for errors.As and
+// errors.Is.
+//
+// The Server's methods (Register, dispatch.go) are net/rpc's, with the
+// caller's context first: func (t *T) M(ctx context.Context, args *A,
+// reply *R) error. Over the port, ctx ends when the caller closes its
+// stream (its own context ended, or it hung up) or the server shuts
+// down; there is no deadline on the wire, so a caller's deadline reaches
+// the method as that close. Server.Call is the in-process door to the same
+// methods: no connection, no encoding, the caller's ctx as it is, and the
+// same errors as Pool.Call, so that a server agent reaches its own
+// endpoints as a client agent reaches them over the network.
 // QueryOptions, QueryMeta and WriteRequest are the envelopes every endpoint
 // embeds; BlockingTimeout turns a blocking query's options into its wait.
 //

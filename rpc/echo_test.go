@@ -45,12 +45,14 @@ type EchoReply struct {
 // Echo is the test service.
 type Echo struct {
 	stop    chan struct{} // closed at the end of the test: Slow returns
-	started chan struct{} // Slow sends on it, if not nil, when it starts
+	started chan struct{} // Slow and Block send on it, if not nil, when they start
+	// ended receives, if not nil, the cause of each Block's ctx ending.
+	ended chan error
 }
 
 func newEcho() *Echo { return &Echo{stop: make(chan struct{})} }
 
-func (e *Echo) Echo(args *EchoArgs, reply *EchoReply) error {
+func (e *Echo) Echo(_ context.Context, args *EchoArgs, reply *EchoReply) error {
 	reply.Payload = args.Payload
 	if args.Pad > 0 {
 		reply.Payload.Blob = append(reply.Payload.Blob, make([]byte, args.Pad)...)
@@ -61,23 +63,45 @@ func (e *Echo) Echo(args *EchoArgs, reply *EchoReply) error {
 	return nil
 }
 
-func (e *Echo) Fail(args *EchoArgs, reply *EchoReply) error {
+func (e *Echo) Fail(_ context.Context, args *EchoArgs, reply *EchoReply) error {
 	return errors.New(args.Fail)
 }
 
-func (e *Echo) Slow(args *EchoArgs, reply *EchoReply) error {
-	if e.started != nil {
-		select {
-		case e.started <- struct{}{}:
-		case <-e.stop:
-		}
-	}
+// Slow answers after args.Delay, or when the test ends: it ignores ctx, as
+// a method that cannot be interrupted does.
+func (e *Echo) Slow(_ context.Context, args *EchoArgs, reply *EchoReply) error {
+	e.start()
 	select {
 	case <-time.After(args.Delay):
 	case <-e.stop:
 	}
 	reply.Payload = args.Payload
 	return nil
+}
+
+// Block waits for ctx to end, as a blocking query does, reports the
+// cause on ended, and answers with its latest result (the args).
+func (e *Echo) Block(ctx context.Context, args *EchoArgs, reply *EchoReply) error {
+	e.start()
+	select {
+	case <-ctx.Done():
+	case <-e.stop:
+		return errors.New("the test ended before ctx did")
+	}
+	if e.ended != nil {
+		e.ended <- context.Cause(ctx)
+	}
+	reply.Payload = args.Payload
+	return nil
+}
+
+func (e *Echo) start() {
+	if e.started != nil {
+		select {
+		case e.started <- struct{}{}:
+		case <-e.stop:
+		}
+	}
 }
 
 // testConfig is a server config for tests: a free port on loopback.
@@ -89,13 +113,13 @@ func testConfig() ServerConfig {
 
 // startServer starts a server with an Echo service, shut down at the end
 // of the test (Echo's slow calls released first).
-func startServer(t *testing.T, cfg ServerConfig) (*Server, *Echo) {
+func startServer(t testing.TB, cfg ServerConfig) (*Server, *Echo) {
 	t.Helper()
 	return startServerLogged(t, cfg, nil)
 }
 
 // startServerLogged is startServer with a logger.
-func startServerLogged(t *testing.T, cfg ServerConfig, logger *slog.Logger) (*Server, *Echo) {
+func startServerLogged(t testing.TB, cfg ServerConfig, logger *slog.Logger) (*Server, *Echo) {
 	t.Helper()
 	s, err := NewServer(cfg, logger)
 	if err != nil {
@@ -119,7 +143,7 @@ func startServerLogged(t *testing.T, cfg ServerConfig, logger *slog.Logger) (*Se
 	return s, echo
 }
 
-func shutdown(t *testing.T, s *Server) {
+func shutdown(t testing.TB, s *Server) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -130,7 +154,7 @@ func shutdown(t *testing.T, s *Server) {
 
 // newPool returns a pool, closed at the end of the test, and the number
 // of connections it has dialed so far.
-func newPool(t *testing.T) (*Pool, *atomic.Int64) {
+func newPool(t testing.TB) (*Pool, *atomic.Int64) {
 	t.Helper()
 	dials := new(atomic.Int64)
 	cfg := DefaultPoolConfig()
@@ -149,7 +173,7 @@ func newPool(t *testing.T) (*Pool, *atomic.Int64) {
 }
 
 // testCtx bounds a call in a test.
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx

@@ -55,13 +55,14 @@ var ErrNoPathToDatacenter = errors.New("no path to datacenter")
 var ErrConflictingConsistency = errors.New("AllowStale and RequireConsistent are mutually exclusive")
 
 // RemoteError is an error returned by the remote method (or by the remote
-// net/rpc server, such as an unknown method): the call reached the server
-// and ran, or was refused, there. Callers must not retry it on another
-// server as if it were a transport error. errors.As recovers it.
+// server, such as an unknown method): the call reached the server and ran,
+// or was refused, there. Callers must not retry it on another server as if
+// it were a transport error. errors.As recovers it. Server.Call returns
+// the same, for the same error, in process.
 //
-// net/rpc carries only an error's text, so the endpoints encode the errors a
-// caller branches on into that text (WireError) and the calling side decodes
-// them back here: a *catalog.FieldError as FieldError, a well-known
+// The wire carries only an error's text, so the server encodes the errors
+// a caller branches on into that text (WireError) and the calling side
+// decodes them back here: a *catalog.FieldError as FieldError, a well-known
 // sentinel (catalog.ErrNotFound, ErrConflictingConsistency,
 // ErrNoPathToDatacenter) as Sentinel.
 // Unwrap returns whichever is set, so that errors.As(err, &fieldErr) and
@@ -89,7 +90,7 @@ func (e *RemoteError) Unwrap() error {
 	return e.Sentinel
 }
 
-// The encoding of an error's structure in the text net/rpc sends:
+// The encoding of an error's structure in the text the wire carries:
 //
 //	cairn-error/1 field "<Field>" "<Reason>" <message>
 //	cairn-error/1 is <code> <message>
@@ -106,22 +107,28 @@ func (e *RemoteError) Unwrap() error {
 // sentinel.
 const wireMarker = "cairn-error/1 "
 
-// WireError prepares an error to be returned by an RPC method. net/rpc
-// sends only an error's text, so WireError writes into it what a caller
-// branches on: a *catalog.FieldError that errors.As finds in err (its
-// Field and Reason), or a sentinel that errors.Is finds (catalog.ErrNotFound,
-// ErrConflictingConsistency, ErrNoPathToDatacenter). The calling side's codec decodes it into a
-// *RemoteError. Every endpoint method returns WireError(err).
+// WireError prepares an error returned by an RPC method for the wire,
+// which carries only an error's text: it writes into the text what a
+// caller branches on: a *catalog.FieldError that errors.As finds in err
+// (its Field and Reason), or a sentinel that errors.Is finds
+// (catalog.ErrNotFound, ErrConflictingConsistency, ErrNoPathToDatacenter).
+// The calling side's codec decodes it into a *RemoteError. The Server
+// applies it to every method's error, for both doors (Server.Call decodes
+// the text as Pool.Call does), so methods need not; an error it returned
+// already is returned as it is.
 //
 // A *RemoteError (the answer of a server this one forwarded the request
 // to) is encoded again from its structure, so a field error survives two
 // hops. An error with nothing to encode is returned as it is. The error
 // returned unwraps to err, for callers in the same process. WireError(nil)
-// is nil, and an error with empty text gets one: net/rpc would send an
-// empty error text as success.
+// is nil, and an error with empty text gets one: the wire tells success
+// from failure by an empty error text.
 func WireError(err error) error {
 	if err == nil {
 		return nil
+	}
+	if we, ok := err.(*wireError); ok { // encoded already: not twice
+		return we
 	}
 	msg := err.Error()
 	var text string

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -139,11 +140,11 @@ func TestRemoteErrorParsesOddInputs(t *testing.T) {
 // WireError.
 type Wire struct{}
 
-func (Wire) Field(args *EchoArgs, _ *EchoReply) error {
+func (Wire) Field(_ context.Context, args *EchoArgs, _ *EchoReply) error {
 	return WireError(fmt.Errorf("register node %q: %w", "n1", &catalog.FieldError{Field: args.Fail, Reason: "is bad"}))
 }
 
-func (Wire) NotFound(args *EchoArgs, _ *EchoReply) error {
+func (Wire) NotFound(_ context.Context, args *EchoArgs, _ *EchoReply) error {
 	return WireError(fmt.Errorf("node %q: %w", args.Fail, catalog.ErrNotFound))
 }
 

@@ -2,10 +2,10 @@ package rpc
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
-	"net/rpc"
 	"testing"
 	"time"
 )
@@ -14,13 +14,13 @@ import (
 // input can make a call wait.
 type Fuzzy struct{}
 
-func (Fuzzy) Echo(args *EchoArgs, reply *EchoReply) error {
+func (Fuzzy) Echo(_ context.Context, args *EchoArgs, reply *EchoReply) error {
 	reply.Payload = args.Payload
 	return nil
 }
 
-func (Fuzzy) Map(args map[string]any, reply *map[string]any) error {
-	*reply = args
+func (Fuzzy) Map(_ context.Context, args *map[string]any, reply *map[string]any) error {
+	*reply = *args
 	return nil
 }
 
@@ -44,7 +44,8 @@ type streamInput struct {
 	io.Writer
 }
 
-func (streamInput) Close() error { return nil }
+func (streamInput) Close() error                      { return nil }
+func (streamInput) SetReadDeadline(t time.Time) error { return nil }
 
 func codecSeeds(f *testing.F) {
 	f.Add([]byte{})
@@ -57,16 +58,21 @@ func codecSeeds(f *testing.F) {
 }
 
 // FuzzServerCodec feeds random bytes, as one stream's content, to the
-// net/rpc server through the codec: it must neither panic nor hang, and
-// must never hold more than the frame limit.
+// server's stream handler: it must neither panic nor hang, and must never
+// hold more than the frame limit.
 func FuzzServerCodec(f *testing.F) {
 	codecSeeds(f)
-	srv := rpc.NewServer()
-	if err := srv.RegisterName("Fuzzy", Fuzzy{}); err != nil {
+	cfg := testConfig()
+	cfg.MaxMessageSize = 64 << 10
+	srv, err := NewServer(cfg, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := srv.Register("Fuzzy", Fuzzy{}); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		srv.ServeCodec(newStreamCodec(streamInput{bytes.NewReader(data), io.Discard}, 64<<10))
+		srv.serveStream(streamInput{bytes.NewReader(data), io.Discard})
 	})
 }
 

@@ -141,3 +141,11 @@ type WriteRequest struct {
 	// another datacenter, as QueryOptions.FromDatacenter.
 	FromDatacenter string
 }
+
+// Write is satisfied by the arguments of every write endpoint (through the
+// WriteRequest they embed), so a caller can tell a write from a read by its
+// arguments: a write whose request may have reached a server must not be
+// sent again blindly.
+type Write interface{ isWrite() }
+
+func (*WriteRequest) isWrite() {}

@@ -7,7 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/rpc"
+	"reflect"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,14 +19,22 @@ import (
 // Server listens on the server port, reads each connection's first byte,
 // and serves RPC sessions or hands Raft connections to its Layer.
 //
-// Register may be called at any time; Start once; Shutdown once or more.
-// All methods may be called from any goroutine.
+// Its methods are served through two doors: over the port (Pool.Call, a
+// stream per call) and in process (Call). Register may be called at any
+// time; Start once; Shutdown once or more. All methods may be called from
+// any goroutine.
 type Server struct {
-	cfg    ServerConfig
-	logger *slog.Logger
-	rpc    *rpc.Server
-	yamux  *yamux.Config
-	layer  *Layer
+	cfg     ServerConfig
+	logger  *slog.Logger
+	methods registry
+	yamux   *yamux.Config
+	layer   *Layer
+
+	// life is the server's lifetime, not a request's: Shutdown cancels
+	// it, which ends the context of every call in flight through either
+	// door (each call's own context derives from it or is tied to it).
+	life     context.Context
+	shutDown context.CancelFunc
 
 	// badConn rate-limits the debug lines about refused connections.
 	badConn sampler
@@ -36,7 +45,6 @@ type Server struct {
 	closed   bool
 	pending  map[net.Conn]struct{}       // connections that have not sent their first byte
 	sessions map[*yamux.Session]struct{} // RPC sessions being served
-	quit     chan struct{}               // closed by Shutdown
 
 	sessionsServed atomic.Int64
 	wg             sync.WaitGroup
@@ -52,29 +60,132 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "rpc")
+	life, shutDown := context.WithCancel(context.Background())
 	return &Server{
 		cfg:      cfg,
 		logger:   logger,
-		rpc:      rpc.NewServer(),
 		yamux:    yamuxConfig(cfg.KeepAliveInterval, cfg.ConnectionWriteTimeout, logger),
 		layer:    newLayer(),
+		life:     life,
+		shutDown: shutDown,
 		badConn:  sampler{every: time.Minute},
 		pending:  make(map[net.Conn]struct{}),
 		sessions: make(map[*yamux.Session]struct{}),
-		quit:     make(chan struct{}),
 	}, nil
 }
 
-// Register publishes the methods of rcvr under name, as net/rpc's
-// Server.RegisterName does: exported methods of the form
-// func (t *T) Method(args *A, reply *R) error. A method runs on its own
-// goroutine per call; one that can block (a blocking query) must return
-// when its owner shuts down, since Shutdown waits for it.
+// Register publishes the methods of rcvr under name, called as
+// "name.Method": its exported methods of the form
+//
+//	func (t *T) Method(ctx context.Context, args *A, reply *R) error
+//
+// Other exported methods are skipped (a Close, an in-process helper),
+// except those that look like an RPC method gone wrong, which are an
+// error naming the method, so that the mistake shows here rather than as
+// "can't find method" at the first call: a method returning only error
+// that takes three arguments, the first a context.Context, with args or
+// reply not a pointer; or one of net/rpc's shape, func(*A, *R) error,
+// without the ctx. A receiver without any RPC method, an empty name or
+// one taken already are errors too.
+//
+// A method runs once per call, on a goroutine of its own over the port
+// and in the caller's goroutine through Call. ctx ends when the caller
+// goes away (its context ends, or its connection does) or the server
+// shuts down; a method that can block (a blocking query) must return
+// then, since Shutdown waits for it. Its error reaches the caller through
+// WireError, as a *RemoteError: the method need not encode it.
 func (s *Server) Register(name string, rcvr any) error {
-	if err := s.rpc.RegisterName(name, rcvr); err != nil {
+	if err := s.methods.register(name, rcvr); err != nil {
 		return fmt.Errorf("rpc: register %q: %w", name, err)
 	}
 	return nil
+}
+
+// Call runs method ("Service.Method") in the calling goroutine, without a
+// connection or encoding: args must be the method's own *A and reply its
+// *R (filled in) or nil; another type is an error wrapping ErrCodec that
+// names both types. The method gets args as they are and may change them
+// (the consensus endpoints mark a request they forward, and put the
+// marks back when the forward returns): give each call args of its own,
+// unless the endpoint says otherwise.
+//
+// Call is the in-process door to what Pool.Call reaches over the port, and
+// it fails the same way, so that a caller may use either: the method's
+// error is encoded with WireError and decoded into a *RemoteError, as
+// Pool.Call's is, so errors.As and errors.Is find a *catalog.FieldError or
+// a known sentinel and nothing else (an error the method met forwarding
+// the request, such as ErrTransport, does not leak out as the caller's
+// own); an unknown method is a *RemoteError too. When ctx has ended (or
+// its deadline passed) by the time the method returns, the error wraps
+// ctx.Err() whatever it answered, as Pool.Call gives up on an answer it
+// stops waiting for.
+//
+// Call works whether or not Start was called. After Shutdown it fails
+// with ErrServerClosed; a call in flight when Shutdown begins sees its
+// ctx end and fails with ErrServerClosed (a write's fate is unknown then,
+// as over a connection that broke). Shutdown waits for calls in flight.
+func (s *Server) Call(ctx context.Context, method string, args, reply any) error {
+	if err := s.call(ctx, method, args, reply); err != nil {
+		return fmt.Errorf("rpc %s: %w", method, err)
+	}
+	return nil
+}
+
+func (s *Server) call(ctx context.Context, name string, args, reply any) error {
+	if !s.enter() {
+		return ErrServerClosed
+	}
+	defer s.wg.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m, err := s.methods.lookup(name)
+	if err != nil {
+		return asRemote(err)
+	}
+	argv, replyv, err := m.values(args, reply)
+	if err != nil {
+		return err
+	}
+	// The method's ctx is the caller's, ended also by Shutdown.
+	callCtx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel)
+	err = s.invoke(callCtx, m, argv, replyv)
+	stop()
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case deadlinePassed(ctx):
+		// A deadline the method met through a connection (a forward's
+		// stream) can fire a moment before ctx's timer, as in Pool.call.
+		return context.DeadlineExceeded
+	case s.life.Err() != nil:
+		return ErrServerClosed
+	case err != nil:
+		return asRemote(err)
+	}
+	return nil
+}
+
+// enter counts an in-process call in wg, so that Shutdown waits for it;
+// false after Shutdown. The count is taken under mu, which Shutdown holds
+// to set closed, so that none is added once Shutdown waits.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// asRemote turns a method's error into what the calling side of a stream
+// makes of it: WireError's text, decoded. Call goes through the text, not
+// around it, so that the two doors cannot disagree.
+func asRemote(err error) *RemoteError {
+	return newRemoteError(WireError(err).Error())
 }
 
 // Start binds the listener (by the time it returns, Addr is valid and
@@ -118,14 +229,14 @@ func (s *Server) RaftLayer() *Layer { return s.layer }
 
 // Shutdown stops accepting, closes every connection still in its
 // handshake, every RPC session (calls in flight see their stream fail)
-// and the Raft layer, then waits for the server's goroutines, including
-// RPC methods still running, until ctx ends. Raft connections already
+// and the Raft layer, ends the context of every method running (through
+// either door), then waits for the server's goroutines, including RPC
+// methods still running, until ctx ends. Raft connections already
 // accepted belong to Raft and stay open.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
-		close(s.quit)
 		if s.ln != nil {
 			closeQuietly(s.ln)
 		}
@@ -145,6 +256,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		closeQuietly(sess)
 	}
 	closeQuietly(s.layer)
+	// Only now, with the sessions closed, end the methods' ctx: a method
+	// that answers at once when it ends (a blocking query) must not get
+	// its answer out first, since callers over the port are told that a
+	// call in flight fails with the connection.
+	s.shutDown()
 
 	done := make(chan struct{})
 	go func() { // ends with the last of wg's goroutines
@@ -175,7 +291,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			select {
 			case <-time.After(backoff):
 				continue
-			case <-s.quit:
+			case <-s.life.Done():
 				return
 			}
 		}
@@ -225,7 +341,7 @@ func (s *Server) handleConn(conn net.Conn) {
 	case RPCByte:
 		s.serveSession(conn)
 	case RaftByte:
-		s.layer.handoff(conn, s.quit)
+		s.layer.handoff(conn, s.life.Done())
 	default:
 		s.refuse(conn, "unknown first byte", "byte", first[0])
 	}
@@ -289,12 +405,85 @@ func (s *Server) serveSession(conn net.Conn) {
 	}
 }
 
-// serveStream serves net/rpc calls on one stream until it ends and the
-// calls it carried have returned.
-func (s *Server) serveStream(stream *yamux.Stream) {
-	c := newStreamCodec(stream, s.cfg.MaxMessageSize)
-	c.onWriteError = func(err error) {
-		s.logger.Debug("cannot write response", "peer", stream.RemoteAddr().String(), "err", err)
+// stream is what serveStream needs of a yamux stream; tests give it a
+// fake.
+type stream interface {
+	io.ReadWriteCloser
+	SetReadDeadline(time.Time) error
+}
+
+// serveStream serves the one call a stream carries: it reads the request,
+// runs the method and writes the response, then closes the stream. A
+// request that cannot be read (the caller hung up, or sent a frame too
+// large or malformed) gets no answer: the stream is closed, which the
+// caller sees as a transport error.
+func (s *Server) serveStream(st stream) {
+	defer closeQuietly(st)
+	c := newStreamCodec(st, s.cfg.MaxMessageSize)
+	req, err := c.readRequestHeader()
+	if err != nil {
+		return
 	}
-	s.rpc.ServeCodec(c)
+	c.onWriteError = func(err error) {
+		s.logger.Debug("cannot write response", "method", req.ServiceMethod, "err", err)
+	}
+	m, err := s.methods.lookup(req.ServiceMethod)
+	if err != nil {
+		c.writeResponse(req, err, nil)
+		return
+	}
+	args := reflect.New(m.args.Elem())
+	if err := c.decode(args.Interface()); err != nil {
+		c.writeResponse(req, fmt.Errorf("rpc: %s: cannot decode arguments: %w", m.name, err), nil)
+		return
+	}
+	reply := reflect.New(m.reply.Elem())
+	err = s.runStreamCall(st, c, m, args, reply)
+	c.writeResponse(req, err, reply.Interface())
+}
+
+// errCallerGone is the cause of a method's ctx ending because its caller
+// closed the stream (its own ctx ended, or it hung up) or its session
+// failed.
+var errCallerGone = errors.New("rpc: the caller has gone")
+
+// runStreamCall runs m for a stream's request with a ctx that ends when
+// the server shuts down or the caller goes away. The caller sends nothing
+// after its request and closes the stream only once it has the reply or
+// has stopped waiting for it, so a read of the stream returning (end of
+// stream, a reset, a failed session, or bytes the protocol does not
+// allow) means that nobody waits for the answer any more. A goroutine
+// makes that read while the method runs; it is woken (a read deadline in
+// the past) and waited for when the method returns.
+func (s *Server) runStreamCall(st stream, c *streamCodec, m *method, args, reply reflect.Value) error {
+	ctx, cancel := context.WithCancelCause(s.life)
+	defer cancel(nil)
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		_, err := c.r.ReadByte()
+		if err == nil {
+			err = errors.New("data after the request")
+		}
+		cancel(fmt.Errorf("%w: %w", errCallerGone, err))
+	}()
+	defer func() {
+		_ = st.SetReadDeadline(time.Unix(1, 0))
+		<-watching
+	}()
+	return s.invoke(ctx, m, args, reply)
+}
+
+// invoke runs m, for either door. A method that panics returns an error
+// instead, and the panic is logged with its stack, as net/http does for a
+// handler: a peer's request must not take the whole server down, and an
+// in-process caller gets what a caller over the port would.
+func (s *Server) invoke(ctx context.Context, m *method, args, reply reflect.Value) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("rpc method panicked", "method", m.name, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("rpc: %s panicked: %v", m.name, p)
+		}
+	}()
+	return m.call(ctx, args, reply)
 }

@@ -18,7 +18,7 @@ type Reply struct{ N int }
 
 type Double struct{}
 
-func (Double) Do(a *Args, r *Reply) error {
+func (Double) Do(_ context.Context, a *Args, r *Reply) error {
 	r.N = 2 * a.N
 	return nil
 }

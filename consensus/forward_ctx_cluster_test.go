@@ -1,0 +1,98 @@
+package consensus_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/consensus/consensustest"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
+)
+
+// stallingLeader stands in for the leader's Catalog endpoint: Register
+// holds every request until its ctx ends, and reports that it did.
+type stallingLeader struct {
+	started chan struct{}
+	ended   chan struct{}
+}
+
+func (l stallingLeader) Register(ctx context.Context, _ *rpc.RegisterRequest, _ *struct{}) error {
+	l.started <- struct{}{}
+	<-ctx.Done()
+	l.ended <- struct{}{}
+	return ctx.Err()
+}
+
+// TestForwardEndsWithCaller: a follower forwards a write to the leader with
+// a ForwardTimeout of an hour; the caller's deadline, not that, bounds the
+// forward, through either door, and the leader's method sees its ctx end.
+// The forwarded mark on the in-process caller's args is put back.
+func TestForwardEndsWithCaller(t *testing.T) {
+	nodes := consensustest.StartCluster(t, 3)
+	leader := consensustest.WaitForLeader(t, nodes, within)
+	stall := stallingLeader{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
+	var follower *consensustest.Node
+	for _, n := range nodes {
+		var ep any = stall
+		if n != leader {
+			cfg := consensus.DefaultCatalogConfig()
+			cfg.Datacenter = "dc1"
+			cfg.ForwardTimeout = time.Hour
+			cat, err := consensus.NewCatalog(n.Server, rpctest.NewPool(t), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(cat.Close)
+			ep, follower = cat, n
+		}
+		if err := n.RPC.Register(rpc.CatalogEndpoint, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := rpctest.NewPool(t)
+
+	for _, door := range []struct {
+		name string
+		call func(ctx context.Context, args *rpc.RegisterRequest) error
+	}{
+		{"in process", func(ctx context.Context, args *rpc.RegisterRequest) error {
+			return follower.RPC.Call(ctx, rpc.MethodCatalogRegister, args, nil)
+		}},
+		{"over the port", func(ctx context.Context, args *rpc.RegisterRequest) error {
+			return p.Call(ctx, follower.Addr, rpc.MethodCatalogRegister, args, nil)
+		}},
+	} {
+		t.Run(door.name, func(t *testing.T) {
+			args := &rpc.RegisterRequest{Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1"}}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- door.call(ctx, args) }()
+			for _, step := range []struct {
+				what string
+				c    <-chan struct{}
+			}{{"the forward to reach the leader", stall.started}, {"the leader's ctx to end", stall.ended}} {
+				select {
+				case <-step.c:
+				case <-time.After(within):
+					t.Fatalf("timed out after %s waiting for %s", within, step.what)
+				}
+			}
+			select {
+			case err := <-errc:
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("got %v, want context.DeadlineExceeded", err)
+				}
+			case <-time.After(within):
+				t.Fatalf("the call did not return within %s", within)
+			}
+			if args.Forwarded || args.FromDatacenter != "" {
+				t.Errorf("args after the call: Forwarded %v, FromDatacenter %q; want them as they were", args.Forwarded, args.FromDatacenter)
+			}
+		})
+	}
+}
