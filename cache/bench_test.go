@@ -12,14 +12,20 @@ import (
 	"github.com/cairndns/cairn/cache"
 )
 
-// benchFetch answers plain reads at once and holds blocking queries until
-// their ctx ends, so that refresh loops sleep through a benchmark.
+// benchFetch answers at once.
 func benchFetch(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*answer, uint64, error) {
+	return &answer{instances: []string{"10.0.0.1"}}, 1, nil
+}
+
+// benchFeed resets on its first call and then blocks until its ctx ends:
+// a catalog that never changes, so that nothing is refetched during a
+// benchmark but the one refetch of everything after the first call.
+func benchFeed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
 	if minIndex == 0 {
-		return &answer{instances: []string{"10.0.0.1"}}, 1, nil
+		return 1, nil, true, nil
 	}
 	<-ctx.Done()
-	return nil, 0, ctx.Err()
+	return 0, nil, false, ctx.Err()
 }
 
 // benchKeys returns n distinct service keys.
@@ -38,10 +44,7 @@ func benchKeys(n int) []cache.Key {
 func BenchmarkGetHit(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		keys := benchKeys(n)
-		c, err := cache.New(cache.DefaultConfig(), benchFetch, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
+		c := newCacheWith(b, cache.DefaultConfig(), benchFetch, benchFeed)
 		ctx := context.Background()
 		for _, k := range keys {
 			if _, _, err := c.Get(ctx, k); err != nil {
@@ -115,15 +118,11 @@ func BenchmarkLRUGetBaseline(b *testing.B) {
 
 // BenchmarkGetMiss measures a miss with a Fetcher that answers at once:
 // the cache's own cost of a fill (the fetch goroutine, the insert, the
-// refresh loop's start), with evictions at MaxEntries.
+// hub's count of the datacenter's entries), with evictions at MaxEntries.
 func BenchmarkGetMiss(b *testing.B) {
 	cfg := cache.DefaultConfig()
 	cfg.MaxEntries = 1000
-	c, err := cache.New(cfg, benchFetch, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := newCacheWith(b, cfg, benchFetch, benchFeed)
 	keys := benchKeys(100_000)
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -42,22 +42,25 @@ func (k Key) String() string {
 // Fetcher fetches key's value from the servers; it is what the cache needs
 // of RPC, and the agent builds it over rpc.Pool.
 //
-// minIndex 0 asks for a plain read. minIndex > 0 is a blocking query
-// (MinQueryIndex, MaxQueryTime = wait): return when the data's index moves
-// past minIndex, or when wait ends, then with the index unchanged. The
-// returned index is the one the value reflects; a name that does not exist
-// yields the fetcher's own "none" value (and the index of the table it was
-// looked up in), which the cache keeps like any other.
+// The cache asks only for plain reads: minIndex and wait are always 0
+// (fills and refetches; the Hub's Feed is what blocks). They remain in
+// the signature so that the agent's fetchers, written when each entry ran
+// its own blocking query, need not change with this package; a
+// minIndex > 0 would be a blocking query (MinQueryIndex, MaxQueryTime =
+// wait). The returned index is the one the value reflects; a name that
+// does not exist yields the fetcher's own "none" value (and the index of
+// the table it was looked up in), which the cache keeps like any other.
 //
 // The cache calls a Fetcher from its own goroutines, concurrently for
-// different keys, never concurrently for one key. It must return promptly
+// different keys, and for one key only when the refetch of an entry just
+// evicted overlaps the fill of the key's next one. It must return promptly
 // once ctx is done: a miss's caller stops waiting at Config.FetchTimeout
 // regardless, but the goroutine running the fetch can only end when the
 // fetch does, and Close waits for it.
 type Fetcher[V any] func(ctx context.Context, key Key, minIndex uint64, wait time.Duration) (V, uint64, error)
 
 // Entry is one version of a key's value. It is immutable once published:
-// a refresh publishes a new Entry and never changes an old one, so what
+// a refetch publishes a new Entry and never changes an old one, so what
 // Get returned may be read, and shared, without any lock.
 type Entry[V any] struct {
 	Value   V
@@ -70,13 +73,14 @@ type Info struct {
 	// Hit is true when the entry came from memory, false when Get fetched
 	// it (a miss).
 	Hit bool
-	// Stale is true when the entry's refresh is failing and its last
-	// successful refresh is more than Config.StaleAfter ago.
+	// Stale is true when the entry is out of contact with the servers
+	// (its datacenter's feed or its last refetch failed) since more than
+	// Config.StaleAfter.
 	Stale bool
-	// Age is 0 while the entry's refresh is in contact with the servers
-	// (its blocking query is open, so a change would have arrived), and
-	// the time since its last successful refresh while refreshes fail; the
-	// HTTP API sends it as the Age header.
+	// Age is 0 while the entry is in contact with the servers (its
+	// datacenter's feed call is open, so a change would have arrived, and
+	// its last refetch succeeded) and, while it is not, the time since it
+	// last was; the HTTP API sends it as the Age header.
 	Age time.Duration
 }
 
@@ -93,8 +97,8 @@ type Cache[V any] struct {
 	// a hit's cost.
 	coarse atomic.Int64
 	done   chan struct{} // closed by Close; stops the ticker
-	// ctx is canceled by Close: the parent of every feed call and
-	// refetch, so that Close does not wait for their timeouts.
+	// ctx is canceled by Close: the parent of every refetch, so that
+	// Close does not wait for their timeouts.
 	ctx       context.Context
 	cancelAll context.CancelFunc
 
@@ -106,17 +110,16 @@ type Cache[V any] struct {
 	mu     sync.Mutex
 	lru    *simplelru.LRU[Key, *slot[V]] // eviction order only; see evictLocked
 	bytes  int64                         // sum of the slots' size
-	fills  map[Key]*fill[V]              // misses being fetched, one per key
+	fills  map[Key]*fill[V]              // misses being fetched, one per key, at most MaxEntries
 	closed bool
 
-	// With a Feed or a Hub (see feed.go): the hub that follows the
-	// feeds (ownHub: made by New, closed by Close), and the entries
-	// waiting for a refetch, which wake signals.
-	hub    *Hub
-	ownHub bool
-	queue  []*slot[V]
-	wake   chan struct{}
-	wg     sync.WaitGroup // fill, refresh and ticker goroutines
+	// The hub that follows the feeds (see feed.go), and the entries
+	// waiting for a refetch, which wake signals; queueLocked keeps the
+	// queue's removed slots from piling up.
+	hub   *Hub
+	queue []*slot[V]
+	wake  chan struct{}
+	wg    sync.WaitGroup // fill, refetcher and ticker goroutines
 
 	hits, misses, staleAnswers, evictions, refreshErrors atomic.Uint64
 	lastWarn                                             atomic.Int64 // now() of the last rate-limited warning
@@ -130,25 +133,27 @@ type slot[V any] struct {
 	// lastUsed is now() of the fill or, to within a tick, of the last
 	// hit: the idle clock and the LRU's second chance read it.
 	lastUsed atomic.Int64
-	// failingSince is 0 while the refresh is in contact with the servers;
-	// once refreshes fail, it is now() of the last successful refresh
-	// (the fill's, if none has succeeded yet). Age and staleness count
-	// from it.
+	// failingSince is 0 while the entry is in contact with the servers;
+	// once its feed or a refetch fails, it is now() of the last contact
+	// (the feed's last success, or the entry's last successful fetch).
+	// Age and staleness count from it.
 	failingSince atomic.Int64
 
-	// Guarded by Cache.mu.
-	listed  int64              // lastUsed when the slot was last put at the LRU's front
-	size    int64              // bytes counted in Cache.bytes
-	removed bool               // evicted, dropped or closed; the refresh is stopping
-	cancel  context.CancelFunc // stops the refresh loop (a no-op with a Feed)
-
-	// With a Feed, also guarded by Cache.mu: queued for a refetch, being
-	// refetched, to be refetched again once this one ends; consecutive
-	// failed refetches; now() of the last successful fetch.
+	// Guarded by Cache.mu: when the slot was last put at the LRU's front
+	// (a lastUsed); the bytes it counts for in Cache.bytes; whether it is
+	// evicted, dropped or closed; queued for a refetch, being refetched,
+	// to be refetched again once this one ends; consecutive failed
+	// refetches; now() of the last successful fetch.
+	listed                    int64
+	size                      int64
+	removed                   bool
 	queued, refetching, again bool
 	failures                  int
 	lastOK                    int64
 	refreshAfter              time.Duration // Config.RefreshAfter of the current value
+	// atLeast is the highest feed index that named the slot: its
+	// refetches ask for data at least that recent.
+	atLeast uint64
 }
 
 // fill is one miss being fetched, shared by every caller of its key until
@@ -167,11 +172,17 @@ type fill[V any] struct {
 	invalidated bool
 }
 
-// New returns a cache that fills and refreshes its entries with fetch.
-// cfg must be valid (Config.Validate). A nil logger discards.
+// New returns a cache that fills its entries with fetch and refetches
+// them when cfg.Hub's feeds say they changed. cfg must be valid
+// (Config.Validate) and name a Hub. A nil logger discards.
 func New[V any](cfg Config, fetch Fetcher[V], logger *slog.Logger) (*Cache[V], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Hub == nil {
+		// Not in Validate: the agent validates the Config it then
+		// passes to NewHub, before any Hub exists.
+		return nil, errors.New("cache: Hub: must be set: a cache is kept fresh only by a Hub's change feeds (NewHub)")
 	}
 	if fetch == nil {
 		return nil, errors.New("cache: nil Fetcher")
@@ -193,34 +204,25 @@ func New[V any](cfg Config, fetch Fetcher[V], logger *slog.Logger) (*Cache[V], e
 		done:   make(chan struct{}),
 		lru:    l,
 		fills:  make(map[Key]*fill[V]),
+		hub:    cfg.Hub,
 		wake:   make(chan struct{}, 1),
-	}
-	switch {
-	case cfg.Hub != nil:
-		c.hub = cfg.Hub
-	case cfg.Feed != nil:
-		if c.hub, err = NewHub(cfg.Feed, cfg, logger); err != nil {
-			return nil, err
-		}
-		c.ownHub = true
 	}
 	c.ctx, c.cancelAll = context.WithCancel(context.Background())
 	c.coarse.Store(c.now())
 	c.wg.Go(c.tick)
-	if c.hub != nil {
-		c.hub.subscribe(c)
-		for range refetchers {
-			c.wg.Go(c.refetcher)
-		}
+	c.hub.subscribe(c)
+	for range refetchers {
+		c.wg.Go(c.refetcher)
 	}
 	return c, nil
 }
 
 // tick advances the coarse clock every IdleTimeout/64, between 1ms and
-// 1s (1s by default), until Close. A hit's time of use is therefore up to
-// a tick early, and an entry may go idle up to a tick before IdleTimeout
-// has really passed (1s of the default 10m); its next question is then a
-// miss. That is the price of a hit without a clock read.
+// 1s (1s by default), and sweeps, until Close. A hit's time of use is
+// therefore up to a tick early, and an entry may go idle up to a tick
+// before IdleTimeout has really passed (1s of the default 10m); its next
+// question is then a miss. That is the price of a hit without a clock
+// read.
 func (c *Cache[V]) tick() {
 	t := time.NewTicker(min(max(c.cfg.IdleTimeout/64, time.Millisecond), time.Second))
 	defer t.Stop()
@@ -228,9 +230,7 @@ func (c *Cache[V]) tick() {
 		select {
 		case <-t.C:
 			c.coarse.Store(c.now())
-			if c.hub != nil {
-				c.sweep()
-			}
+			c.sweep()
 		case <-c.done:
 			return
 		}
@@ -250,14 +250,16 @@ func (c *Cache[V]) now() int64 {
 // fetches once, shared by all concurrent callers of key, bounded by
 // Config.FetchTimeout and by ctx (ctx ending makes this caller stop
 // waiting; the fetch goes on for the others and for the cache); the entry
-// then refreshes itself in the background with blocking queries until it
-// has been idle for Config.IdleTimeout.
+// is then refetched whenever its datacenter's feed names it, until it has
+// been idle for Config.IdleTimeout. A miss while MaxEntries other keys
+// are being fetched fails at once with ErrOverloaded.
 //
-// While refreshes fail, the last entry keeps being returned, with
-// Info.Stale once its last successful refresh is more than
-// Config.StaleAfter ago, up to Config.MaxStale; past that the entry is
+// While the servers cannot be reached, the last entry keeps being
+// returned, with Info.Stale once it has been out of contact for more than
+// Config.StaleAfter, up to Config.MaxStale; past that the entry is
 // dropped and Get behaves as a miss, returning the fetch's error. Errors
-// wrap the Fetcher's error, ErrFetchTimeout, ErrClosed or ctx's error.
+// wrap the Fetcher's error, ErrFetchTimeout, ErrOverloaded, ErrClosed or
+// ctx's error.
 func (c *Cache[V]) Get(ctx context.Context, key Key) (*Entry[V], Info, error) {
 	// Kept small and free of closures so that key does not escape: the
 	// hit path must not allocate (TestGetHitAllocs).
@@ -272,8 +274,8 @@ func (c *Cache[V]) Get(ctx context.Context, key Key) (*Entry[V], Info, error) {
 // hit answers from s, or reports false if s is past MaxStale. It takes no
 // lock: it reads s's atomics, and stores the time of use (the coarse
 // clock) once per tick at most, so that cores answering one name do not
-// take turns writing its cache line. It reads the clock only while s's
-// refresh is failing, to tell the answer's age.
+// take turns writing its cache line. It reads the clock only while s is
+// out of contact, to tell the answer's age.
 func (c *Cache[V]) hit(s *slot[V]) (*Entry[V], Info, bool) {
 	info := Info{Hit: true}
 	if since := s.failingSince.Load(); since != 0 {
@@ -309,6 +311,17 @@ func (c *Cache[V]) miss(ctx context.Context, key Key) (*Entry[V], Info, error) {
 	}
 	f := c.fills[key]
 	if f == nil {
+		if len(c.fills) >= c.cfg.MaxEntries {
+			// Each fill is a goroutine and an RPC for as long as
+			// FetchTimeout; names come from the network, so without a
+			// bound a flood of new names for an unreachable datacenter
+			// would hold one of each per name asked in the last
+			// FetchTimeout. More fills than entries could not be kept
+			// anyway.
+			c.mu.Unlock()
+			c.misses.Add(1)
+			return nil, Info{}, fmt.Errorf("cache: fetch %s: %w", key, ErrOverloaded)
+		}
 		f = c.startFillLocked(key)
 	}
 	c.mu.Unlock()
@@ -332,7 +345,7 @@ func (c *Cache[V]) miss(ctx context.Context, key Key) (*Entry[V], Info, error) {
 }
 
 // startFillLocked starts fetching key in a goroutine the cache owns; on
-// success the entry is inserted and its refresh started.
+// success the entry is inserted (and its datacenter followed).
 //
 // This is singleflight by hand rather than golang.org/x/sync/singleflight:
 // that one keys calls by string (a Key would have to be encoded on every
@@ -379,10 +392,11 @@ func abandoned(ctx context.Context, key Key, err error) error {
 	}
 }
 
-// Close stops every refresh and fill and the ticker, waits for their goroutines (and so
-// for Fetcher calls in flight, which see their ctx canceled) and empties
-// the cache. Get then returns ErrClosed. Close may be called more than
-// once.
+// Close stops every fill and refetch and the ticker, waits for their
+// goroutines (and so for Fetcher calls in flight, which see their ctx
+// canceled) and empties the cache, which lets the hub stop following the
+// datacenters no other cache has entries of. Get then returns ErrClosed.
+// Close may be called more than once.
 func (c *Cache[V]) Close() {
 	c.mu.Lock()
 	if !c.closed {
@@ -397,11 +411,6 @@ func (c *Cache[V]) Close() {
 		}
 	}
 	c.mu.Unlock()
-	if c.hub != nil {
-		c.hub.unsubscribe(c)
-		if c.ownHub {
-			c.hub.Close()
-		}
-	}
+	c.hub.unsubscribe(c)
 	c.wg.Wait()
 }

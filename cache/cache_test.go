@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -16,14 +17,39 @@ var web = cache.Key{Kind: "service", Name: "web", Datacenter: "dc1"}
 
 func svc(name string) cache.Key { return cache.Key{Kind: "service", Name: name, Datacenter: "dc1"} }
 
-// newCache returns a cache over f; the caller defers Close (inside a
-// bubble, before the bubble ends).
-func newCache(t *testing.T, cfg cache.Config, f *fakeCatalog) *cache.Cache[*answer] {
+// newHub returns a hub over feed, closed when the test ends (inside a
+// bubble, before it ends: cleanups run in the bubble).
+func newHub(t testing.TB, cfg cache.Config, feed cache.Feed) *cache.Hub {
 	t.Helper()
-	c, err := cache.New(cfg, f.fetch, nil)
+	hub, err := cache.NewHub(feed, cfg, nil)
+	if err != nil {
+		t.Fatalf("NewHub: %v", err)
+	}
+	t.Cleanup(hub.Close)
+	return hub
+}
+
+// newCache returns a cache over f's Fetcher and, unless cfg names a Hub,
+// a hub of its own over f's Feed, as the agent wires them.
+func newCache(t testing.TB, cfg cache.Config, f *fakeCatalog) *cache.Cache[*answer] {
+	t.Helper()
+	return newCacheWith(t, cfg, f.fetch, f.feed)
+}
+
+// newCacheWith returns a cache over fetch and, unless cfg names a Hub, a
+// hub of its own over feed. Both are closed when the test ends, the cache
+// first (cleanups run last-registered first); a test may Close the cache
+// earlier.
+func newCacheWith[V any](t testing.TB, cfg cache.Config, fetch cache.Fetcher[V], feed cache.Feed) *cache.Cache[V] {
+	t.Helper()
+	if cfg.Hub == nil {
+		cfg.Hub = newHub(t, cfg, feed)
+	}
+	c, err := cache.New(cfg, fetch, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(c.Close)
 	return c
 }
 
@@ -49,7 +75,6 @@ func TestFillThenHit(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
 		c := newCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
 
 		e, info := get(t, c, web)
 		if info != (cache.Info{}) {
@@ -59,17 +84,22 @@ func TestFillThenHit(t *testing.T) {
 		if e.Index != 1 || !e.Fetched.Equal(time.Now()) {
 			t.Errorf("entry: got index %d fetched %v, want 1 at %v", e.Index, e.Fetched, time.Now())
 		}
-		synctest.Wait() // the refresh is now blocked at index 1
+		synctest.Wait() // the feed reset (its first call), then blocked at index 1
 		calls := f.callsFor("web")
 		if calls != 2 {
-			t.Errorf("fetches after the fill: got %d, want 2 (the fill, the blocking refresh)", calls)
+			t.Errorf("fetches after the fill: got %d, want 2 (the fill, the refetch after the feed's first reset)", calls)
+		}
+		if got, want := f.feedMinIndexes("dc1"), []uint64{0, 1}; !slices.Equal(got, want) {
+			t.Errorf("feed calls' minIndex: got %v, want %v", got, want)
 		}
 
 		time.Sleep(time.Second)
+		// The refetch published a new version of the same data.
 		e2, info := get(t, c, web)
-		if e2 != e || info != (cache.Info{Hit: true}) {
-			t.Errorf("second Get: got %p %+v, want the same entry %p as a fresh hit", e2, info, e)
+		if e2.Index != e.Index || info != (cache.Info{Hit: true}) {
+			t.Errorf("second Get: got index %d %+v, want index %d as a fresh hit", e2.Index, info, e.Index)
 		}
+		wantInstances(t, e2, "10.0.0.1")
 		if got := f.callsFor("web"); got != calls {
 			t.Errorf("fetches after a hit: got %d, want %d", got, calls)
 		}
@@ -79,13 +109,16 @@ func TestFillThenHit(t *testing.T) {
 	})
 }
 
-func TestRefreshOnIndexChange(t *testing.T) {
+// TestRefetchPublishesANewEntry: a change the feed names publishes a new
+// Entry, fetched by a plain read; the one Get returned before is left as
+// it was.
+func TestRefetchPublishesANewEntry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
 		c := newCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
 		old, _ := get(t, c, web)
+		synctest.Wait()
 
 		time.Sleep(time.Second)
 		f.register("web", "10.0.0.2")
@@ -99,14 +132,10 @@ func TestRefreshOnIndexChange(t *testing.T) {
 		if old.Index != 1 {
 			t.Errorf("old entry's index: got %d, want 1", old.Index)
 		}
-		// A change elsewhere in the table moves the index too: a new
-		// entry, same value.
-		f.register("db", "10.0.1.1")
-		synctest.Wait()
-		if e, _ := get(t, c, web); e.Index != 3 {
-			t.Errorf("index after an unrelated change: got %d, want 3", e.Index)
-		}
-		if got, want := f.minIndexes(), []uint64{0, 1, 2, 3}; !slices.Equal(got, want) {
+		// The fill is a plain read; a refetch asks for the index the feed
+		// reported (minIndex one below it), so a lagging server catches up
+		// before it answers.
+		if got, want := f.minIndexes(), []uint64{0, 0, 1}; !slices.Equal(got, want) {
 			t.Errorf("minIndex of the fetches: got %v, want %v", got, want)
 		}
 		if s := c.Stats(); s.Misses != 1 {
@@ -115,16 +144,17 @@ func TestRefreshOnIndexChange(t *testing.T) {
 	})
 }
 
-// TestBlockingWaitEnds checks that a blocking query that ends without a
-// change publishes nothing and is simply asked again.
-func TestBlockingWaitEnds(t *testing.T) {
+// TestFeedWaitEnds checks that a feed call that ends without a change
+// refetches nothing and is simply made again.
+func TestFeedWaitEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
 		cfg := cache.DefaultConfig()
 		c := newCache(t, cfg, f)
-		defer c.Close()
-		e, _ := get(t, c, web)
+		get(t, c, web)
+		synctest.Wait()
+		e, _ := get(t, c, web) // the one the feed's first reset refetched
 
 		time.Sleep(cfg.BlockingWait * 11 / 10) // past the longest jittered wait
 		synctest.Wait()
@@ -132,8 +162,11 @@ func TestBlockingWaitEnds(t *testing.T) {
 		if e2 != e || info != (cache.Info{Hit: true}) {
 			t.Errorf("after an empty wait: got %p %+v, want the same entry %p, fresh", e2, info, e)
 		}
-		if got := f.callsFor("web"); got != 3 {
-			t.Errorf("fetches: got %d, want 3 (fill, a wait that ended, the next one)", got)
+		if got := f.callsFor("web"); got != 2 {
+			t.Errorf("fetches: got %d, want 2 (the fill, the refetch after the first reset)", got)
+		}
+		if got, want := f.feedMinIndexes("dc1"), []uint64{0, 1, 1}; !slices.Equal(got, want) {
+			t.Errorf("feed calls' minIndex: got %v, want %v (a reset, a wait that ended, the next one)", got, want)
 		}
 	})
 }
@@ -143,11 +176,11 @@ func TestNegativeEntryTurnsPositive(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
 		c := newCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
 		api := svc("api")
 
 		e, _ := get(t, c, api)
 		wantInstances(t, e) // none: a negative entry, cached like any other
+		synctest.Wait()
 		time.Sleep(time.Second)
 		if _, info := get(t, c, api); !info.Hit {
 			t.Errorf("second Get of an unknown name: got %+v, want a hit", info)
@@ -173,7 +206,6 @@ func TestSingleflight(t *testing.T) {
 		hold := make(chan struct{})
 		f.setHold(hold)
 		c := newCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
 
 		const n = 100
 		entries := make([]*cache.Entry[*answer], n)
@@ -188,13 +220,13 @@ func TestSingleflight(t *testing.T) {
 			})
 		}
 		synctest.Wait() // all n wait for the one fetch
+		if got := f.plainReads(); got != 1 {
+			t.Errorf("fetches for %d concurrent misses: got %d, want 1", n, got)
+		}
 		f.setHold(nil)
 		close(hold)
 		wg.Wait()
 
-		if got := f.plainReads(); got != 1 {
-			t.Errorf("fetches for %d concurrent misses: got %d, want 1", n, got)
-		}
 		for i, e := range entries {
 			if e != entries[0] {
 				t.Fatalf("caller %d: got entry %p, want the shared %p", i, e, entries[0])
@@ -211,7 +243,6 @@ func TestMissWithServersDownFailsFast(t *testing.T) {
 		f := newFake()
 		f.fail(errDown)
 		c := newCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
 
 		start := time.Now()
 		for range 2 {
@@ -227,6 +258,11 @@ func TestMissWithServersDownFailsFast(t *testing.T) {
 		if s := c.Stats(); s.Misses != 2 || s.Entries != 0 || f.callsFor("web") != 2 {
 			t.Errorf("got %+v and %d fetches, want 2 misses, no entry, 2 fetches", s, f.callsFor("web"))
 		}
+		// No entry, so no datacenter to follow.
+		synctest.Wait()
+		if n := f.feedCalls(); n != 0 {
+			t.Errorf("feed calls: got %d, want none", n)
+		}
 	})
 }
 
@@ -237,7 +273,6 @@ func TestFetchTimeout(t *testing.T) {
 		f.setHold(hold)
 		cfg := cache.DefaultConfig()
 		c := newCache(t, cfg, f)
-		defer c.Close()
 
 		for range 2 { // the second miss starts afresh, and times out the same way
 			start := time.Now()
@@ -263,19 +298,11 @@ func TestFetchIgnoringContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		fetch := func(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*answer, uint64, error) {
-			if minIndex == 0 {
-				<-release
-				return &answer{instances: []string{"10.0.0.1"}}, 1, nil
-			}
-			<-ctx.Done()
-			return nil, 0, ctx.Err()
+			<-release
+			return &answer{instances: []string{"10.0.0.1"}}, 1, nil
 		}
 		cfg := cache.DefaultConfig()
-		c, err := cache.New(cfg, fetch, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := newCacheWith(t, cfg, fetch, newFake().feed)
 
 		start := time.Now()
 		if _, _, err := c.Get(t.Context(), web); !errors.Is(err, cache.ErrFetchTimeout) {
@@ -305,7 +332,6 @@ func TestCallerContext(t *testing.T) {
 		hold := make(chan struct{})
 		f.setHold(hold)
 		c := newCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
 
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
@@ -335,12 +361,16 @@ func TestCloseStopsEverything(t *testing.T) {
 		var wg sync.WaitGroup
 		var pending error
 		wg.Go(func() { _, _, pending = c.Get(t.Context(), web) })
-		synctest.Wait() // one fill in flight, four refreshes blocked
+		synctest.Wait() // one fill in flight, the feed call blocked
 
 		c.Close()
-		// Close has waited for every goroutine it owns: none of the
-		// cache's is left (synctest.Test would also report them).
+		// Close has waited for every goroutine it owns, and its hub
+		// (still open) has stopped following: dc1 has no entries left.
 		wg.Wait()
+		synctest.Wait()
+		if n := f.openFeeds("dc1"); n != 0 {
+			t.Errorf("feed calls open after the only cache closed: got %d, want 0", n)
+		}
 		if !errors.Is(pending, cache.ErrClosed) {
 			t.Errorf("Get waiting during Close: got %v, want ErrClosed", pending)
 		}
@@ -361,7 +391,6 @@ func TestGetHitAllocs(t *testing.T) {
 		f.register("web", "10.0.0.1")
 		cfg := cache.DefaultConfig()
 		c := newCache(t, cfg, f)
-		defer c.Close()
 		ctx := t.Context()
 		get(t, c, web)
 		synctest.Wait()
@@ -387,11 +416,25 @@ func TestGetHitAllocs(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	f := newFake()
-	if _, err := cache.New(cache.Config{}, f.fetch, nil); err == nil {
-		t.Error("New with a zero Config: got no error")
+	hub := newHub(t, cache.DefaultConfig(), f.feed)
+	withHub := cache.DefaultConfig()
+	withHub.Hub = hub
+	for _, tc := range []struct {
+		name  string
+		cfg   cache.Config
+		fetch cache.Fetcher[*answer]
+		want  string // in the error
+	}{
+		{"a zero Config", cache.Config{Hub: hub}, f.fetch, "MaxEntries"},
+		{"no Hub", cache.DefaultConfig(), f.fetch, "Hub"},
+		{"a nil Fetcher", withHub, nil, "Fetcher"},
+	} {
+		if _, err := cache.New(tc.cfg, tc.fetch, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New with %s: got %v, want an error about %s", tc.name, err, tc.want)
+		}
 	}
-	if _, err := cache.New[*answer](cache.DefaultConfig(), nil, nil); err == nil {
-		t.Error("New with a nil Fetcher: got no error")
+	if _, err := cache.NewHub(nil, cache.DefaultConfig(), nil); err == nil || !strings.Contains(err.Error(), "Feed") {
+		t.Errorf("NewHub with a nil Feed: got %v, want an error about the Feed", err)
 	}
 }
 
@@ -407,4 +450,39 @@ func TestKeyString(t *testing.T) {
 			t.Errorf("%#v.String(): got %q, want %q", tc.key, got, tc.want)
 		}
 	}
+}
+
+// TestMissesInFlightBounded: at most MaxEntries misses are fetched at
+// once; a miss of another key fails at once, while a miss joining one in
+// flight waits for it as usual.
+func TestMissesInFlightBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		hold := make(chan struct{})
+		f.setHold(hold)
+		cfg := cache.DefaultConfig()
+		cfg.MaxEntries = 2
+		c := newCache(t, cfg, f)
+
+		var wg sync.WaitGroup
+		for _, name := range []string{"a", "b", "a"} {
+			wg.Go(func() { get(t, c, svc(name)) })
+		}
+		synctest.Wait() // two fills in flight, three callers waiting
+		start := time.Now()
+		if _, _, err := c.Get(t.Context(), svc("c")); !errors.Is(err, cache.ErrOverloaded) || time.Since(start) != 0 {
+			t.Errorf("a third key: got %v after %v, want ErrOverloaded at once", err, time.Since(start))
+		}
+		f.setHold(nil)
+		close(hold)
+		wg.Wait()
+		synctest.Wait()     // and the feed's first reset has been refetched
+		get(t, c, svc("c")) // the fills are done: room again
+		if got := f.callsFor("c"); got != 1 {
+			t.Errorf("fetches of c: got %d, want 1 (none for the refused miss)", got)
+		}
+		if s := c.Stats(); s.Misses != 5 {
+			t.Errorf("misses: got %d, want 5 (the refused one counts)", s.Misses)
+		}
+	})
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // TestConcurrentUse runs, in real time and for the race detector, many
-// callers over more keys than fit, while the catalog changes and the
-// servers come and go, with timings short enough that every path (fill,
-// hit, refresh, backoff, idle and LRU eviction, stale) runs many times.
+// callers over more keys than fit, in two datacenters, while the catalog
+// changes and the servers come and go, with timings short enough that
+// every path (fill, hit, refetch, feed backoff, idle and LRU eviction,
+// stale, a datacenter's feed stopping and starting again) runs many
+// times. Once nobody asks, every entry goes idle and both feeds stop.
 func TestConcurrentUse(t *testing.T) {
 	f := newFake()
 	cfg := cache.DefaultConfig()
@@ -27,7 +29,6 @@ func TestConcurrentUse(t *testing.T) {
 	cfg.MaxStale = 30 * time.Millisecond
 	cfg.RetryMin, cfg.RetryMax = time.Millisecond, 5*time.Millisecond
 	c := newCache(t, cfg, f)
-	defer c.Close()
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -54,7 +55,7 @@ func TestConcurrentUse(t *testing.T) {
 					return
 				default:
 				}
-				key := svc("s" + strconv.Itoa((g*7+i)%50))
+				key := cache.Key{Kind: "service", Name: "s" + strconv.Itoa((g*7+i)%50), Datacenter: "dc" + strconv.Itoa(1+g%2)}
 				e, info, err := c.Get(t.Context(), key)
 				switch {
 				case err != nil && !errors.Is(err, errDown):
@@ -76,8 +77,31 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("stats: got %+v, want hits, misses and evictions", s)
 	}
 	t.Logf("%+v", s)
+
+	// Nobody asks any more: within IdleTimeout and a tick every entry
+	// is dropped, and then both datacenters' feed calls end. With the
+	// servers up, a feed still followed is in a call nearly all the time
+	// and makes one every BlockingWait, so no call open and none made
+	// for several BlockingWaits means the feeds stopped.
+	f.fail(nil)
+	calls := func() int { return len(f.feedMinIndexes("dc1")) + len(f.feedMinIndexes("dc2")) }
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		before := calls()
+		if c.Stats().Entries == 0 && f.openFeeds("dc1") == 0 && f.openFeeds("dc2") == 0 {
+			time.Sleep(5 * cfg.BlockingWait)
+			if calls() == before && f.openFeeds("dc1") == 0 && f.openFeeds("dc2") == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the last Get: %d entries, %d and %d feed calls open, want none",
+				c.Stats().Entries, f.openFeeds("dc1"), f.openFeeds("dc2"))
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // entrySize is what the cache adds to Size for a key of these tests
 // (entryOverhead plus the key's bytes), roughly.
-const entrySize = 3<<10 + 16
+const entrySize = 1<<10 + 16

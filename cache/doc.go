@@ -4,13 +4,14 @@
 // for IdleTimeout, and served stale, for up to MaxStale, while the servers
 // cannot be reached.
 //
-// Two ways of keeping entries fresh: with a Config.Feed (what the agent
-// uses; feed.go), the cache follows each datacenter's change feed with one
-// blocking call and refetches the entries a change names, so an entry is
-// only its value; without one, each entry runs its own blocking query
-// (refresh.go), which costs a goroutine here and a watch on a server per
-// entry (about 14 KiB on a server and twice that on a client, measured),
-// too much for ten thousand names.
+// One way of keeping entries fresh: a Hub (hub.go, required by New)
+// follows each datacenter's change feed with one blocking call shared by
+// all its caches, and each cache refetches the entries a change names
+// (feed.go), so an entry is only its value: no goroutine and no watch on
+// a server of its own. The hub follows a datacenter only while some cache
+// holds an entry of it: it starts on the first entry of the datacenter
+// (the fill of a miss) and stops when the last one goes (idle, evicted,
+// past MaxStale, or its cache closed).
 //
 // # Why it looks like this
 //
@@ -18,9 +19,9 @@
 // on a repeated question (DESIGN.md, "A DNS question"). So:
 //
 //   - An Entry is immutable once published and returned by pointer; a
-//     refresh publishes a new Entry (an atomic.Pointer swap) instead of
-//     changing the old one, so a caller may use what Get returned for as long
-//     as it likes without holding anything.
+//     refetch publishes a new Entry (an atomic.Pointer swap) instead of
+//     changing the old one, so a caller may use what Get returned for as
+//     long as it likes without holding anything.
 //   - The lookup table is a sync.Map (a lock-free hash trie since Go 1.24;
 //     with a struct key its Load does not allocate): a hit is one map read,
 //     a few atomic loads and one counter increment, with no lock, no
@@ -47,33 +48,39 @@
 //     with no server reachable therefore fails within FetchTimeout, never
 //     hangs.
 //
-// The cache knows nothing of what it stores: the Fetcher (which the agent
-// builds over rpc) decides what a Key means and what "no such name" looks
-// like. A negative answer is an ordinary entry whose value says "none", and
-// it is refreshed like any other, so a registration reaches a name that
-// was just answered NXDOMAIN as fast as any change reaches any name.
+// The cache knows nothing of what it stores: the Fetcher and the Feed
+// (which the agent builds over rpc) decide what a Key means, which keys a
+// change touches and what "no such name" looks like. A negative answer is
+// an ordinary entry whose value says "none", and it is refetched like any
+// other, so a registration reaches a name that was just answered NXDOMAIN
+// as fast as any change reaches any name.
 //
-// Freshness and staleness: while an entry's refresh is in contact with
-// the servers (its blocking query, or its datacenter's feed, is open or
-// returned successfully, and its last refetch succeeded), the
-// entry is current and Info.Age is 0. Once a refresh fails, the entry is
-// served as it is and Info.Age counts from the entry's last successful
-// refresh; past Config.StaleAfter, Info.Stale is set (the DNS layer answers
-// with a short TTL, in the spirit of RFC 8767), and past Config.MaxStale
-// the entry is dropped, so that Get behaves as a miss and returns the
-// fetch's error.
+// Freshness and staleness: while an entry is in contact with the servers
+// (its datacenter's feed call is open or returned successfully, and its
+// last refetch succeeded), the entry is current and Info.Age is 0. Once
+// the feed or a refetch fails, the entry is served as it is and Info.Age
+// counts from the last contact; past Config.StaleAfter, Info.Stale is set
+// (the DNS layer answers with a short TTL, in the spirit of RFC 8767), and
+// past Config.MaxStale the entry is dropped, so that Get behaves as a miss
+// and returns the fetch's error.
+//
+// Bounds: everything the package keeps grows with entries, not with the
+// names asked for: entries (MaxEntries, MaxBytes), misses being fetched
+// (at most MaxEntries; past it Get fails with ErrOverloaded), the refetch
+// queue (each entry at most once, removed ones compacted away), and the
+// hub's per-datacenter state (only datacenters that have entries).
 //
 // cache imports no other cairn package: it declares what it needs of RPC
 // (Fetcher) and is generic in the value it keeps. Of third-party code it
 // uses golang-lru/v2 (its home, per DESIGN.md).
 //
-// Concurrency: every method may be called from any goroutine. The cache
+// Concurrency: every method may be called from any goroutine. A cache
 // starts one goroutine per miss in flight, one for the coarse clock (which
-// also sweeps idle and too-stale entries with a Feed), and either one per
-// live entry (its refresh loop) or, with a Feed, a few refetch workers
-// (and, with a Feed but no Hub, a hub of its own, which runs one
-// goroutine per followed datacenter); Close stops them all and waits for
-// them. The Fetcher is
-// called from those goroutines, concurrently for different keys, and must
-// return promptly once its ctx is done.
+// also sweeps idle and too-stale entries) and a few refetch workers; its
+// Close stops them and waits for them. A Hub runs one goroutine per
+// followed datacenter; one stops when its datacenter's last entry goes,
+// and Hub.Close stops and waits for them all. The Fetcher is called from
+// the cache's goroutines, concurrently for different keys, and the Feed
+// from the hub's, concurrently for different datacenters; both must
+// return promptly once their ctx is done.
 package cache

@@ -1,44 +1,36 @@
 package cache
 
-import "context"
-
-// insertLocked adds key's first entry, makes room for it, and starts its
-// refresh (or, with a Feed, follows its datacenter, refetching the entry
-// at once when the feed named it while it was being filled: stale). An entry larger than MaxBytes on its own is returned to the
-// callers of the miss but not kept (and counts as an eviction): keeping it
-// would empty the rest of the cache.
+// insertLocked adds key's first entry, makes room for it, and has the hub
+// follow its datacenter; it refetches the entry at once when the feed
+// named it while it was being filled (stale). An entry larger than
+// MaxBytes on its own is returned to the callers of the miss but not kept
+// (and counts as an eviction): keeping it would empty the rest of the
+// cache.
 func (c *Cache[V]) insertLocked(key Key, e *Entry[V], stale bool) {
-	if old, ok := c.lru.Peek(key); ok { // not expected: a fill starts only for a missing key
-		c.removeLocked(old, false)
-	}
 	size := c.sizeOf(key, e.Value)
 	if c.cfg.MaxBytes > 0 && size > c.cfg.MaxBytes {
 		c.evictions.Add(1)
 		return
+	}
+	// Counted before making room: were the entry it replaces or the
+	// victims the datacenter's last, the hub would stop its feed only to
+	// start it again (and refetch all of it) a moment later.
+	c.hub.acquire(key.Datacenter)
+	if old, ok := c.lru.Peek(key); ok { // not expected: a fill starts only for a missing key
+		c.removeLocked(old, false)
 	}
 	c.evictLocked(1, size)
 	now := c.now()
 	s := &slot[V]{key: key, size: size, listed: now, lastOK: now}
 	s.entry.Store(e)
 	s.lastUsed.Store(now)
-	if c.hub != nil {
-		s.cancel = func() {}
-		c.setRefreshAfterLocked(s, e.Value)
-		c.lru.Add(key, s)
-		c.table.Store(key, s)
-		c.bytes += size
-		c.hub.follow(key.Datacenter)
-		if stale {
-			c.queueLocked(s)
-		}
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	c.setRefreshAfterLocked(s, e.Value)
 	c.lru.Add(key, s)
 	c.table.Store(key, s)
 	c.bytes += size
-	c.wg.Go(func() { c.refresh(ctx, s, now) })
+	if stale {
+		c.queueLocked(s)
+	}
 }
 
 // evictLocked evicts entries until newEntries more entries and newBytes
@@ -71,9 +63,11 @@ func (c *Cache[V]) evictLocked(newEntries int, newBytes int64) {
 	}
 }
 
-// removeLocked takes s out of the cache and stops its refresh; evicted
-// says whether to count it in Stats.Evictions (Close does not). It may be
-// called more than once for a slot.
+// removeLocked takes s out of the cache, and tells the hub, which stops
+// following s's datacenter if s was its last entry; evicted says whether
+// to count it in Stats.Evictions (Close does not). It may be called more
+// than once for a slot. A refetch of s queued or running finds s.removed
+// and drops its result.
 func (c *Cache[V]) removeLocked(s *slot[V], evicted bool) {
 	if s.removed {
 		return
@@ -84,21 +78,15 @@ func (c *Cache[V]) removeLocked(s *slot[V], evicted bool) {
 	c.table.Delete(s.key)
 	c.lru.Remove(s.key)
 	c.bytes -= s.size
-	s.cancel()
+	c.hub.release(s.key.Datacenter)
 	if evicted {
 		c.evictions.Add(1)
 	}
 }
 
-// publish makes a new version of s's value current and accounts for its
-// size, evicting others (or s itself, when it alone exceeds MaxBytes) if
-// it grew past MaxBytes. Only s's refresh loop calls it.
-func (c *Cache[V]) publish(s *slot[V], e *Entry[V]) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.publishLocked(s, e)
-}
-
+// publishLocked makes a new version of s's value current and accounts for
+// its size, evicting others (or s itself, when it alone exceeds MaxBytes)
+// if it grew past MaxBytes.
 func (c *Cache[V]) publishLocked(s *slot[V], e *Entry[V]) {
 	size := c.sizeOf(s.key, e.Value)
 	if s.removed {
@@ -122,26 +110,6 @@ func (c *Cache[V]) setRefreshAfterLocked(s *slot[V], v V) {
 	if c.cfg.RefreshAfter != nil {
 		s.refreshAfter = c.cfg.RefreshAfter(v)
 	}
-}
-
-// dropIdle removes s if it still has not been used for IdleTimeout,
-// rechecked under mu since a hit may have come in meanwhile, and reports
-// whether it did.
-func (c *Cache[V]) dropIdle(s *slot[V]) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.now()-s.lastUsed.Load() < int64(c.cfg.IdleTimeout) {
-		return false
-	}
-	c.removeLocked(s, true)
-	return true
-}
-
-// drop removes s (its refresh has been failing for longer than MaxStale).
-func (c *Cache[V]) drop(s *slot[V]) {
-	c.mu.Lock()
-	c.removeLocked(s, true)
-	c.mu.Unlock()
 }
 
 // sizeOf returns the bytes an entry of key and v counts for: 0 without

@@ -15,7 +15,6 @@ func TestIdleEviction(t *testing.T) {
 		f.register("api", "10.0.2.1")
 		cfg := cache.DefaultConfig()
 		c := newCache(t, cfg, f)
-		defer c.Close()
 		get(t, c, web)
 		get(t, c, svc("api"))
 
@@ -31,7 +30,8 @@ func TestIdleEviction(t *testing.T) {
 			t.Errorf("after 30m: got %+v, want 1 entry (api), 1 eviction, 2 misses", s)
 		}
 		calls := f.callsFor("web")
-		time.Sleep(time.Hour)
+		f.register("web", "10.0.0.2") // the feed names it, but it is gone
+		synctest.Wait()
 		if got := f.callsFor("web"); got != calls {
 			t.Errorf("fetches of the idle entry after it was dropped: got %d more, want none", got-calls)
 		}
@@ -41,14 +41,13 @@ func TestIdleEviction(t *testing.T) {
 	})
 }
 
-// TestIdleEvictionOnTime checks that an idle entry goes at IdleTimeout,
-// not at the end of the blocking query that was open then.
+// TestIdleEvictionOnTime checks that an idle entry goes at IdleTimeout
+// (the sweep, every tick), not when its feed call happens to return.
 func TestIdleEvictionOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		cfg := cache.DefaultConfig()
 		c := newCache(t, cfg, f)
-		defer c.Close()
 		get(t, c, web)
 
 		time.Sleep(cfg.IdleTimeout - time.Second)
@@ -72,7 +71,6 @@ func TestLRUBound(t *testing.T) {
 		cfg := cache.DefaultConfig()
 		cfg.MaxEntries = 3
 		c := newCache(t, cfg, f)
-		defer c.Close()
 		for _, name := range []string{"a", "b", "c"} {
 			get(t, c, svc(name))
 			time.Sleep(time.Second)
@@ -90,9 +88,10 @@ func TestLRUBound(t *testing.T) {
 				t.Errorf("Get(%s): got %+v, want a hit", name, info)
 			}
 		}
-		time.Sleep(cfg.BlockingWait * 11 / 10) // a live refresh would have asked again
+		f.register("b", "10.0.0.2") // the feed names it, but it is gone
+		synctest.Wait()
 		if got := f.callsFor("b"); got != bCalls {
-			t.Errorf("fetches of the evicted entry: got %d more, want none (its refresh stopped)", got-bCalls)
+			t.Errorf("fetches of the evicted entry: got %d more, want none", got-bCalls)
 		}
 		if _, info := get(t, c, svc("b")); info.Hit {
 			t.Errorf("Get(b): got %+v, want a miss (evicted)", info)
@@ -111,13 +110,12 @@ func TestBytesBound(t *testing.T) {
 		}
 		f.register("big", "1", "2", "3", "4")
 		// 10,000 bytes an instance dwarfs the per-entry overhead: two
-		// one-instance entries fit in 35,000 bytes, three do not.
+		// one-instance entries fit in 30,000 bytes, three do not.
 		const perInstance = 10_000
 		cfg := cache.DefaultConfig()
 		cfg.Size = func(v any) int { return perInstance * len(v.(*answer).instances) }
-		cfg.MaxBytes = 35_000
+		cfg.MaxBytes = 30_000
 		c := newCache(t, cfg, f)
-		defer c.Close()
 
 		get(t, c, svc("a"))
 		get(t, c, svc("b"))
@@ -131,7 +129,7 @@ func TestBytesBound(t *testing.T) {
 			t.Errorf("a third entry: got %+v, want 2 entries, 1 eviction, within MaxBytes", s)
 		}
 
-		// A refresh that grows c evicts b.
+		// A refetch that grows c evicts b.
 		f.register("c", "10.0.0.2")
 		synctest.Wait()
 		if s := c.Stats(); s.Entries != 1 || s.Evictions != 2 || s.Bytes > cfg.MaxBytes {

@@ -9,19 +9,36 @@ import (
 )
 
 func Example() {
-	// A Fetcher over a catalog that never changes: plain reads answer,
-	// blocking queries wait until their ctx ends (Close ends them).
-	fetch := func(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) ([]string, uint64, error) {
-		if minIndex > 0 {
-			<-ctx.Done()
-			return nil, 0, ctx.Err()
-		}
+	// A Fetcher over a catalog: plain reads of a name's instances.
+	fetch := func(ctx context.Context, key cache.Key, _ uint64, _ time.Duration) ([]string, uint64, error) {
 		if key.Name == "web" {
 			return []string{"10.0.0.1", "10.0.0.2"}, 42, nil
 		}
 		return nil, 42, nil // no such name: a negative entry
 	}
-	c, err := cache.New(cache.DefaultConfig(), fetch, nil)
+	// A Feed over a catalog that never changes: its first call (minIndex
+	// 0) answers at once, later ones block until their wait or ctx ends
+	// (the hub's, when the datacenter's last entry goes or it closes).
+	feed := func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+		if minIndex > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return 0, nil, false, ctx.Err()
+			}
+		}
+		return 42, func(cache.Key) bool { return false }, false, nil
+	}
+
+	// One hub for every cache of the agent: one feed call per datacenter.
+	cfg := cache.DefaultConfig()
+	hub, err := cache.NewHub(feed, cfg, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer hub.Close() // after the caches: defers run last first
+	cfg.Hub = hub
+	c, err := cache.New(cfg, fetch, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -19,8 +19,10 @@ type answer struct{ instances []string }
 var errDown = errors.New("no server reachable")
 
 // fakeCatalog is a tiny stand-in for the servers: names with instances
-// under one index (as one memdb table's), and blocking reads that wait on
-// a channel closed at every change, as Consul's blocking queries do.
+// under one index (as one memdb table's), plain reads of them (the
+// Fetcher), and a change feed (the Feed) whose calls block on a channel
+// closed at every change, as Consul's blocking queries do. Every
+// datacenter sees the same catalog.
 type fakeCatalog struct {
 	mu      sync.Mutex
 	index   uint64
@@ -33,7 +35,9 @@ type fakeCatalog struct {
 	mins    []uint64 // every fetch's minIndex, in order
 	// log names the name each change touched, by index, for the feed.
 	log   map[uint64]string
-	feeds int // feed calls
+	feeds int                 // feed calls
+	open  map[string]int      // feed calls in progress, by datacenter
+	fmins map[string][]uint64 // every feed call's minIndex, by datacenter, in order
 	// late, while non-nil, makes plain reads read first and then wait for
 	// it: a read whose answer predates what happens meanwhile.
 	late chan struct{}
@@ -42,12 +46,13 @@ type fakeCatalog struct {
 // newFake returns an empty catalog; inside a synctest bubble, create it
 // inside the bubble (its channels belong to it).
 func newFake() *fakeCatalog {
-	return &fakeCatalog{names: map[string][]string{}, changed: make(chan struct{}), calls: map[string]int{}, log: map[uint64]string{}}
+	return &fakeCatalog{names: map[string][]string{}, changed: make(chan struct{}), calls: map[string]int{},
+		log: map[uint64]string{}, open: map[string]int{}, fmins: map[string][]uint64{}}
 }
 
-// fetch is the cache.Fetcher: a plain read for minIndex 0, else a
-// blocking query that returns when the index passes minIndex (or, if it
-// is lower, when wait ends, as a Consul server does).
+// fetch is the cache.Fetcher: a plain read for minIndex 0 (all the cache
+// asks for), else a blocking query that returns when the index passes
+// minIndex (or, if it is lower, when wait ends, as a Consul server does).
 func (f *fakeCatalog) fetch(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*answer, uint64, error) {
 	f.mu.Lock()
 	f.calls[key.Name]++
@@ -119,7 +124,16 @@ func (f *fakeCatalog) register(name string, instances ...string) {
 func (f *fakeCatalog) feed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
 	f.mu.Lock()
 	f.feeds++
+	f.open[dc]++
+	f.fmins[dc] = append(f.fmins[dc], minIndex)
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.open[dc]--; f.open[dc] == 0 {
+			delete(f.open, dc)
+		}
+	}()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -158,6 +172,20 @@ func (f *fakeCatalog) feedCalls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.feeds
+}
+
+// openFeeds returns how many feed calls for dc are in progress.
+func (f *fakeCatalog) openFeeds(dc string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.open[dc]
+}
+
+// feedMinIndexes returns the minIndex of every feed call for dc so far.
+func (f *fakeCatalog) feedMinIndexes(dc string) []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.fmins[dc])
 }
 
 // restore replaces the catalog's state and index with older ones, as a

@@ -17,19 +17,24 @@ import (
 // promptly once ctx is done.
 type Feed func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (index uint64, changed func(Key) bool, reset bool, err error)
 
-// refetchers is how many entries a cache with a Feed refetches at once
-// after a change: enough that a reset of ten thousand entries takes a
-// second or so on a LAN, few enough not to flood a server.
+// catchUpWait bounds how long a refetch waits for a server that is behind
+// the feed's index: replication lag, not an outage, so short.
+const catchUpWait = time.Second
+
+// refetchers is how many entries a cache refetches at once after a
+// change: enough that a reset of ten thousand entries takes a second or
+// so on a LAN, few enough not to flood a server.
 const refetchers = 8
 
-// With a Feed (Config.Feed, or a Hub's), an entry has no goroutine and no
-// blocking query of its own: the hub follows the feed of each datacenter
-// the entries belong to (one blocking call at a time, hub.go), and the
-// cache refetches the entries the feed names (plain reads, by a few
-// workers, refetch).
-// This is what lets one agent hold ten thousand names for the memory of
-// their values, and a server carry a thousand agents for a thousand open
-// calls instead of millions.
+// An entry has no goroutine and no blocking query of its own: the hub
+// follows the feed of each datacenter the entries belong to (one blocking
+// call at a time, hub.go), and the cache refetches the entries the feed
+// names (plain reads, by a few workers, refetch). This is what lets one
+// agent hold ten thousand names for the memory of their values, and a
+// server carry a thousand agents for a thousand open calls instead of
+// millions. (A blocking query per entry, which this replaced, cost a
+// goroutine on the agent and a watch on a server per entry: about 14 KiB
+// on a server and twice that on a client, measured.)
 //
 // A refetch that is asked for while one of the same entry is running runs
 // again after it, and a fill that is named while in flight is refetched
@@ -37,21 +42,31 @@ const refetchers = 8
 // progress is never lost.
 
 // markFailing (the hub's) marks the matching entries as out of contact
-// since lastOK, unless they already are, and counts a refresh error.
+// since lastOK, unless they already are, and counts a refresh error if
+// there were any: a cache that shares the hub but has no entry of the
+// failing datacenter has lost nothing.
 func (c *Cache[V]) markFailing(match func(Key) bool, lastOK time.Time) {
-	c.refreshErrors.Add(1)
 	since := max(int64(lastOK.Sub(c.epoch))+1, 1)
+	matched := false
 	c.table.Range(func(_, v any) bool {
 		if s := v.(*slot[V]); match(s.key) {
+			matched = true
 			s.failingSince.CompareAndSwap(0, since)
 		}
 		return true
 	})
+	if matched {
+		c.refreshErrors.Add(1)
+	}
 }
 
 // invalidate queues a refetch of every entry match names, and marks the
-// fills in flight that it names to be refetched once inserted.
-func (c *Cache[V]) invalidate(match func(Key) bool) {
+// fills in flight that it names to be refetched once inserted. atLeast is
+// the index the feed reported: the refetch asks for data at least that
+// recent, so a server that is behind the one that answered the feed (a
+// follower, or another server of a remote datacenter) catches up before
+// it answers, rather than handing back the old value for good.
+func (c *Cache[V]) invalidate(match func(Key) bool, atLeast uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, f := range c.fills {
@@ -61,6 +76,7 @@ func (c *Cache[V]) invalidate(match func(Key) bool) {
 	}
 	c.table.Range(func(_, v any) bool {
 		if s := v.(*slot[V]); match(s.key) {
+			s.atLeast = max(s.atLeast, atLeast)
 			c.queueLocked(s)
 		}
 		return true
@@ -77,11 +93,31 @@ func (c *Cache[V]) queueLocked(s *slot[V]) {
 	default:
 		s.queued = true
 		c.queue = append(c.queue, s)
+		if len(c.queue) > 2*c.cfg.MaxEntries {
+			c.compactQueueLocked()
+		}
 		select {
 		case c.wake <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// compactQueueLocked drops the removed slots from the queue. A slot is
+// queued at most once at a time, so the queue holds at most MaxEntries
+// live slots; but a removed one stays until a worker reaches it, and
+// while the workers are slow (servers that time out) resets and evictions
+// could otherwise pile up removed slots without bound. Compacting only
+// past twice MaxEntries keeps the cost at O(1) per queued slot.
+func (c *Cache[V]) compactQueueLocked() {
+	live := c.queue[:0]
+	for _, s := range c.queue {
+		if !s.removed {
+			live = append(live, s)
+		}
+	}
+	clear(c.queue[len(live):])
+	c.queue = live
 }
 
 // refetcher refetches queued entries until the cache closes.
@@ -112,17 +148,24 @@ func (c *Cache[V]) refetcher() {
 			continue
 		}
 		s.refetching = true
+		atLeast := s.atLeast
 		c.mu.Unlock()
-		c.refetch(s)
+		c.refetch(s, atLeast)
 	}
 }
 
-// refetch reads s's key afresh and publishes it. A failure retries after
-// a backoff (the slot counts as out of contact meanwhile); a refetch asked
-// for while this one ran runs next.
-func (c *Cache[V]) refetch(s *slot[V]) {
+// refetch reads s's key afresh, at index atLeast or later (waiting up to
+// catchUpWait for the server to get there; 0: any), and publishes it. A
+// failure retries after a backoff (the slot counts as out of contact
+// meanwhile); a refetch asked for while this one ran runs next.
+func (c *Cache[V]) refetch(s *slot[V], atLeast uint64) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.FetchTimeout)
-	v, idx, err := c.fetch(ctx, s.key, 0, 0)
+	var minIndex uint64
+	var wait time.Duration
+	if atLeast > 1 {
+		minIndex, wait = atLeast-1, min(catchUpWait, c.cfg.FetchTimeout/2)
+	}
+	v, idx, err := c.fetch(ctx, s.key, minIndex, wait)
 	cancel()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -157,11 +200,12 @@ func (c *Cache[V]) refetch(s *slot[V]) {
 	}
 }
 
-// sweep drops the entries of a cache with a Feed that went idle or whose
-// contact with the servers has been lost for longer than MaxStale: with
-// no refresh loop per entry, nothing else would notice. It also queues
-// the refetch of entries older than their RefreshAfter (unless a failed
-// refetch's backoff already owns their next try).
+// sweep drops the entries that went idle or whose contact with the
+// servers has been lost for longer than MaxStale (with no goroutine per
+// entry, nothing else would notice; a hit past MaxStale drops its entry
+// too), which may let the hub stop following their datacenter. It also
+// queues the refetch of entries older than their RefreshAfter (unless a
+// failed refetch's backoff already owns their next try).
 func (c *Cache[V]) sweep() {
 	now := c.now()
 	if c.cfg.RefreshAfter != nil {
@@ -195,4 +239,17 @@ func (c *Cache[V]) sweep() {
 			c.removeLocked(s, true)
 		}
 	}
+}
+
+// warn logs at most one warning per warnEvery for the whole cache.
+func (c *Cache[V]) warn(msg string, key Key, err error) {
+	now, last := c.now(), c.lastWarn.Load()
+	if last != 0 && now-last < warnEvery || !c.lastWarn.CompareAndSwap(last, now) {
+		return
+	}
+	args := []any{"kind", key.Kind, "name", key.Name, "dc", key.Datacenter}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	c.logger.Warn(msg, args...)
 }

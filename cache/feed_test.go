@@ -1,8 +1,10 @@
 package cache_test
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,20 +12,12 @@ import (
 	"github.com/cairndns/cairn/cache"
 )
 
-// newFedCache returns a cache over f that follows f's feed.
-func newFedCache(t *testing.T, cfg cache.Config, f *fakeCatalog) *cache.Cache[*answer] {
-	t.Helper()
-	cfg.Feed = f.feed
-	return newCache(t, cfg, f)
-}
-
 func TestFeedRefetchesOnlyWhatChanged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
 		f.register("api", "10.0.0.9")
-		c := newFedCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
+		c := newCache(t, cache.DefaultConfig(), f)
 
 		get(t, c, web)
 		get(t, c, svc("api"))
@@ -43,9 +37,11 @@ func TestFeedRefetchesOnlyWhatChanged(t *testing.T) {
 		if got := f.callsFor("api"); got != apiCalls {
 			t.Errorf("api fetches: got %d, want %d (api did not change)", got, apiCalls)
 		}
-		// No entry holds a blocking query: every fetch is a plain read.
-		if mins := f.minIndexes(); slices.ContainsFunc(mins, func(m uint64) bool { return m != 0 }) {
-			t.Errorf("fetch minIndexes %v: want only plain reads with a feed", mins)
+		// Fills are plain reads; a refetch asks for the index the feed
+		// reported (the change's 3: minIndex 2), never past it to block
+		// for news. (The fills and the first reset may come in any order.)
+		if mins := f.minIndexes(); len(mins) == 0 || mins[len(mins)-1] != 2 || slices.Max(mins) != 2 {
+			t.Errorf("fetch minIndexes %v: want the change's refetch last at minIndex 2, none above", mins)
 		}
 		// One feed for the datacenter, however many entries.
 		before := f.feedCalls()
@@ -57,34 +53,13 @@ func TestFeedRefetchesOnlyWhatChanged(t *testing.T) {
 	})
 }
 
-func TestFeedFillsANegativeEntryOnRegistration(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFake()
-		f.register("other", "10.0.0.9") // past index 1: see Feed
-		c := newFedCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
-
-		e, _ := get(t, c, web)
-		wantInstances(t, e)
-		synctest.Wait()
-		f.register("web", "10.0.0.1")
-		synctest.Wait()
-		e, info := get(t, c, web)
-		if !info.Hit {
-			t.Fatalf("info %+v, want a hit", info)
-		}
-		wantInstances(t, e, "10.0.0.1")
-	})
-}
-
 // A change that lands while an entry is being read must not be lost, both
 // for a fill and for a refetch already running.
 func TestFeedChangeDuringAReadIsNotLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
-		c := newFedCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
+		c := newCache(t, cache.DefaultConfig(), f)
 		get(t, c, svc("other")) // the feed is running before the fill below
 		synctest.Wait()
 
@@ -125,8 +100,7 @@ func TestFeedOutageServesStaleAndCatchesUp(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
 		cfg := cache.DefaultConfig()
-		c := newFedCache(t, cfg, f)
-		defer c.Close()
+		c := newCache(t, cfg, f)
 		get(t, c, web)
 		synctest.Wait()
 
@@ -163,8 +137,7 @@ func TestFeedDropsAfterMaxStaleAndWhenIdle(t *testing.T) {
 		cfg := cache.DefaultConfig()
 		cfg.MaxStale = time.Minute
 		cfg.StaleAfter = time.Second
-		c := newFedCache(t, cfg, f)
-		defer c.Close()
+		c := newCache(t, cfg, f)
 		get(t, c, web)
 		synctest.Wait()
 
@@ -200,8 +173,7 @@ func TestFeedResetRefetchesEverything(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
 		f.register("api", "10.0.0.9")
-		c := newFedCache(t, cache.DefaultConfig(), f)
-		defer c.Close()
+		c := newCache(t, cache.DefaultConfig(), f)
 		get(t, c, web)
 		get(t, c, svc("api"))
 		synctest.Wait()
@@ -231,8 +203,7 @@ func TestFeedRefreshAfter(t *testing.T) {
 			}
 			return 0
 		}
-		c := newFedCache(t, cfg, f)
-		defer c.Close()
+		c := newCache(t, cfg, f)
 		get(t, c, web)
 		get(t, c, svc("api"))
 		synctest.Wait()
@@ -257,16 +228,9 @@ func TestHubSharedByCaches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.register("web", "10.0.0.1")
-		hub, err := cache.NewHub(f.feed, cache.DefaultConfig(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer hub.Close()
 		cfg := cache.DefaultConfig()
-		cfg.Hub = hub
+		cfg.Hub = newHub(t, cfg, f.feed)
 		a, b := newCache(t, cfg, f), newCache(t, cfg, f)
-		defer b.Close()
-		defer a.Close()
 		get(t, a, web)
 		get(t, b, web)
 		synctest.Wait()
@@ -280,6 +244,158 @@ func TestHubSharedByCaches(t *testing.T) {
 		for _, c := range []*cache.Cache[*answer]{a, b} {
 			e, _ := get(t, c, web)
 			wantInstances(t, e, "10.0.0.1", "10.0.0.2")
+		}
+	})
+}
+
+// TestFeedBackoffOnErrors counts the calls of a feed that fails at once:
+// with RetryMin 100ms doubling to RetryMax 30s, each wait jittered into
+// [d/2, d], the n-th retry comes between the sums of the halved and the
+// full waits, which bounds the count at any time.
+func TestFeedBackoffOnErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.register("web", "10.0.0.1")
+		cfg := cache.DefaultConfig()
+		cfg.IdleTimeout = 10 * time.Hour // this test is about retries only
+		c := newCache(t, cfg, f)
+		e, _ := get(t, c, web)
+		synctest.Wait()
+		base := f.feedCalls() - 1 // the blocked call is the first to fail
+
+		f.fail(errDown) // the blocked call fails now, then every retry at once
+		for _, step := range []struct {
+			at       time.Duration
+			min, max int
+		}{
+			// failures at 0, then after waits of up to .1 .2 .4 s (at
+			// least .05 .1 .2 .4 s): 4 or 5 within the first second.
+			{time.Second, 4, 5},
+			// Up to 51.1s for the first 9 waits, at least 25.55s for 9,
+			// 40.55s for 10, 55.55s for 11, 70.55s for 12.
+			{time.Minute, 10, 12},
+			// From then on one every 15 to 30s.
+			{time.Hour, 10 + 118, 12 + 240},
+		} {
+			time.Sleep(step.at - time.Since(e.Fetched))
+			synctest.Wait()
+			got := f.feedCalls() - base
+			if got < step.min || got > step.max {
+				t.Errorf("failed feed calls after %v: got %d, want %d to %d", step.at, got, step.min, step.max)
+			}
+			if s := c.Stats(); s.RefreshErrors != uint64(got) {
+				t.Errorf("RefreshErrors after %v: got %d, want %d", step.at, s.RefreshErrors, got)
+			}
+		}
+
+		f.fail(nil)
+		time.Sleep(cfg.RetryMax)
+		synctest.Wait()
+		e2, info := get(t, c, web)
+		if info != (cache.Info{Hit: true}) || e2.Index != e.Index {
+			t.Errorf("after the servers came back: got %+v at index %d, want a fresh hit at %d", info, e2.Index, e.Index)
+		}
+	})
+}
+
+func TestFeedServeStaleAndItsMaximum(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.register("web", "10.0.0.1")
+		cfg := cache.DefaultConfig()
+		cfg.MaxStale = time.Hour
+		cfg.IdleTimeout = 10 * time.Hour // this test is about staleness only
+		c := newCache(t, cfg, f)
+		get(t, c, web)
+
+		// The feed's last success at t0, then the servers go away.
+		time.Sleep(10 * time.Second)
+		f.register("web", "10.0.0.2")
+		synctest.Wait()
+		t0 := time.Now()
+		f.fail(errDown)
+		synctest.Wait()
+
+		for _, step := range []struct {
+			at    time.Duration
+			stale bool
+		}{
+			{0, false},
+			{cfg.StaleAfter - time.Second, false},
+			{cfg.StaleAfter + time.Second, true},
+			{cfg.MaxStale - time.Second, true},
+		} {
+			time.Sleep(step.at - time.Since(t0))
+			e, info := get(t, c, web)
+			if want := (cache.Info{Hit: true, Stale: step.stale, Age: step.at}); info != want {
+				t.Errorf("%v after the last contact: got %+v, want %+v", step.at, info, want)
+			}
+			wantInstances(t, e, "10.0.0.1", "10.0.0.2")
+		}
+		if s := c.Stats(); s.StaleAnswers != 2 {
+			t.Errorf("StaleAnswers: got %d, want 2", s.StaleAnswers)
+		}
+
+		// Past MaxStale the entry is gone and Get is a miss that fails
+		// at once with the fetch's error.
+		time.Sleep(2 * time.Second)
+		start := time.Now()
+		_, _, err := c.Get(t.Context(), web)
+		if !errors.Is(err, errDown) || time.Since(start) != 0 {
+			t.Errorf("Get past MaxStale: got %v after %v, want %v at once", err, time.Since(start), errDown)
+		}
+		time.Sleep(cfg.RetryMax)
+		synctest.Wait()
+		if s := c.Stats(); s.Entries != 0 || s.Evictions != 1 {
+			t.Errorf("stats past MaxStale: got %+v, want no entries, 1 eviction", s)
+		}
+
+		f.fail(nil)
+		if e, info := get(t, c, web); info.Hit || e.Index != 2 {
+			t.Errorf("servers back: got %+v index %d, want a miss filled at index 2", info, e.Index)
+		}
+	})
+}
+
+// TestNonBlockingFeedDoesNotSpin checks that a feed that answers at once
+// without a change is paced at RetryMin, and one that answers index 0 is
+// asked to block at index 1.
+func TestNonBlockingFeedDoesNotSpin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			calls int
+			mins  []uint64
+		)
+		feed := func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if len(mins) < 3 {
+				mins = append(mins, minIndex)
+			}
+			return 0, func(cache.Key) bool { return false }, false, nil
+		}
+		f := newFake()
+		cfg := cache.DefaultConfig()
+		c := newCacheWith(t, cfg, f.fetch, feed)
+		get(t, c, web)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		// One call per jittered RetryMin (90 to 110ms) over 10s.
+		mu.Lock()
+		defer mu.Unlock()
+		if n := calls; n < 90 || n > 113 {
+			t.Errorf("feed calls in 10s: got %d, want 90 to 113", n)
+		}
+		if want := []uint64{0, 1, 1}; !slices.Equal(mins, want) {
+			t.Errorf("minIndex: got %v, want %v", mins, want)
+		}
+		if got := f.callsFor("web"); got != 2 {
+			t.Errorf("fetches: got %d, want 2 (the fill, the refetch after the first call)", got)
+		}
+		if s := c.Stats(); s.RefreshErrors != 0 {
+			t.Errorf("RefreshErrors: got %d, want 0", s.RefreshErrors)
 		}
 	})
 }

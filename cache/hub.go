@@ -4,43 +4,60 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
+// warnEvery is the least time between two warnings of a hub or a cache:
+// when the servers go away, every datacenter's feed and every refetch
+// fail at once, and one line says as much as ten thousand.
+const warnEvery = int64(time.Minute)
+
 // Hub follows each datacenter's Feed once for several caches, so that an
 // agent whose caches hold different kinds of values (instances, nodes,
 // prepared query answers) keeps one blocking call per datacenter open on
-// the servers, not one per cache. A cache uses a Hub given in
-// Config.Hub; given only a Feed, it makes a Hub of its own.
+// the servers, not one per cache. Every cache needs one (Config.Hub).
+//
+// A hub follows a datacenter only while one of its caches holds an entry
+// of it: the first entry of a datacenter starts that datacenter's feed
+// loop, and removing its last entry (idle, evicted, past MaxStale, or its
+// cache closed) stops it. Datacenter names come from DNS questions, so
+// anything kept per datacenter for longer than its entries would grow
+// with every name anyone asks for.
 //
 // Create it with NewHub, give it to the caches, and Close it after them.
 type Hub struct {
 	feed   Feed
 	cfg    Config // the waits and backoff of the feed's calls
 	logger *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // one run per followed datacenter
 
-	mu       sync.Mutex
-	subs     []subscriber
-	followed map[string]bool
+	mu     sync.Mutex
+	subs   []subscriber
+	dcs    map[string]*follower // the datacenters followed now
+	closed bool
 
 	lastWarn atomic.Int64 // UnixNano of the last rate-limited warning
+}
+
+// follower is a datacenter the hub follows, and why.
+type follower struct {
+	entries int                // the datacenter's entries in the hub's caches
+	stop    context.CancelFunc // ends its run (and the feed call in flight)
 }
 
 // subscriber is what a Hub needs of a cache: it is told which of its
 // entries a change names, and which are out of contact since when.
 type subscriber interface {
-	invalidate(match func(Key) bool)
+	invalidate(match func(Key) bool, atLeast uint64)
 	markFailing(match func(Key) bool, lastOK time.Time)
 }
 
 // NewHub returns a hub that follows feed, with cfg's BlockingWait,
-// FetchTimeout, RetryMin and RetryMax (cfg must be valid). A nil logger
-// discards.
+// FetchTimeout, RetryMin and RetryMax (cfg must be valid; its other fields
+// are the caches' business). A nil logger discards.
 func NewHub(feed Feed, cfg Config, logger *slog.Logger) (*Hub, error) {
 	if feed == nil {
 		return nil, errors.New("cache: NewHub: nil Feed")
@@ -51,14 +68,21 @@ func NewHub(feed Feed, cfg Config, logger *slog.Logger) (*Hub, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{feed: feed, cfg: cfg, logger: logger.With("component", "cache"), followed: map[string]bool{}}
-	h.ctx, h.cancel = context.WithCancel(context.Background())
-	return h, nil
+	return &Hub{feed: feed, cfg: cfg, logger: logger.With("component", "cache"), dcs: map[string]*follower{}}, nil
 }
 
-// Close stops following and waits for the feed calls to return.
+// Close stops following and waits for the feed calls to return. Close the
+// caches first: a cache left open no longer hears of changes. Close may be
+// called more than once.
 func (h *Hub) Close() {
-	h.cancel()
+	h.mu.Lock()
+	// Under mu, so that no acquire starts a run once Wait may have begun.
+	h.closed = true
+	for dc, f := range h.dcs {
+		f.stop()
+		delete(h.dcs, dc)
+	}
+	h.mu.Unlock()
 	h.wg.Wait()
 }
 
@@ -79,7 +103,9 @@ func (h *Hub) unsubscribe(s subscriber) {
 	}
 }
 
-// each calls fn for every subscriber, outside the hub's lock.
+// each calls fn for every subscriber, outside the hub's lock: a cache
+// calls acquire and release with its own lock held, so the hub must never
+// wait for a cache's lock while holding its own.
 func (h *Hub) each(fn func(subscriber)) {
 	h.mu.Lock()
 	subs := append([]subscriber(nil), h.subs...)
@@ -89,26 +115,53 @@ func (h *Hub) each(fn func(subscriber)) {
 	}
 }
 
-// follow starts following dc unless the hub already does (or is closed).
-func (h *Hub) follow(dc string) {
+// acquire counts one more entry of dc, and starts following dc if it is
+// the only one. A cache calls it when it inserts an entry.
+func (h *Hub) acquire(dc string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.followed[dc] || h.ctx.Err() != nil {
+	if h.closed {
 		return
 	}
-	h.followed[dc] = true
-	h.wg.Go(func() { h.run(dc) })
+	f := h.dcs[dc]
+	if f == nil {
+		ctx, stop := context.WithCancel(context.Background())
+		f = &follower{stop: stop}
+		h.dcs[dc] = f
+		h.wg.Go(func() { h.run(ctx, dc) })
+	}
+	f.entries++
 }
 
-// run follows dc's feed until the hub closes. Its first call (minIndex
-// 0) resets, so entries filled before it began are refetched once; after
-// the feed has failed it starts again from 0, since the servers may have
-// changed meanwhile and the one answering may not be the one that did.
-// While the feed fails, dc's entries count as out of contact from the
-// feed's last success, which makes them stale after StaleAfter and drops
-// them after MaxStale (the caches' sweep).
-func (h *Hub) run(dc string) {
-	ctx := h.ctx
+// release counts one entry of dc less, and stops following dc if it was
+// the last. A cache calls it when it removes an entry. The run stopped
+// ends on its own (Close waits for it); one started meanwhile for the same
+// datacenter is a new run, from index 0, like any first one. A report the
+// old run was already making may still reach the caches: at worst a
+// needless refetch, or entries marked out of contact until the new run's
+// first call has them refetched.
+func (h *Hub) release(dc string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.dcs[dc]
+	if f == nil { // acquired after Close
+		return
+	}
+	f.entries--
+	if f.entries <= 0 {
+		f.stop()
+		delete(h.dcs, dc)
+	}
+}
+
+// run follows dc's feed until ctx ends (dc's last entry went, or Close).
+// Its first call (minIndex 0) resets, so entries filled before it began
+// are refetched once; after the feed has failed it starts again from 0,
+// since the servers may have changed meanwhile and the one answering may
+// not be the one that did. While the feed fails, dc's entries count as
+// out of contact from the feed's last success, which makes them stale
+// after StaleAfter and drops them after MaxStale (the caches' sweep).
+func (h *Hub) run(ctx context.Context, dc string) {
 	inDC := func(k Key) bool { return k.Datacenter == dc }
 	var index uint64
 	failures := 0
@@ -139,10 +192,10 @@ func (h *Hub) run(dc string) {
 		lastOK = time.Now()
 		switch {
 		case reset || index == 0:
-			h.each(func(s subscriber) { s.invalidate(inDC) })
+			h.each(func(s subscriber) { s.invalidate(inDC, idx) })
 		case idx != index:
 			match := func(k Key) bool { return k.Datacenter == dc && changed(k) }
-			h.each(func(s subscriber) { s.invalidate(match) })
+			h.each(func(s subscriber) { s.invalidate(match, idx) })
 		}
 		if (reset && index != 0 || idx <= index) && time.Since(start) < wait/2 {
 			// Back early without news, or with another reset: pace the
@@ -163,4 +216,36 @@ func (h *Hub) warn(dc string, err error) {
 		return
 	}
 	h.logger.Warn("cache feed failing; serving stale", "dc", dc, "err", err)
+}
+
+// backoff returns the wait after the given number of consecutive failures:
+// lo doubled per failure up to hi, then jittered into [d/2, d] so that
+// datacenters and entries failing together spread out, and never below
+// lo/2.
+func backoff(lo, hi time.Duration, failures int) time.Duration {
+	d := hi
+	if failures >= 1 && failures < 32 {
+		if x := lo << (failures - 1); x > 0 && x < hi {
+			d = x
+		}
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// jitter returns d moved at random by up to ±10%, so that feed calls
+// started together do not return together.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + rand.N(d/5+1)
+}
+
+// sleep waits for d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

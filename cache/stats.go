@@ -4,10 +4,10 @@ package cache
 // only grow over the cache's life.
 type Stats struct {
 	Hits          uint64 // Gets answered from memory
-	Misses        uint64 // Gets that waited for a fetch
+	Misses        uint64 // Gets not answered from memory (they waited for a fetch, or met ErrOverloaded)
 	StaleAnswers  uint64 // hits with Info.Stale set
 	Evictions     uint64 // entries removed by MaxEntries, MaxBytes, IdleTimeout or MaxStale (not Close)
-	RefreshErrors uint64 // failed background refreshes
+	RefreshErrors uint64 // failed refetches, and failed feed calls of a datacenter the cache has entries of
 	Entries       int    // entries held now
 	Bytes         int64  // their approximate bytes now (0 without Config.Size)
 }
