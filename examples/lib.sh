@@ -1,8 +1,69 @@
-# Shared by the example scripts (sourced, not run): stopping the agents a
-# script started, cleaning up on exit, waiting for a condition, and running
-# a CLI command against one agent. The script sets WORK, KEEP and TIMEOUT
-# and declares the associative arrays pid (agent name → process ID) and ip
-# (agent name → address) before sourcing it; CAIRN is the binary.
+# shellcheck shell=bash
+# Shared by the example scripts (sourced, not run): where the agents listen,
+# starting and stopping them, cleaning up on exit, waiting for a condition,
+# and running a CLI command or dig against one agent.
+#
+# The script sets WORK, KEEP, TIMEOUT and ADDRS before sourcing it; CAIRN is
+# the binary. It declares the associative arrays ip (agent name → address,
+# set by assign_addrs) and pid (agent name → process ID, set by
+# start_agent).
+#
+# Every agent has a loopback address of its own (ADDRS, a space-separated
+# list of IPv4 addresses, one per agent in the order the script gives) and
+# the same ports as the others, taken from the environment:
+#
+#   DNS_PORT       DNS, UDP and TCP; default 8600
+#   HTTP_PORT      HTTP API; default 8500
+#   SERVER_PORT    server RPC and Raft; default 8300
+#   SERF_LAN_PORT  LAN gossip, UDP and TCP; default 8301
+#   SERF_WAN_PORT  WAN gossip of a server, UDP and TCP; default 8302
+#
+# The defaults are the agent's own. Change them (and ADDRS) to run beside
+# another cairn or Consul holding them, or beside another run of the same
+# script: the end-to-end tests pass free ones.
+
+declare -A ip=() pid=()
+
+DNS_PORT=${DNS_PORT:-8600}
+HTTP_PORT=${HTTP_PORT:-8500}
+SERVER_PORT=${SERVER_PORT:-8300}
+SERF_LAN_PORT=${SERF_LAN_PORT:-8301}
+SERF_WAN_PORT=${SERF_WAN_PORT:-8302}
+
+# assign_addrs <name>...: gives the agents the addresses of ADDRS in order
+# (ip[name]); exits when ADDRS does not hold one address per agent.
+assign_addrs() {
+	local -a list
+	read -ra list <<<"$ADDRS"
+	if ((${#list[@]} != $#)); then
+		echo "ADDRS holds ${#list[@]} addresses, want $#, one for each of: $*" >&2
+		exit 2
+	fi
+	local i=0 name
+	for name in "$@"; do
+		ip[$name]=${list[i]}
+		i=$((i + 1))
+	done
+}
+
+# start_agent <name> [flags...]: starts "cairn agent" in the background as
+# node <name> on ip[name] and the ports above, its data in WORK/<name> and
+# its output in WORK/<name>.log, and records its process ID in pid[name].
+start_agent() {
+	local name=$1
+	shift
+	"$CAIRN" agent -node "$name" -bind "${ip[$name]}" -client "${ip[$name]}" \
+		-dns-port "$DNS_PORT" -http-port "$HTTP_PORT" -server-port "$SERVER_PORT" \
+		-serf-lan-port "$SERF_LAN_PORT" -serf-wan-port "$SERF_WAN_PORT" \
+		-data-dir "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 &
+	pid[$name]=$!
+	echo "started $name on ${ip[$name]} (pid ${pid[$name]})"
+}
+
+# lan_addr <name>, wan_addr <name>: the agent's LAN and WAN gossip
+# addresses, for -retry-join and -retry-join-wan.
+lan_addr() { echo "${ip[$1]}:$SERF_LAN_PORT"; }
+wan_addr() { echo "${ip[$1]}:$SERF_WAN_PORT"; }
 
 # stop_all sends SIGTERM to every agent and waits for each, printing the log
 # of any that exits with an error; it fails if one did.
@@ -29,6 +90,7 @@ cleanup() {
 	stop_all || code=1
 	if [[ $code -ne 0 ]]; then
 		for f in "$WORK"/*.log; do
+			[[ -e "$f" ]] || continue
 			echo "--- $f" >&2
 			tail -n 40 "$f" >&2
 		done
@@ -61,7 +123,14 @@ until_ok() {
 cli() {
 	local name=$1
 	shift
-	"$CAIRN" "$@" -http-addr "${ip[$name]}:8500"
+	"$CAIRN" "$@" -http-addr "${ip[$name]}:$HTTP_PORT"
+}
+
+# dig_at <agent> <dig arguments...>: asks the agent's DNS server.
+dig_at() {
+	local name=$1
+	shift
+	dig @"${ip[$name]}" -p "$DNS_PORT" "$@"
 }
 
 # keep_running waits for Ctrl-C when KEEP=1, leaving the agents up.

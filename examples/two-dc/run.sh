@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # Two datacenters on one machine: dc1 and dc2, each with three servers and
-# one client agent, every agent on its own loopback address with the default
-# ports (dc1: 127.0.0.31–34, dc2: 127.0.0.41–44). The servers of both join
-# one WAN pool. It registers "web" on dc2's client only, asks dc1's client
-# for web.service.dc2.cluster, defines a prepared query on dc1 that fails
-# over to dc2 and digs it before and after web appears in dc1, prints the
-# WAN members and the datacenters, and stops every agent (unless KEEP=1).
+# one client agent, every agent on its own loopback address (dc1:
+# 127.0.0.31–34, dc2: 127.0.0.41–44 unless ADDRS says otherwise). The
+# servers of both join one WAN pool. It registers "web" on dc2's client only,
+# asks dc1's client for web.service.dc2.cluster, defines a prepared query on
+# dc1 that fails over to dc2 and digs it before and after web appears in
+# dc1, prints the WAN members and the datacenters, and stops every agent
+# (unless KEEP=1).
 #
 #   examples/two-dc/run.sh                # builds cairn with go build
 #   CAIRN=/path/to/cairn examples/two-dc/run.sh
 #
-# Environment: CAIRN (binary; default: build one), NET (the first three
-# octets, default 127.0.0), WORK (data and logs, default a temporary
-# directory, removed at the end unless KEEP=1), TIMEOUT (seconds to wait for
-# each step, default 60). Needs dig (bind9-dnsutils). Exits
+# Environment: CAIRN (binary; default: build one), ADDRS (the agents'
+# addresses in the order dc1-s1 dc1-s2 dc1-s3 dc1-c1 dc2-s1 dc2-s2 dc2-s3
+# dc2-c1, default 127.0.0.31–34 then 127.0.0.41–44), DNS_PORT, HTTP_PORT,
+# SERVER_PORT, SERF_LAN_PORT, SERF_WAN_PORT (every agent's ports, default
+# 8600, 8500, 8300, 8301, 8302; see ../lib.sh), WORK (data and logs, default
+# a temporary directory, removed at the end unless KEEP=1), TIMEOUT (seconds
+# to wait for each step, default 60). Needs dig (bind9-dnsutils). Exits
 # non-zero, printing the agents' logs, when a step fails.
 set -euo pipefail
 
-NET=${NET:-127.0.0}
+ADDRS=${ADDRS:-127.0.0.31 127.0.0.32 127.0.0.33 127.0.0.34 127.0.0.41 127.0.0.42 127.0.0.43 127.0.0.44}
 TIMEOUT=${TIMEOUT:-60}
 KEEP=${KEEP:-0}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,15 +35,18 @@ if [[ -z "${CAIRN:-}" ]]; then
 fi
 command -v dig >/dev/null || { echo "dig not found: install bind9-dnsutils" >&2; exit 1; }
 
-declare -A ip dc pid
-for i in 1 2 3; do
-	ip[dc1-s$i]="$NET.3$i" dc[dc1-s$i]=dc1
-	ip[dc2-s$i]="$NET.4$i" dc[dc2-s$i]=dc2
-done
-ip[dc1-c1]="$NET.34" dc[dc1-c1]=dc1
-ip[dc2-c1]="$NET.44" dc[dc2-c1]=dc2
-
+declare -A dc # agent name → datacenter
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
 . "$here/../lib.sh"
+
+agents=()
+for d in dc1 dc2; do
+	for name in "$d-s1" "$d-s2" "$d-s3" "$d-c1"; do
+		agents+=("$name")
+		dc[$name]=$d
+	done
+done
+assign_addrs "${agents[@]}"
 
 # start <name> [flags...]: an agent of dc[name] joining its DC's first
 # server over LAN gossip.
@@ -47,17 +54,13 @@ start() {
 	local name=$1
 	shift
 	local d=${dc[$name]}
-	"$CAIRN" agent -node "$name" -datacenter "$d" -bind "${ip[$name]}" -client "${ip[$name]}" \
-		-data-dir "$WORK/$name" -retry-join "${ip[$d-s1]}" -retry-interval 1s "$@" \
-		>"$WORK/$name.log" 2>&1 &
-	pid[$name]=$!
-	echo "started $name ($d) on ${ip[$name]} (pid ${pid[$name]})"
+	start_agent "$name" -datacenter "$d" -retry-join "$(lan_addr "$d-s1")" -retry-interval 1s "$@"
 }
 
 # Every server joins the WAN pool through dc1's first server.
 for d in dc1 dc2; do
 	for i in 1 2 3; do
-		start "$d-s$i" -server -bootstrap-expect 3 -retry-join-wan "${ip[dc1-s1]}"
+		start "$d-s$i" -server -bootstrap-expect 3 -retry-join-wan "$(wan_addr dc1-s1)"
 	done
 	start "$d-c1"
 done
@@ -71,7 +74,7 @@ until_ok "six alive WAN members seen from dc1-s1" wan_members
 
 until_ok "registering web on dc2-c1" cli dc2-c1 services register -name web -port 8080
 answered_in_dc1() {
-	dig +short +time=1 +tries=1 @"${ip[dc1-c1]}" -p 8600 web.service.dc2.cluster SRV | grep -q dc2-c1.node.dc2.cluster
+	dig_at dc1-c1 +short +time=1 +tries=1 web.service.dc2.cluster SRV | grep -q dc2-c1.node.dc2.cluster
 }
 until_ok "web.service.dc2 answered by dc1's client" answered_in_dc1
 
@@ -82,28 +85,27 @@ echo
 echo "== cairn catalog datacenters (from dc1-c1)"
 cli dc1-c1 catalog datacenters
 echo
-echo "== dig @${ip[dc1-c1]} -p 8600 web.service.dc2.cluster SRV   (asked in dc1)"
-dig +noall +answer +additional @"${ip[dc1-c1]}" -p 8600 web.service.dc2.cluster SRV
+echo "== dig @${ip[dc1-c1]} -p $DNS_PORT web.service.dc2.cluster SRV   (asked in dc1)"
+dig_at dc1-c1 +noall +answer +additional web.service.dc2.cluster SRV
 echo
-echo "== dig @${ip[dc1-c1]} -p 8600 web.service.cluster SRV   (dc1 has no web)"
-dig +noall +comments @"${ip[dc1-c1]}" -p 8600 web.service.cluster SRV | grep status
+echo "== dig @${ip[dc1-c1]} -p $DNS_PORT web.service.cluster SRV   (dc1 has no web)"
+dig_at dc1-c1 +noall +comments web.service.cluster SRV | grep status
 
 # A prepared query on dc1 that fails over to dc2: web is only in dc2, so
 # dc1 answers from there; once dc1 has a web of its own, dc1 answers.
 cli dc1-c1 query create -name web -service web -failover-dc dc2 >/dev/null
 query_answers() { # query_answers <target suffix>
-	dig +short +time=1 +tries=1 @"${ip[dc1-c1]}" -p 8600 web.query.cluster SRV | grep -q "$1"
+	dig_at dc1-c1 +short +time=1 +tries=1 web.query.cluster SRV | grep -q "$1"
 }
 until_ok "web.query answered from dc2" query_answers dc2-c1.node.dc2.cluster
 echo
-echo "== dig @${ip[dc1-c1]} -p 8600 web.query.cluster SRV   (dc1 has no web: failover to dc2)"
-dig +noall +answer @"${ip[dc1-c1]}" -p 8600 web.query.cluster SRV
+echo "== dig @${ip[dc1-c1]} -p $DNS_PORT web.query.cluster SRV   (dc1 has no web: failover to dc2)"
+dig_at dc1-c1 +noall +answer web.query.cluster SRV
 until_ok "registering web on dc1-c1" cli dc1-c1 services register -name web -port 8081
 until_ok "web.query answered from dc1" query_answers dc1-c1.node.dc1.cluster
 echo
-echo "== dig @${ip[dc1-c1]} -p 8600 web.query.cluster SRV   (dc1 has web now)"
-dig +noall +answer @"${ip[dc1-c1]}" -p 8600 web.query.cluster SRV
-
+echo "== dig @${ip[dc1-c1]} -p $DNS_PORT web.query.cluster SRV   (dc1 has web now)"
+dig_at dc1-c1 +noall +answer web.query.cluster SRV
 
 keep_running
 echo
