@@ -146,6 +146,9 @@ type Config struct {
 	// RPCAddr is the host:port other agents send RPCs to. Required for
 	// servers; must be empty for clients.
 	RPCAddr string
+	// WANPort is, in a server's LAN pool, the port of its WAN pool, so
+	// that the other servers of its datacenter can join it there. 0: none.
+	WANPort int
 	// ProtocolVersion is the cairn protocol version gossiped in metadata.
 	// Default ProtocolVersionMax.
 	ProtocolVersion uint8
@@ -307,7 +310,7 @@ func (t Timing) validate() []error {
 
 // meta is the metadata this config gossips.
 func (c Config) meta() meta {
-	return meta{Role: c.Role, Datacenter: c.Datacenter, RPCAddr: c.RPCAddr, ProtocolVersion: c.ProtocolVersion}
+	return meta{Role: c.Role, Datacenter: c.Datacenter, RPCAddr: c.RPCAddr, ProtocolVersion: c.ProtocolVersion, WANPort: uint16(c.WANPort)}
 }
 
 // memberlistConfig builds memberlist's config; the delegates are set by New.

@@ -60,6 +60,8 @@ type Member struct {
 	Datacenter      string
 	RPCAddr         string
 	ProtocolVersion uint8
+	// WANPort is a LAN member's WAN gossip port (servers), 0 when unknown.
+	WANPort uint16
 }
 
 // IsServer reports whether the member is a server.
@@ -83,5 +85,6 @@ func memberOf(kind Kind, n *memberlist.Node, md meta, status Status, now time.Ti
 		Datacenter:      md.Datacenter,
 		RPCAddr:         md.RPCAddr,
 		ProtocolVersion: md.ProtocolVersion,
+		WANPort:         md.WANPort,
 	}
 }

@@ -22,6 +22,7 @@ const (
 	keyDC       = 'd'
 	keyRPCAddr  = 'a'
 	keyProtocol = 'p'
+	keyWANPort  = 'w' // a server's WAN gossip port, in its LAN metadata (flood join)
 )
 
 // meta is what one member tells the others about itself.
@@ -30,6 +31,7 @@ type meta struct {
 	Datacenter      string
 	RPCAddr         string // host:port; empty for clients
 	ProtocolVersion uint8
+	WANPort         uint16 // 0: none (a client, or a LAN member of an older version)
 }
 
 // encodeMeta encodes m, or fails when it does not fit memberlist's limit.
@@ -42,8 +44,9 @@ func encodeMeta(m meta) ([]byte, error) {
 	}{
 		{keyRole, string(m.Role)}, {keyDC, m.Datacenter}, {keyRPCAddr, m.RPCAddr},
 		{keyProtocol, string([]byte{m.ProtocolVersion})},
+		{keyWANPort, string([]byte{byte(m.WANPort >> 8), byte(m.WANPort)})},
 	} {
-		if f.key == keyRPCAddr && f.val == "" {
+		if f.key == keyRPCAddr && f.val == "" || f.key == keyWANPort && m.WANPort == 0 {
 			continue
 		}
 		if len(f.val) > 255 {
@@ -100,6 +103,11 @@ func decodeMeta(b []byte) (meta, error) {
 				return m, fmt.Errorf("%w: protocol version is %d bytes, want 1", ErrBadMeta, n)
 			}
 			m.ProtocolVersion = val[0]
+		case keyWANPort:
+			if n != 2 {
+				return m, fmt.Errorf("%w: WAN port is %d bytes, want 2", ErrBadMeta, n)
+			}
+			m.WANPort = uint16(val[0])<<8 | uint16(val[1])
 		}
 	}
 	return m, m.check()

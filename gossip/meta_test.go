@@ -11,10 +11,10 @@ import (
 
 func TestMetaRoundTrip(t *testing.T) {
 	for _, m := range []meta{
-		{Role: RoleServer, Datacenter: "dc1", RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1},
+		{Role: RoleServer, Datacenter: "dc1", RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1, WANPort: 8302},
 		{Role: RoleClient, Datacenter: "eu-west-2", ProtocolVersion: 1},
 		{Role: RoleServer, Datacenter: strings.Repeat("d", 63), RPCAddr: "[2001:db8::1]:8300", ProtocolVersion: 200},
-		{Role: RoleServer, Datacenter: "dc1", RPCAddr: "server-1.example.com:8300", ProtocolVersion: 1},
+		{Role: RoleServer, Datacenter: "dc1", RPCAddr: "server-1.example.com:8300", ProtocolVersion: 1, WANPort: 65535},
 	} {
 		b, err := encodeMeta(m)
 		if err != nil {
@@ -28,7 +28,7 @@ func TestMetaRoundTrip(t *testing.T) {
 }
 
 func TestMetaIsCompact(t *testing.T) {
-	b, err := encodeMeta(meta{Role: RoleServer, Datacenter: "dc1", RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1})
+	b, err := encodeMeta(meta{Role: RoleServer, Datacenter: "dc1", RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1, WANPort: 8302})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -174,19 +175,9 @@ func WaitForLeader(tb testing.TB, nodes []*Node, timeout time.Duration) *Node {
 	return leader
 }
 
-// WaitFor polls cond every 10ms until it returns nil, and fails the test
-// with cond's last error if that does not happen within timeout.
+// WaitFor polls cond until it returns nil, and fails the test with
+// cond's last error if that does not happen within timeout.
 func WaitFor(tb testing.TB, timeout time.Duration, cond func() error) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("consensustest: after %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.For(tb, timeout, "consensustest", cond)
 }

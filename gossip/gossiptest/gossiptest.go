@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // FastTiming returns memberlist timers for tests on loopback: a member that
@@ -115,23 +116,11 @@ func Join(t testing.TB, p *gossip.Pool, others ...*gossip.Pool) {
 	}
 }
 
-// WaitFor polls cond every 10ms until it returns nil, and fails the test
-// with cond's last error if that takes longer than timeout.
+// WaitFor polls cond until it returns nil, and fails the test with
+// cond's last error if that takes longer than timeout.
 func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		<-tick.C
-	}
+	waittest.For(t, timeout, "gossip", cond)
 }
 
 // Status returns the status p sees for the member named name, or 0 if p
