@@ -37,19 +37,22 @@ type Agent struct {
 	advertise string
 	logger    *slog.Logger
 
-	server *consensus.Server
+	// door is how every consumer reaches the servers (door.go): in
+	// process on a server, through rpcPool on a client.
+	door        door
+	datacenters *datacenterList // the datacenters the servers know
+
 	local  *local.State
 	http   *httpapi.Server
 	dns    *resolver.Server
 	dnsSrc *dnsSource // the DNS cache, which dns answers from
-	// backend is the catalog as this agent's consumers see it: the
-	// in-process server's (*backend) or, on a client, the servers' over
-	// RPC (*rpcBackend).
-	backend catalogBackend
+	// synced is closed once this node's first full sync succeeded.
+	synced chan struct{}
 
-	// Set on a clustering server (Config.Clustering): all six; on a
-	// client: the pool and gossip. wan is the WAN pool, router the view
-	// of it that routes requests for other datacenters (wan.go).
+	// A server has all of these; a client only the pool and gossip. wan
+	// is the WAN pool, router the view of it that routes requests for
+	// other datacenters (wan.go).
+	server    *consensus.Server
 	rpcServer *rpc.Server
 	rpcPool   *rpc.Pool
 	catalogEP *consensus.Catalog
@@ -103,7 +106,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // anything that listens.
 func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	if cfg.Dev {
-		cfg.Server = true
+		// A dev agent is a server of a datacenter of one, like any
+		// other; only its timers are short and its Raft is in memory.
+		cfg.Server, cfg.BootstrapExpect = true, 1
 	}
 	// DNS names are compared lowercase; the datacenter and domain are kept
 	// that way everywhere so a "DC1" in the config matches dc1 in a name.
@@ -116,7 +121,10 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, advertise: adv, logger: logger.With("node", cfg.NodeName, "dc", cfg.Datacenter), left: make(chan struct{})}
+	a := &Agent{
+		cfg: cfg, advertise: adv, logger: logger.With("node", cfg.NodeName, "dc", cfg.Datacenter),
+		left: make(chan struct{}), synced: make(chan struct{}),
+	}
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
@@ -146,8 +154,12 @@ func advertiseAddr(cfg Config) (string, error) {
 	return "", &FieldError{Field: "advertise_addr", Reason: "bind_addr is unspecified and no private IPv4 address was found; set -advertise"}
 }
 
-// Start brings the agent up: Raft and the catalog, the first sync of this
-// node, then the HTTP API and DNS. On error everything started is stopped.
+// Start brings the agent up: a server's Raft, endpoints and gossip, or a
+// client's gossip and pool; this node's local state and its anti-entropy;
+// then DNS and the HTTP API. A server that bootstraps alone (a -dev agent,
+// the first server of a datacenter) is ready within moments, so Start
+// waits for its first sync; others sync as soon as a leader is reachable.
+// On error everything started is stopped.
 func (a *Agent) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
@@ -159,19 +171,26 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	// The loops live until Shutdown, not until ctx (which bounds Start).
 	loopCtx, stop := context.WithCancel(context.Background())
 	a.stopLoops = stop
-	switch {
-	case !a.cfg.Server:
+	if a.cfg.Server {
+		err = a.startServer(loopCtx)
+	} else {
 		err = a.startClient(loopCtx)
-	case a.cfg.Clustering():
-		err = a.startCluster(loopCtx)
-	default:
-		err = a.startServer(ctx)
 	}
 	if err != nil {
 		return err
 	}
-	if err := a.startLocal(ctx, loopCtx); err != nil {
+	a.datacenters = newDatacenterList(a.door)
+	if err := a.startLocal(loopCtx); err != nil {
 		return err
+	}
+	if a.cfg.Server && a.bootstrapExpect() == 1 {
+		wctx, cancel := context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+		select {
+		case <-a.synced:
+		case <-wctx.Done():
+			return fmt.Errorf("first sync of node %q: %w", a.cfg.NodeName, wctx.Err())
+		}
 	}
 	// DNS before HTTP: a client that waits for the HTTP API to answer can
 	// then rely on DNS answering too.
@@ -186,39 +205,12 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-func (a *Agent) startServer(ctx context.Context) error {
-	cc := consensus.DefaultConfig()
-	cc.NodeID = a.cfg.NodeName
-	cc.Address = net.JoinHostPort(a.advertise, strconv.Itoa(a.cfg.Ports.Server))
-	cc.Bootstrap = true
-	cc.SingleServerTiming()
-	if a.cfg.DataDir != "" {
-		cc.DataDir = a.cfg.DataDir
-	}
-	store, err := catalog.NewStore()
-	if err != nil {
-		return err
-	}
-	srv, err := consensus.New(cc, store, a.logger)
-	if err != nil {
-		return err
-	}
-	a.server = srv
-	queries, err := a.startQueries(srv, nil)
-	if err != nil {
-		return err
-	}
-	a.backend = &backend{server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing, queries: queries}
-	wctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	return a.server.WaitForLeader(wctx)
-}
-
 // startLocal loads this node's local state and starts its anti-entropy
-// loop. A single server syncs the node once before returning; a clustering
-// server may have no leader yet, so its loop retries the first sync until
-// one is elected.
-func (a *Agent) startLocal(ctx, loopCtx context.Context) error {
+// loop, whose first full sync retries until a leader takes it. A server
+// carries the cairn service, on its RPC port, among its own services: its
+// agent keeps it in the catalog like any other, and the leader registers
+// nothing on a node but the node and its gossip check.
+func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc := local.DefaultConfig()
 	lc.NodeName, lc.Address, lc.Datacenter = a.cfg.NodeName, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
@@ -227,30 +219,20 @@ func (a *Agent) startLocal(ctx, loopCtx context.Context) error {
 	lc.SyncInterval = a.cfg.AEInterval
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
 	lc.AliasSource = aliasSource{a}
-	if a.gossip != nil {
-		lc.ClusterSize = func() int { return len(a.gossip.Members()) }
+	lc.ClusterSize = func() int { return len(a.gossip.Members()) }
+	lc.DataDir = a.cfg.DataDir
+	if a.rpcServer != nil {
+		lc.Services = []*catalog.Service{serverService(a.rpcServer.RaftLayer().Addr().String(), a.advertise)}
 	}
-	if a.cfg.DataDir != "" {
-		lc.DataDir = a.cfg.DataDir
-	}
-	st, err := local.New(lc, a.backend, a.logger)
+	st, err := local.New(lc, localCatalog{door: a.door, dc: a.cfg.Datacenter}, a.logger)
 	if err != nil {
 		return err
 	}
 	a.local = st
-	if a.gossip != nil {
-		a.loops.Go(func() {
-			a.firstSync(loopCtx)
-			st.Run(loopCtx)
-		})
-		return nil
-	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	if err := st.SyncFull(sctx); err != nil {
-		return fmt.Errorf("first sync of node %q: %w", a.cfg.NodeName, err)
-	}
-	a.loops.Go(func() { st.Run(loopCtx) })
+	a.loops.Go(func() {
+		a.firstSync(loopCtx)
+		st.Run(loopCtx)
+	})
 	return nil
 }
 
@@ -260,17 +242,8 @@ func (a *Agent) startHTTP() error {
 	hc.Datacenter = a.cfg.Datacenter
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
 	hc.NodeName, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.Server, agentVersion()
-	reads, err := a.newHTTPReads()
-	if err != nil {
-		return err
-	}
-	var cat httpapi.Catalog = reads
-	if qs, ok := a.backend.(httpapi.Queries); ok {
-		// The prepared-query endpoints find their backend on the
-		// catalog (an optional interface); the backend has it.
-		cat = readsWithQueries{reads, qs}
-	}
-	srv, err := httpapi.New(hc, a.local, cat, a.backend, membership{a}, a.logger)
+	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, dns: a.dnsSrc}
+	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
 	if err != nil {
 		return err
 	}
@@ -302,8 +275,8 @@ func (a *Agent) startDNS() error {
 	return srv.Start()
 }
 
-// newDNSSource builds the cache DNS answers from: over the server's own
-// store on a server, over RPC to the servers on a client.
+// newDNSSource builds the cache DNS answers from, which reads the servers
+// through the door.
 func (a *Agent) newDNSSource() (*dnsSource, error) {
 	cc := cache.DefaultConfig()
 	d := a.cfg.DNS
@@ -316,36 +289,7 @@ func (a *Agent) newDNSSource() (*dnsSource, error) {
 	if d.MaxStale > 0 {
 		cc.MaxStale = d.MaxStale
 	}
-	var reader blockingReader
-	var known func(context.Context, string) bool
-	switch b := a.backend.(type) {
-	case *rpcBackend:
-		reader = rpcReader{call: func(ctx context.Context, method string, args, reply any) error {
-			return b.call(ctx, method, false, args, reply)
-		}}
-		known = newDatacenterList(b.Datacenters).known
-	case *backend:
-		sr := storeReader{store: b.store, dc: a.cfg.Datacenter}
-		// A clustering server reaches other datacenters through its own
-		// Catalog endpoint, which forwards to them; a lone in-memory one
-		// knows no other.
-		if w, ok := b.writer.(*rpcWriter); ok && a.router != nil {
-			sr.remote = rpcReader{call: func(ctx context.Context, method string, args, reply any) error {
-				return w.pool.Call(ctx, w.addr, method, args, reply)
-			}}
-			known = func(_ context.Context, dc string) bool { return a.router.Known(dc) }
-		}
-		reader = sr
-	default:
-		return nil, fmt.Errorf("dns cache: no blocking reader for backend %T", a.backend)
-	}
-	src, err := newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, reader, a.backend.Reverse, a.logger)
-	if err != nil {
-		return nil, err
-	}
-	src.known = known
-	src.query = a.backend.PreparedQuery
-	return src, nil
+	return newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, a.door, a.datacenters, a.logger)
 }
 
 // dnsConfig derives the zones' (the domain's, then the alternative
@@ -394,10 +338,9 @@ func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }
 func (a *Agent) HTTPAddr() net.Addr { return a.http.Addr() }
 
 // Shutdown stops the agent in order — DNS listeners, HTTP API, background
-// loops, and on a clustering server the Catalog endpoint, gossip (leaving
-// gracefully) and the rpc server, then Raft (which closes its log) — and
-// waits for each. It is safe to
-// call more than once and on a partly started agent.
+// loops, the Catalog endpoint, gossip (leaving gracefully), the rpc server,
+// then Raft (which closes its log) — and waits for each. It is safe to call
+// more than once and on a partly started agent.
 func (a *Agent) Shutdown(ctx context.Context) error {
 	var errs []error
 	a.shutdown.Do(func() {

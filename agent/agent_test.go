@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 func client(t *testing.T, a *agent.Agent) *api.Client {
@@ -97,9 +99,14 @@ func TestDeregisterRemovesFromDNS(t *testing.T) {
 	if err := c.Agent().ServiceDeregister(ctx, "db-1"); err != nil {
 		t.Fatal(err)
 	}
-	if r := query(t, a, "udp", "db.service.cluster", dns.TypeSRV); r.Rcode != dns.RcodeNameError {
-		t.Fatalf("after deregister: got %s %v, want NXDOMAIN", dns.RcodeToString[r.Rcode], r.Answer)
-	}
+	// The cache hears of the change through the change feed, within
+	// milliseconds.
+	waittest.For(t, 5*time.Second, "NXDOMAIN after deregister", func() error {
+		if r := query(t, a, "udp", "db.service.cluster", dns.TypeSRV); r.Rcode != dns.RcodeNameError {
+			return fmt.Errorf("got %s %v", dns.RcodeToString[r.Rcode], r.Answer)
+		}
+		return nil
+	})
 }
 
 // TestRestartWithDataDirKeepsCatalog restarts an agent on the same data

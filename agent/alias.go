@@ -26,7 +26,8 @@ func (s aliasSource) AliasHealth(ctx context.Context, node, serviceID string) (c
 		}
 		return worst(a.local.Checks(), serviceID), true, nil
 	}
-	n, svcs, err := a.backend.NodeServices(ctx, node)
+	cat := localCatalog{door: a.door, dc: a.cfg.Datacenter}
+	n, svcs, err := cat.NodeServices(ctx, node)
 	if err != nil {
 		return "", false, err
 	}
@@ -42,7 +43,7 @@ func (s aliasSource) AliasHealth(ctx context.Context, node, serviceID string) (c
 			return "", false, nil
 		}
 	}
-	_, cs, err := a.backend.NodeChecks(ctx, node)
+	_, cs, err := cat.NodeChecks(ctx, node)
 	if err != nil {
 		return "", false, err
 	}

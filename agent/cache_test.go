@@ -11,6 +11,7 @@ import (
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // rcodeOf asks a's DNS for name's SRV records and returns the rcode.
@@ -36,7 +37,7 @@ func TestCacheServesStaleWhileServersAreDown(t *testing.T) {
 	ctx := context.Background()
 	// Until gossip has told the client of a server its writes fail (and
 	// are kept for anti-entropy); wait for an acknowledged one.
-	waitFor(t, 20*time.Second, "a registration through the client", func() error {
+	waittest.For(t, 20*time.Second, "a registration through the client", func() error {
 		return client(t, cb).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{Name: "web", Port: 8080})
 	})
 	answersWith(t, cb, "web.service.dc1.cluster", "cb.node.dc1.cluster.")
@@ -68,7 +69,7 @@ func TestCacheServesStaleWhileServersAreDown(t *testing.T) {
 		c.Agents[i] = agenttest.Start(t, cfg)
 	}
 	leaderOf(t, c, []int{0, 1, 2}, 3)
-	waitFor(t, 60*time.Second, "a write through the client after the outage", func() error {
+	waittest.For(t, 60*time.Second, "a write through the client after the outage", func() error {
 		return client(t, cb).Agent().ServiceDeregister(ctx, "web")
 	})
 	answersWith(t, cb, "web.service.dc1.cluster")
@@ -76,7 +77,7 @@ func TestCacheServesStaleWhileServersAreDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	answersWith(t, cb, "api.service.dc1.cluster", "cb.node.dc1.cluster.")
-	waitFor(t, 10*time.Second, "the unseen name answered NXDOMAIN once the servers are back", func() error {
+	waittest.For(t, 10*time.Second, "the unseen name answered NXDOMAIN once the servers are back", func() error {
 		if rc := rcodeOf(t, cb, "never-seen.service.dc1.cluster"); rc != dns.RcodeNameError {
 			return fmt.Errorf("rcode %s, want NXDOMAIN", dns.RcodeToString[rc])
 		}

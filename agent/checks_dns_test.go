@@ -13,6 +13,7 @@ import (
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -162,7 +163,7 @@ func TestChecksMoveInstancesInAndOutOfDNS(t *testing.T) {
 		t.Fatalf("deregister web behind the agent's back: %v", err)
 	}
 	deleted := time.Now()
-	waitFor(t, 20*time.Second, "web registered anew", func() error {
+	waittest.For(t, 20*time.Second, "web registered anew", func() error {
 		idx, err := createIndex()
 		if err == nil && idx <= before {
 			err = fmt.Errorf("web still created at %d, the registration deleted", idx)

@@ -10,10 +10,9 @@ import (
 )
 
 // startClient starts a client agent: an rpc pool, LAN gossip as a client
-// member, and the backend that sends every catalog read and write to a
-// server found in gossip. It returns without waiting for a server; until
-// the join loop (or a later join) finds one, catalog calls fail with
-// errNoServers and the first sync retries.
+// member, and the door that sends every call to a server found in gossip.
+// It returns without waiting for a server; until the join loop (or a later
+// join) finds one, calls fail with errNoServers and the first sync retries.
 func (a *Agent) startClient(loopCtx context.Context) error {
 	var err error
 	if a.rpcPool, err = rpc.NewPool(rpc.DefaultPoolConfig(), a.logger); err != nil {
@@ -22,7 +21,7 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 	if err := a.startGossip(gossip.RoleClient, ""); err != nil {
 		return err
 	}
-	a.backend = newRPCBackend(a.rpcPool, a.liveServers, a.cfg.Datacenter, a.cfg.DNS.OnlyPassing, a.logger)
+	a.door = &clientDoor{pool: a.rpcPool, servers: a.liveServers, logger: a.logger.With("component", "door")}
 	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
 	a.logger.Info("client agent", "gossip", a.gossipAddr())
 	return nil
@@ -36,6 +35,9 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfLAN
 	gc.AdvertiseAddr = a.advertise
 	gc.RPCAddr = rpcAddr
+	if a.wan != nil {
+		gc.WANPort = int(a.wan.LocalMember().Port)
+	}
 	gc.RetainDead = a.cfg.ReconnectTimeout
 	var err error
 	if gc.EncryptKey, err = a.cfg.encryptKey(); err != nil {

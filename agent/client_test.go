@@ -16,6 +16,7 @@ import (
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // srvTargets returns the SRV targets a's DNS answers for name, sorted;
@@ -43,7 +44,7 @@ func srvTargets(a *agent.Agent, name string) ([]string, error) {
 // answersWith waits until a's DNS answers name's SRV with exactly targets.
 func answersWith(t *testing.T, a *agent.Agent, name string, targets ...string) {
 	t.Helper()
-	waitFor(t, 20*time.Second, fmt.Sprintf("SRV %s → %v", name, targets), func() error {
+	waittest.For(t, 20*time.Second, fmt.Sprintf("SRV %s → %v", name, targets), func() error {
 		got, err := srvTargets(a, name)
 		if err != nil {
 			return err
@@ -72,7 +73,7 @@ func catalogNodes(a *agent.Agent) ([]string, error) {
 // hears of a leader from it: until then its writes are not acknowledged.
 func knowsLeader(t *testing.T, a *agent.Agent) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "a leader known to the client", func() error {
+	waittest.For(t, 20*time.Second, "a leader known to the client", func() error {
 		var addr string
 		if err := getJSON(a, "/v1/status/leader", &addr); err != nil {
 			return err
@@ -88,7 +89,7 @@ func knowsLeader(t *testing.T, a *agent.Agent) {
 // alive in gossip.
 func allMembers(t *testing.T, a *agent.Agent) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "five alive members", func() error {
+	waittest.For(t, 20*time.Second, "five alive members", func() error {
 		members, err := client(t, a).Agent().Members(context.Background())
 		if err != nil {
 			return err
@@ -121,7 +122,7 @@ func TestClusterWithClients(t *testing.T) {
 	ctx := context.Background()
 
 	// Clients answer the status endpoints from a server.
-	waitFor(t, 20*time.Second, "client sees the leader", func() error {
+	waittest.For(t, 20*time.Second, "client sees the leader", func() error {
 		var addr string
 		if err := getJSON(cb, "/v1/status/leader", &addr); err != nil {
 			return err
@@ -144,7 +145,7 @@ func TestClusterWithClients(t *testing.T) {
 	// the clients. (Once it has remembered the other members, so that it
 	// can rejoin them below without being told where they are.)
 	snapshot := filepath.Join(c.Configs[leader].DataDir, "gossip", "lan-members.json")
-	waitFor(t, 20*time.Second, "the leader's member snapshot", func() error {
+	waittest.For(t, 20*time.Second, "the leader's member snapshot", func() error {
 		data, err := os.ReadFile(snapshot)
 		if err != nil {
 			return err
@@ -167,7 +168,7 @@ func TestClusterWithClients(t *testing.T) {
 	newLeader := leaderOf(t, c, rest, 3) // a crashed server stays a voter
 	t.Logf("leader %s killed; %s leads after %s", c.Configs[leader].NodeName, c.Configs[newLeader].NodeName,
 		time.Since(killed).Round(time.Millisecond))
-	waitFor(t, 20*time.Second, "a write through a client after failover", func() error {
+	waittest.For(t, 20*time.Second, "a write through a client after failover", func() error {
 		return client(t, cb).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{Name: "api", Port: 9090})
 	})
 	answersWith(t, ca, "api.service.dc1.cluster", "cb.node.dc1.cluster.")
@@ -191,7 +192,7 @@ func TestClusterWithClients(t *testing.T) {
 	}
 	answersWith(t, cb, "web.service.dc1.cluster")
 	t.Logf("dead client's service left DNS answers after %s", time.Since(died).Round(time.Millisecond))
-	waitFor(t, 10*time.Second, "ca's gossip check critical", func() error {
+	waittest.For(t, 10*time.Second, "ca's gossip check critical", func() error {
 		var entries []struct {
 			Node   struct{ Node string }
 			Checks []struct{ CheckID, Status string }
@@ -227,7 +228,7 @@ func TestClusterWithClients(t *testing.T) {
 	}
 	agenttest.Stop(t, cb)
 	server := c.Agents[rest[0]]
-	waitFor(t, 20*time.Second, "cb deregistered", func() error {
+	waittest.For(t, 20*time.Second, "cb deregistered", func() error {
 		nodes, err := catalogNodes(server)
 		if err != nil {
 			return err

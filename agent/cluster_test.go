@@ -14,6 +14,7 @@ import (
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // getJSON decodes the JSON answer of GET path on a's HTTP API into v.
@@ -29,29 +30,12 @@ func getJSON(a *agent.Agent, path string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// waitFor polls cond every 50ms until it returns nil, and fails the test
-// with its last error after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // leaderOf waits until every agent of idx agrees on one leader with all
 // want peers, and returns the leader's index in c.
 func leaderOf(t *testing.T, c *agenttest.Cluster, idx []int, want int) int {
 	t.Helper()
 	leader := -1
-	waitFor(t, 20*time.Second, "a leader known to all", func() error {
+	waittest.For(t, 20*time.Second, "a leader known to all", func() error {
 		var first string
 		for _, i := range idx {
 			var addr string
@@ -84,7 +68,7 @@ func leaderOf(t *testing.T, c *agenttest.Cluster, idx []int, want int) int {
 // resolves waits until name has an SRV answer on a's DNS.
 func resolves(t *testing.T, a *agent.Agent, name string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "SRV "+name, func() error {
+	waittest.For(t, 10*time.Second, "SRV "+name, func() error {
 		m := new(dns.Msg)
 		m.SetQuestion(dns.Fqdn(name), dns.TypeSRV)
 		r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, a.DNSAddr().String())
@@ -106,7 +90,7 @@ func TestClusterOfThreeServers(t *testing.T) {
 	t.Logf("leader %s elected after %s", c.Configs[leader].NodeName, time.Since(start).Round(time.Millisecond))
 
 	// Every server's node is in the catalog with its gossip check.
-	waitFor(t, 10*time.Second, "three nodes with a passing gossip check", func() error {
+	waittest.For(t, 10*time.Second, "three nodes with a passing gossip check", func() error {
 		var entries []struct {
 			Node   struct{ Node string }
 			Checks []struct{ CheckID, Status string }

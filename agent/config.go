@@ -43,8 +43,9 @@ type Config struct {
 	// DataDir holds the Raft log, snapshots and the agent's own services.
 	// Required unless Dev is set.
 	DataDir string
-	// Dev runs a single in-memory server needing no configuration: nothing is
-	// written to disk unless DataDir is also given.
+	// Dev runs a server of a datacenter of one (BootstrapExpect 1) with
+	// short Raft timers, needing no configuration: nothing is written to
+	// disk unless DataDir is also given. Clients can join it.
 	Dev bool
 	// Server makes this agent a server holding the catalog (Raft). Without
 	// it the agent is a client: it finds the servers in LAN gossip and sends
@@ -64,21 +65,22 @@ type Config struct {
 
 	// BootstrapExpect is how many servers must have seen each other in LAN
 	// gossip before they bootstrap one Raft configuration together. 0 (the
-	// default) and 1 keep a single server that bootstraps alone; more than 1
-	// requires Server and is not allowed with Dev.
+	// default) bootstraps a server alone when it has no Join (the first
+	// server of a datacenter), and otherwise joins an existing cluster
+	// whose leader adds it, as in Consul; more than 1 requires Server and
+	// is not allowed with Dev (a datacenter of one server).
 	BootstrapExpect int
 	// Join lists gossip addresses ("host" or "host:port", the port defaulting
-	// to Ports.SerfLAN) of agents already in the cluster. A server with any
-	// joins clustering even when BootstrapExpect is 0. Default none.
+	// to Ports.SerfLAN) of agents already in the cluster. Default none.
 	Join []string
 	// JoinWAN lists WAN gossip addresses ("host" or "host:port", the port
 	// defaulting to Ports.SerfWAN) of servers of other datacenters (or of
-	// this one) already in the WAN pool. Servers only: a server with any
-	// clusters even when BootstrapExpect is 0 (bootstrapping alone when it
-	// has no Join either). Default none.
+	// this one) already in the WAN pool. Servers only. Default none.
 	JoinWAN []string
-	// RetryInterval is the wait between two attempts to join, the LAN
-	// pool's and the WAN pool's. Default 30s.
+	// RetryInterval is the longest wait between two attempts to join, the
+	// LAN pool's and the WAN pool's: the first retry comes after 1s (or
+	// RetryInterval when shorter), each next one after twice the wait
+	// before, up to RetryInterval. Default 30s.
 	RetryInterval time.Duration
 	// RetryMax is how many join attempts are made before giving up, for
 	// each pool; 0 (the default) retries forever.
@@ -175,15 +177,14 @@ type SOAConfig struct {
 type Ports struct {
 	DNS  int // UDP and TCP, default 8600
 	HTTP int // default 8500
-	// Server is the server RPC port, default 8300. A server's Raft address
-	// is AdvertiseAddr:Server. A single server opens no listener on it;
-	// a clustering server (see Config.Clustering) carries Raft and RPC on it.
+	// Server is the server RPC port, default 8300: a server carries Raft
+	// and RPC on it, at AdvertiseAddr:Server. Clients open none.
 	Server int
-	// SerfLAN is the LAN gossip port (UDP and TCP) of a clustering agent,
+	// SerfLAN is the LAN gossip port (UDP and TCP) of every agent,
 	// default 8301.
 	SerfLAN int
-	// SerfWAN is the WAN gossip port (UDP and TCP) of a clustering server,
-	// default 8302. Clients open none.
+	// SerfWAN is the WAN gossip port (UDP and TCP) of a server, default
+	// 8302. Clients open none.
 	SerfWAN int
 }
 
@@ -294,14 +295,6 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.DNS.validate()...)
 	errs = append(errs, c.validateCluster()...)
 	return errors.Join(errs...)
-}
-
-// Clustering reports whether this agent runs as a server of a multi-server
-// cluster, or of a datacenter of many (JoinWAN): Raft over the network,
-// RPC, LAN and WAN gossip. Otherwise a server is a single-server
-// datacenter with Raft in memory, known to no other datacenter.
-func (c *Config) Clustering() bool {
-	return c.Server && (c.BootstrapExpect > 1 || len(c.Join) > 0 || len(c.JoinWAN) > 0)
 }
 
 func (c *Config) validateCluster() []error {

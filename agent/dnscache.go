@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -12,26 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
 )
-
-// blockingReader is what the DNS cache fetches through: blocking reads of
-// the catalog of datacenter dc (minIndex 0 is a plain read; otherwise the
-// read returns when the data's index moves past minIndex, or after wait).
-// A server reads its own state store for its own datacenter; a client,
-// and a server for another datacenter, asks a server over RPC (which
-// forwards a request for another datacenter to one of its servers).
-type blockingReader interface {
-	serviceInstancesAt(ctx context.Context, dc, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error)
-	nodeAt(ctx context.Context, dc, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error)
-	// changesAt is the catalog's change feed (catalog.Store.ChangesSince),
-	// blocking the same way.
-	changesAt(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (catalog.Changes, error)
-}
 
 // The kinds of cache key.
 const (
@@ -45,29 +31,24 @@ const (
 // the entry follows is its own datacenter's, which does not see theirs.
 const failoverRefresh = 2 * time.Second
 
-// dnsSource is the resolver's Source on every agent: service and node
-// questions are answered from the agent's cache, which fills on a miss
-// and then keeps its entries fresh by following the catalog's change feed
-// (one blocking call per datacenter for all three caches, refetching the
-// names it reports), so a repeated
+// dnsSource is the resolver's Source on every agent: service, node and
+// prepared query questions are answered from the agent's cache, which
+// fills on a miss through the door and then keeps its entries fresh by
+// following the catalog's change feed (one blocking call per datacenter
+// for all three caches, refetching the names it reports), so a repeated
 // question costs no RPC and no catalog read, and keeps answering from its
 // last entry while the servers are unreachable (serve-stale). Reverse
-// lookups, rare, go to the backend each time.
+// lookups, rare, go through the door each time.
 type dnsSource struct {
 	dc          string
 	onlyPassing bool
-	reader      blockingReader
-	reverse     func(ctx context.Context, addr netip.Addr) (nodes, services []string, err error)
-	// known reports whether dc is a datacenter of the WAN pool: a name in
-	// an unknown one does not exist (NXDOMAIN), one in a known datacenter
-	// that cannot be reached is a server failure (SERVFAIL). Nil: only
-	// the local datacenter exists.
-	known     func(ctx context.Context, dc string) bool
-	instances *cache.Cache[*resolver.Instances]
-	nodes     *cache.Cache[*catalog.Node]
-	// query executes a prepared query for DNS (the backend's
-	// PreparedQuery), set by the agent; see PreparedQuery.
-	query func(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error)
+	door        door
+	// datacenters tells whether a datacenter is known to the WAN pool: a
+	// name in an unknown one does not exist (NXDOMAIN), one in a known
+	// datacenter that cannot be reached is a server failure (SERVFAIL).
+	datacenters *datacenterList
+	instances   *cache.Cache[*resolver.Instances]
+	nodes       *cache.Cache[*catalog.Node]
 	// queries caches prepared query answers; queryService maps a query
 	// key to the lowercased service its query looks up, so that the feed
 	// refetches an answer when that service changes.
@@ -78,9 +59,8 @@ type dnsSource struct {
 
 var _ resolver.Source = (*dnsSource)(nil)
 
-func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, r blockingReader,
-	reverse func(context.Context, netip.Addr) ([]string, []string, error), logger *slog.Logger) (*dnsSource, error) {
-	s := &dnsSource{dc: dc, onlyPassing: onlyPassing, reader: r, reverse: reverse}
+func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *datacenterList, logger *slog.Logger) (*dnsSource, error) {
+	s := &dnsSource{dc: dc, onlyPassing: onlyPassing, door: d, datacenters: dcs}
 	var err error
 	logger = logger.With("component", "cache")
 	// One hub for the three caches: one change feed call per datacenter.
@@ -135,27 +115,58 @@ func (s *dnsSource) Stats() cache.Stats {
 	return sum
 }
 
-func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
-	idx, all, err := s.reader.serviceInstancesAt(ctx, key.Datacenter, key.Name, key.Tag, minIndex, wait)
-	if err != nil {
-		return nil, 0, err
-	}
-	return resolver.NewInstances(splitHealth(all, s.onlyPassing)), idx, nil
+// readOptions are the options of the cache's reads: stale (any server
+// answers, so DNS keeps answering without a leader) and blocking.
+func readOptions(dc string, minIndex uint64, wait time.Duration) rpc.QueryOptions {
+	return rpc.QueryOptions{Datacenter: dc, AllowStale: true, MinQueryIndex: minIndex, MaxQueryTime: wait}
 }
 
+// fetchInstances reads every instance of a service (the server's
+// OnlyHealthy filter would drop the unhealthy ones the resolver may still
+// answer with) and splits them by health.
+func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
+	var reply rpc.ServiceInstancesResponse
+	args := &rpc.ServiceInstancesRequest{QueryOptions: readOptions(key.Datacenter, minIndex, wait), Service: key.Name, Tag: key.Tag}
+	if err := s.door.RPC(ctx, rpc.MethodCatalogServiceInstances, args, &reply); err != nil {
+		return nil, 0, err
+	}
+	return resolver.NewInstances(splitHealth(reply.Instances, s.onlyPassing)), reply.Index, nil
+}
+
+// fetchNode reads a node (through NodeServices, the endpoint's call that
+// returns a node).
 func (s *dnsSource) fetchNode(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*catalog.Node, uint64, error) {
-	idx, n, err := s.reader.nodeAt(ctx, key.Datacenter, key.Name, minIndex, wait)
-	return n, idx, err
+	var reply rpc.NodeServicesResponse
+	args := &rpc.NodeServicesRequest{QueryOptions: readOptions(key.Datacenter, minIndex, wait), Node: key.Name}
+	if err := s.door.RPC(ctx, rpc.MethodCatalogNodeServices, args, &reply); err != nil {
+		return nil, 0, err
+	}
+	return reply.Node, reply.Index, nil
+}
+
+// splitHealth splits instances into those DNS answers with and those it
+// leaves out (a critical or maintenance check, or a warning with
+// onlyPassing).
+func splitHealth(all []catalog.ServiceInstance, onlyPassing bool) (healthy, unhealthy []catalog.ServiceInstance) {
+	for _, in := range all {
+		if in.Healthy(onlyPassing) {
+			healthy = append(healthy, in)
+		} else {
+			unhealthy = append(unhealthy, in)
+		}
+	}
+	return healthy, unhealthy
 }
 
 // feed is the caches' Feed: the catalog's changes, told as which keys
 // they touch. Names in keys are lowercased (by zones, and here for HTTP
 // ?cached reads that keep the path's case), as the change log's are.
 func (s *dnsSource) feed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
-	c, err := s.reader.changesAt(ctx, dc, minIndex, wait)
-	if err != nil {
+	var reply rpc.ChangesResponse
+	if err := s.door.RPC(ctx, rpc.MethodCatalogChanges, &rpc.ChangesRequest{QueryOptions: readOptions(dc, minIndex, wait)}, &reply); err != nil {
 		return 0, nil, false, err
 	}
+	c := reply.Changes
 	services, nodes, queries := setOf(c.Services), setOf(c.Nodes), setOf(c.Queries)
 	changed := func(k cache.Key) bool {
 		switch k.Kind {
@@ -221,18 +232,18 @@ func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, e
 // neither the local one nor known to the WAN pool. Names arrive
 // lowercased from zones, as the router reports datacenters.
 func (s *dnsSource) checkDatacenter(ctx context.Context, dc string) error {
-	if dc == s.dc || s.known != nil && s.known(ctx, dc) {
+	if dc == s.dc || s.datacenters.known(ctx, dc) {
 		return nil
 	}
 	return fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
 }
 
-// datacenterList is a client agent's view of the known datacenters, asked
-// of a server at most once per datacenterListTTL, so that a question for an
-// unknown datacenter (NXDOMAIN) does not cost a round trip each time while
-// a datacenter that just joined is seen within seconds.
+// datacenterList is the agent's view of the known datacenters, asked of a
+// server at most once per datacenterListTTL, so that a question for an
+// unknown datacenter (NXDOMAIN) does not cost a call each time while a
+// datacenter that just joined is seen within seconds.
 type datacenterList struct {
-	list    func(ctx context.Context) ([]string, error)
+	door    door
 	mu      sync.Mutex // serializes refreshes
 	current atomic.Pointer[datacenterSet]
 }
@@ -244,8 +255,18 @@ type datacenterSet struct {
 
 const datacenterListTTL = 5 * time.Second
 
-func newDatacenterList(list func(ctx context.Context) ([]string, error)) *datacenterList {
-	return &datacenterList{list: list}
+func newDatacenterList(d door) *datacenterList { return &datacenterList{door: d} }
+
+// list asks a server of this datacenter which datacenters it knows (its
+// own and those of its WAN pool).
+func (l *datacenterList) list(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	var reply rpc.DatacentersResponse
+	if err := l.door.RPC(ctx, rpc.MethodCatalogListDatacenters, &rpc.DatacentersRequest{}, &reply); err != nil {
+		return nil, err
+	}
+	return reply.Datacenters, nil
 }
 
 // known reports whether dc is known, from the last list when it has dc or
@@ -273,9 +294,14 @@ func (l *datacenterList) known(ctx context.Context, dc string) bool {
 	return set.names[dc]
 }
 
-// Reverse asks the backend.
+// Reverse asks a server's address index.
 func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
-	return s.reverse(ctx, addr)
+	var reply rpc.ReverseResponse
+	args := &rpc.ReverseRequest{QueryOptions: rpc.QueryOptions{Datacenter: s.dc, AllowStale: true}, Addr: addr.String()}
+	if err := s.door.RPC(ctx, rpc.MethodCatalogReverse, args, &reply); err != nil {
+		return nil, nil, err
+	}
+	return reply.Nodes, reply.Services, nil
 }
 
 // PreparedQuery answers from the cache: an execution on a server fills
@@ -307,7 +333,10 @@ func (s *dnsSource) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ t
 	if dc == s.dc {
 		dc = ""
 	}
-	res, err := s.query(ctx, dc, key.Name)
+	res, err := executeQuery(ctx, s.door, dc, key.Name, true)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, 0, nil // no such query: no result, not an error
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -315,109 +344,6 @@ func (s *dnsSource) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ t
 		s.queryService.Store(key, strings.ToLower(res.Service))
 	}
 	return res, 0, nil
-}
-
-// storeReader reads a server's own state store for its own datacenter,
-// blocking on its watches, and goes through remote (its own Catalog
-// endpoint, which forwards them) for other datacenters.
-type storeReader struct {
-	store  *catalog.Store
-	dc     string
-	remote blockingReader
-}
-
-func (r storeReader) serviceInstancesAt(ctx context.Context, dc, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
-	if dc != r.dc {
-		return r.remote.serviceInstancesAt(ctx, dc, service, tag, minIndex, wait)
-	}
-	return blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, []catalog.ServiceInstance, error) {
-		return r.store.ServiceInstances(ws, service, tag)
-	})
-}
-
-func (r storeReader) nodeAt(ctx context.Context, dc, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
-	if dc != r.dc {
-		return r.remote.nodeAt(ctx, dc, name, minIndex, wait)
-	}
-	return blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, *catalog.Node, error) {
-		return r.store.Node(ws, name)
-	})
-}
-
-func (r storeReader) changesAt(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
-	if dc != r.dc {
-		return r.remote.changesAt(ctx, dc, minIndex, wait)
-	}
-	var c catalog.Changes
-	_, _, err := blockingRead(ctx, minIndex, wait, func(ws catalog.WatchSet) (uint64, struct{}, error) {
-		c = r.store.ChangesSince(ws, minIndex)
-		if c.Reset {
-			return minIndex + 1, struct{}{}, nil // any index past minIndex ends the wait
-		}
-		return c.Index, struct{}{}, nil
-	})
-	return c, err
-}
-
-// blockingRead runs read until its index passes minIndex (at once when
-// minIndex is 0), waiting on the read's watches between runs, for at most
-// wait; then it returns the last read.
-func blockingRead[T any](ctx context.Context, minIndex uint64, wait time.Duration, read func(catalog.WatchSet) (uint64, T, error)) (uint64, T, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		ws := catalog.NewWatchSet()
-		idx, v, err := read(ws)
-		if err != nil || minIndex == 0 || idx > minIndex || !time.Now().Before(deadline) {
-			return idx, v, err
-		}
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		werr := ws.WatchCtx(wctx)
-		cancel()
-		if werr != nil && ctx.Err() != nil {
-			var zero T
-			return 0, zero, ctx.Err()
-		}
-	}
-}
-
-// rpcReader is the blockingReader over RPC: stale blocking reads sent
-// through call, to a client's servers or to a server's own endpoint.
-type rpcReader struct {
-	call func(ctx context.Context, method string, args, reply any) error
-}
-
-func readOptions(dc string, minIndex uint64, wait time.Duration) rpc.QueryOptions {
-	return rpc.QueryOptions{Datacenter: dc, AllowStale: true, MinQueryIndex: minIndex, MaxQueryTime: wait}
-}
-
-// serviceInstancesAt is a blocking stale read of a service's instances.
-func (r rpcReader) serviceInstancesAt(ctx context.Context, dc, service, tag string, minIndex uint64, wait time.Duration) (uint64, []catalog.ServiceInstance, error) {
-	var reply rpc.ServiceInstancesResponse
-	args := &rpc.ServiceInstancesRequest{QueryOptions: readOptions(dc, minIndex, wait), Service: service, Tag: tag}
-	if err := r.call(ctx, rpc.MethodCatalogServiceInstances, args, &reply); err != nil {
-		return 0, nil, err
-	}
-	return reply.Index, reply.Instances, nil
-}
-
-// nodeAt is a blocking stale read of a node (through NodeServices, the
-// endpoint's call that returns a node).
-func (r rpcReader) nodeAt(ctx context.Context, dc, name string, minIndex uint64, wait time.Duration) (uint64, *catalog.Node, error) {
-	var reply rpc.NodeServicesResponse
-	args := &rpc.NodeServicesRequest{QueryOptions: readOptions(dc, minIndex, wait), Node: name}
-	if err := r.call(ctx, rpc.MethodCatalogNodeServices, args, &reply); err != nil {
-		return 0, nil, err
-	}
-	return reply.Index, reply.Node, nil
-}
-
-// changesAt is a blocking stale read of the change feed.
-func (r rpcReader) changesAt(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (catalog.Changes, error) {
-	var reply rpc.ChangesResponse
-	if err := r.call(ctx, rpc.MethodCatalogChanges, &rpc.ChangesRequest{QueryOptions: readOptions(dc, minIndex, wait)}, &reply); err != nil {
-		return catalog.Changes{}, err
-	}
-	return reply.Changes, nil
 }
 
 // cachedInstances answers ?cached HTTP reads from the same entries DNS
@@ -434,17 +360,4 @@ func (s *dnsSource) cachedInstances(ctx context.Context, service, tag string) (u
 		return cmp.Or(cmp.Compare(a.Node.Node, b.Node.Node), cmp.Compare(a.Service.ID, b.Service.ID))
 	})
 	return e.Index, all, info.Hit, info.Age, nil
-}
-
-// httpCatalog is the catalog the HTTP API reads: the agent's backend, and
-// its DNS cache for ?cached reads.
-type httpCatalog struct {
-	catalogBackend
-	src *dnsSource
-}
-
-var _ httpapi.CachedCatalog = httpCatalog{}
-
-func (c httpCatalog) CachedServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
-	return c.src.cachedInstances(ctx, name, tag)
 }

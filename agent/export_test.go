@@ -14,9 +14,9 @@ func Crash(ctx context.Context, a *Agent) error {
 	return a.Shutdown(ctx)
 }
 
-// RegisterInCatalog writes req to the catalog through a's backend, as an
+// RegisterInCatalog writes req to the catalog through a's door, as an
 // external registration (a node no agent runs on) would be: tests use it
 // for catalog contents neither the leader nor anti-entropy manage.
 func RegisterInCatalog(ctx context.Context, a *Agent, req *catalog.RegisterRequest) error {
-	return a.backend.Register(ctx, req)
+	return localCatalog{door: a.door, dc: a.cfg.Datacenter}.Register(ctx, req)
 }

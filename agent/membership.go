@@ -17,45 +17,28 @@ import (
 const leaveTimeout = 5 * time.Second
 
 // membership is the agent's cluster membership as the HTTP API sees it
-// (httpapi.Cluster): the LAN pool's members, joining and leaving, and the
-// servers' Raft configuration. An agent without gossip (a dev agent or a
-// single server) is a cluster of itself.
+// (httpapi.Cluster): the LAN pool's members, joining and leaving, a
+// server's WAN pool, and the servers' Raft configuration and datacenters
+// through the door.
 type membership struct{ a *Agent }
 
 var _ httpapi.Cluster = membership{}
 
-// Members returns the LAN pool's members, or this agent alone without one.
+// Members returns the LAN pool's members.
 func (m membership) Members() []httpapi.Member {
-	a := m.a
-	if a.gossip == nil {
-		role := "client"
-		if a.cfg.Server {
-			role = "server"
-		}
-		return []httpapi.Member{{
-			Name: a.cfg.NodeName, Addr: a.advertise, Status: gossip.StatusAlive.String(),
-			Role: role, Datacenter: a.cfg.Datacenter, ProtocolVersion: gossip.ProtocolVersionMax,
-		}}
-	}
-	return toHTTPMembers(a.gossip.Members(), gossip.LAN)
+	return toHTTPMembers(m.a.gossip.Members(), gossip.LAN)
 }
 
 // WANMembers returns the WAN pool's members, named "<node>.<dc>" as Consul
-// names them; an agent without a WAN pool is not a server that clusters.
+// names them; a client is in no WAN pool.
 func (m membership) WANMembers() ([]httpapi.Member, error) {
 	if m.a.wan == nil {
-		return nil, m.notInWAN()
+		return nil, errClientNotInWAN
 	}
 	return toHTTPMembers(m.a.wan.Members(), gossip.WAN), nil
 }
 
-// notInWAN says why this agent has no WAN pool.
-func (m membership) notInWAN() error {
-	if m.a.cfg.Server {
-		return fmt.Errorf("a single server joins no WAN pool; restart it with -join-wan: %w", httpapi.ErrNotInWAN)
-	}
-	return fmt.Errorf("a client agent: %w", httpapi.ErrNotInWAN)
-}
+var errClientNotInWAN = fmt.Errorf("a client agent: %w", httpapi.ErrNotInWAN)
 
 // toHTTPMembers converts a pool's members: LAN members are named by their
 // node, WAN members by their "<node>.<dc>" member name.
@@ -78,14 +61,8 @@ func toHTTPMembers(members []gossip.Member, kind gossip.Kind) []httpapi.Member {
 	return out
 }
 
-// errNoGossip is returned by Join on an agent that runs without gossip.
-var errNoGossip = errors.New("this agent runs without gossip (-dev, or a single server started without -bootstrap-expect or -join); restart it with -join to cluster it")
-
 // Join joins the LAN pool through addrs.
 func (m membership) Join(ctx context.Context, addrs []string) (int, error) {
-	if m.a.gossip == nil {
-		return 0, errNoGossip
-	}
 	n, err := m.a.gossip.Join(ctx, addrs)
 	if err == nil {
 		m.a.logger.Info("joined through the API", "addrs", addrs, "answered", n)
@@ -96,7 +73,7 @@ func (m membership) Join(ctx context.Context, addrs []string) (int, error) {
 // JoinWAN joins the WAN pool through addrs.
 func (m membership) JoinWAN(ctx context.Context, addrs []string) (int, error) {
 	if m.a.wan == nil {
-		return 0, m.notInWAN()
+		return 0, errClientNotInWAN
 	}
 	n, err := m.a.wan.Join(ctx, addrs)
 	if err == nil {
@@ -105,19 +82,10 @@ func (m membership) JoinWAN(ctx context.Context, addrs []string) (int, error) {
 	return n, err
 }
 
-// Datacenters returns the datacenters this agent knows: a clustering
-// server's router's, a client's from a server, a single server's own.
+// Datacenters returns the datacenters a server of this agent's
+// datacenter knows: its own and those of its WAN pool.
 func (m membership) Datacenters(ctx context.Context) ([]string, error) {
-	a := m.a
-	switch {
-	case a.router != nil:
-		return a.router.Datacenters(), nil
-	case a.backend != nil:
-		if rb, ok := a.backend.(*rpcBackend); ok {
-			return rb.Datacenters(ctx)
-		}
-	}
-	return []string{a.cfg.Datacenter}, nil
+	return m.a.datacenters.list(ctx)
 }
 
 // Leave leaves the cluster gracefully and tells Run to shut the agent
@@ -129,13 +97,9 @@ func (m membership) Leave(ctx context.Context) error {
 }
 
 // RaftConfiguration returns the servers of the datacenter as Raft knows
-// them: a server's own configuration, or a client's from a server.
+// them.
 func (m membership) RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error) {
-	a := m.a
-	if rb, ok := a.backend.(*rpcBackend); ok {
-		return rb.RaftConfiguration(ctx)
-	}
-	return a.server.RaftConfiguration()
+	return raftConfiguration(ctx, m.a.door, m.a.cfg.Datacenter)
 }
 
 // Left is closed once the agent left the cluster through the HTTP API
@@ -146,11 +110,10 @@ func (a *Agent) Left() <-chan struct{} { return a.left }
 // rather than failed (and the leader deregisters its node; the other
 // datacenters stop routing to a server at once), and takes a server out of
 // the Raft configuration so the remaining servers' quorum does not count
-// it. It does nothing without gossip and is done once:
-// later calls return the first one's result.
+// it. It is done once: later calls return the first one's result.
 func (a *Agent) leave(ctx context.Context) error {
 	a.leaveDo.Do(func() {
-		if a.gossip == nil {
+		if a.gossip == nil { // Start failed before gossip
 			return
 		}
 		a.logger.Info("leaving the cluster")

@@ -11,6 +11,7 @@ import (
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/api"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestTwoDatacentersDNS(t *testing.T) {
 	d := startTwoDCs(t)
 	dc2Srv := d.dc2.RPCAddr(0)
-	waitFor(t, 30*time.Second, "web registered in dc2", func() error {
+	waittest.For(t, 30*time.Second, "web registered in dc2", func() error {
 		return d.call(dc2Srv, rpc.MethodCatalogRegister, register("dc2", "web-1", "10.2.0.1", "web"), nil)
 	})
 	dc1Server := d.dc1.Agents[0]
@@ -67,7 +68,7 @@ func TestTwoDatacentersDNS(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("SERVFAIL took %s, want it within the fetch timeout", took)
 	}
-	waitFor(t, 10*time.Second, "dc1 names answered with dc2 down", func() error {
+	waittest.For(t, 10*time.Second, "dc1 names answered with dc2 down", func() error {
 		if rc := rcodeOf(t, d.client, "c1.node.dc1.cluster"); rc != dns.RcodeSuccess {
 			return fmt.Errorf("c1.node.dc1: %s", dns.RcodeToString[rc])
 		}
@@ -90,7 +91,7 @@ func registerWithCheck(dc, node, addr, service string, status catalog.HealthStat
 func TestPreparedQueryFailsOverToAnotherDatacenter(t *testing.T) {
 	d := startTwoDCs(t)
 	dc1Srv, dc2Srv := d.dc1.RPCAddr(0), d.dc2.RPCAddr(0)
-	waitFor(t, 30*time.Second, "pq registered in both datacenters", func() error {
+	waittest.For(t, 30*time.Second, "pq registered in both datacenters", func() error {
 		if err := d.call(dc1Srv, rpc.MethodCatalogRegister, registerWithCheck("dc1", "pq-1", "10.1.0.1", "pq", catalog.HealthPassing), nil); err != nil {
 			return err
 		}
@@ -110,7 +111,7 @@ func TestPreparedQueryFailsOverToAnotherDatacenter(t *testing.T) {
 		t.Fatal(err)
 	}
 	answersWith(t, d.client, "pq.query.cluster", "pq-2.node.dc2.cluster.")
-	waitFor(t, 10*time.Second, "A pq.query answered with dc2's address", func() error {
+	waittest.For(t, 10*time.Second, "A pq.query answered with dc2's address", func() error {
 		r := query(t, d.client, "udp", "pq.query.cluster", dns.TypeA)
 		if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.2.0.1" {
 			return fmt.Errorf("%s %v, want dc2's 10.2.0.1", dns.RcodeToString[r.Rcode], r.Answer)

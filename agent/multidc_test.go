@@ -16,6 +16,7 @@ import (
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/rpc/rpctest"
 )
@@ -43,7 +44,7 @@ func startTwoDCs(t *testing.T) *twoDCs {
 	d.client = agenttest.Start(t, agenttest.ClientConfig(t, "c1", agenttest.GossipAddr(dc1Cfgs[0])))
 
 	servers := append(slices.Clone(d.dc1.Agents), d.dc2.Agents...)
-	waitFor(t, 30*time.Second, "every server sees four alive in the WAN pool", func() error {
+	waittest.For(t, 30*time.Second, "every server sees four alive in the WAN pool", func() error {
 		for _, a := range servers {
 			members, err := apiClient(t, a).Agent().MembersWAN(context.Background())
 			if err != nil {
@@ -104,7 +105,7 @@ func TestTwoDatacenters(t *testing.T) {
 	dc1Srv, dc2Srv := d.dc1.RPCAddr(0), d.dc2.RPCAddr(0)
 
 	for _, a := range []*agent.Agent{d.dc1.Agents[0], d.dc2.Agents[1], d.client} {
-		waitFor(t, 10*time.Second, "datacenters listed", func() error {
+		waittest.For(t, 10*time.Second, "datacenters listed", func() error {
 			var got []string
 			if err := getJSON(a, "/v1/catalog/datacenters", &got); err != nil {
 				return err
@@ -117,11 +118,11 @@ func TestTwoDatacenters(t *testing.T) {
 	}
 
 	// web lives in dc2 only (registered once dc2 has a leader).
-	waitFor(t, 30*time.Second, "web registered in dc2", func() error {
+	waittest.For(t, 30*time.Second, "web registered in dc2", func() error {
 		return d.call(dc2Srv, rpc.MethodCatalogRegister, register("", "web-node", "10.0.2.10", "web"), nil)
 	})
 	for _, stale := range []bool{false, true} {
-		waitFor(t, 10*time.Second, "web of dc2 read through dc1", func() error {
+		waittest.For(t, 10*time.Second, "web of dc2 read through dc1", func() error {
 			got, err := d.instances(dc1Srv, "dc2", "web", stale)
 			if err != nil {
 				return err
@@ -161,7 +162,7 @@ func TestTwoDatacenters(t *testing.T) {
 	if err := apiClient(t, d.dc1.Agents[0]).Agent().JoinWAN(context.Background(), agenttest.WANAddr(d.dc2.Configs[1])); err != nil {
 		t.Errorf("join the WAN pool again: %v", err)
 	}
-	waitFor(t, 10*time.Second, "the WAN member snapshot", func() error {
+	waittest.For(t, 10*time.Second, "the WAN member snapshot", func() error {
 		data, err := os.ReadFile(filepath.Join(d.dc1.Configs[0].DataDir, "gossip", "wan-members.json"))
 		if err != nil {
 			return err
@@ -178,7 +179,7 @@ func TestTwoDatacenters(t *testing.T) {
 
 	// One dc2 server gone: dc2 still answers through dc1.
 	agenttest.Stop(t, d.dc2.Agents[2])
-	waitFor(t, 30*time.Second, "web of dc2 read through dc1 with a dc2 server gone", func() error {
+	waittest.For(t, 30*time.Second, "web of dc2 read through dc1 with a dc2 server gone", func() error {
 		got, err := d.instances(dc1Srv, "dc2", "web", false)
 		if err == nil && len(got) != 1 {
 			err = fmt.Errorf("got %d instances, want 1", len(got))
@@ -189,7 +190,7 @@ func TestTwoDatacenters(t *testing.T) {
 	// Every dc2 server gone: its requests fail fast, dc1's do not.
 	agenttest.Stop(t, d.dc2.Agents[1])
 	agenttest.Stop(t, d.dc2.Agents[0])
-	waitFor(t, 30*time.Second, "no path to dc2", func() error {
+	waittest.For(t, 30*time.Second, "no path to dc2", func() error {
 		start := time.Now()
 		_, err := d.instances(dc1Srv, "dc2", "web", false)
 		if !errors.Is(err, rpc.ErrNoPathToDatacenter) {
@@ -203,11 +204,47 @@ func TestTwoDatacenters(t *testing.T) {
 	if _, err := d.instances(dc1Srv, "dc1", "web", false); err != nil {
 		t.Errorf("dc1 read with dc2 gone: %v", err)
 	}
-	waitFor(t, 10*time.Second, "dc2 forgotten after its servers left", func() error {
+	waittest.For(t, 10*time.Second, "dc2 forgotten after its servers left", func() error {
 		got, err := apiClient(t, d.client).Catalog().Datacenters(context.Background())
 		if err == nil && !slices.Equal(got, []string{"dc1"}) {
 			err = fmt.Errorf("got %v, want [dc1]", got)
 		}
 		return err
+	})
+}
+
+// TestEveryServerJoinsTheWANPool: two datacenters of three servers,
+// started interleaved and in reverse, where a single server names a
+// single server of the other datacenter in JoinWAN. Every server of both
+// ends up in the WAN pool all the same: each pulls the servers of its own
+// datacenter in (found in LAN gossip), so one link is enough.
+func TestEveryServerJoinsTheWANPool(t *testing.T) {
+	t.Parallel()
+	dc1 := agenttest.DatacenterConfigs(t, "dc1", 3)
+	dc2 := agenttest.DatacenterConfigs(t, "dc2", 3)
+	dc2[2].JoinWAN = []string{agenttest.WANAddr(dc1[1])}
+	var servers []*agent.Agent
+	for i := 2; i >= 0; i-- {
+		servers = append(servers, agenttest.Start(t, dc2[i]), agenttest.Start(t, dc1[i]))
+	}
+	want := []string{"s1.dc1", "s1.dc2", "s2.dc1", "s2.dc2", "s3.dc1", "s3.dc2"}
+	waittest.For(t, 30*time.Second, "every server sees six alive in the WAN pool", func() error {
+		for _, a := range servers {
+			members, err := apiClient(t, a).Agent().MembersWAN(context.Background())
+			if err != nil {
+				return err
+			}
+			var names []string
+			for _, m := range members {
+				if m.Status == api.MemberAlive {
+					names = append(names, m.Name)
+				}
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, want) {
+				return fmt.Errorf("%s sees %v alive, want %v", a.HTTPAddr(), names, want)
+			}
+		}
+		return nil
 	})
 }

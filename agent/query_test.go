@@ -18,6 +18,7 @@ import (
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // httpDo sends body (none when "") with method to path on a's HTTP API and
@@ -82,7 +83,7 @@ func createQuery(t *testing.T, a *agent.Agent, body string) string {
 func queryAnswers(t *testing.T, a *agent.Agent, name string, qtype uint16, rcode, n int) *dns.Msg {
 	t.Helper()
 	var reply *dns.Msg
-	waitFor(t, 10*time.Second, fmt.Sprintf("%s %s → %s with %d", name, dns.TypeToString[qtype], dns.RcodeToString[rcode], n), func() error {
+	waittest.For(t, 10*time.Second, fmt.Sprintf("%s %s → %s with %d", name, dns.TypeToString[qtype], dns.RcodeToString[rcode], n), func() error {
 		m := new(dns.Msg)
 		m.SetQuestion(dns.Fqdn(name), qtype)
 		r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, a.DNSAddr().String())
@@ -194,7 +195,7 @@ func TestPreparedQueryThroughClient(t *testing.T) {
 	put(t, cl, "/v1/agent/service/register", `{"Name":"api","Port":9090}`)
 
 	id := createQuery(t, cl, `{"Name":"api-q","Service":{"Service":"api"}}`)
-	waitFor(t, 10*time.Second, "execute api-q through the client", func() error {
+	waittest.For(t, 10*time.Second, "execute api-q through the client", func() error {
 		got, err := execute(cl, id)
 		if err != nil {
 			return err

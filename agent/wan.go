@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"time"
 
 	"github.com/cairndns/cairn/gossip"
 )
@@ -46,4 +49,47 @@ func (a *Agent) leaveWAN() error {
 		return fmt.Errorf("WAN gossip leave: %w", err)
 	}
 	return nil
+}
+
+// wanFloodInterval is how often a server looks for servers of its own
+// datacenter that LAN gossip knows and its WAN pool does not.
+const wanFloodInterval = 2 * time.Second
+
+// floodWAN joins, in the WAN pool, every alive server of this datacenter
+// that LAN gossip knows (at the WAN port it gossips) but the WAN pool does
+// not see alive, until ctx ends, as Consul's servers do: a server needs no
+// -join-wan of its own, and one that joined the WAN pool through some
+// server brings the rest of its datacenter along. It polls (the leader and
+// the router own the pools' change signals).
+func (a *Agent) floodWAN(ctx context.Context) {
+	t := time.NewTicker(wanFloodInterval)
+	defer t.Stop()
+	for {
+		inWAN := make(map[string]bool)
+		for _, m := range a.wan.Members() {
+			if m.Status == gossip.StatusAlive {
+				inWAN[m.Name] = true
+			}
+		}
+		var addrs []string
+		for _, m := range a.gossip.Members() {
+			if !m.IsServer() || m.Status != gossip.StatusAlive || m.Datacenter != a.cfg.Datacenter || m.WANPort == 0 ||
+				inWAN[m.Node+"."+m.Datacenter] {
+				continue
+			}
+			addrs = append(addrs, net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.WANPort))))
+		}
+		if len(addrs) > 0 {
+			if n, err := a.wan.Join(ctx, addrs); err != nil {
+				a.logger.Debug("flood join of the WAN pool failed", "addrs", addrs, "err", err)
+			} else {
+				a.logger.Info("joined servers of this datacenter in the WAN pool", "addrs", addrs, "answered", n)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,8 +24,10 @@ const (
 	GossipCheckID = "gossip"
 	// GossipCheckType is the Type of that check.
 	GossipCheckType = "gossip"
-	// ServerServiceName is the service the leader registers on every
-	// server's node, so cairn.service.<domain> finds the servers.
+	// ServerServiceName is the service every server's agent registers on
+	// its own node, so cairn.service.<domain> finds the servers. The
+	// leader writes no service: what it keeps for a node (the node and its
+	// gossip check) is what the node's anti-entropy leaves alone.
 	ServerServiceName = "cairn"
 
 	gossipCheckName = "Gossip health"
@@ -69,10 +68,6 @@ type LeaderConfig struct {
 	// fewer than a majority of the current voters are alive. Servers that
 	// leave gracefully are removed regardless. Default 3.
 	MinVoters int
-	// ServicePort is the port of a server's cairn service when its gossiped
-	// RPC address carries none that parses (gossip requires one, so this is
-	// a fallback). Default 8300.
-	ServicePort int
 }
 
 // DefaultLeaderConfig returns a LeaderConfig with every default set.
@@ -82,7 +77,6 @@ func DefaultLeaderConfig() LeaderConfig {
 		ReconcileInterval:        60 * time.Second,
 		RemoveFailedServersAfter: 10 * time.Minute,
 		MinVoters:                3,
-		ServicePort:              8300,
 	}
 }
 
@@ -100,9 +94,6 @@ func (c LeaderConfig) Validate() error {
 	}
 	if c.MinVoters < 1 {
 		errs = append(errs, fmt.Errorf("leader MinVoters: must be at least 1, got %d", c.MinVoters))
-	}
-	if c.ServicePort < 1 || c.ServicePort > 65535 {
-		errs = append(errs, fmt.Errorf("leader ServicePort: must be between 1 and 65535, got %d", c.ServicePort))
 	}
 	return errors.Join(errs...)
 }
@@ -310,25 +301,17 @@ func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
 func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catalog.Node) error {
 	addr := m.Addr.String()
 	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Type: GossipCheckType, Status: catalog.HealthPassing, Output: outputAlive}
-	var svc *catalog.Service
-	if m.IsServer() {
-		svc = l.serverService(m)
-	}
 	nodeOK := node != nil && node.Node == m.Node && node.Address == addr && node.Datacenter == l.cfg.Datacenter
 	checkOK, err := l.hasCheck(m.Node, check)
 	if err != nil {
 		return err
 	}
-	svcOK, err := l.hasService(m.Node, svc)
-	if err != nil {
-		return err
-	}
-	if nodeOK && checkOK && svcOK {
+	if nodeOK && checkOK {
 		return nil
 	}
 	req := &catalog.RegisterRequest{
 		Datacenter: l.cfg.Datacenter, Node: m.Node, Address: addr,
-		Service: svc, Checks: []*catalog.Check{check},
+		Checks: []*catalog.Check{check},
 	}
 	switch {
 	case nodeOK:
@@ -359,23 +342,6 @@ func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *cata
 	})
 }
 
-// serverService is the cairn service a server member should carry: on its
-// RPC port, at its RPC host when that differs from its gossip address.
-func (l *Leader) serverService(m gossip.Member) *catalog.Service {
-	svc := &catalog.Service{ID: ServerServiceName, Service: ServerServiceName, Port: l.cfg.ServicePort, Weights: catalog.DefaultWeights}
-	host, port, err := net.SplitHostPort(m.RPCAddr)
-	if err != nil {
-		return svc
-	}
-	if p, err := strconv.Atoi(port); err == nil && p > 0 && p <= 65535 {
-		svc.Port = p
-	}
-	if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" && !a.IsUnspecified() && a.Unmap() != m.Addr {
-		svc.Address = a.Unmap().String()
-	}
-	return svc
-}
-
 // hasCheck reports whether node carries a node-level check equal to want.
 func (l *Leader) hasCheck(node string, want *catalog.Check) (bool, error) {
 	_, checks, err := l.s.Store().NodeChecks(nil, node)
@@ -385,23 +351,6 @@ func (l *Leader) hasCheck(node string, want *catalog.Check) (bool, error) {
 	for _, c := range checks {
 		if c.CheckID == want.CheckID && c.ServiceID == "" {
 			return c.Name == want.Name && c.Status == want.Status && c.Output == want.Output && c.Type == want.Type && c.Notes == "", nil
-		}
-	}
-	return false, nil
-}
-
-// hasService reports whether node carries want (true when want is nil).
-func (l *Leader) hasService(node string, want *catalog.Service) (bool, error) {
-	if want == nil {
-		return true, nil
-	}
-	_, svcs, err := l.s.Store().NodeServices(nil, node)
-	if err != nil {
-		return false, err
-	}
-	for _, s := range svcs {
-		if s.ID == want.ID {
-			return s.SameAs(want), nil
 		}
 	}
 	return false, nil

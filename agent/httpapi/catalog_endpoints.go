@@ -108,12 +108,16 @@ func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
 }
 
 func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.status.Leader())
+	leader, err := s.status.Leader(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, leader)
 	return nil
 }
 
 func (s *Server) statusPeers(w http.ResponseWriter, r *http.Request) error {
-	peers, err := s.status.Peers()
+	peers, err := s.status.Peers(r.Context())
 	if err != nil {
 		return err
 	}

@@ -318,9 +318,9 @@ func (f *fakeCatalog) asked() (name, tag string) {
 
 type fakeStatus string
 
-func (s fakeStatus) Leader() string { return string(s) }
+func (s fakeStatus) Leader(context.Context) (string, error) { return string(s), nil }
 
-func (s fakeStatus) Peers() ([]string, error) {
+func (s fakeStatus) Peers(context.Context) ([]string, error) {
 	if s == "" {
 		return nil, nil
 	}

@@ -85,10 +85,11 @@ type Catalog interface {
 
 // Status tells which server leads and which servers vote.
 type Status interface {
-	// Leader returns the leader's server address, or "" when none is known.
-	Leader() string
+	// Leader returns the leader's server address, or "" when none is
+	// known; an error when no server could be asked.
+	Leader(ctx context.Context) (string, error)
 	// Peers returns the Raft addresses of the servers of the datacenter.
-	Peers() ([]string, error)
+	Peers(ctx context.Context) ([]string, error)
 }
 
 // Cluster is the agent's membership: its LAN gossip pool, a server's WAN

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/agent/checks"
+	"github.com/cairndns/cairn/catalog"
 )
 
 // Config describes this agent's node and where its state is kept.
@@ -34,6 +35,11 @@ type Config struct {
 	// change is pushed at once). Default 5 minutes, like Consul's
 	// check_update_interval; 0 pushes every output change.
 	CheckUpdateInterval time.Duration
+	// Services are services the agent itself defines for its node (a
+	// server's cairn service): held in memory from New on, replacing a
+	// persisted service of the same ID, and kept in the catalog like any
+	// other. Optional.
+	Services []*catalog.Service
 	// ServerChecks are the IDs of node checks the servers keep themselves
 	// (the leader's gossip check): a full sync leaves them alone.
 	ServerChecks []string

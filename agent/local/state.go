@@ -101,6 +101,13 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 	for _, svc := range loaded {
 		s.svcs[svc.ID] = svc
 	}
+	for i, svc := range cfg.Services {
+		svc = cloneService(svc)
+		if err := catalog.NormalizeService(svc); err != nil {
+			return nil, fmt.Errorf("local Services[%d]: %w", i, err)
+		}
+		s.svcs[svc.ID] = svc
+	}
 	runner, err := checks.NewManager(cfg.Checks, s, cfg.AliasSource, logger)
 	if err != nil {
 		return nil, err

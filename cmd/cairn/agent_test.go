@@ -149,7 +149,7 @@ func TestAgentConfigClusterFlags(t *testing.T) {
 	}
 	if cfg.BootstrapExpect != 3 || !slices.Equal(cfg.Join, []string{"10.0.0.1", "10.0.0.2:9301"}) ||
 		cfg.RetryInterval != 5*time.Second || cfg.RetryMax != 4 || cfg.Ports.SerfLAN != 9301 ||
-		cfg.Ports.Server != 9300 || cfg.EncryptKey != key || !cfg.Clustering() ||
+		cfg.Ports.Server != 9300 || cfg.EncryptKey != key ||
 		cfg.Ports.SerfWAN != 9302 || !slices.Equal(cfg.JoinWAN, []string{"10.1.0.1", "10.1.0.2:9302"}) {
 		t.Errorf("got %+v, want the cluster flags applied", cfg)
 	}
@@ -157,7 +157,7 @@ func TestAgentConfigClusterFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.BootstrapExpect != 0 || def.Join != nil || def.RetryInterval != 30*time.Second || def.Ports.SerfLAN != 8301 || def.Ports.SerfWAN != 8302 || def.JoinWAN != nil || def.Clustering() {
+	if def.BootstrapExpect != 0 || def.Join != nil || def.RetryInterval != 30*time.Second || def.Ports.SerfLAN != 8301 || def.Ports.SerfWAN != 8302 || def.JoinWAN != nil {
 		t.Errorf("got %+v, want the clustering defaults", def)
 	}
 }

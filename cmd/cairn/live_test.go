@@ -71,10 +71,11 @@ func TestCommandsAgainstAgent(t *testing.T) {
 		t.Errorf("register: got %q", out)
 	}
 	out := mustRun(t, "services", "list")
-	if !strings.Contains(out, "ID   Name  Address  Port  Tags\nweb  web") || !strings.Contains(out, "8080  v1\n") {
+	// A dev agent is a server: its own cairn service is listed too.
+	if !strings.Contains(out, "\ncairn  cairn") || !strings.Contains(out, "\nweb    web") || !strings.Contains(out, "8080   v1\n") {
 		t.Errorf("services list: got %q", out)
 	}
-	if svcs := decodeJSON[[]api.AgentService](t, mustRun(t, "services", "list", "-format", "json")); len(svcs) != 1 || svcs[0].ID != "web" || svcs[0].Port != 8080 {
+	if svcs := decodeJSON[[]api.AgentService](t, mustRun(t, "services", "list", "-format", "json")); len(svcs) != 2 || svcs[1].ID != "web" || svcs[1].Port != 8080 {
 		t.Errorf("services list json: got %+v", svcs)
 	}
 
@@ -90,7 +91,7 @@ func TestCommandsAgainstAgent(t *testing.T) {
 	}
 
 	out = eventually(t, "web", "health", "-passing", "web")
-	if !strings.Contains(out, "Node  ServiceID  Address    Port  Status   Checks\ntest  web        127.0.0.1  8080  passing  1 passing\n") {
+	if !strings.Contains(out, "Node  ServiceID  Address    Port  Status   Checks\ntest  web        127.0.0.1  8080  passing  2 passing\n") {
 		t.Errorf("health: got %q", out)
 	}
 	if got := decodeJSON[[]instanceHealth](t, mustRun(t, "health", "-format", "json", "web")); len(got) != 1 || got[0].Status != "passing" {
@@ -109,10 +110,10 @@ func TestCommandsAgainstAgent(t *testing.T) {
 	if got := decodeJSON[[]api.Node](t, mustRun(t, "catalog", "nodes", "-format", "json")); len(got) != 1 || got[0].Node != "test" {
 		t.Errorf("catalog nodes json: got %+v", got)
 	}
-	if out := mustRun(t, "catalog", "services", "-tags"); out != "web  v1\n" {
+	if out := mustRun(t, "catalog", "services", "-tags"); out != "cairn\nweb    v1\n" {
 		t.Errorf("catalog services -tags: got %q", out)
 	}
-	if out := mustRun(t, "catalog", "services", "-node", "test"); out != "web\n" {
+	if out := mustRun(t, "catalog", "services", "-node", "test"); out != "cairn\nweb\n" {
 		t.Errorf("catalog services -node test: got %q", out)
 	}
 	if out := mustRun(t, "catalog", "services", "-node", "elsewhere"); out != "" {
@@ -204,7 +205,7 @@ func TestSnapshotCommands(t *testing.T) {
 		t.Errorf("save: got %q", out)
 	}
 	out = mustRun(t, "snapshot", "inspect", file)
-	if !strings.Contains(out, "Datacenter  dc1\n") || !strings.Contains(out, "Nodes       1\n") || !strings.Contains(out, "Services    1\n") {
+	if !strings.Contains(out, "Datacenter  dc1\n") || !strings.Contains(out, "Nodes       1\n") || !strings.Contains(out, "Services    2\n") {
 		t.Errorf("inspect: got %q", out)
 	}
 	if meta := decodeJSON[api.SnapshotMeta](t, mustRun(t, "snapshot", "inspect", "-format", "json", file)); meta.Nodes != 1 || meta.Version != 1 {
@@ -217,7 +218,7 @@ func TestSnapshotCommands(t *testing.T) {
 	if out := mustRun(t, "snapshot", "restore", "-http-addr", dst, file); out != "Restored snapshot\n" {
 		t.Errorf("restore: got %q", out)
 	}
-	if out := mustRun(t, "catalog", "services", "-tags", "-node", "test", "-http-addr", dst); out != "web  v1\n" {
+	if out := mustRun(t, "catalog", "services", "-tags", "-node", "test", "-http-addr", dst); out != "cairn\nweb    v1\n" {
 		t.Errorf("restored catalog: got %q", out)
 	}
 

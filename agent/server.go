@@ -19,16 +19,15 @@ import (
 // pool's change signal, so the watcher polls the snapshot instead.
 const bootstrapPoll = 200 * time.Millisecond
 
-// startCluster starts a server of a multi-server cluster: the rpc server
-// (Raft and RPC on one port), Raft over it without bootstrapping, the
-// Catalog endpoint, LAN and WAN gossip (wan.go), and the owned loops that
-// join the pools, bootstrap Raft once BootstrapExpect servers are seen
-// (alone, for a server with no LAN join and no BootstrapExpect: the first
-// server of its datacenter, clustering for the WAN pool only), keep the
-// router current and carry out the leader's duties. It returns without
-// waiting for a leader, which exists only after bootstrap; loops run until
-// loopCtx ends.
-func (a *Agent) startCluster(loopCtx context.Context) error {
+// startServer starts a server, the same way whatever the size of its
+// datacenter (a -dev agent is a server expecting one server, with Raft in
+// memory): the rpc server (Raft and RPC on one port), Raft over it, the
+// endpoints, LAN and WAN gossip (wan.go), and the owned loops that join
+// the pools, bootstrap Raft once bootstrapExpect servers are seen, keep the
+// router current and carry out the leader's duties. The agent's door is
+// the rpc server, called in process. It returns without waiting for a
+// leader, which exists only after bootstrap; loops run until loopCtx ends.
+func (a *Agent) startServer(loopCtx context.Context) error {
 	port := strconv.Itoa(a.cfg.Ports.Server)
 	rc := rpc.DefaultServerConfig()
 	rc.Addr = net.JoinHostPort(a.cfg.BindAddr, port)
@@ -45,6 +44,7 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 		return err
 	}
 	a.rpcServer = rs
+	a.door = serverDoor{rs}
 	rpcAddr := rs.RaftLayer().Addr().String()
 	if a.rpcPool, err = rpc.NewPool(rpc.DefaultPoolConfig(), a.logger); err != nil {
 		return err
@@ -54,6 +54,9 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	cc.NodeID = a.cfg.NodeName
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
+	if a.cfg.Dev {
+		cc.SingleServerTiming()
+	}
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -66,56 +69,76 @@ func (a *Agent) startCluster(loopCtx context.Context) error {
 	if a.router, err = consensus.NewRouter(a.cfg.Datacenter, a.logger); err != nil {
 		return err
 	}
-	catCfg := consensus.DefaultCatalogConfig()
-	catCfg.Datacenter = a.cfg.Datacenter
-	catCfg.Router = a.router
-	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
+	if err := a.registerEndpoints(rs, srv); err != nil {
 		return err
-	}
-	if err := rs.Register(rpc.CatalogEndpoint, a.catalogEP); err != nil {
-		return err
-	}
-	if err := rs.Register(rpc.SnapshotEndpoint, consensus.NewSnapshot(a.catalogEP)); err != nil {
-		return err
-	}
-	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
-	if err != nil {
-		return err
-	}
-	if err := rs.Register(rpc.StatusEndpoint, status); err != nil {
-		return err
-	}
-	queries, err := a.startQueries(srv, rs)
-	if err != nil {
-		return err
-	}
-	a.backend = &backend{
-		server: srv, store: store, dc: a.cfg.Datacenter, onlyPassing: a.cfg.DNS.OnlyPassing,
-		writer: &rpcWriter{pool: a.rpcPool, addr: rpcAddr}, queries: queries,
 	}
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
+	// The WAN pool first: its port goes into this server's LAN metadata,
+	// where the other servers of this datacenter find it (floodWAN).
+	if err := a.startWAN(loopCtx, rpcAddr); err != nil {
+		return err
+	}
 	if err := a.startGossip(gossip.RoleServer, rpcAddr); err != nil {
 		return err
 	}
+	a.loops.Go(func() { a.floodWAN(loopCtx) })
 	leader, err := consensus.NewLeader(lc, srv, a.gossip, a.logger)
 	if err != nil {
 		return err
 	}
 	a.loops.Go(func() { leader.Run(loopCtx) })
 	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
-	if err := a.startWAN(loopCtx, rpcAddr); err != nil {
-		return err
-	}
-	expect := a.cfg.BootstrapExpect
-	if expect == 0 && len(a.cfg.Join) == 0 {
-		expect = 1
-	}
-	if expect > 0 {
+	if expect := a.bootstrapExpect(); expect > 0 {
 		a.loops.Go(func() { a.bootstrapWatch(loopCtx, expect) })
 	}
-	a.logger.Info("clustering", "rpc", rpcAddr, "gossip", a.gossipAddr(), "wan", poolAddr(a.wan), "bootstrap_expect", expect)
+	a.logger.Info("server", "rpc", rpcAddr, "gossip", a.gossipAddr(), "wan", poolAddr(a.wan), "bootstrap_expect", a.bootstrapExpect())
+	return nil
+}
+
+// bootstrapExpect is how many servers this one waits for before
+// bootstrapping Raft: as configured, or 1 for a server with no join (the
+// first server of its datacenter); 0 for a server that joins an existing
+// cluster and waits for its leader to add it, as in Consul.
+func (a *Agent) bootstrapExpect() int {
+	if a.cfg.BootstrapExpect == 0 && len(a.cfg.Join) == 0 {
+		return 1
+	}
+	return a.cfg.BootstrapExpect
+}
+
+// registerEndpoints builds the server's RPC endpoints on srv and registers
+// them on rs, where the door and other agents call them.
+func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
+	catCfg := consensus.DefaultCatalogConfig()
+	catCfg.Datacenter = a.cfg.Datacenter
+	catCfg.Router = a.router
+	var err error
+	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
+		return err
+	}
+	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
+	if err != nil {
+		return err
+	}
+	// NearestN fails over to the datacenters the WAN pool's router knows.
+	pcfg := consensus.DefaultPreparedQueryConfig()
+	pcfg.Datacenters = a.router.Datacenters
+	pq, err := consensus.NewPreparedQuery(a.catalogEP, pcfg)
+	if err != nil {
+		return err
+	}
+	for name, ep := range map[string]any{
+		rpc.CatalogEndpoint:       a.catalogEP,
+		rpc.SnapshotEndpoint:      consensus.NewSnapshot(a.catalogEP),
+		rpc.StatusEndpoint:        status,
+		rpc.PreparedQueryEndpoint: pq,
+	} {
+		if err := rs.Register(name, ep); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -131,12 +154,16 @@ func (a *Agent) startJoin(loopCtx context.Context, p *gossip.Pool, kind gossip.K
 	}
 }
 
-// joinLoop joins pool p through addrs, retrying every RetryInterval until
-// another member is found, RetryMax attempts were made, or ctx ends.
-// Joining only itself (its own address among addrs, the others down) does
-// not count: the agent would sit alone, so it keeps trying.
+// joinLoop joins pool p through addrs until another member is found,
+// RetryMax attempts were made, or ctx ends. Agents started together race
+// (the first attempt often reaches a server not yet up), so the first
+// retries come quickly: after min(1s, RetryInterval), doubling up to
+// RetryInterval. Joining only itself (its own address among addrs, the
+// others down) does not count: the agent would sit alone, so it keeps
+// trying.
 func (a *Agent) joinLoop(ctx context.Context, p *gossip.Pool, kind gossip.Kind, addrs []string) {
 	pool := kind.String()
+	wait := min(firstJoinRetry, a.cfg.RetryInterval)
 	for attempt := 1; ; attempt++ {
 		n, err := p.Join(ctx, addrs)
 		if err == nil && len(otherMembers(p)) == 0 {
@@ -153,16 +180,20 @@ func (a *Agent) joinLoop(ctx context.Context, p *gossip.Pool, kind gossip.Kind, 
 			a.logger.Error("giving up joining the cluster", "pool", pool, "attempts", attempt, "err", err)
 			return
 		}
-		a.logger.Warn("join failed, will retry", "pool", pool, "attempt", attempt, "retry_in", a.cfg.RetryInterval, "err", err)
-		t := time.NewTimer(a.cfg.RetryInterval)
+		a.logger.Warn("join failed, will retry", "pool", pool, "attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
+		wait = min(2*wait, a.cfg.RetryInterval)
 	}
 }
+
+// firstJoinRetry is the wait before the first retry of a join.
+const firstJoinRetry = time.Second
 
 // bootstrapWatch waits until expect alive servers of this datacenter are
 // in gossip, then bootstraps Raft with them. A server that
@@ -203,15 +234,20 @@ func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
 	}
 }
 
-// firstSync pushes this node to the catalog until it succeeds or ctx ends:
-// in a cluster no write can succeed until a leader is elected.
+// firstSync pushes this node to the catalog until it succeeds or ctx ends
+// (no write can succeed until a leader is elected and, on a client, a
+// server is found), then closes synced.
 func (a *Agent) firstSync(ctx context.Context) {
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		err := a.local.SyncFull(sctx)
 		cancel()
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			close(a.synced)
+			return
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		a.logger.Debug("first sync failed, will retry", "attempt", attempt, "err", err)
@@ -226,9 +262,10 @@ func (a *Agent) firstSync(ctx context.Context) {
 	}
 }
 
-// shutdownCluster stops what startCluster started, after the loops: the
-// Catalog endpoint's waits, gossip (leaving both pools gracefully), the
-// rpc server and its pool. Raft is shut down by the caller.
+// shutdownCluster stops what startServer or startClient started, after
+// the loops: the Catalog endpoint's waits, gossip (leaving both pools
+// gracefully), the rpc server and its pool. Raft is shut down by the
+// caller.
 func (a *Agent) shutdownCluster(ctx context.Context) []error {
 	var errs []error
 	if a.catalogEP != nil {
@@ -254,4 +291,20 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 		errs = append(errs, a.rpcPool.Close())
 	}
 	return errs
+}
+
+// serverService is the cairn service of a server: on its RPC port, at its
+// RPC host when that differs from the node's address, so that
+// cairn.service.<domain> finds the servers.
+func serverService(rpcAddr, nodeAddr string) *catalog.Service {
+	svc := &catalog.Service{ID: consensus.ServerServiceName, Service: consensus.ServerServiceName}
+	host, port, err := net.SplitHostPort(rpcAddr)
+	if err != nil {
+		return svc
+	}
+	svc.Port, _ = strconv.Atoi(port)
+	if host != nodeAddr {
+		svc.Address = host
+	}
+	return svc
 }

@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// startCatalogServer starts a bootstrapped single-server cluster with its
+// Catalog endpoint on an RPC server on 127.0.0.1:0, waits for it to lead
+// and returns its RPC address. Everything stops when the test ends: the
+// endpoint, its forwarding pool, Raft, then RPC.
+func startCatalogServer(t *testing.T) string {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	rcfg := rpc.DefaultServerConfig()
+	rcfg.Addr = "127.0.0.1:0"
+	rs, err := rpc.NewServer(rcfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rs.Shutdown(ctx); err != nil {
+			t.Errorf("rpc Shutdown: %v", err)
+		}
+	})
+	store, err := catalog.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := consensus.DefaultConfig()
+	cfg.NodeID, cfg.DataDir, cfg.Layer, cfg.Bootstrap = "s1", t.TempDir(), rs.RaftLayer(), true
+	cfg.SingleServerTiming()
+	srv, err := consensus.New(cfg, store, logger)
+	if err != nil {
+		t.Fatalf("consensus.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Shutdown(); err != nil {
+			t.Errorf("consensus Shutdown: %v", err)
+		}
+	})
+	forward, err := rpc.NewPool(rpc.DefaultPoolConfig(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = forward.Close() })
+	ccfg := consensus.DefaultCatalogConfig()
+	ccfg.Datacenter = "dc1"
+	cat, err := consensus.NewCatalog(srv, forward, ccfg)
+	if err != nil {
+		t.Fatalf("NewCatalog: %v", err)
+	}
+	t.Cleanup(cat.Close)
+	if err := rs.Register(rpc.CatalogEndpoint, cat); err != nil {
+		t.Fatal(err)
+	}
+	status, err := consensus.NewStatus(srv, "dc1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Register(rpc.StatusEndpoint, status); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.WaitForLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rs.Addr().String()
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// dialLog records the addresses a pool dials, in order.
+type dialLog struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *dialLog) dial(ctx context.Context, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, addr)
+	d.mu.Unlock()
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", addr)
+}
+
+func (d *dialLog) get() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.addrs)
+}
+
+// newTestDoor returns a client door calling servers in their order (the
+// first, then the second), through a pool that logs its dials and is
+// closed when the test ends.
+func newTestDoor(t *testing.T, servers ...string) (*clientDoor, *dialLog) {
+	t.Helper()
+	log := &dialLog{}
+	pcfg := rpc.DefaultPoolConfig()
+	pcfg.DialTimeout = 2 * time.Second
+	pcfg.Dial = log.dial
+	pool, err := rpc.NewPool(pcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	d := &clientDoor{pool: pool, servers: func() []string { return servers }, logger: slog.New(slog.DiscardHandler)}
+	d.randN = func(int) int { return 0 }
+	return d, log
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// nodes reads the catalog's nodes through d, as the HTTP API does.
+func nodes(ctx context.Context, d door) ([]*catalog.Node, error) {
+	var reply rpc.NodesResponse
+	err := d.RPC(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &reply)
+	return reply.Nodes, err
+}
+
+func register(ctx context.Context, d door, req *catalog.RegisterRequest) error {
+	return localCatalog{door: d, dc: "dc1"}.Register(ctx, req)
+}
+
+func TestClientDoorNoServers(t *testing.T) {
+	d, _ := newTestDoor(t)
+	ctx := testContext(t)
+	if err := register(ctx, d, &catalog.RegisterRequest{Node: "n", Address: "10.0.0.1"}); !errors.Is(err, errNoServers) {
+		t.Errorf("Register: got err %v, want errNoServers", err)
+	}
+	if _, err := nodes(ctx, d); !errors.Is(err, errNoServers) {
+		t.Errorf("Nodes: got err %v, want errNoServers", err)
+	}
+}
+
+func TestClientDoorRetriesTransportError(t *testing.T) {
+	dead, live := deadAddr(t), startCatalogServer(t)
+	b, log := newTestDoor(t, dead, live)
+	ctx := testContext(t)
+
+	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	if got, want := log.get(), []string{dead, live}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v", got, want)
+	}
+	if got, err := nodes(ctx, b); err != nil || len(got) != 1 {
+		t.Errorf("Nodes: got %v, err %v, want client1", got, err)
+	}
+}
+
+func TestClientDoorTransportErrorOnBoth(t *testing.T) {
+	dead1, dead2 := deadAddr(t), deadAddr(t)
+	b, log := newTestDoor(t, dead1, dead2)
+	_, err := nodes(testContext(t), b)
+	if !errors.Is(err, rpc.ErrTransport) {
+		t.Errorf("Nodes: got err %v, want ErrTransport", err)
+	}
+	if got, want := log.get(), []string{dead1, dead2}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v (one retry, on the other server)", got, want)
+	}
+}
+
+func TestClientDoorDoesNotRetryRemoteError(t *testing.T) {
+	live, spare := startCatalogServer(t), deadAddr(t)
+	b, log := newTestDoor(t, live, spare)
+	ctx := testContext(t)
+
+	err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5", Service: &catalog.Service{Service: "bad_name"}})
+	if _, ok := errors.AsType[*rpc.RemoteError](err); !ok {
+		t.Errorf("Register(bad_name): got err %v, want a RemoteError", err)
+	}
+	// The field the server refused survives the wire, for the HTTP API's 400.
+	if fe, ok := errors.AsType[*catalog.FieldError](err); !ok || fe.Field != "Service.Name" {
+		t.Errorf("Register(bad_name): got err %v, want a FieldError naming Service.Name", err)
+	}
+	var reply rpc.ServiceInstancesResponse
+	if err := b.RPC(ctx, rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{Service: "bad_name"}, &reply); err == nil {
+		t.Error("ServiceInstances(bad_name): got no error, want a RemoteError")
+	} else if _, ok := errors.AsType[*rpc.RemoteError](err); !ok {
+		t.Errorf("ServiceInstances(bad_name): got err %v, want a RemoteError", err)
+	}
+	if got, want := log.get(), []string{live}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v (no retry)", got, want)
+	}
+}
+
+// dropperAddr returns the address of a server that accepts connections,
+// reads what a call sends, and closes the connection without answering:
+// a server dying mid-call.
+func dropperAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer conn.Close()
+				// The first byte, yamux's stream opening and the request
+				// frame: enough that the request was sent.
+				_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 64)
+				_, _ = io.ReadAtLeast(conn, buf, 32)
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestClientDoorServerDiesMidCall: a read whose server dies mid-call is
+// retried on another server; a write is not (the server may have applied
+// it) and its error says its fate is unknown.
+func TestClientDoorServerDiesMidCall(t *testing.T) {
+	dropper, live := dropperAddr(t), startCatalogServer(t)
+
+	b, log := newTestDoor(t, dropper, live)
+	if _, err := nodes(testContext(t), b); err != nil {
+		t.Errorf("Nodes: got err %v, want the answer of the other server", err)
+	}
+	if got, want := log.get(), []string{dropper, live}; !slices.Equal(got, want) {
+		t.Errorf("read dialed %v, want %v", got, want)
+	}
+
+	b, log = newTestDoor(t, dropper, live)
+	err := register(testContext(t), b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"})
+	if !errors.Is(err, errFateUnknown) || !errors.Is(err, rpc.ErrTransport) {
+		t.Errorf("Register: got err %v, want errFateUnknown wrapping ErrTransport", err)
+	}
+	if got, want := log.get(), []string{dropper}; !slices.Equal(got, want) {
+		t.Errorf("write dialed %v, want %v (no retry)", got, want)
+	}
+}
+
+// TestClientDoorSticksToOneServer: calls keep going to the server picked
+// first while it answers, so a client's reads come from one state.
+func TestClientDoorSticksToOneServer(t *testing.T) {
+	a, b2 := startCatalogServer(t), startCatalogServer(t)
+	b, log := newTestDoor(t, a, b2)
+	b.randN = func(n int) int { return n - 1 } // the last server first
+	ctx := testContext(t)
+	for range 5 {
+		if _, err := nodes(ctx, b); err != nil {
+			t.Fatalf("Nodes: %v", err)
+		}
+	}
+	if got, want := log.get(), []string{b2}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v (one server for every call)", got, want)
+	}
+}
