@@ -49,12 +49,10 @@ type dnsSource struct {
 	datacenters *datacenterList
 	instances   *cache.Cache[*resolver.Instances]
 	nodes       *cache.Cache[*catalog.Node]
-	// queries caches prepared query answers; queryService maps a query
-	// key to the lowercased service its query looks up, so that the feed
-	// refetches an answer when that service changes.
-	queries      *cache.Cache[*catalog.QueryResult]
-	queryService sync.Map
-	hub          *cache.Hub // follows the feeds for the three caches
+	// queries caches prepared query answers; the feed refetches one when
+	// it names the query or the service the cached answer is of.
+	queries *cache.Cache[*catalog.QueryResult]
+	hub     *cache.Hub // follows the feeds for the three caches
 }
 
 var _ resolver.Source = (*dnsSource)(nil)
@@ -178,8 +176,8 @@ func (s *dnsSource) feed(ctx context.Context, dc string, minIndex uint64, wait t
 			if queries[strings.ToLower(k.Name)] {
 				return true
 			}
-			svc, ok := s.queryService.Load(k)
-			return ok && services[svc.(string)]
+			e, ok := s.queries.Peek(k)
+			return ok && e.Value != nil && services[strings.ToLower(e.Value.Service)]
 		}
 		return true
 	}
@@ -326,8 +324,7 @@ func (s *dnsSource) PreparedQuery(ctx context.Context, dc, nameOrID string) (*ca
 	return e.Value, nil
 }
 
-// fetchQuery executes a prepared query (none: a nil result) and notes the
-// service it looks up for the feed.
+// fetchQuery executes a prepared query (none: a nil result).
 func (s *dnsSource) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ time.Duration) (*catalog.QueryResult, uint64, error) {
 	dc := key.Datacenter
 	if dc == s.dc {
@@ -339,9 +336,6 @@ func (s *dnsSource) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ t
 	}
 	if err != nil {
 		return nil, 0, err
-	}
-	if res != nil {
-		s.queryService.Store(key, strings.ToLower(res.Service))
 	}
 	return res, 0, nil
 }

@@ -271,6 +271,18 @@ func (c *Cache[V]) Get(ctx context.Context, key Key) (*Entry[V], Info, error) {
 	return c.miss(ctx, key)
 }
 
+// Peek returns key's current entry, or false when the cache holds none.
+// It fetches nothing and counts as no use: it is for a Feed deciding what
+// a change touches from the values it cached.
+func (c *Cache[V]) Peek(key Key) (*Entry[V], bool) {
+	v, ok := c.table.Load(key)
+	if !ok {
+		return nil, false
+	}
+	e := v.(*slot[V]).entry.Load()
+	return e, e != nil
+}
+
 // hit answers from s, or reports false if s is past MaxStale. It takes no
 // lock: it reads s's atomics, and stores the time of use (the coarse
 // clock) once per tick at most, so that cores answering one name do not

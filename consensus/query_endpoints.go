@@ -69,8 +69,7 @@ func (c PreparedQueryConfig) Validate() error {
 // under rpc.PreparedQueryEndpoint. Its RPC methods are called as the
 // Catalog's are, with the caller's ctx bounding their forwards, Raft
 // applies and failover; the rpc.Server encodes their errors with
-// rpc.WireError. The in-process methods (ApplyQuery, Queries,
-// ExecuteQuery) return errors plain.
+// rpc.WireError (callers in the same process go through rpc.Server.Call).
 type PreparedQuery struct {
 	cat    *Catalog
 	cfg    PreparedQueryConfig
@@ -351,56 +350,6 @@ func (v viaEndpoint) ExecuteRemote(ctx context.Context, dc string, q *catalog.Pr
 	var reply rpc.PreparedQueryExecuteResponse
 	if err := v.p.executeRemote(ctx, args, &reply); err != nil {
 		return nil, fmt.Errorf("execute query %q in datacenter %s: %w", q.ID, dc, err)
-	}
-	return &reply.Result, nil
-}
-
-// ApplyQuery is Apply for callers in this process (a server agent's HTTP
-// API): it returns the query's ID, and errors unencoded.
-func (p *PreparedQuery) ApplyQuery(ctx context.Context, op catalog.QueryOp, q *catalog.PreparedQuery) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	ctx, release := p.cat.requestContext(ctx)
-	defer release()
-	var reply rpc.PreparedQueryApplyResponse
-	if err := p.apply(ctx, &rpc.PreparedQueryApplyRequest{Op: op, Query: *q}, &reply); err != nil {
-		return "", err
-	}
-	return reply.ID, nil
-}
-
-// Queries is Get (id set) or List (id empty) for callers in this process,
-// read from the leader.
-func (p *PreparedQuery) Queries(ctx context.Context, id string) (uint64, []*catalog.PreparedQuery, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, nil, err
-	}
-	ctx, release := p.cat.requestContext(ctx)
-	defer release()
-	var reply rpc.PreparedQueriesResponse
-	var err error
-	if id != "" {
-		err = p.get(ctx, &rpc.PreparedQueryGetRequest{QueryID: id}, &reply)
-	} else {
-		err = p.list(ctx, &rpc.PreparedQueryListRequest{}, &reply)
-	}
-	return reply.Index, reply.Queries, err
-}
-
-// ExecuteQuery is Execute for callers in this process, in datacenter dc
-// ("" for this one): read from this server's own state with stale (as DNS
-// reads are), else from the leader's.
-func (p *PreparedQuery) ExecuteQuery(ctx context.Context, dc, idOrName string, stale bool) (*catalog.QueryResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ctx, release := p.cat.requestContext(ctx)
-	defer release()
-	var reply rpc.PreparedQueryExecuteResponse
-	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName}
-	if err := p.execute(ctx, args, &reply); err != nil {
-		return nil, err
 	}
 	return &reply.Result, nil
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairndns/cairn/internal/porttest"
 )
 
 // cairnBin is the cairn binary TestMain builds for every test.
@@ -75,45 +77,12 @@ func requireDig(t *testing.T) string {
 	return ""
 }
 
-// handedOut holds every port freePort has returned, so that tests running
-// in parallel never get the same one.
-var handedOut struct {
-	sync.Mutex
-	ports map[int]bool
-}
-
-// freePort returns a loopback port that is free for both TCP and UDP (the
-// agent's DNS server binds both on one port) and that no other test of this
+// freePort returns a loopback port free for both TCP and UDP (the
+// agent's DNS server binds both on one port) that no other test of this
 // process has been given.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		ln.Close()
-		if err != nil {
-			continue // taken for UDP; try another
-		}
-		pc.Close()
-		handedOut.Lock()
-		taken := handedOut.ports[port]
-		if !taken {
-			if handedOut.ports == nil {
-				handedOut.ports = make(map[int]bool)
-			}
-			handedOut.ports[port] = true
-		}
-		handedOut.Unlock()
-		if !taken {
-			return port
-		}
-	}
-	t.Fatal("found no loopback port free for both TCP and UDP in 100 tries")
-	return 0
+	return porttest.Free(t)
 }
 
 // syncBuffer is a bytes.Buffer that the process's output copier writes
@@ -182,8 +151,12 @@ func startAgentOn(t *testing.T, dnsPort, httpPort int, args ...string) *agentPro
 // the test has not stopped it and shows its output if the test failed.
 func launchAgent(t *testing.T, dnsPort, httpPort int, args []string) (*agentProc, error) {
 	t.Helper()
+	// Every agent gets ports of its own for RPC and gossip too (a -dev
+	// agent is a server listening on all three); args given later win.
 	full := append([]string{"agent", "-node", nodeName,
-		"-dns-port", strconv.Itoa(dnsPort), "-http-port", strconv.Itoa(httpPort)}, args...)
+		"-dns-port", strconv.Itoa(dnsPort), "-http-port", strconv.Itoa(httpPort),
+		"-server-port", strconv.Itoa(freePort(t)), "-serf-lan-port", strconv.Itoa(freePort(t)),
+		"-serf-wan-port", strconv.Itoa(freePort(t))}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, cairnBin, full...)
 	a := &agentProc{dnsPort: dnsPort, httpPort: httpPort, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}

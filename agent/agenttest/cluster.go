@@ -8,29 +8,15 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/internal/porttest"
 )
 
-// FreePort returns a port free on 127.0.0.1 for both TCP and UDP a moment
-// ago. Unlike port 0 it can be handed to peers before the agent starts, as
-// the server and gossip ports of a cluster must be; another process could
-// take it in between, which on loopback in a test is rare enough.
+// FreePort returns a loopback port free for both TCP and UDP, to hand to
+// peers before the agent starts, as the server and gossip ports of a
+// cluster must be (porttest.Free).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return port
-		}
-	}
-	t.Fatal("free port: no port free for both TCP and UDP")
-	return 0
+	return porttest.Free(t)
 }
 
 // ServerConfig returns the configuration of a clustering server named name
