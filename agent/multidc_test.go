@@ -228,6 +228,8 @@ func TestEveryServerJoinsTheWANPool(t *testing.T) {
 		servers = append(servers, agenttest.Start(t, dc2[i]), agenttest.Start(t, dc1[i]))
 	}
 	want := []string{"s1.dc1", "s1.dc2", "s2.dc1", "s2.dc2", "s3.dc1", "s3.dc2"}
+	start := time.Now()
+	defer func() { t.Logf("every server saw six alive %s after the last start", time.Since(start).Round(time.Millisecond)) }()
 	waittest.For(t, 30*time.Second, "every server sees six alive in the WAN pool", func() error {
 		for _, a := range servers {
 			members, err := apiClient(t, a).Agent().MembersWAN(context.Background())

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -19,7 +20,7 @@ func TestStatusEndpointSingleServer(t *testing.T) {
 	want := []rpc.RaftServer{{ID: "s1", Address: h.addr, Leader: true, Voter: true}}
 	// The bootstrap configuration is entry 1; the FSM learns so once it
 	// has applied it, which may be a moment after the election.
-	waitFor(t, 10*time.Second, func() error {
+	waittest.For(t, 10*time.Second, "status", func() error {
 		var conf rpc.RaftConfigurationResponse
 		if err := h.call(rpc.MethodStatusRaftConfiguration, &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: "DC1"}}, &conf); err != nil {
 			return err
@@ -57,22 +58,5 @@ func TestStatusEndpointOtherDatacenter(t *testing.T) {
 func TestNewStatusNeedsDatacenter(t *testing.T) {
 	if _, err := NewStatus(nil, ""); err == nil {
 		t.Error("NewStatus without a datacenter: got nil, want an error")
-	}
-}
-
-// waitFor polls cond every 10ms until it returns nil, failing the test
-// with its last error after timeout.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

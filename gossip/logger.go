@@ -53,5 +53,11 @@ func parseLogLine(p []byte) (slog.Level, string) {
 		}
 	}
 	p = bytes.TrimPrefix(p, []byte("memberlist: "))
+	// memberlist gossips from its own goroutines, which do not wait for
+	// Shutdown: a send racing the closing of this pool's own socket fails
+	// this way. That is the pool stopping, not a fault worth an ERROR.
+	if level > slog.LevelDebug && bytes.Contains(p, []byte("use of closed network connection")) {
+		level = slog.LevelDebug
+	}
 	return level, string(p)
 }

@@ -19,6 +19,8 @@ func TestParseLogLine(t *testing.T) {
 		{"[ERR] memberlist: Failed push/pull merge: x\n", slog.LevelError, "Failed push/pull merge: x"},
 		{"[ERROR] memberlist: y", slog.LevelError, "y"},
 		{"[ERR] Failed to shutdown transport: z\n", slog.LevelError, "Failed to shutdown transport: z"},
+		{"[ERR] memberlist: Failed to send gossip to 127.0.0.1:2: write udp 127.0.0.1:1->127.0.0.1:2: use of closed network connection\n", slog.LevelDebug,
+			"Failed to send gossip to 127.0.0.1:2: write udp 127.0.0.1:1->127.0.0.1:2: use of closed network connection"}, // the pool stopping
 		{"no prefix at all\n", slog.LevelInfo, "no prefix at all"},
 		{"[SHOUT] memberlist: w\n", slog.LevelInfo, "[SHOUT] memberlist: w"},
 		{"[", slog.LevelInfo, "["},

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // Inner and Payload exercise the msgpack round trip: nesting, pointers,
@@ -182,11 +184,10 @@ func testCtx(t testing.TB) context.Context {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	waittest.For(t, timeout, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

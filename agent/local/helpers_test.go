@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // waitFor bounds every wait on a condition; it returns as soon as the
@@ -315,11 +316,10 @@ func writeFile(t testing.TB, path, data string) {
 // eventually polls cond until it holds or waitFor passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", waitFor, what)
+	waittest.For(t, waitFor, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
