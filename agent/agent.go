@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/agent/checks"
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
-	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -33,7 +33,7 @@ const startTimeout = 30 * time.Second
 // Agent is one running cairn agent. Create it with New, Start it, and stop
 // it with Shutdown; or use Run, which does all three.
 type Agent struct {
-	cfg       Config
+	cfg       config.Config
 	advertise string
 	logger    *slog.Logger
 
@@ -80,7 +80,7 @@ type Agent struct {
 
 // Run starts an agent and blocks until ctx ends, then shuts it down in
 // order. It returns nil after a clean shutdown.
-func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	a, err := New(cfg, logger)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 // New validates cfg and builds the agent's components without starting
 // anything that listens.
-func New(cfg Config, logger *slog.Logger) (*Agent, error) {
+func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	if cfg.Dev {
 		// A dev agent is a server of a datacenter of one, like any
 		// other; only its timers are short and its Raft is in memory.
@@ -134,7 +134,7 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 }
 
 // advertiseAddr picks the address this node is known by.
-func advertiseAddr(cfg Config) (string, error) {
+func advertiseAddr(cfg config.Config) (string, error) {
 	if cfg.AdvertiseAddr != "" {
 		return cfg.AdvertiseAddr, nil
 	}
@@ -151,7 +151,7 @@ func advertiseAddr(cfg Config) (string, error) {
 			return p.Addr().String(), nil
 		}
 	}
-	return "", &FieldError{Field: "advertise_addr", Reason: "bind_addr is unspecified and no private IPv4 address was found; set -advertise"}
+	return "", &config.FieldError{Field: "advertise_addr", Reason: "bind_addr is unspecified and no private IPv4 address was found; set -advertise"}
 }
 
 // Start brings the agent up: a server's Raft, endpoints and gossip, or a
@@ -278,29 +278,15 @@ func (a *Agent) startDNS() error {
 // newDNSSource builds the cache DNS answers from, which reads the servers
 // through the door.
 func (a *Agent) newDNSSource() (*dnsSource, error) {
-	cc := cache.DefaultConfig()
-	d := a.cfg.DNS
-	if d.CacheMaxEntries > 0 {
-		cc.MaxEntries = d.CacheMaxEntries
-	}
-	if d.CacheIdleTimeout > 0 {
-		cc.IdleTimeout = d.CacheIdleTimeout
-	}
-	if d.MaxStale > 0 {
-		cc.MaxStale = d.MaxStale
-	}
-	return newDNSSource(cc, a.cfg.Datacenter, d.OnlyPassing, a.door, a.datacenters, a.logger)
+	return newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, a.door, a.datacenters, a.logger)
 }
 
-// dnsConfig derives the zones' (the domain's, then the alternative
-// domain's) and the resolver's configurations from the agent's.
+// dnsConfig completes the configured zones' (the domain's, then the
+// alternative domain's) and resolver's configurations with what the agent
+// derives: the domains, the datacenter and the addresses.
 func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
-	d := a.cfg.DNS
-	zc := zones.DefaultConfig()
+	zc := a.cfg.Zones
 	zc.Domain, zc.Datacenter = a.cfg.Domain, a.cfg.Datacenter
-	zc.NodeTTL, zc.ServiceTTLs, zc.PTRTTL = d.NodeTTL, d.ServiceTTL, d.PTRTTL
-	zc.NodeMetaTXT, zc.AdditionalNodeMetaTXT = d.NodeMetaTXT, d.AdditionalNodeMetaTXT
-	zc.SOA = zones.SOAConfig{Refresh: d.SOA.Refresh, Retry: d.SOA.Retry, Expire: d.SOA.Expire, MinTTL: d.SOA.MinTTL}
 	// The agent answers its zones itself, so it is the name server the
 	// apex NS record names for whoever asks it.
 	zc.NSAddress = a.advertise
@@ -310,24 +296,8 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 		alt.Domain = a.cfg.AltDomain
 		zs = append(zs, alt)
 	}
-
-	rc := resolver.DefaultConfig()
+	rc := a.cfg.Resolver
 	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
-	rc.Recursors = a.cfg.Recursors
-	rc.UDPAnswerLimit, rc.ARecordLimit = d.UDPAnswerLimit, d.ARecordLimit
-	rc.SetTC = !d.DisableTruncate
-	if d.MaxUDPSize != 0 {
-		rc.UDPSize = uint16(d.MaxUDPSize)
-	}
-	if d.RecursorTimeout != 0 {
-		rc.RecursorTimeout = d.RecursorTimeout
-	}
-	if d.RecursorStrategy != "" {
-		rc.RecursorStrategy = d.RecursorStrategy
-	}
-	if d.UnhealthyAnswer != "" {
-		rc.UnhealthyAnswer = d.UnhealthyAnswer
-	}
 	return zs, rc
 }
 

@@ -114,7 +114,7 @@ func TestDeregisterRemovesFromDNS(t *testing.T) {
 // services back without registering again.
 func TestRestartWithDataDirKeepsCatalog(t *testing.T) {
 	cfg := agenttest.Config(t)
-	cfg.Dev, cfg.Server = false, true // a single server, its Raft log on disk
+	cfg.Dev, cfg.Server = false, true // a server of a datacenter of one, its Raft log on disk
 	cfg.DataDir = t.TempDir()
 	a := agenttest.Start(t, cfg)
 	ctx := context.Background()

@@ -40,7 +40,7 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 	}
 	gc.RetainDead = a.cfg.ReconnectTimeout
 	var err error
-	if gc.EncryptKey, err = a.cfg.encryptKey(); err != nil {
+	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err
 	}
 	if a.gossip, err = gossip.New(gc, a.logger.With("component", "gossip")); err != nil {

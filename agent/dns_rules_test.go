@@ -30,8 +30,8 @@ func raw(t *testing.T, addr, network string, m *dns.Msg) *dns.Msg {
 // hygiene.
 func TestDNSRules(t *testing.T) {
 	cfg := agenttest.Config(t)
-	cfg.DNS.ServiceTTL = map[string]time.Duration{"*": 5 * time.Second, "many": 30 * time.Second}
-	cfg.DNS.ARecordLimit = 3
+	cfg.Zones.ServiceTTLs = map[string]time.Duration{"*": 5 * time.Second, "many": 30 * time.Second}
+	cfg.Resolver.ARecordLimit = 3
 	a := agenttest.Start(t, cfg)
 	addr := a.DNSAddr().String()
 	c := client(t, a)

@@ -66,7 +66,7 @@ func upstream(t *testing.T) string {
 func TestDNSConformance(t *testing.T) {
 	cfg := agenttest.Config(t)
 	cfg.AltDomain = "consul."
-	cfg.Recursors = []string{upstream(t)}
+	cfg.Resolver.Recursors = []string{upstream(t)}
 	cfg.NodeMeta = map[string]string{"rack": "r1"}
 	a := agenttest.Start(t, cfg)
 	ctx := context.Background()

@@ -1,5 +1,5 @@
 // Package agent runs one cairn agent: it builds every component from a
-// Config, starts them in order, and shuts them down in the reverse order.
+// config.Config (package agent/config), starts them in order, and shuts them down in the reverse order.
 // Run blocks until its context ends.
 //
 // Every agent is a server or a client, and every server runs the same way

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/catalog"
 )
 
@@ -16,10 +17,10 @@ import (
 // web-2 (10.3.0.2) on its node through its own server. Health checks have
 // no API yet, so the test writes them through the server as the check
 // runners will.
-func startForHealth(t *testing.T, mutate func(*Config)) *Agent {
+func startForHealth(t *testing.T, mutate func(*config.Config)) *Agent {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Dev, cfg.NodeName, cfg.Ports = true, "test", Ports{}
+	cfg := config.Default()
+	cfg.Dev, cfg.NodeName, cfg.Ports = true, "test", config.Ports{}
 	mutate(&cfg)
 	a, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -85,7 +86,7 @@ func addrsEventually(t *testing.T, a *Agent, ok func([]string) bool) []string {
 }
 
 func TestDNSLeavesOutUnhealthyInstances(t *testing.T) {
-	a := startForHealth(t, func(*Config) {})
+	a := startForHealth(t, func(*config.Config) {})
 	for _, step := range []struct {
 		what   string
 		check  int
@@ -108,7 +109,7 @@ func TestDNSLeavesOutUnhealthyInstances(t *testing.T) {
 }
 
 func TestDNSOnlyPassing(t *testing.T) {
-	a := startForHealth(t, func(c *Config) { c.DNS.OnlyPassing = true })
+	a := startForHealth(t, func(c *config.Config) { c.OnlyPassing = true })
 	setCheck(t, a, 1, catalog.HealthWarning)
 	if got := addrsEventually(t, a, func(got []string) bool { return len(got) == 1 }); len(got) != 1 || got[0] != "10.3.0.2" {
 		t.Errorf("only_passing with web-1 warning: got %v, want only 10.3.0.2", got)
@@ -125,7 +126,11 @@ func TestDNSUnhealthyAnswer(t *testing.T) {
 		{"nxdomain", dns.RcodeNameError, 0},
 		{"all", dns.RcodeSuccess, 2},
 	} {
-		a := startForHealth(t, func(c *Config) { c.DNS.UnhealthyAnswer = tc.mode })
+		a := startForHealth(t, func(c *config.Config) {
+			if tc.mode != "" { // "" keeps the default
+				c.Resolver.UnhealthyAnswer = tc.mode
+			}
+		})
 		setCheck(t, a, 0, catalog.HealthCritical)
 		var rcode int
 		var got []string

@@ -44,24 +44,7 @@ func startTwoDCs(t *testing.T) *twoDCs {
 	d.client = agenttest.Start(t, agenttest.ClientConfig(t, "c1", agenttest.GossipAddr(dc1Cfgs[0])))
 
 	servers := append(slices.Clone(d.dc1.Agents), d.dc2.Agents...)
-	waittest.For(t, 30*time.Second, "every server sees four alive in the WAN pool", func() error {
-		for _, a := range servers {
-			members, err := apiClient(t, a).Agent().MembersWAN(context.Background())
-			if err != nil {
-				return err
-			}
-			var names []string
-			for _, m := range members {
-				if m.Status == api.MemberAlive {
-					names = append(names, m.Name)
-				}
-			}
-			if want := []string{"s1.dc1", "s1.dc2", "s2.dc2", "s3.dc2"}; !slices.Equal(names, want) {
-				return fmt.Errorf("%s sees %v alive, want %v", a.HTTPAddr(), names, want)
-			}
-		}
-		return nil
-	})
+	wanAlive(t, servers, "s1.dc1", "s1.dc2", "s2.dc2", "s3.dc2")
 	return d
 }
 
@@ -227,10 +210,16 @@ func TestEveryServerJoinsTheWANPool(t *testing.T) {
 	for i := 2; i >= 0; i-- {
 		servers = append(servers, agenttest.Start(t, dc2[i]), agenttest.Start(t, dc1[i]))
 	}
-	want := []string{"s1.dc1", "s1.dc2", "s2.dc1", "s2.dc2", "s3.dc1", "s3.dc2"}
 	start := time.Now()
-	defer func() { t.Logf("every server saw six alive %s after the last start", time.Since(start).Round(time.Millisecond)) }()
-	waittest.For(t, 30*time.Second, "every server sees six alive in the WAN pool", func() error {
+	wanAlive(t, servers, "s1.dc1", "s1.dc2", "s2.dc1", "s2.dc2", "s3.dc1", "s3.dc2")
+	t.Logf("every server saw six alive %s after the last start", time.Since(start).Round(time.Millisecond))
+}
+
+// wanAlive waits until every one of servers sees exactly want (sorted
+// "<node>.<dc>" names) alive in the WAN pool.
+func wanAlive(t *testing.T, servers []*agent.Agent, want ...string) {
+	t.Helper()
+	waittest.For(t, 30*time.Second, fmt.Sprintf("every server sees %d alive in the WAN pool", len(want)), func() error {
 		for _, a := range servers {
 			members, err := apiClient(t, a).Agent().MembersWAN(context.Background())
 			if err != nil {

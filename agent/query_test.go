@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/api"
 	"github.com/cairndns/cairn/internal/waittest"
 )
@@ -135,7 +136,8 @@ func TestPreparedQueryHTTPAndDNS(t *testing.T) {
 	queryAnswers(t, a, "nope.query.cluster", dns.TypeA, dns.RcodeNameError, 0)
 
 	// The only matching instance turns critical: nothing local, and dc2
-	// cannot be reached from a lone server, so the answer is empty.
+	// is no datacenter this server's WAN pool knows, so the answer is
+	// empty.
 	put(t, a, "/v1/agent/check/fail/web-1-ttl", "")
 	queryAnswers(t, a, "web-v1.query.cluster", dns.TypeSRV, dns.RcodeNameError, 0)
 	if got, err := execute(a, id); err != nil || len(got.Nodes) != 0 || got.Failovers != 1 || got.Datacenter != "dc1" {
@@ -182,10 +184,9 @@ func TestPreparedQueryHTTPAndDNS(t *testing.T) {
 // TestPreparedQueryThroughClient defines and runs a query through a
 // client agent, whose calls go to the servers over RPC.
 func TestPreparedQueryThroughClient(t *testing.T) {
-	// One clustering server (so that it serves RPC), which joins the
-	// client as the client joins it.
+	// One server, which joins the client as the client joins it.
 	srvCfg := agenttest.ServerConfig(t, "s1", 1)
-	c := &agenttest.Cluster{Configs: []agent.Config{srvCfg}}
+	c := &agenttest.Cluster{Configs: []config.Config{srvCfg}}
 	clCfg := agenttest.ClientConfig(t, "cl", c.GossipAddr(0))
 	c.Configs[0].Join = []string{fmt.Sprintf("127.0.0.1:%d", clCfg.Ports.SerfLAN)}
 	c.Agents = []*agent.Agent{agenttest.Start(t, c.Configs[0])}

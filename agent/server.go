@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -34,7 +35,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if a.cfg.Ports.Server != 0 {
 		rc.AdvertiseAddr = net.JoinHostPort(a.advertise, port)
 	} else if a.advertise != a.cfg.BindAddr {
-		return &FieldError{Field: "ports.server", Reason: "0 (a free port) needs advertise_addr equal to bind_addr"}
+		return &config.FieldError{Field: "ports.server", Reason: "0 (a free port) needs advertise_addr equal to bind_addr"}
 	}
 	rs, err := rpc.NewServer(rc, a.logger)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/api"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/internal/waittest"
@@ -85,7 +86,7 @@ func nodeNames(t *testing.T, c *api.Client) []string {
 // the catalog.
 func TestSnapshotSaveRestoreBetweenClusters(t *testing.T) {
 	// A server of a datacenter of one (expecting 1), Raft on disk.
-	src := agenttest.StartConfigs(t, []agent.Config{agenttest.ServerConfig(t, "a1", 1)})
+	src := agenttest.StartConfigs(t, []config.Config{agenttest.ServerConfig(t, "a1", 1)})
 	leaderOf(t, src, []int{0}, 1)
 	externalNodes(t, src.Agents[0], "ext")
 	srcAPI := apiClient(t, src.Agents[0])

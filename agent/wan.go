@@ -26,7 +26,7 @@ func (a *Agent) startWAN(loopCtx context.Context, rpcAddr string) error {
 	// exist) as long as a failed node stays in the catalog.
 	gc.RetainDead = a.cfg.ReconnectTimeout
 	var err error
-	if gc.EncryptKey, err = a.cfg.encryptKey(); err != nil {
+	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err
 	}
 	if a.wan, err = gossip.New(gc, a.logger); err != nil {

@@ -30,12 +30,19 @@ func blockingAgents(t *testing.T) map[string]func(t *testing.T) string {
 			c := agenttest.StartCluster(t, 3)
 			cl := agenttest.Start(t, agenttest.ClientConfig(t, "c1", c.GossipAddr(0), c.GossipAddr(1), c.GossipAddr(2)))
 			base := "http://" + cl.HTTPAddr().String()
-			// Ready once the client's own node is in the catalog: a server
-			// and a leader are known, and its first sync went through.
+			// Ready once the cluster has settled: the client's own node is
+			// in the catalog (a server and a leader are known, its first
+			// sync went through), each server's first sync put its cairn
+			// service in, and the leader gave all four nodes their gossip
+			// check. No write is then under way to move the index behind
+			// the tests' back.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				code, body, _ := get(t, base+"/v1/catalog/node/c1")
-				if code == http.StatusOK && body != "null\n" {
+				_, cairn, _ := get(t, base+"/v1/catalog/service/cairn")
+				_, passing, _ := get(t, base+"/v1/health/state/passing")
+				if code == http.StatusOK && body != "null\n" && strings.Count(cairn, `"ServiceID":"cairn"`) == 3 &&
+					strings.Count(passing, `"CheckID":"gossip"`) == 4 {
 					return base
 				}
 				if time.Now().After(deadline) {

@@ -19,15 +19,18 @@ type Config struct {
 	Address string
 	// Layer is the Raft side of the rpc server's port. With it Raft talks to
 	// its peers over the network; Shutdown, or a New that fails, closes the
-	// layer (one Raft per rpc server). Nil keeps Raft's in-memory transport,
-	// for the single-server dev path. The rpc server must have been started
-	// (Layer.Addr set) before New. Default nil.
+	// layer (one Raft per rpc server). The agent always sets it; nil keeps
+	// Raft's in-memory transport, for unit tests of this package. The rpc
+	// server must have been started (Layer.Addr set) before New. Default
+	// nil.
 	Layer *rpc.Layer
 	// DataDir holds the Raft log ("raft/wal") and snapshots ("raft/snapshots").
 	// Empty keeps everything in memory (dev mode): a restart starts empty.
 	DataDir string
-	// Bootstrap makes this server form a single-server cluster on first start
-	// when it has no Raft state yet.
+	// Bootstrap makes this server form a cluster of itself alone on first
+	// start when it has no Raft state yet, for unit tests of this package
+	// (the agent bootstraps through BootstrapCluster once it sees its
+	// bootstrap_expect servers in gossip).
 	Bootstrap bool
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are Raft's
 	// timers. Defaults: 1s, 1s, 500ms (hashicorp/raft's defaults).

@@ -19,8 +19,8 @@ type CatalogConfig struct {
 	// another one is forwarded there through Router. Required.
 	Datacenter string
 	// Router, when set, routes requests for other datacenters to their
-	// servers (forward_dc.go). Its datacenter must be Datacenter. Nil (a
-	// server in no WAN pool, as a single server is) fails them with
+	// servers (forward_dc.go). Its datacenter must be Datacenter. Nil (unit
+	// tests of a server in no WAN pool) fails them with
 	// ErrNoPathToDatacenter. Default nil.
 	Router *Router
 	// Blocking bounds the wait of blocking queries.

@@ -57,7 +57,7 @@ type Server struct {
 // servers of a larger cluster start without it and are joined by
 // BootstrapCluster or by a leader's AddVoter. With cfg.Layer Raft talks to
 // its peers through the rpc server's port; without it the transport is
-// in-process (a single-server datacenter).
+// in-process (unit tests).
 func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

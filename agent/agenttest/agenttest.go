@@ -10,24 +10,25 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/agent/config"
 )
 
 // Config returns a dev agent configuration on 127.0.0.1 with every port
 // picked free by the system, and the node named "test".
-func Config(t testing.TB) agent.Config {
+func Config(t testing.TB) config.Config {
 	t.Helper()
-	cfg := agent.DefaultConfig()
+	cfg := config.Default()
 	cfg.Dev = true
 	cfg.NodeName = "test"
-	cfg.Ports = agent.Ports{}
+	cfg.Ports = config.Ports{}
 	cfg.LogLevel = "warn"
 	return cfg
 }
 
 // Start starts an agent with cfg and shuts it down when the test ends.
-func Start(t testing.TB, cfg agent.Config) *agent.Agent {
+func Start(t testing.TB, cfg config.Config) *agent.Agent {
 	t.Helper()
-	level, err := agent.ParseLogLevel(cfg.LogLevel)
+	level, err := config.ParseLogLevel(cfg.LogLevel)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/internal/porttest"
 )
 
@@ -19,18 +20,18 @@ func FreePort(t testing.TB) int {
 	return porttest.Free(t)
 }
 
-// ServerConfig returns the configuration of a clustering server named name
+// ServerConfig returns the configuration of a server named name
 // on 127.0.0.1: its data in a temporary directory, DNS and HTTP on ports
 // picked by the system, server and gossip (LAN and WAN) ports free
 // (FreePort), expecting expect servers and joining join (gossip
 // addresses), retried every 100ms.
-func ServerConfig(t testing.TB, name string, expect int, join ...string) agent.Config {
+func ServerConfig(t testing.TB, name string, expect int, join ...string) config.Config {
 	t.Helper()
-	cfg := agent.DefaultConfig()
+	cfg := config.Default()
 	cfg.NodeName = name
 	cfg.Server = true
 	cfg.DataDir = t.TempDir()
-	cfg.Ports = agent.Ports{Server: FreePort(t), SerfLAN: FreePort(t), SerfWAN: FreePort(t)}
+	cfg.Ports = config.Ports{Server: FreePort(t), SerfLAN: FreePort(t), SerfWAN: FreePort(t)}
 	cfg.BootstrapExpect = expect
 	cfg.Join = join
 	cfg.RetryInterval = 100 * time.Millisecond
@@ -41,23 +42,23 @@ func ServerConfig(t testing.TB, name string, expect int, join ...string) agent.C
 // ClientConfig returns the configuration of a client agent named name on
 // 127.0.0.1: its data in a temporary directory, DNS, HTTP and gossip on
 // ports picked free, joining join (gossip addresses), retried every 100ms.
-func ClientConfig(t testing.TB, name string, join ...string) agent.Config {
+func ClientConfig(t testing.TB, name string, join ...string) config.Config {
 	t.Helper()
-	cfg := agent.DefaultConfig()
+	cfg := config.Default()
 	cfg.NodeName = name
 	cfg.DataDir = t.TempDir()
-	cfg.Ports = agent.Ports{SerfLAN: FreePort(t)}
+	cfg.Ports = config.Ports{SerfLAN: FreePort(t)}
 	cfg.Join = join
 	cfg.RetryInterval = 100 * time.Millisecond
 	cfg.LogLevel = "warn"
 	return cfg
 }
 
-// Cluster is n clustering servers started by StartCluster, with the
+// Cluster is n servers started by StartCluster, with the
 // configuration each was started with.
 type Cluster struct {
 	Agents  []*agent.Agent
-	Configs []agent.Config
+	Configs []config.Config
 }
 
 // StartCluster starts n servers named s1…sn with BootstrapExpect n, each
@@ -78,13 +79,13 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// DatacenterConfigs returns the configurations of n clustering servers of
+// DatacenterConfigs returns the configurations of n servers of
 // datacenter dc named s1…sn, as StartCluster starts them: expecting n,
 // each but the first joining the first's LAN gossip address. Set JoinWAN on
 // them (see WANAddr) and start them with StartConfigs.
-func DatacenterConfigs(t testing.TB, dc string, n int) []agent.Config {
+func DatacenterConfigs(t testing.TB, dc string, n int) []config.Config {
 	t.Helper()
-	var cfgs []agent.Config
+	var cfgs []config.Config
 	for i := range n {
 		cfg := ServerConfig(t, fmt.Sprintf("s%d", i+1), n)
 		cfg.Datacenter = dc
@@ -98,7 +99,7 @@ func DatacenterConfigs(t testing.TB, dc string, n int) []agent.Config {
 
 // StartConfigs starts an agent with each of cfgs, in order. Each is shut
 // down when the test ends.
-func StartConfigs(t testing.TB, cfgs []agent.Config) *Cluster {
+func StartConfigs(t testing.TB, cfgs []config.Config) *Cluster {
 	t.Helper()
 	c := &Cluster{}
 	for _, cfg := range cfgs {
@@ -110,13 +111,13 @@ func StartConfigs(t testing.TB, cfgs []agent.Config) *Cluster {
 
 // GossipAddr is the LAN gossip address of an agent started with cfg on
 // loopback.
-func GossipAddr(cfg agent.Config) string {
+func GossipAddr(cfg config.Config) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Ports.SerfLAN))
 }
 
 // WANAddr is the WAN gossip address of a server started with cfg on
 // loopback, to join its WAN pool.
-func WANAddr(cfg agent.Config) string {
+func WANAddr(cfg config.Config) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Ports.SerfWAN))
 }
 

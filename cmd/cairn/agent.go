@@ -12,11 +12,12 @@ import (
 	"syscall"
 
 	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/urfave/cli/v2"
 )
 
 func agentCommand() *cli.Command {
-	def := agent.DefaultConfig()
+	def := config.Default()
 	return &cli.Command{
 		Name:      "agent",
 		Usage:     "Run a cairn agent",
@@ -70,7 +71,7 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	level, err := agent.ParseLogLevel(cfg.LogLevel)
+	level, err := config.ParseLogLevel(cfg.LogLevel)
 	if err != nil { // Validate has checked it; kept for safety
 		return err
 	}
@@ -88,7 +89,7 @@ func runAgent(c *cli.Context) error {
 	return nil
 }
 
-// flagForField names the flag that sets a config field, as agent.FieldError
+// flagForField names the flag that sets a config field, as config.FieldError
 // names it ("ports.dns" → "dns-port").
 func flagForField(field string) (string, bool) {
 	switch field {
@@ -132,14 +133,14 @@ func flagForField(field string) (string, bool) {
 // agentConfig builds the agent's configuration: defaults, then -dev, then
 // the config file, then every flag the user gave (flags win over the file),
 // then validation.
-func agentConfig(c *cli.Context) (agent.Config, error) {
-	cfg := agent.DefaultConfig()
+func agentConfig(c *cli.Context) (config.Config, error) {
+	cfg := config.Default()
 	if c.Bool("dev") {
 		cfg.Dev = true
 		cfg.Server = true
 	}
 	if path := c.String("config-file"); path != "" {
-		if err := agent.LoadConfigFile(path, &cfg); err != nil {
+		if err := config.LoadFile(path, &cfg); err != nil {
 			return cfg, err
 		}
 	}
@@ -163,7 +164,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		cfg.NodeMeta = meta
 	}
 	if c.IsSet("recursor") {
-		cfg.Recursors = c.StringSlice("recursor")
+		cfg.Resolver.Recursors = c.StringSlice("recursor")
 	}
 	if c.IsSet("dns-port") {
 		cfg.Ports.DNS = c.Int("dns-port")
@@ -188,7 +189,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 }
 
 // applyClusterFlags sets the clustering flags the user gave onto cfg.
-func applyClusterFlags(c *cli.Context, cfg *agent.Config) {
+func applyClusterFlags(c *cli.Context, cfg *config.Config) {
 	if c.IsSet("server-port") {
 		cfg.Ports.Server = c.Int("server-port")
 	}
@@ -233,7 +234,7 @@ func explainConfigError(c *cli.Context, err error) error {
 	}
 	out := make([]error, 0, len(errs))
 	for _, e := range errs {
-		var fe *agent.FieldError
+		var fe *config.FieldError
 		flag, known := "", false
 		if errors.As(e, &fe) {
 			flag, known = flagForField(fe.Field)

@@ -10,17 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/urfave/cli/v2"
 )
 
 // configFromArgs runs "cairn agent args…" with the agent's action replaced
 // by one that only builds the configuration.
-func configFromArgs(t *testing.T, args ...string) (agent.Config, error) {
+func configFromArgs(t *testing.T, args ...string) (config.Config, error) {
 	t.Helper()
 	app := newApp(io.Discard, io.Discard)
 	var (
-		cfg    agent.Config
+		cfg    config.Config
 		cfgErr error
 		ran    bool
 	)
@@ -56,7 +56,7 @@ func TestAgentConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("-dev: %v", err)
 	}
-	want := agent.DefaultConfig()
+	want := config.Default()
 	want.Dev, want.Server = true, true
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("-dev: got %+v, want %+v", got, want)
@@ -66,7 +66,7 @@ func TestAgentConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("-data-dir: %v", err)
 	}
-	want = agent.DefaultConfig()
+	want = config.Default()
 	want.DataDir = "/var/lib/cairn"
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("-data-dir: got %+v, want %+v", got, want)
@@ -95,7 +95,7 @@ func TestAgentConfigFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		want := agent.DefaultConfig()
+		want := config.Default()
 		want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc2", "corp.", "/data/file", true, "debug"
 		want.Ports.DNS, want.Ports.HTTP = 5353, 9500
 		if !reflect.DeepEqual(got, want) {
@@ -113,8 +113,8 @@ func TestAgentConfigFlagsWinOverFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := agent.DefaultConfig()
-	want.AltDomain, want.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
+	want := config.Default()
+	want.AltDomain, want.Resolver.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
 	want.NodeMeta = map[string]string{"rack": "r1"}
 	want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc3", "corp.", "/data/file", false, "warn"
 	want.NodeName, want.BindAddr, want.AdvertiseAddr, want.ClientAddr = "n7", "10.0.0.7", "10.0.0.8", "0.0.0.0"

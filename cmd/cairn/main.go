@@ -1,5 +1,5 @@
 // Command cairn is the cairn agent and the command-line client of its HTTP
-// API. It only turns flags, files and the environment into an agent.Config
+// API. It only turns flags, files and the environment into a config.Config
 // or an api call; the work happens in package agent and on the agent.
 package main
 

@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	jsonparser "github.com/hashicorp/hcl/json/parser"
 )
 
-// fileConfig mirrors Config with the keys users write in a config file. HCL
+// fileConfig lists the keys users write in a config file. HCL
 // and JSON share the keys (HCL's decoder reads both). Pointers tell a key
 // that is absent from one set to its zero value.
 type fileConfig struct {
@@ -103,18 +103,19 @@ var knownKeys = map[string]bool{
 // freeFormKeys hold maps whose keys are the user's own (service names).
 var freeFormKeys = map[string]bool{"dns_config.service_ttl": true, "node_meta": true}
 
-// LoadConfigFile reads an HCL or JSON file (by extension: .json is JSON,
+// LoadFile reads an HCL or JSON file (by extension: .json is JSON,
 // anything else HCL) and applies every key it sets onto c. Unknown keys are
-// an error naming the key, so a typo is not silently ignored.
-func LoadConfigFile(path string, c *Config) error {
+// an error naming the key, so a typo is not silently ignored. On error c is
+// unchanged.
+func LoadFile(path string, c *Config) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read config file: %w", err)
 	}
-	return applyConfigFile(path, data, c)
+	return applyFile(path, data, c)
 }
 
-func applyConfigFile(path string, data []byte, c *Config) error {
+func applyFile(path string, data []byte, c *Config) error {
 	tree, err := parseConfig(path, data)
 	if err != nil {
 		return fmt.Errorf("parse config file %s: %w", path, err)
@@ -130,6 +131,17 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 	if err := hcl.DecodeObject(&fc, tree); err != nil {
 		return fmt.Errorf("decode config file %s: %w", path, err)
 	}
+	// Applied to a copy, so that a bad value leaves c as it was.
+	out := *c
+	if err := fc.apply(&out); err != nil {
+		return err
+	}
+	*c = out
+	return nil
+}
+
+// apply sets every key of the file onto c.
+func (fc *fileConfig) apply(c *Config) error {
 	set := func(dst *string, v *string) {
 		if v != nil {
 			*dst = *v
@@ -171,10 +183,10 @@ func applyConfigFile(path string, data []byte, c *Config) error {
 		c.NodeMeta = fc.NodeMeta
 	}
 	if fc.Recursors != nil {
-		c.Recursors = fc.Recursors
+		c.Resolver.Recursors = fc.Recursors
 	}
 	if fc.DNS != nil {
-		return fc.DNS.apply(&c.DNS)
+		return fc.DNS.apply(c)
 	}
 	return nil
 }
@@ -221,8 +233,10 @@ func (fc *fileConfig) applyCluster(c *Config) error {
 	return nil
 }
 
-// apply sets the keys of a dns_config block onto d.
-func (f *fileDNS) apply(d *DNSConfig) error {
+// apply sets the keys of a dns_config block onto the nested
+// configurations of c they belong to.
+func (f *fileDNS) apply(c *Config) error {
+	z, r, ca := &c.Zones, &c.Resolver, &c.Cache
 	dur := func(key string, dst *time.Duration, v *string) error {
 		if v == nil {
 			return nil
@@ -234,29 +248,27 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 		*dst = p
 		return nil
 	}
-	if err := dur("node_ttl", &d.NodeTTL, f.NodeTTL); err != nil {
-		return err
-	}
-	if err := dur("ptr_ttl", &d.PTRTTL, f.PTRTTL); err != nil {
-		return err
-	}
-	if err := dur("recursor_timeout", &d.RecursorTimeout, f.RecursorTimeout); err != nil {
-		return err
-	}
-	if err := dur("max_stale", &d.MaxStale, f.MaxStale); err != nil {
-		return err
-	}
-	if err := dur("cache_idle_timeout", &d.CacheIdleTimeout, f.CacheIdleTimeout); err != nil {
-		return err
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+		v   *string
+	}{
+		{"node_ttl", &z.NodeTTL, f.NodeTTL}, {"ptr_ttl", &z.PTRTTL, f.PTRTTL},
+		{"recursor_timeout", &r.RecursorTimeout, f.RecursorTimeout},
+		{"max_stale", &ca.MaxStale, f.MaxStale}, {"cache_idle_timeout", &ca.IdleTimeout, f.CacheIdleTimeout},
+	} {
+		if err := dur(d.key, d.dst, d.v); err != nil {
+			return err
+		}
 	}
 	if f.ServiceTTL != nil {
-		d.ServiceTTL = make(map[string]time.Duration, len(f.ServiceTTL))
+		z.ServiceTTLs = make(map[string]time.Duration, len(f.ServiceTTL))
 		for k, v := range f.ServiceTTL {
 			var p time.Duration
 			if err := dur("service_ttl["+k+"]", &p, &v); err != nil {
 				return err
 			}
-			d.ServiceTTL[k] = p
+			z.ServiceTTLs[k] = p
 		}
 	}
 	setBool := func(dst *bool, v *bool) {
@@ -269,21 +281,25 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 			*dst = *v
 		}
 	}
-	setBool(&d.OnlyPassing, f.OnlyPassing)
-	if f.EnableTruncate != nil {
-		d.DisableTruncate = !*f.EnableTruncate
+	setString := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
 	}
-	setBool(&d.NodeMetaTXT, f.NodeMetaTXT)
-	setBool(&d.AdditionalNodeMetaTXT, f.EnableAdditionalNodeMetaTXT)
-	setInt(&d.UDPAnswerLimit, f.UDPAnswerLimit)
-	setInt(&d.ARecordLimit, f.ARecordLimit)
-	setInt(&d.MaxUDPSize, f.MaxUDPSize)
-	setInt(&d.CacheMaxEntries, f.CacheMaxEntries)
-	if f.RecursorStrategy != nil {
-		d.RecursorStrategy = *f.RecursorStrategy
-	}
-	if f.UnhealthyAnswer != nil {
-		d.UnhealthyAnswer = *f.UnhealthyAnswer
+	setBool(&c.OnlyPassing, f.OnlyPassing)
+	setBool(&r.SetTC, f.EnableTruncate)
+	setBool(&z.NodeMetaTXT, f.NodeMetaTXT)
+	setBool(&z.AdditionalNodeMetaTXT, f.EnableAdditionalNodeMetaTXT)
+	setInt(&r.UDPAnswerLimit, f.UDPAnswerLimit)
+	setInt(&r.ARecordLimit, f.ARecordLimit)
+	setInt(&ca.MaxEntries, f.CacheMaxEntries)
+	setString(&r.RecursorStrategy, f.RecursorStrategy)
+	setString(&r.UnhealthyAnswer, f.UnhealthyAnswer)
+	if f.MaxUDPSize != nil {
+		if *f.MaxUDPSize < 512 || *f.MaxUDPSize > 65535 {
+			return &FieldError{Field: "dns_config.max_udp_size", Reason: fmt.Sprintf("must be between 512 and 65535, got %d", *f.MaxUDPSize)}
+		}
+		r.UDPSize = uint16(*f.MaxUDPSize)
 	}
 	if f.SOA != nil {
 		for _, p := range []struct {
@@ -291,8 +307,8 @@ func (f *fileDNS) apply(d *DNSConfig) error {
 			dst *uint32
 			v   *int
 		}{
-			{"refresh", &d.SOA.Refresh, f.SOA.Refresh}, {"retry", &d.SOA.Retry, f.SOA.Retry},
-			{"expire", &d.SOA.Expire, f.SOA.Expire}, {"min_ttl", &d.SOA.MinTTL, f.SOA.MinTTL},
+			{"refresh", &z.SOA.Refresh, f.SOA.Refresh}, {"retry", &z.SOA.Retry, f.SOA.Retry},
+			{"expire", &z.SOA.Expire, f.SOA.Expire}, {"min_ttl", &z.SOA.MinTTL, f.SOA.MinTTL},
 		} {
 			if p.v == nil {
 				continue

@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"errors"
@@ -10,10 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairndns/cairn/cache"
+	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/zones"
 )
 
 func TestConfigDefaults(t *testing.T) {
-	got := DefaultConfig()
+	got := Default()
 	want := Config{
 		NodeName:            got.NodeName, // the host name: checked below
 		Datacenter:          "dc1",
@@ -26,11 +30,9 @@ func TestConfigDefaults(t *testing.T) {
 		ReconnectTimeout:    72 * time.Hour,
 		CheckUpdateInterval: 5 * time.Minute,
 		AEInterval:          time.Minute,
-		DNS: DNSConfig{
-			MaxUDPSize: 1232, RecursorTimeout: 2 * time.Second, RecursorStrategy: "sequential", UnhealthyAnswer: "nodata",
-			SOA:         SOAConfig{Refresh: 3600, Retry: 600, Expire: 86400, MinTTL: 5},
-			NodeMetaTXT: true, AdditionalNodeMetaTXT: true,
-		},
+		Zones:               zones.DefaultConfig(),
+		Resolver:            resolver.DefaultConfig(),
+		Cache:               cache.DefaultConfig(),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig: got %+v, want %+v", got, want)
@@ -49,18 +51,18 @@ func TestConfigDefaults(t *testing.T) {
 	err := got.Validate()
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "data_dir" || len(fieldsOf(err)) != 1 {
-		t.Errorf("DefaultConfig().Validate(): got %v, want only a data_dir error", err)
+		t.Errorf("Default().Validate(): got %v, want only a data_dir error", err)
 	}
-	dev := DefaultConfig()
+	dev := Default()
 	dev.Dev = true
 	if err := dev.Validate(); err != nil {
-		t.Errorf("DefaultConfig() with Dev: got %v, want valid", err)
+		t.Errorf("Default() with Dev: got %v, want valid", err)
 	}
 }
 
 // validConfig is a configuration Validate accepts, to change one field of.
 func validConfig() Config {
-	c := DefaultConfig()
+	c := Default()
 	c.NodeName = "node-1"
 	c.DataDir = "/var/lib/cairn"
 	return c
@@ -147,22 +149,30 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"log_level", "warning", func(c *Config) { c.LogLevel = "warning" }},
 		{"alt_domain", "bad..zone", func(c *Config) { c.AltDomain = "bad..zone" }},
 		{"alt_domain", "same as domain", func(c *Config) { c.AltDomain = "Cluster" }},
-		{"recursors[1]", "dns.example", func(c *Config) { c.Recursors = []string{"10.0.0.1", "dns.example"} }},
-		{"recursors[0]", "10.0.0.1:99999", func(c *Config) { c.Recursors = []string{"10.0.0.1:99999"} }},
-		{"dns_config.node_ttl", "-1s", func(c *Config) { c.DNS.NodeTTL = -time.Second }},
-		{"dns_config.ptr_ttl", "-1s", func(c *Config) { c.DNS.PTRTTL = -time.Second }},
-		{"dns_config.service_ttl[we_b]", "bad key", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"we_b": 0} }},
-		{"dns_config.service_ttl[a*b]", "inner star", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"a*b": 0} }},
-		{"dns_config.service_ttl[*]", "-1s", func(c *Config) { c.DNS.ServiceTTL = map[string]time.Duration{"*": -time.Second} }},
-		{"dns_config.udp_answer_limit", "-1", func(c *Config) { c.DNS.UDPAnswerLimit = -1 }},
-		{"dns_config.a_record_limit", "-1", func(c *Config) { c.DNS.ARecordLimit = -1 }},
-		{"dns_config.max_udp_size", "511", func(c *Config) { c.DNS.MaxUDPSize = 511 }},
-		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.DNS.RecursorTimeout = -time.Second }},
-		{"dns_config.max_stale", "-1s", func(c *Config) { c.DNS.MaxStale = -time.Second }},
-		{"dns_config.cache_max_entries", "-1", func(c *Config) { c.DNS.CacheMaxEntries = -1 }},
-		{"dns_config.cache_idle_timeout", "-1s", func(c *Config) { c.DNS.CacheIdleTimeout = -time.Second }},
-		{"dns_config.recursor_strategy", "fastest", func(c *Config) { c.DNS.RecursorStrategy = "fastest" }},
-		{"dns_config.unhealthy_answer", "maybe", func(c *Config) { c.DNS.UnhealthyAnswer = "maybe" }},
+		{"recursors[1]", "dns.example", func(c *Config) { c.Resolver.Recursors = []string{"10.0.0.1", "dns.example"} }},
+		{"recursors[0]", "10.0.0.1:99999", func(c *Config) { c.Resolver.Recursors = []string{"10.0.0.1:99999"} }},
+		{"dns_config.node_ttl", "-1s", func(c *Config) { c.Zones.NodeTTL = -time.Second }},
+		{"dns_config.ptr_ttl", "-1s", func(c *Config) { c.Zones.PTRTTL = -time.Second }},
+		{"dns_config.service_ttl[we_b]", "bad key", func(c *Config) { c.Zones.ServiceTTLs = map[string]time.Duration{"we_b": 0} }},
+		{"dns_config.service_ttl[a*b]", "inner star", func(c *Config) { c.Zones.ServiceTTLs = map[string]time.Duration{"a*b": 0} }},
+		{"dns_config.service_ttl[*]", "-1s", func(c *Config) { c.Zones.ServiceTTLs = map[string]time.Duration{"*": -time.Second} }},
+		{"dns_config.udp_answer_limit", "-1", func(c *Config) { c.Resolver.UDPAnswerLimit = -1 }},
+		{"dns_config.a_record_limit", "-1", func(c *Config) { c.Resolver.ARecordLimit = -1 }},
+		{"dns_config.max_udp_size", "511", func(c *Config) { c.Resolver.UDPSize = 511 }},
+		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.Resolver.RecursorTimeout = -time.Second }},
+		{"dns_config.max_stale", "-1s", func(c *Config) { c.Cache.MaxStale = -time.Second }},
+		{"dns_config.cache_max_entries", "-1", func(c *Config) { c.Cache.MaxEntries = -1 }},
+		{"dns_config.cache_idle_timeout", "-1s", func(c *Config) { c.Cache.IdleTimeout = -time.Second }},
+		{"dns_config.recursor_strategy", "fastest", func(c *Config) { c.Resolver.RecursorStrategy = "fastest" }},
+		{"dns_config.unhealthy_answer", "maybe", func(c *Config) { c.Resolver.UnhealthyAnswer = "maybe" }},
+		{"dns_config.max_stale", "0", func(c *Config) { c.Cache.MaxStale = 0 }},
+		{"dns_config.max_stale", "1s, below StaleAfter", func(c *Config) { c.Cache.MaxStale = time.Second }},
+		{"dns_config.cache_max_entries", "0", func(c *Config) { c.Cache.MaxEntries = 0 }},
+		{"dns_config.max_udp_size", "0", func(c *Config) { c.Resolver.UDPSize = 0 }},
+		{"dns_config.recursor_strategy", `""`, func(c *Config) { c.Resolver.RecursorStrategy = "" }},
+		{"dns_config.soa.refresh", "0", func(c *Config) { c.Zones.SOA.Refresh = 0 }},
+		{"dns_config.soa.retry", "0", func(c *Config) { c.Zones.SOA.Retry = 0 }},
+		{"dns_config.soa.expire", "below refresh", func(c *Config) { c.Zones.SOA.Expire = 1 }},
 		{"node_meta[a b]", "bad key", func(c *Config) { c.NodeMeta = map[string]string{"a b": "x"} }},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
@@ -232,6 +242,9 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		RetryInterval:   -time.Second,
 		RetryMax:        -1,
 		EncryptKey:      "not base64",
+		Zones:           zones.DefaultConfig(),
+		Resolver:        resolver.DefaultConfig(),
+		Cache:           cache.DefaultConfig(),
 	}
 	err := c.Validate()
 	got := fieldsOf(err)
@@ -260,10 +273,10 @@ func writeConfig(t *testing.T, name, content string) string {
 	return path
 }
 
-// everyKey is the configuration the files of TestLoadConfigFileEveryKey set:
+// everyKey is the configuration the files of TestLoadFileEveryKey set:
 // every key, each different from its default.
 func everyKey() Config {
-	c := DefaultConfig()
+	c := Default()
 	c.NodeName, c.Datacenter, c.Domain = "n7", "dc2", "corp."
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
@@ -273,21 +286,21 @@ func everyKey() Config {
 	c.RetryInterval, c.RetryMax, c.EncryptKey = 5*time.Second, 7, "MDEyMzQ1Njc4OWFiY2RlZg=="
 	c.ReconnectTimeout = 8 * time.Hour
 	c.EnableScriptChecks, c.CheckUpdateInterval, c.AEInterval = true, 30*time.Second, 2*time.Minute
-	c.AltDomain, c.Recursors = "consul.", []string{"10.0.0.53", "10.0.0.54:5353"}
+	c.AltDomain = "consul."
 	c.NodeMeta = map[string]string{"rack": "r1", "az-1": "a"}
-	c.DNS = DNSConfig{
-		NodeTTL:     10 * time.Second,
-		PTRTTL:      20 * time.Second,
-		ServiceTTL:  map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute},
-		OnlyPassing: true, UDPAnswerLimit: 3, ARecordLimit: 5, MaxUDPSize: 4096, DisableTruncate: true,
-		RecursorTimeout: 3 * time.Second, RecursorStrategy: "random", UnhealthyAnswer: "all",
-		MaxStale: 24 * time.Hour, CacheMaxEntries: 500, CacheIdleTimeout: 2 * time.Minute,
-		SOA: SOAConfig{Refresh: 1, Retry: 2, Expire: 3, MinTTL: 4},
-	}
+	c.OnlyPassing = true
+	c.Zones.NodeTTL, c.Zones.PTRTTL = 10*time.Second, 20*time.Second
+	c.Zones.ServiceTTLs = map[string]time.Duration{"*": 5 * time.Second, "db*": time.Minute}
+	c.Zones.NodeMetaTXT, c.Zones.AdditionalNodeMetaTXT = false, false
+	c.Zones.SOA = zones.SOAConfig{Refresh: 1, Retry: 2, Expire: 3, MinTTL: 4}
+	c.Resolver.Recursors = []string{"10.0.0.53", "10.0.0.54:5353"}
+	c.Resolver.UDPAnswerLimit, c.Resolver.ARecordLimit, c.Resolver.UDPSize, c.Resolver.SetTC = 3, 5, 4096, false
+	c.Resolver.RecursorTimeout, c.Resolver.RecursorStrategy, c.Resolver.UnhealthyAnswer = 3*time.Second, "random", "all"
+	c.Cache.MaxStale, c.Cache.MaxEntries, c.Cache.IdleTimeout = 24*time.Hour, 500, 2*time.Minute
 	return c
 }
 
-func TestLoadConfigFileEveryKey(t *testing.T) {
+func TestLoadFileEveryKey(t *testing.T) {
 	for name, content := range map[string]string{
 		"cairn.hcl": `
 node_name      = "n7"
@@ -428,8 +441,8 @@ dns_config {
   }
 }`,
 	} {
-		got := DefaultConfig()
-		if err := LoadConfigFile(writeConfig(t, name, content), &got); err != nil {
+		got := Default()
+		if err := LoadFile(writeConfig(t, name, content), &got); err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
@@ -439,7 +452,7 @@ dns_config {
 	}
 }
 
-func TestLoadConfigFileKeepsAbsentKeys(t *testing.T) {
+func TestLoadFileKeepsAbsentKeys(t *testing.T) {
 	// Start from values that are not the defaults, so that a key reset to
 	// its default or zero value shows.
 	start := everyKey()
@@ -461,7 +474,7 @@ func TestLoadConfigFileKeepsAbsentKeys(t *testing.T) {
 		{"empty-string.hcl", `advertise_addr = ""`, func(c *Config) { c.AdvertiseAddr = "" }},
 	} {
 		got := start
-		if err := LoadConfigFile(writeConfig(t, tc.name, tc.content), &got); err != nil {
+		if err := LoadFile(writeConfig(t, tc.name, tc.content), &got); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
@@ -473,7 +486,7 @@ func TestLoadConfigFileKeepsAbsentKeys(t *testing.T) {
 	}
 }
 
-func TestLoadConfigFileUnknownKey(t *testing.T) {
+func TestLoadFileUnknownKey(t *testing.T) {
 	for _, tc := range []struct {
 		name, content, key string
 	}{
@@ -487,8 +500,8 @@ func TestLoadConfigFileUnknownKey(t *testing.T) {
 		{"nested.json", `{"ports": {"dns": {"udp": 1}}}`, "ports.dns.udp"},
 	} {
 		path := writeConfig(t, tc.name, tc.content)
-		c := DefaultConfig()
-		err := LoadConfigFile(path, &c)
+		c := Default()
+		err := LoadFile(path, &c)
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.key {
 			t.Errorf("%s: got %v, want a *FieldError for %q", tc.name, err, tc.key)
@@ -497,13 +510,13 @@ func TestLoadConfigFileUnknownKey(t *testing.T) {
 		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "unknown key") {
 			t.Errorf("%s: got %q, want the file's path and \"unknown key\"", tc.name, msg)
 		}
-		if !reflect.DeepEqual(c, DefaultConfig()) {
+		if !reflect.DeepEqual(c, Default()) {
 			t.Errorf("%s: got %+v after the error, want the config unchanged", tc.name, c)
 		}
 	}
 }
 
-func TestLoadConfigFileSyntaxError(t *testing.T) {
+func TestLoadFileSyntaxError(t *testing.T) {
 	for _, tc := range []struct {
 		name, content string
 	}{
@@ -523,22 +536,22 @@ func TestLoadConfigFileSyntaxError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfig(t, tc.name, tc.content)
-			c := DefaultConfig()
-			err := LoadConfigFile(path, &c)
+			c := Default()
+			err := LoadFile(path, &c)
 			if err == nil {
 				t.Fatalf("got no error for %q, want a syntax error", tc.content)
 			}
 			if !strings.Contains(err.Error(), path) {
 				t.Errorf("got %q, want it to name the file %s", err, path)
 			}
-			if !reflect.DeepEqual(c, DefaultConfig()) {
+			if !reflect.DeepEqual(c, Default()) {
 				t.Errorf("got %+v after the error, want the config unchanged", c)
 			}
 		})
 	}
 }
 
-func TestLoadConfigFileWrongType(t *testing.T) {
+func TestLoadFileWrongType(t *testing.T) {
 	for _, tc := range []struct{ name, content string }{
 		{"port-word.hcl", `ports { dns = "fifty-three" }`},
 		{"port-fraction.json", `{"ports": {"dns": 1.5}}`},
@@ -547,27 +560,27 @@ func TestLoadConfigFileWrongType(t *testing.T) {
 		{"dc-list.hcl", `datacenter = ["a", "b"]`},
 	} {
 		path := writeConfig(t, tc.name, tc.content)
-		c := DefaultConfig()
-		err := LoadConfigFile(path, &c)
+		c := Default()
+		err := LoadFile(path, &c)
 		if err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: got %v, want an error naming %s", tc.name, err, path)
 		}
-		if !reflect.DeepEqual(c, DefaultConfig()) {
+		if !reflect.DeepEqual(c, Default()) {
 			t.Errorf("%s: got %+v after the error, want the config unchanged", tc.name, c)
 		}
 	}
 }
 
-func TestLoadConfigFileMissing(t *testing.T) {
+func TestLoadFileMissing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "absent.hcl")
-	c := DefaultConfig()
-	err := LoadConfigFile(path, &c)
+	c := Default()
+	err := LoadFile(path, &c)
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 		t.Errorf("got %v, want fs.ErrNotExist naming %s", err, path)
 	}
 }
 
-func TestLoadConfigFileDNSErrors(t *testing.T) {
+func TestLoadFileDNSErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, content, field string
 	}{
@@ -576,13 +589,18 @@ func TestLoadConfigFileDNSErrors(t *testing.T) {
 		{"unknown.hcl", "dns_config { allow_recursion = true }\n", "dns_config.allow_recursion"},
 		{"soa.json", `{"dns_config": {"soa": {"minimum": 5}}}`, "dns_config.soa.minimum"},
 		{"soa-neg.hcl", "dns_config { soa { min_ttl = -1 } }\n", "dns_config.soa.min_ttl"},
+		{"udp-big.hcl", "dns_config { max_udp_size = 65536 }\n", "dns_config.max_udp_size"},
+		{"udp-zero.json", `{"dns_config": {"max_udp_size": 0}}`, "dns_config.max_udp_size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
-			err := LoadConfigFile(writeConfig(t, tc.name, tc.content), &c)
+			c := Default()
+			err := LoadFile(writeConfig(t, tc.name, tc.content), &c)
 			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("got %v, want a FieldError for %s", err, tc.field)
+			}
+			if !reflect.DeepEqual(c, Default()) {
+				t.Errorf("got %+v after the error, want the config unchanged", c)
 			}
 		})
 	}

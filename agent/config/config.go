@@ -1,0 +1,214 @@
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cairndns/cairn/cache"
+	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/zones"
+)
+
+// Config is everything one agent needs. Default gives a usable value;
+// LoadFile and the CLI's flags change it; Validate checks it whole.
+type Config struct {
+	// NodeName names this node in the catalog and in DNS
+	// (<node>.node.<dc>.<domain>). Default: the host name, cut at the first dot.
+	NodeName string
+	// Datacenter this agent belongs to. Default: zones.DefaultConfig's
+	// ("dc1").
+	Datacenter string
+	// NodeMeta is free-form metadata of this node, answered in DNS as TXT
+	// records "key=value" of <node>.node names. Default none.
+	NodeMeta map[string]string
+	// Domain is the DNS zone cairn answers for. Default:
+	// zones.DefaultConfig's ("cluster.").
+	Domain string
+	// BindAddr is the address cluster traffic (server RPC, gossip) binds
+	// to. Default 127.0.0.1: nothing listens beyond loopback unless
+	// configured.
+	BindAddr string
+	// AdvertiseAddr is the address other nodes and DNS answers use for this
+	// node. Default: BindAddr, or when that is unspecified (0.0.0.0) the
+	// first private IPv4 address of the machine.
+	AdvertiseAddr string
+	// ClientAddr is the address the DNS and HTTP listeners bind to.
+	// Default 127.0.0.1.
+	ClientAddr string
+	// Ports of the listeners; 0 picks a free port (for tests).
+	Ports Ports
+	// DataDir holds the Raft log, snapshots and the agent's own services.
+	// Required unless Dev is set.
+	DataDir string
+	// Dev runs a server of a datacenter of one (BootstrapExpect 1) with
+	// short Raft timers, needing no configuration: nothing is written to
+	// disk unless DataDir is also given. Clients can join it.
+	Dev bool
+	// Server makes this agent a server holding the catalog (Raft). Without
+	// it the agent is a client: it finds the servers in LAN gossip and sends
+	// them every catalog read and write. Dev implies it.
+	Server bool
+	// LogLevel is one of debug, info, warn, error. Default "info".
+	LogLevel string
+	// AltDomain is a second zone answered like Domain (for a migration, or
+	// a name users know from elsewhere). Default none.
+	AltDomain string
+
+	// Zones configures the answers of the zones (dns_config: node_ttl,
+	// ptr_ttl, service_ttl, soa, node_meta_txt,
+	// enable_additional_node_meta_txt). The agent sets its Domain,
+	// Datacenter and NSAddress from Domain, AltDomain, Datacenter and the
+	// advertise address. Default zones.DefaultConfig().
+	Zones zones.Config
+	// Resolver configures the DNS server (dns_config: udp_answer_limit,
+	// a_record_limit, max_udp_size, enable_truncate, recursor_timeout,
+	// recursor_strategy, unhealthy_answer; and recursors). The agent sets
+	// its Addr from ClientAddr and Ports.DNS. Default
+	// resolver.DefaultConfig().
+	Resolver resolver.Config
+	// Cache configures the agent's DNS cache (dns_config:
+	// cache_max_entries, cache_idle_timeout, max_stale). The agent sets
+	// its Hub and RefreshAfter. Default cache.DefaultConfig().
+	Cache cache.Config
+	// OnlyPassing leaves instances with a warning check out of DNS
+	// answers (dns_config.only_passing). Default false: warning counts as
+	// healthy.
+	OnlyPassing bool
+
+	// BootstrapExpect is how many servers must have seen each other in LAN
+	// gossip before they bootstrap one Raft configuration together. 0 (the
+	// default) bootstraps a server alone when it has no Join (the first
+	// server of a datacenter), and otherwise joins an existing cluster
+	// whose leader adds it, as in Consul; more than 1 requires Server and
+	// is not allowed with Dev (a datacenter of one server).
+	BootstrapExpect int
+	// Join lists gossip addresses ("host" or "host:port", the port defaulting
+	// to Ports.SerfLAN) of agents already in the cluster. Default none.
+	Join []string
+	// JoinWAN lists WAN gossip addresses ("host" or "host:port", the port
+	// defaulting to Ports.SerfWAN) of servers of other datacenters (or of
+	// this one) already in the WAN pool. Servers only. Default none.
+	JoinWAN []string
+	// RetryInterval is the longest wait between two attempts to join, the
+	// LAN pool's and the WAN pool's: the first retry comes after 1s (or
+	// RetryInterval when shorter), each next one after twice the wait
+	// before, up to RetryInterval. Default 30s.
+	RetryInterval time.Duration
+	// RetryMax is how many join attempts are made before giving up, for
+	// each pool; 0 (the default) retries forever.
+	RetryMax int
+	// EncryptKey is the base64 of a 16, 24 or 32 byte AES key that encrypts
+	// gossip; every agent of a cluster needs the same. Default none.
+	EncryptKey string
+	// ReconnectTimeout is how long a failed member is remembered: its node
+	// stays in the catalog with a critical gossip check (out of DNS
+	// answers) until then, and is deregistered after. Default 72h, like
+	// Consul's reconnect_timeout; at least 1m.
+	ReconnectTimeout time.Duration
+
+	// EnableScriptChecks allows checks that run a command (Args). Default
+	// off: anyone who can reach the HTTP API could otherwise run programs
+	// as the agent's user.
+	EnableScriptChecks bool
+	// CheckUpdateInterval rate-limits pushing a check whose output changed
+	// but not its status: at most once per interval. Default 5m (Consul's
+	// check_update_interval); 0 pushes every change.
+	CheckUpdateInterval time.Duration
+	// AEInterval is the period of the anti-entropy full sync of this
+	// node's services and checks, in clusters of up to 128 agents (longer
+	// beyond, growing with the logarithm of the size). Changes are pushed
+	// at once regardless; the full sync repairs what a push missed or what
+	// was changed behind the agent's back. Default 1m (Consul's
+	// ae_interval); at least 1s.
+	AEInterval time.Duration
+}
+
+// Ports are the TCP/UDP ports the agent listens on.
+type Ports struct {
+	DNS  int // UDP and TCP, default 8600
+	HTTP int // default 8500
+	// Server is the server RPC port, default 8300: a server carries Raft
+	// and RPC on it, at AdvertiseAddr:Server. Clients open none.
+	Server int
+	// SerfLAN is the LAN gossip port (UDP and TCP) of every agent,
+	// default 8301.
+	SerfLAN int
+	// SerfWAN is the WAN gossip port (UDP and TCP) of a server, default
+	// 8302. Clients open none.
+	SerfWAN int
+}
+
+// Default returns the configuration of an agent started with no flags.
+// The nested component configurations are their packages' defaults.
+func Default() Config {
+	zc := zones.DefaultConfig()
+	return Config{
+		NodeName:            defaultNodeName(),
+		Datacenter:          zc.Datacenter,
+		Domain:              zc.Domain,
+		BindAddr:            "127.0.0.1",
+		ClientAddr:          "127.0.0.1",
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302},
+		LogLevel:            "info",
+		Zones:               zc,
+		Resolver:            resolver.DefaultConfig(),
+		Cache:               cache.DefaultConfig(),
+		RetryInterval:       30 * time.Second,
+		ReconnectTimeout:    72 * time.Hour,
+		CheckUpdateInterval: 5 * time.Minute,
+		AEInterval:          time.Minute,
+	}
+}
+
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "cairn"
+	}
+	h, _, _ = strings.Cut(h, ".")
+	return strings.ToLower(h)
+}
+
+// FieldError names a configuration field and why its value is rejected.
+type FieldError struct {
+	Field  string // the file key / flag name, e.g. "datacenter"
+	Reason string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("config %s: %s", e.Field, e.Reason) }
+
+// GossipKey decodes EncryptKey: nil when it is empty.
+func (c *Config) GossipKey() ([]byte, error) {
+	if c.EncryptKey == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(c.EncryptKey)
+	if err != nil {
+		return nil, errors.New("is not valid base64")
+	}
+	switch len(key) {
+	case 16, 24, 32:
+		return key, nil
+	}
+	return nil, fmt.Errorf("must decode to 16, 24 or 32 bytes, got %d", len(key))
+}
+
+// ParseLogLevel turns a level name into a slog.Level.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
+}
