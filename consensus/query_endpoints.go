@@ -125,9 +125,9 @@ func (p *PreparedQuery) ExecuteRemote(ctx context.Context, args *rpc.PreparedQue
 	return p.executeRemote(ctx, args, reply)
 }
 
-// The lower-case methods below do the work of the RPC methods above for
-// them and for the in-process ones; ctx is the request's, tied to the
-// endpoint's lifetime already (requestContext).
+// The lower-case methods below do the work of the RPC methods above (and
+// executeRemote that of failover, viaEndpoint); ctx is the request's,
+// tied to the endpoint's lifetime already (requestContext).
 
 func (p *PreparedQuery) apply(ctx context.Context, args *rpc.PreparedQueryApplyRequest, reply *rpc.PreparedQueryApplyResponse) error {
 	if done, err := p.cat.forwardDC(ctx, rpc.MethodPreparedQueryApply, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {

@@ -142,43 +142,26 @@ func applyFile(path string, data []byte, c *Config) error {
 
 // apply sets every key of the file onto c.
 func (fc *fileConfig) apply(c *Config) error {
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&c.NodeName, fc.NodeName)
-	set(&c.Datacenter, fc.Datacenter)
-	set(&c.Domain, fc.Domain)
-	set(&c.BindAddr, fc.BindAddr)
-	set(&c.AdvertiseAddr, fc.AdvertiseAddr)
-	set(&c.ClientAddr, fc.ClientAddr)
-	set(&c.DataDir, fc.DataDir)
-	set(&c.LogLevel, fc.LogLevel)
-	if fc.Server != nil {
-		c.Server = *fc.Server
-	}
+	setIf(&c.NodeName, fc.NodeName)
+	setIf(&c.Datacenter, fc.Datacenter)
+	setIf(&c.Domain, fc.Domain)
+	setIf(&c.BindAddr, fc.BindAddr)
+	setIf(&c.AdvertiseAddr, fc.AdvertiseAddr)
+	setIf(&c.ClientAddr, fc.ClientAddr)
+	setIf(&c.DataDir, fc.DataDir)
+	setIf(&c.LogLevel, fc.LogLevel)
+	setIf(&c.Server, fc.Server)
 	if fc.Ports != nil {
-		if fc.Ports.DNS != nil {
-			c.Ports.DNS = *fc.Ports.DNS
-		}
-		if fc.Ports.HTTP != nil {
-			c.Ports.HTTP = *fc.Ports.HTTP
-		}
-		if fc.Ports.Server != nil {
-			c.Ports.Server = *fc.Ports.Server
-		}
-		if fc.Ports.SerfLAN != nil {
-			c.Ports.SerfLAN = *fc.Ports.SerfLAN
-		}
-		if fc.Ports.SerfWAN != nil {
-			c.Ports.SerfWAN = *fc.Ports.SerfWAN
-		}
+		setIf(&c.Ports.DNS, fc.Ports.DNS)
+		setIf(&c.Ports.HTTP, fc.Ports.HTTP)
+		setIf(&c.Ports.Server, fc.Ports.Server)
+		setIf(&c.Ports.SerfLAN, fc.Ports.SerfLAN)
+		setIf(&c.Ports.SerfWAN, fc.Ports.SerfWAN)
 	}
 	if err := fc.applyCluster(c); err != nil {
 		return err
 	}
-	set(&c.AltDomain, fc.AltDomain)
+	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
 		c.NodeMeta = fc.NodeMeta
 	}
@@ -193,24 +176,16 @@ func (fc *fileConfig) apply(c *Config) error {
 
 // applyCluster sets the clustering and agent keys onto c.
 func (fc *fileConfig) applyCluster(c *Config) error {
-	if fc.BootstrapExpect != nil {
-		c.BootstrapExpect = *fc.BootstrapExpect
-	}
+	setIf(&c.BootstrapExpect, fc.BootstrapExpect)
 	if fc.RetryJoin != nil {
 		c.Join = fc.RetryJoin
 	}
 	if fc.RetryJoinWAN != nil {
 		c.JoinWAN = fc.RetryJoinWAN
 	}
-	if fc.RetryMax != nil {
-		c.RetryMax = *fc.RetryMax
-	}
-	if fc.Encrypt != nil {
-		c.EncryptKey = *fc.Encrypt
-	}
-	if fc.EnableScriptChecks != nil {
-		c.EnableScriptChecks = *fc.EnableScriptChecks
-	}
+	setIf(&c.RetryMax, fc.RetryMax)
+	setIf(&c.EncryptKey, fc.Encrypt)
+	setIf(&c.EnableScriptChecks, fc.EnableScriptChecks)
 	for _, d := range []struct {
 		key, example string
 		v            *string
@@ -271,30 +246,15 @@ func (f *fileDNS) apply(c *Config) error {
 			z.ServiceTTLs[k] = p
 		}
 	}
-	setBool := func(dst *bool, v *bool) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setInt := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setString := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setBool(&c.OnlyPassing, f.OnlyPassing)
-	setBool(&r.SetTC, f.EnableTruncate)
-	setBool(&z.NodeMetaTXT, f.NodeMetaTXT)
-	setBool(&z.AdditionalNodeMetaTXT, f.EnableAdditionalNodeMetaTXT)
-	setInt(&r.UDPAnswerLimit, f.UDPAnswerLimit)
-	setInt(&r.ARecordLimit, f.ARecordLimit)
-	setInt(&ca.MaxEntries, f.CacheMaxEntries)
-	setString(&r.RecursorStrategy, f.RecursorStrategy)
-	setString(&r.UnhealthyAnswer, f.UnhealthyAnswer)
+	setIf(&c.OnlyPassing, f.OnlyPassing)
+	setIf(&r.SetTC, f.EnableTruncate)
+	setIf(&z.NodeMetaTXT, f.NodeMetaTXT)
+	setIf(&z.AdditionalNodeMetaTXT, f.EnableAdditionalNodeMetaTXT)
+	setIf(&r.UDPAnswerLimit, f.UDPAnswerLimit)
+	setIf(&r.ARecordLimit, f.ARecordLimit)
+	setIf(&ca.MaxEntries, f.CacheMaxEntries)
+	setIf(&r.RecursorStrategy, f.RecursorStrategy)
+	setIf(&r.UnhealthyAnswer, f.UnhealthyAnswer)
 	if f.MaxUDPSize != nil {
 		if *f.MaxUDPSize < 512 || *f.MaxUDPSize > 65535 {
 			return &FieldError{Field: "dns_config.max_udp_size", Reason: fmt.Sprintf("must be between 512 and 65535, got %d", *f.MaxUDPSize)}
@@ -371,4 +331,11 @@ func checkKeys(prefix string, v any) error {
 		}
 	}
 	return nil
+}
+
+// setIf sets *dst to *v when the file gave the key (v is not nil).
+func setIf[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
