@@ -26,9 +26,12 @@ import (
 	"github.com/cairndns/cairn/zones"
 )
 
-// startTimeout bounds how long Start waits for Raft to elect a leader and
-// for the first sync of the agent's node.
+// startTimeout bounds one attempt of the first sync of the agent's node.
 const startTimeout = 30 * time.Second
+
+// readyWait bounds how long Start waits for the first sync of a server
+// that bootstraps alone (waitSynced).
+const readyWait = 10 * time.Second
 
 // Agent is one running cairn agent. Create it with New, Start it, and stop
 // it with Shutdown; or use Run, which does all three.
@@ -184,13 +187,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if a.cfg.Server && a.bootstrapExpect() == 1 {
-		wctx, cancel := context.WithTimeout(ctx, startTimeout)
-		defer cancel()
-		select {
-		case <-a.synced:
-		case <-wctx.Done():
-			return fmt.Errorf("first sync of node %q: %w", a.cfg.NodeName, wctx.Err())
-		}
+		a.waitSynced(ctx)
 	}
 	// DNS before HTTP: a client that waits for the HTTP API to answer can
 	// then rely on DNS answering too.
@@ -203,6 +200,21 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", a.http.Addr().String(),
 		"advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
 	return nil
+}
+
+// waitSynced waits, up to readyWait, for this node's first sync: a server
+// that bootstraps alone elects itself within moments, and whoever started
+// it can then use it at once. One that cannot (restarted with peers in its
+// Raft configuration that are down) starts all the same, later: its DNS
+// keeps answering from the cache, and its first sync goes on retrying.
+func (a *Agent) waitSynced(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(ctx, readyWait)
+	defer cancel()
+	select {
+	case <-a.synced:
+	case <-wctx.Done():
+		a.logger.Warn("starting before this node's first sync; no leader yet", "waited", readyWait)
+	}
 }
 
 // startLocal loads this node's local state and starts its anti-entropy

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/api"
 	"github.com/cairndns/cairn/internal/waittest"
 )
@@ -153,4 +154,30 @@ func TestClusterOfThreeServers(t *testing.T) {
 	leaderOf(t, c, append(rest, 3), 3)
 	resolves(t, c.Agents[3], "api.service.dc1.cluster")
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestServerWithoutQuorumStillStarts: a server that bootstrapped alone
+// and was later joined by a second voter is restarted while the other is
+// down. It cannot elect a leader, but it starts all the same: its DNS and
+// HTTP API answer, as any agent cut off from its servers does.
+func TestServerWithoutQuorumStillStarts(t *testing.T) {
+	t.Parallel()
+	cfg1 := agenttest.ServerConfig(t, "s1", 0)
+	c := &agenttest.Cluster{Configs: []config.Config{cfg1}}
+	c.Agents = []*agent.Agent{agenttest.Start(t, cfg1)}
+	cfg2 := agenttest.ServerConfig(t, "s2", 0, c.GossipAddr(0))
+	c.Configs = append(c.Configs, cfg2)
+	c.Agents = append(c.Agents, agenttest.Start(t, cfg2))
+	leaderOf(t, c, []int{0, 1}, 2)
+	for _, a := range c.Agents {
+		if err := agent.Crash(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := agenttest.Start(t, cfg1) // fails the test if Start fails
+	query(t, a, "udp", "s1.node.dc1.cluster", dns.TypeA) // fails the test without an answer
+	var leader string
+	if err := getJSON(a, "/v1/status/leader", &leader); err != nil || leader != "" {
+		t.Errorf("leader without a quorum: got %q, %v; want none known", leader, err)
+	}
 }
