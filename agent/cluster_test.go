@@ -174,7 +174,7 @@ func TestServerWithoutQuorumStillStarts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := agenttest.Start(t, cfg1) // fails the test if Start fails
+	a := agenttest.Start(t, cfg1)                        // fails the test if Start fails
 	query(t, a, "udp", "s1.node.dc1.cluster", dns.TypeA) // fails the test without an answer
 	var leader string
 	if err := getJSON(a, "/v1/status/leader", &leader); err != nil || leader != "" {
