@@ -38,6 +38,7 @@ func query(t *testing.T, a *agent.Agent, network, name string, qtype uint16) *dn
 }
 
 func TestRegisterThenResolve(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	ctx := context.Background()
 	err := client(t, a).Agent().ServiceRegister(ctx, &api.AgentServiceRegistration{
@@ -77,6 +78,7 @@ func TestRegisterThenResolve(t *testing.T) {
 }
 
 func TestUnknownNamesAreNXDomainWithSOA(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	for _, name := range []string{"nope.service.cluster", "v2.nope.service.dc1.cluster", "nobody.node.cluster", "what.cluster"} {
 		r := query(t, a, "udp", name, dns.TypeA)
@@ -87,6 +89,7 @@ func TestUnknownNamesAreNXDomainWithSOA(t *testing.T) {
 }
 
 func TestDeregisterRemovesFromDNS(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	ctx := context.Background()
 	c := client(t, a)
@@ -113,6 +116,7 @@ func TestDeregisterRemovesFromDNS(t *testing.T) {
 // directory and expects both the Raft-held catalog and the agent's own
 // services back without registering again.
 func TestRestartWithDataDirKeepsCatalog(t *testing.T) {
+	t.Parallel()
 	cfg := agenttest.Config(t)
 	cfg.Dev, cfg.Server = false, true // a server of a datacenter of one, its Raft log on disk
 	cfg.DataDir = t.TempDir()
@@ -146,6 +150,7 @@ func TestRestartWithDataDirKeepsCatalog(t *testing.T) {
 }
 
 func TestAgentRegistersItsOwnNode(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	nodes, _, err := client(t, a).Catalog().Nodes(context.Background())
 	if err != nil {
@@ -161,6 +166,7 @@ func TestAgentRegistersItsOwnNode(t *testing.T) {
 }
 
 func TestBadRegistrationLeavesCatalogAlone(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	ctx := context.Background()
 	c := client(t, a)
@@ -184,6 +190,7 @@ func TestBadRegistrationLeavesCatalogAlone(t *testing.T) {
 // TestMixedCaseDatacenter checks that a datacenter configured in upper case
 // answers for its lowercase DNS names, implied or explicit.
 func TestMixedCaseDatacenter(t *testing.T) {
+	t.Parallel()
 	cfg := agenttest.Config(t)
 	cfg.Datacenter = "DC-East"
 	a := agenttest.Start(t, cfg)

@@ -31,6 +31,7 @@ func rcodeOf(t *testing.T, a *agent.Agent, name string) int {
 // for a name it never saw, and once the servers are back its cache
 // catches up with changes without any restart.
 func TestCacheServesStaleWhileServersAreDown(t *testing.T) {
+	t.Parallel()
 	c := agenttest.StartCluster(t, 3)
 	leaderOf(t, c, []int{0, 1, 2}, 3)
 	cb := agenttest.Start(t, agenttest.ClientConfig(t, "cb", c.GossipAddr(0), c.GossipAddr(1), c.GossipAddr(2)))

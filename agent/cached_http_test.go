@@ -14,6 +14,7 @@ import (
 // MISS the first time and HIT after, with Consul's X-Cache and Age
 // headers; reads without it carry no such header.
 func TestHTTPCachedReads(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	if err := client(t, a).Agent().ServiceRegister(context.Background(), &api.AgentServiceRegistration{Name: "web", Port: 8080}); err != nil {
 		t.Fatal(err)

@@ -85,6 +85,7 @@ func (tg *target) stop() {
 // again; the same for a TTL check its application stops refreshing. Nobody
 // touches the servers.
 func TestChecksMoveInstancesInAndOutOfDNS(t *testing.T) {
+	t.Parallel()
 	c := agenttest.StartCluster(t, 3)
 	leaderOf(t, c, []int{0, 1, 2}, 3)
 	caCfg := agenttest.ClientConfig(t, "ca", c.GossipAddr(0))

@@ -113,6 +113,7 @@ func allMembers(t *testing.T, a *agent.Agent) {
 // with the catalog intact; a client that dies leaves DNS answers; a client
 // that leaves is deregistered.
 func TestClusterWithClients(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := agenttest.StartCluster(t, 3)
 	leader := leaderOf(t, c, []int{0, 1, 2}, 3)

@@ -84,6 +84,7 @@ func resolves(t *testing.T, a *agent.Agent, name string) {
 }
 
 func TestClusterOfThreeServers(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := agenttest.StartCluster(t, 3)
 	all := []int{0, 1, 2}

@@ -29,6 +29,7 @@ func raw(t *testing.T, addr, network string, m *dns.Msg) *dns.Msg {
 // IPv6, shuffling, record limits, EDNS0, per-service TTLs and protocol
 // hygiene.
 func TestDNSRules(t *testing.T) {
+	t.Parallel()
 	cfg := agenttest.Config(t)
 	cfg.Zones.ServiceTTLs = map[string]time.Duration{"*": 5 * time.Second, "many": 30 * time.Second}
 	cfg.Resolver.ARecordLimit = 3

@@ -64,6 +64,7 @@ func upstream(t *testing.T) string {
 // TestDNSConformance runs each rule of the DNS interface against a real
 // agent, over UDP and over TCP.
 func TestDNSConformance(t *testing.T) {
+	t.Parallel()
 	cfg := agenttest.Config(t)
 	cfg.AltDomain = "consul."
 	cfg.Resolver.Recursors = []string{upstream(t)}
@@ -185,6 +186,7 @@ func TestDNSConformance(t *testing.T) {
 
 // TestDNSRefusesWithoutRecursors checks cairn is no open resolver.
 func TestDNSRefusesWithoutRecursors(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	if r := query(t, a, "udp", "example.org.", dns.TypeA); r.Rcode != dns.RcodeRefused || r.RecursionAvailable {
 		t.Fatalf("got %s RA=%v, want REFUSED without RA", dns.RcodeToString[r.Rcode], r.RecursionAvailable)
@@ -195,6 +197,7 @@ func TestDNSRefusesWithoutRecursors(t *testing.T) {
 // without EDNS gets a cut answer with TC, EDNS gets more within its size,
 // TCP gets them all.
 func TestDNSTruncation(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	c := client(t, a)
 	const n = 60

@@ -157,6 +157,7 @@ func register(ctx context.Context, d door, req *catalog.RegisterRequest) error {
 }
 
 func TestClientDoorNoServers(t *testing.T) {
+	t.Parallel()
 	d, _ := newTestDoor(t)
 	ctx := testContext(t)
 	if err := register(ctx, d, &catalog.RegisterRequest{Node: "n", Address: "10.0.0.1"}); !errors.Is(err, errNoServers) {
@@ -168,6 +169,7 @@ func TestClientDoorNoServers(t *testing.T) {
 }
 
 func TestClientDoorRetriesTransportError(t *testing.T) {
+	t.Parallel()
 	dead, live := deadAddr(t), startCatalogServer(t)
 	b, log := newTestDoor(t, dead, live)
 	ctx := testContext(t)
@@ -184,6 +186,7 @@ func TestClientDoorRetriesTransportError(t *testing.T) {
 }
 
 func TestClientDoorTransportErrorOnBoth(t *testing.T) {
+	t.Parallel()
 	dead1, dead2 := deadAddr(t), deadAddr(t)
 	b, log := newTestDoor(t, dead1, dead2)
 	_, err := nodes(testContext(t), b)
@@ -196,6 +199,7 @@ func TestClientDoorTransportErrorOnBoth(t *testing.T) {
 }
 
 func TestClientDoorDoesNotRetryRemoteError(t *testing.T) {
+	t.Parallel()
 	live, spare := startCatalogServer(t), deadAddr(t)
 	b, log := newTestDoor(t, live, spare)
 	ctx := testContext(t)
@@ -253,6 +257,7 @@ func dropperAddr(t *testing.T) string {
 // retried on another server; a write is not (the server may have applied
 // it) and its error says its fate is unknown.
 func TestClientDoorServerDiesMidCall(t *testing.T) {
+	t.Parallel()
 	dropper, live := dropperAddr(t), startCatalogServer(t)
 
 	b, log := newTestDoor(t, dropper, live)
@@ -276,6 +281,7 @@ func TestClientDoorServerDiesMidCall(t *testing.T) {
 // TestClientDoorSticksToOneServer: calls keep going to the server picked
 // first while it answers, so a client's reads come from one state.
 func TestClientDoorSticksToOneServer(t *testing.T) {
+	t.Parallel()
 	a, b2 := startCatalogServer(t), startCatalogServer(t)
 	b, log := newTestDoor(t, a, b2)
 	b.randN = func(n int) int { return n - 1 } // the last server first

@@ -86,6 +86,7 @@ func addrsEventually(t *testing.T, a *Agent, ok func([]string) bool) []string {
 }
 
 func TestDNSLeavesOutUnhealthyInstances(t *testing.T) {
+	t.Parallel()
 	a := startForHealth(t, func(*config.Config) {})
 	for _, step := range []struct {
 		what   string
@@ -109,6 +110,7 @@ func TestDNSLeavesOutUnhealthyInstances(t *testing.T) {
 }
 
 func TestDNSOnlyPassing(t *testing.T) {
+	t.Parallel()
 	a := startForHealth(t, func(c *config.Config) { c.OnlyPassing = true })
 	setCheck(t, a, 1, catalog.HealthWarning)
 	if got := addrsEventually(t, a, func(got []string) bool { return len(got) == 1 }); len(got) != 1 || got[0] != "10.3.0.2" {
@@ -117,6 +119,7 @@ func TestDNSOnlyPassing(t *testing.T) {
 }
 
 func TestDNSUnhealthyAnswer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode  string
 		rcode int

@@ -11,6 +11,7 @@ import (
 // TestAppendPrometheus pins the text format cairn writes: HELP and TYPE
 // lines, labels, escaping, histogram lines and number formatting.
 func TestAppendPrometheus(t *testing.T) {
+	t.Parallel()
 	dns := dnsFamilies(resolver.DNSMetrics{
 		Questions: []resolver.QuestionCount{{Qtype: "SRV", Rcode: "NOERROR", Count: 1234567}},
 		Latency: resolver.Histogram{
@@ -45,6 +46,7 @@ lbl{v="a\"b\\c\nd"} +Inf
 }
 
 func TestFormatFloat(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		v    float64
 		want string

@@ -25,6 +25,7 @@ import (
 // and rcode, in the latency histogram, in the cache, and the agent's
 // services and checks beside them.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	ctx := context.Background()
 	c := client(t, a)

@@ -21,6 +21,7 @@ import (
 // dc2 names they have cached while a dc2 name never asked fails fast with
 // SERVFAIL and dc1's names are untouched.
 func TestTwoDatacentersDNS(t *testing.T) {
+	t.Parallel()
 	d := startTwoDCs(t)
 	dc2Srv := d.dc2.RPCAddr(0)
 	waittest.For(t, 30*time.Second, "web registered in dc2", func() error {
@@ -89,6 +90,7 @@ func registerWithCheck(dc, node, addr, service string, status catalog.HealthStat
 // instance, from dc2 through the same DNS name once dc1's is critical,
 // and from dc1 again once it recovers.
 func TestPreparedQueryFailsOverToAnotherDatacenter(t *testing.T) {
+	t.Parallel()
 	d := startTwoDCs(t)
 	dc1Srv, dc2Srv := d.dc1.RPCAddr(0), d.dc2.RPCAddr(0)
 	waittest.For(t, 30*time.Second, "pq registered in both datacenters", func() error {

@@ -84,6 +84,7 @@ func register(dc, node, addr, service string) *rpc.RegisterRequest {
 // everywhere; dc2 keeps answering with one server gone, and once all are
 // gone its requests fail fast with no path while dc1's keep working.
 func TestTwoDatacenters(t *testing.T) {
+	t.Parallel()
 	d := startTwoDCs(t)
 	dc1Srv, dc2Srv := d.dc1.RPCAddr(0), d.dc2.RPCAddr(0)
 

@@ -105,6 +105,7 @@ func queryAnswers(t *testing.T, a *agent.Agent, name string, qtype uint16, rcode
 // watches it follow the health of its instances, and refuses bad
 // definitions with a 400 naming the field.
 func TestPreparedQueryHTTPAndDNS(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	put(t, a, "/v1/agent/service/register",
 		`{"ID":"web-1","Name":"web","Port":8080,"Tags":["v1"],"Check":{"CheckID":"web-1-ttl","TTL":"1h","Status":"passing"}}`)
@@ -184,6 +185,7 @@ func TestPreparedQueryHTTPAndDNS(t *testing.T) {
 // TestPreparedQueryThroughClient defines and runs a query through a
 // client agent, whose calls go to the servers over RPC.
 func TestPreparedQueryThroughClient(t *testing.T) {
+	t.Parallel()
 	// One server, which joins the client as the client joins it.
 	srvCfg := agenttest.ServerConfig(t, "s1", 1)
 	c := &agenttest.Cluster{Configs: []config.Config{srvCfg}}
@@ -217,6 +219,7 @@ func TestPreparedQueryThroughClient(t *testing.T) {
 // TestPreparedQueryAPIClient drives the /v1/query endpoints with the api
 // package's client.
 func TestPreparedQueryAPIClient(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	put(t, a, "/v1/agent/service/register", `{"Name":"db","Port":5432,"Tags":["primary"]}`)
 	ctx := context.Background()
@@ -281,6 +284,7 @@ func cacheCounter(t *testing.T, a *agent.Agent, name string) int {
 // asking it again is answered from the agent's cache (no execution on a
 // server), and a change to the query's service still reaches the answer.
 func TestPreparedQueryAnsweredFromCache(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	put(t, a, "/v1/agent/service/register", `{"ID":"web-1","Name":"web","Port":8080}`)
 	createQuery(t, a, `{"Name":"pq","Service":{"Service":"web"}}`)

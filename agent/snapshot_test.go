@@ -85,6 +85,7 @@ func nodeNames(t *testing.T, c *api.Client) []string {
 // nothing. The restored cluster's leader then puts its own servers back in
 // the catalog.
 func TestSnapshotSaveRestoreBetweenClusters(t *testing.T) {
+	t.Parallel()
 	// A server of a datacenter of one (expecting 1), Raft on disk.
 	src := agenttest.StartConfigs(t, []config.Config{agenttest.ServerConfig(t, "a1", 1)})
 	leaderOf(t, src, []int{0}, 1)
