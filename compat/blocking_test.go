@@ -116,8 +116,10 @@ func register(t *testing.T, base, id, name string) {
 }
 
 func TestBlockingQueries(t *testing.T) {
+	t.Parallel()
 	for name, start := range blockingAgents(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			base := start(t)
 			register(t, base, "web1", "web")
 			path := base + "/v1/health/service/web"
@@ -234,6 +236,7 @@ func TestBlockingQueries(t *testing.T) {
 // answered at once with the store's lower index, so the client starts
 // over.
 func TestBlockingResetOnServer(t *testing.T) {
+	t.Parallel()
 	a := agenttest.Start(t, agenttest.Config(t))
 	base := "http://" + a.HTTPAddr().String()
 	_, _, h := get(t, base+"/v1/catalog/nodes")

@@ -25,6 +25,7 @@ func newConsulClient(t *testing.T) *consul.Client {
 // catalog and health endpoints, wait in a blocking query for a second
 // instance, pass the TTL check, deregister.
 func TestConsulClientDiscovery(t *testing.T) {
+	t.Parallel()
 	c := newConsulClient(t)
 	ag, cat, health := c.Agent(), c.Catalog(), c.Health()
 
@@ -225,6 +226,7 @@ func TestConsulClientDiscovery(t *testing.T) {
 // straight into the catalog with Consul's client, reads them back and
 // deregisters them.
 func TestConsulClientCatalogRegister(t *testing.T) {
+	t.Parallel()
 	c := newConsulClient(t)
 	cat := c.Catalog()
 	reg := &consul.CatalogRegistration{

@@ -11,6 +11,7 @@ import (
 // loopback addresses, a service registered on one client and dug from the
 // other, and every process stopped with exit status 0.
 func TestLocalClusterExample(t *testing.T) {
+	t.Parallel()
 	const script = "../examples/local-cluster/run.sh"
 	agents := []string{"s1", "s2", "s3", "c1", "c2"}
 	got, n := runExample(t, script, agents, 3*time.Minute, "60")

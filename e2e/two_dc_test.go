@@ -11,6 +11,7 @@ import (
 // has no web and answering from dc1 once it has, and every agent stopping
 // cleanly.
 func TestTwoDCExample(t *testing.T) {
+	t.Parallel()
 	const script = "../examples/two-dc/run.sh"
 	agents := []string{"dc1-s1", "dc1-s2", "dc1-s3", "dc1-c1", "dc2-s1", "dc2-s2", "dc2-s3", "dc2-c1"}
 	got, n := runExample(t, script, agents, 4*time.Minute, "90")
