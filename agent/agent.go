@@ -31,7 +31,7 @@ const startTimeout = 30 * time.Second
 
 // readyWait bounds how long Start waits for the first sync of a server
 // that bootstraps alone (waitSynced).
-const readyWait = 10 * time.Second
+const readyWait = 5 * time.Second
 
 // Agent is one running cairn agent. Create it with New, Start it, and stop
 // it with Shutdown; or use Run, which does all three.

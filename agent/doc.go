@@ -10,7 +10,7 @@
 //
 // Start order: the server or client side (server.go, client.go), then the
 // agent's local state and its anti-entropy (a server bootstrapping alone
-// waits up to 10 s for its first sync), then DNS, then the HTTP API. Shutdown: DNS,
+// waits up to 5 s for its first sync), then DNS, then the HTTP API. Shutdown: DNS,
 // HTTP, the owned loops, the endpoints, gossip (leaving gracefully), RPC,
 // Raft.
 //

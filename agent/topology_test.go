@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,9 +174,10 @@ func TestSameBehaviourOnEveryTopology(t *testing.T) {
 
 // TestServerServiceDoesNotFlap: on an idle three-server cluster whose
 // anti-entropy runs every second, the cairn service (each server's own)
-// and the leader's gossip checks stay as they are: neither side undoes
-// what the other wrote. A blocking read of them waits out its whole wait,
-// through several anti-entropy rounds of every server, with no change.
+// stays as it is: neither the leader nor anti-entropy undoes what the
+// other wrote. Blocking reads of it through several anti-entropy rounds
+// of every server see the same three registrations (same create and
+// modify indexes) whenever they return.
 func TestServerServiceDoesNotFlap(t *testing.T) {
 	t.Parallel()
 	cfgs := agenttest.DatacenterConfigs(t, "dc1", 3)
@@ -187,18 +189,28 @@ func TestServerServiceDoesNotFlap(t *testing.T) {
 	c := client(t, a)
 	ctx := context.Background()
 	answersWith(t, a, "cairn.service.cluster", "s1.node.dc1.cluster.", "s2.node.dc1.cluster.", "s3.node.dc1.cluster.")
-	_, meta, err := c.Health().Service(ctx, "cairn", "", false)
-	if err != nil {
-		t.Fatal(err)
+	registrations := func(q *api.QueryOptions) (string, uint64) {
+		t.Helper()
+		svcs, meta, err := c.Catalog().Service(ctx, "cairn", "", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var regs []string
+		for _, s := range svcs {
+			regs = append(regs, fmt.Sprintf("%s@%d/%d", s.Node, s.CreateIndex, s.ModifyIndex))
+		}
+		slices.Sort(regs)
+		return strings.Join(regs, " "), meta.LastIndex
 	}
-	const wait = 4 * time.Second // four anti-entropy intervals
-	start := time.Now()
-	entries, after, err := c.Health().Service(ctx, "cairn", "", false, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: wait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.LastIndex != meta.LastIndex || len(entries) != 3 {
-		t.Errorf("after %s: cairn service at index %d with %d instances, want index %d unchanged with 3",
-			time.Since(start).Round(time.Millisecond), after.LastIndex, len(entries), meta.LastIndex)
+	want, index := registrations(nil)
+	// At least two anti-entropy rounds of each server (1s, each delayed by
+	// up to a quarter at random).
+	deadline := time.Now().Add(3 * time.Second)
+	for left := time.Until(deadline); left > 0; left = time.Until(deadline) {
+		got, next := registrations(&api.QueryOptions{WaitIndex: index, WaitTime: left})
+		if got != want {
+			t.Fatalf("cairn service changed at index %d: got %s, want %s", next, got, want)
+		}
+		index = next
 	}
 }
