@@ -30,8 +30,7 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 			Version: s.cfg.Version,
 		},
 	}
-	// The agent is a member of its own LAN pool; without one (a dev agent)
-	// Members reports it alone.
+	// The agent is a member of its own LAN pool.
 	for _, m := range s.cluster.Members() {
 		if m.Name == s.cfg.NodeName {
 			out.Member = toAgentMember(m)
