@@ -23,11 +23,13 @@ var allowedCairn = map[string][]string{
 	"gossip":        {},
 	"rpc":           {"catalog"},
 	"cache":         {"catalog", "rpc"},
-	"consensus":     {"catalog", "gossip", "rpc"},
+	"acl":           {},
+	"tlsutil":       {},
+	"consensus":     {"catalog", "gossip", "rpc", "acl"},
 	"agent/checks":  {"catalog"},
-	"agent/local":   {"catalog", "rpc", "agent/checks"},
-	"agent/httpapi": {"catalog", "rpc", "agent/local", "agent/checks"},
-	"agent/config":  {"catalog", "zones", "resolver", "cache"},
+	"agent/local":   {"catalog", "rpc", "agent/checks", "acl"},
+	"agent/httpapi": {"catalog", "rpc", "agent/local", "agent/checks", "acl"},
+	"agent/config":  {"catalog", "zones", "resolver", "cache", "tlsutil"},
 	"agent":         {"*"},
 	"api":           {},
 	"cmd/cairn":     {"*"},
@@ -35,8 +37,8 @@ var allowedCairn = map[string][]string{
 }
 
 // thirdPartyHome gives each third-party library the packages allowed to
-// import it. hcl has two: the agent's config file and the CLI's service
-// definition files. go-bexpr evaluates the HTTP API's ?filter.
+// import it. hcl has three: the agent's config file and the CLI's service
+// definition files, and acl's policy rules. go-bexpr evaluates the HTTP API's ?filter.
 var thirdPartyHome = map[string][]string{
 	"github.com/hashicorp/go-memdb":     {"catalog"},
 	"github.com/hashicorp/raft":         {"consensus"},
@@ -44,7 +46,7 @@ var thirdPartyHome = map[string][]string{
 	"github.com/hashicorp/golang-lru":   {"cache"},
 	"github.com/urfave/cli":             {"cmd/cairn"},
 	"github.com/miekg/dns":              {"zones", "resolver"},
-	"github.com/hashicorp/hcl":          {"agent/config", "cmd/cairn"},
+	"github.com/hashicorp/hcl":          {"agent/config", "cmd/cairn", "acl"},
 	"github.com/hashicorp/go-hclog":     {"consensus"},
 	"github.com/hashicorp/go-msgpack":   {"consensus", "rpc"},
 	"github.com/hashicorp/raft-wal":     {"consensus"},

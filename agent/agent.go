@@ -23,6 +23,7 @@ import (
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
 
@@ -59,9 +60,16 @@ type Agent struct {
 	rpcServer *rpc.Server
 	rpcPool   *rpc.Pool
 	catalogEP *consensus.Catalog
+	leader    *consensus.Leader
 	gossip    *gossip.Pool
 	wan       *gossip.Pool
 	router    *consensus.Router
+	// peers is the pools as the server port's admission and the Catalog
+	// endpoint's node-name check read them (peers.go).
+	peers peers
+	// tlsRPC and tlsHTTPS hold the certificates of the server port and
+	// of the HTTPS API; nil without TLS (tls.go).
+	tlsRPC, tlsHTTPS *tlsutil.Configurator
 
 	// left is closed when the agent has left the cluster through Leave;
 	// Run then shuts it down.
@@ -82,8 +90,10 @@ type Agent struct {
 }
 
 // Run starts an agent and blocks until ctx ends, then shuts it down in
-// order. It returns nil after a clean shutdown.
-func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+// order. Each value received on reload (nil: none; the CLI sends one on
+// SIGHUP) reloads what can change without a restart: the TLS
+// certificates. It returns nil after a clean shutdown.
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, reload <-chan struct{}) error {
 	a, err := New(cfg, logger)
 	if err != nil {
 		return err
@@ -91,9 +101,20 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-	case <-a.left:
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-a.left:
+			break wait
+		case <-reload:
+			if err := a.Reload(); err != nil {
+				logger.Error("reload failed; keeping the certificates in use", "err", err)
+			} else {
+				logger.Info("reloaded TLS certificates")
+			}
+		}
 	}
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -127,6 +148,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	a := &Agent{
 		cfg: cfg, advertise: adv, logger: logger.With("node", cfg.NodeName, "dc", cfg.Datacenter),
 		left: make(chan struct{}), synced: make(chan struct{}),
+	}
+	a.peers.dc = cfg.Datacenter
+	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
+		return nil, fmt.Errorf("tls.internal_rpc: %w", err)
+	}
+	if a.tlsHTTPS, err = newTLS(cfg.TLS.HTTPS, cfg.Datacenter, cfg.Domain); err != nil {
+		return nil, fmt.Errorf("tls.https: %w", err)
 	}
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -174,6 +202,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	// The loops live until Shutdown, not until ctx (which bounds Start).
 	loopCtx, stop := context.WithCancel(context.Background())
 	a.stopLoops = stop
+	a.watchTLS(loopCtx)
 	if a.cfg.Server {
 		err = a.startServer(loopCtx)
 	} else {
@@ -213,7 +242,7 @@ func (a *Agent) waitSynced(ctx context.Context) {
 	select {
 	case <-a.synced:
 	case <-wctx.Done():
-		a.logger.Warn("starting before this node's first sync; no leader yet", "waited", readyWait)
+		a.logger.Warn("starting before this node's first sync succeeded (no leader yet, or its writes are refused: see the warnings above)", "waited", readyWait)
 	}
 }
 
@@ -236,7 +265,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	if a.rpcServer != nil {
 		lc.Services = []*catalog.Service{serverService(a.rpcServer.RaftLayer().Addr().String(), a.advertise)}
 	}
-	st, err := local.New(lc, localCatalog{door: a.door, dc: a.cfg.Datacenter}, a.logger)
+	st, err := local.New(lc, a.localCatalog(), a.logger)
 	if err != nil {
 		return err
 	}
@@ -254,12 +283,21 @@ func (a *Agent) startHTTP() error {
 	hc.Datacenter = a.cfg.Datacenter
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
 	hc.NodeName, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.Server, agentVersion()
-	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, dns: a.dnsSrc}
+	hc.AllowedHosts, hc.ReadTimeout = a.cfg.HTTP.AllowedHosts, a.cfg.HTTP.ReadTimeout
+	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.httpMaxConns()
+	if a.cfg.Ports.HTTPS >= 0 {
+		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
+		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
+	}
+	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, dns: a.dnsSrc, cacheToken: a.cfg.ACL.Tokens.Default}
 	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
 	if err != nil {
 		return err
 	}
 	srv.SetMetrics(agentMetrics{a}) // metrics.go
+	if a.cfg.ACL.Enabled {
+		srv.SetACL(newACLBackend(a.door, a.cfg.ACL.TokenTTL)) // acl.go
+	}
 	a.http = srv
 	return srv.Start()
 }

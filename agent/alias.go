@@ -26,7 +26,7 @@ func (s aliasSource) AliasHealth(ctx context.Context, node, serviceID string) (c
 		}
 		return worst(a.local.Checks(), serviceID), true, nil
 	}
-	cat := localCatalog{door: a.door, dc: a.cfg.Datacenter}
+	cat := a.localCatalog()
 	n, svcs, err := cat.NodeServices(ctx, node)
 	if err != nil {
 		return "", false, err

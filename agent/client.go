@@ -15,13 +15,16 @@ import (
 // join) finds one, calls fail with errNoServers and the first sync retries.
 func (a *Agent) startClient(loopCtx context.Context) error {
 	var err error
-	if a.rpcPool, err = rpc.NewPool(rpc.DefaultPoolConfig(), a.logger); err != nil {
+	if a.rpcPool, err = rpc.NewPool(a.poolConfig(), a.logger); err != nil {
 		return err
 	}
 	if err := a.startGossip(gossip.RoleClient, ""); err != nil {
 		return err
 	}
-	a.door = &clientDoor{pool: a.rpcPool, servers: a.liveServers, logger: a.logger.With("component", "door")}
+	a.door = tokenDoor{
+		door:     &clientDoor{pool: a.rpcPool, servers: a.liveServers, logger: a.logger.With("component", "door")},
+		fallback: a.cfg.ACL.Tokens.Default,
+	}
 	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
 	a.logger.Info("client agent", "gossip", a.gossipAddr())
 	return nil
@@ -43,9 +46,11 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err
 	}
+	gc.KeyringFile = a.keyringFile(gossip.LAN) // keyring.go
 	if a.gossip, err = gossip.New(gc, a.logger.With("component", "gossip")); err != nil {
 		return fmt.Errorf("start LAN gossip: %w", err)
 	}
+	a.peers.lan.Store(a.gossip)
 	return nil
 }
 

@@ -20,3 +20,25 @@ func Crash(ctx context.Context, a *Agent) error {
 func RegisterInCatalog(ctx context.Context, a *Agent, req *catalog.RegisterRequest) error {
 	return localCatalog{door: a.door, dc: a.cfg.Datacenter}.Register(ctx, req)
 }
+
+// RaftTerm returns the Raft term of a server agent.
+func RaftTerm(a *Agent) uint64 { return a.server.Term() }
+
+// RaftLeader returns the address of the leader a server agent knows.
+func RaftLeader(a *Agent) string { return a.server.Leader() }
+
+// Reconcile runs the leader duties of a server agent once, now.
+func Reconcile(ctx context.Context, a *Agent) error { return a.leader.Reconcile(ctx) }
+
+// RaftVoters returns the IDs of the voters a server agent's Raft
+// configuration holds.
+func RaftVoters(a *Agent) []string {
+	peers, _ := a.server.Peers()
+	var out []string
+	for _, p := range peers {
+		if p.Voter {
+			out = append(out, p.ID)
+		}
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
@@ -23,6 +24,11 @@ type httpBackend struct {
 	door door
 	dc   string
 	dns  *dnsSource
+	// cacheToken is the token the DNS cache reads with (acl.tokens.default):
+	// a ?cached read made with another token is answered by the servers
+	// instead, since the cache holds what that token may read, not the
+	// request's.
+	cacheToken string
 }
 
 var (
@@ -41,7 +47,7 @@ func rpcOptions(o httpapi.QueryOptions) rpc.QueryOptions {
 }
 
 func toMeta(m rpc.QueryMeta) httpapi.QueryMeta {
-	return httpapi.QueryMeta{Index: m.Index, KnownLeader: m.KnownLeader, LastContact: m.LastContact}
+	return httpapi.QueryMeta{Index: m.Index, KnownLeader: m.KnownLeader, LastContact: m.LastContact, ResultsFilteredByACLs: m.ResultsFilteredByACLs}
 }
 
 func (h httpBackend) Nodes(ctx context.Context, opts httpapi.QueryOptions) ([]*catalog.Node, httpapi.QueryMeta, error) {
@@ -104,6 +110,10 @@ func (h httpBackend) Deregister(ctx context.Context, dc string, req *catalog.Der
 }
 
 func (h httpBackend) CachedServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+	if tok := acl.TokenFromContext(ctx); tok != "" && tok != h.cacheToken {
+		all, meta, err := h.ServiceInstances(ctx, httpapi.QueryOptions{AllowStale: true}, name, tag)
+		return meta.Index, all, false, 0, err
+	}
 	return h.dns.cachedInstances(ctx, name, tag)
 }
 

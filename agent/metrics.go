@@ -102,7 +102,13 @@ func dnsFamilies(dm resolver.DNSMetrics) []family {
 		h.counts = append(h.counts, b.Count)
 	}
 	lat := family{name: "cairn_dns_answer_seconds", help: "Time from a DNS query's arrival to its reply having been written.", kind: kindHistogram, hist: h}
-	return []family{q, lat}
+	rrl := family{name: "cairn_dns_rate_limited_total", help: "UDP replies over the response rate limit, by what became of them (dropped, or slipped: sent truncated).", kind: kindCounter,
+		samples: []sample{
+			{labels: []label{{"action", "dropped"}}, value: float64(dm.RateLimited.Dropped)},
+			{labels: []label{{"action", "slipped"}}, value: float64(dm.RateLimited.Slipped)},
+		}}
+	tcp := counter("cairn_dns_tcp_refused_total", "TCP DNS connections closed at once because dns_max_tcp_conns were open.", dm.TCPRefused)
+	return []family{q, lat, rrl, tcp}
 }
 
 // checksFamily counts checks by status.

@@ -18,6 +18,8 @@ func TestAppendPrometheus(t *testing.T) {
 			Buckets: []resolver.Bucket{{UpperBound: 50 * time.Microsecond, Count: 1}, {UpperBound: 2500 * time.Microsecond, Count: 2}},
 			Count:   3, Sum: 1500 * time.Millisecond,
 		},
+		RateLimited: resolver.RateLimited{Dropped: 7, Slipped: 3},
+		TCPRefused:  2,
 	})
 	fs := append(dns,
 		gauge("odd", "Help with a \\ and a\nnewline.", 0.25),
@@ -33,6 +35,13 @@ cairn_dns_answer_seconds_bucket{le="0.0025"} 2
 cairn_dns_answer_seconds_bucket{le="+Inf"} 3
 cairn_dns_answer_seconds_sum 1.5
 cairn_dns_answer_seconds_count 3
+# HELP cairn_dns_rate_limited_total UDP replies over the response rate limit, by what became of them (dropped, or slipped: sent truncated).
+# TYPE cairn_dns_rate_limited_total counter
+cairn_dns_rate_limited_total{action="dropped"} 7
+cairn_dns_rate_limited_total{action="slipped"} 3
+# HELP cairn_dns_tcp_refused_total TCP DNS connections closed at once because dns_max_tcp_conns were open.
+# TYPE cairn_dns_tcp_refused_total counter
+cairn_dns_tcp_refused_total 2
 # HELP odd Help with a \\ and a\nnewline.
 # TYPE odd gauge
 odd 0.25

@@ -37,6 +37,12 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	} else if a.advertise != a.cfg.BindAddr {
 		return &config.FieldError{Field: "ports.server", Reason: "0 (a free port) needs advertise_addr equal to bind_addr"}
 	}
+	// Until TLS says who a peer is, a peer is who gossip says: Raft only
+	// from this datacenter's servers, RPC only from members (peers.go).
+	rc.Admit = a.peers.admit
+	rc.WriteRateExempt = a.peers.isServer
+	rc.WriteRate, rc.WriteBurst = a.cfg.Limits.RPCRate, a.cfg.Limits.RPCMaxBurst
+	a.secureServerPort(&rc) // tls.go
 	rs, err := rpc.NewServer(rc, a.logger)
 	if err != nil {
 		return err
@@ -45,9 +51,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.rpcServer = rs
-	a.door = serverDoor{rs}
+	a.door = tokenDoor{door: serverDoor{rs}, fallback: a.cfg.ACL.Tokens.Default}
 	rpcAddr := rs.RaftLayer().Addr().String()
-	if a.rpcPool, err = rpc.NewPool(rpc.DefaultPoolConfig(), a.logger); err != nil {
+	if a.rpcPool, err = rpc.NewPool(a.poolConfig(), a.logger); err != nil {
 		return err
 	}
 
@@ -76,6 +82,8 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
+	lc.ACLEnabled, lc.InitialManagement = a.cfg.ACL.Enabled, a.cfg.ACL.Tokens.InitialManagement
+	lc.VerifyServer = a.verifyServer
 	// The WAN pool first: its port goes into this server's LAN metadata,
 	// where the other servers of this datacenter find it (floodWAN).
 	if err := a.startWAN(loopCtx, rpcAddr); err != nil {
@@ -89,6 +97,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.leader = leader
 	a.loops.Go(func() { leader.Run(loopCtx) })
 	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
 	if expect := a.bootstrapExpect(); expect > 0 {
@@ -115,6 +124,8 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	catCfg := consensus.DefaultCatalogConfig()
 	catCfg.Datacenter = a.cfg.Datacenter
 	catCfg.Router = a.router
+	catCfg.ACL = consensus.ACLConfig{Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow"}
+	catCfg.Members = a.peers.lanMembers
 	var err error
 	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
 		return err
@@ -135,6 +146,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		rpc.SnapshotEndpoint:      consensus.NewSnapshot(a.catalogEP),
 		rpc.StatusEndpoint:        status,
 		rpc.PreparedQueryEndpoint: pq,
+		rpc.ACLEndpoint:           consensus.NewACL(a.catalogEP),
 	} {
 		if err := rs.Register(name, ep); err != nil {
 			return err
@@ -210,6 +222,12 @@ func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
 		var servers []consensus.Peer
 		for _, m := range a.gossip.Members() {
 			if m.IsServer() && m.Status == gossip.StatusAlive && m.Datacenter == a.cfg.Datacenter {
+				if m.Node != a.cfg.NodeName {
+					if err := a.verifyServer(ctx, m); err != nil {
+						a.logger.Debug("not bootstrapping with a server that failed verification", "peer", m.Node, "err", err)
+						continue
+					}
+				}
 				servers = append(servers, consensus.Peer{ID: m.Node, Address: m.RPCAddr, Voter: true})
 			}
 		}
@@ -240,6 +258,7 @@ func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
 // server is found), then closes synced.
 func (a *Agent) firstSync(ctx context.Context) {
 	wait := 100 * time.Millisecond
+	warned := false
 	for attempt := 1; ; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		err := a.local.SyncFull(sctx)
@@ -250,6 +269,11 @@ func (a *Agent) firstSync(ctx context.Context) {
 		}
 		if ctx.Err() != nil {
 			return
+		}
+		if !warned && (errors.Is(err, rpc.ErrPermissionDenied) || errors.Is(err, rpc.ErrACLNotFound)) {
+			// Retrying will not help until an operator acts: say so once.
+			warned = true
+			a.logger.Warn("the servers refuse this node's registration; set acl.tokens.agent to a token with node:write on this node (and service:write on its services)", "err", err)
 		}
 		a.logger.Debug("first sync failed, will retry", "attempt", attempt, "err", err)
 		t := time.NewTimer(wait)

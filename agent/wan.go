@@ -29,9 +29,11 @@ func (a *Agent) startWAN(loopCtx context.Context, rpcAddr string) error {
 	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err
 	}
+	gc.KeyringFile = a.keyringFile(gossip.WAN) // keyring.go
 	if a.wan, err = gossip.New(gc, a.logger); err != nil {
 		return fmt.Errorf("start WAN gossip: %w", err)
 	}
+	a.peers.wan.Store(a.wan)
 	// The router is the WAN pool's only reader of its change signal.
 	a.loops.Go(func() { a.router.Run(loopCtx, a.wan) })
 	a.startJoin(loopCtx, a.wan, gossip.WAN, a.cfg.JoinWAN, wanSnapshotFile)

@@ -24,6 +24,21 @@ const DefaultAddress = "127.0.0.1:8500"
 // address from.
 const AddressEnv = "CAIRN_HTTP_ADDR"
 
+// TokenEnv names the environment variable DefaultConfig reads the ACL
+// token from.
+const TokenEnv = "CAIRN_HTTP_TOKEN"
+
+// The environment variables DefaultConfig reads HTTPS settings from, as
+// Consul's CONSUL_HTTP_SSL, CONSUL_CACERT, ... : HTTPSEnv "true" makes a
+// "host:port" address https; the others fill Config.TLS.
+const (
+	HTTPSEnv         = "CAIRN_HTTP_SSL"
+	CACertEnv        = "CAIRN_CACERT"
+	ClientCertEnv    = "CAIRN_CLIENT_CERT"
+	ClientKeyEnv     = "CAIRN_CLIENT_KEY"
+	TLSServerNameEnv = "CAIRN_TLS_SERVER_NAME"
+)
+
 // maxResponseBytes caps how much of a response body is read.
 const maxResponseBytes = 16 << 20
 
@@ -32,49 +47,123 @@ type Config struct {
 	// Address of the agent's HTTP API: "host:port", "http://host:port" or
 	// "https://host:port". Empty means DefaultAddress.
 	Address string
+	// Scheme is the scheme of an Address written "host:port": "http" or
+	// "https". Empty means "http". An Address with a scheme keeps its own.
+	Scheme string
 	// HTTPClient sends the requests. Nil means a client using
-	// http.DefaultTransport and no timeout of its own (the context of each
-	// call bounds it).
+	// http.DefaultTransport (a clone of it carrying TLS when TLS is set)
+	// and no timeout of its own (the context of each call bounds it).
 	HTTPClient *http.Client
+	// Token is the secret ID of the ACL token every request is made with
+	// (the X-Consul-Token header). Empty sends none: the agent's default
+	// token, or the anonymous one, applies.
+	Token string
+	// TLS is the client's side of HTTPS. It applies only when the address
+	// is https, and only to the client NewClient builds: with HTTPClient
+	// set it must be empty.
+	TLS TLSConfig
+
+	// envErr is what DefaultConfig could not read from the environment.
+	// NewClient returns it: a mistyped CAIRN_HTTP_SSL must not quietly send
+	// the token in clear.
+	envErr error
 }
 
-// DefaultConfig returns a Config whose Address is $CAIRN_HTTP_ADDR when set,
-// DefaultAddress otherwise.
+// DefaultConfig returns a Config read from the environment: Address from
+// $CAIRN_HTTP_ADDR (DefaultAddress when unset), Token from
+// $CAIRN_HTTP_TOKEN, Scheme "https" when $CAIRN_HTTP_SSL is true, and TLS
+// from $CAIRN_CACERT, $CAIRN_CLIENT_CERT, $CAIRN_CLIENT_KEY and
+// $CAIRN_TLS_SERVER_NAME. A $CAIRN_HTTP_SSL that is not a boolean makes
+// NewClient fail.
 func DefaultConfig() Config {
-	addr := os.Getenv(AddressEnv)
-	if addr == "" {
-		addr = DefaultAddress
+	cfg := Config{
+		Address: os.Getenv(AddressEnv),
+		Token:   os.Getenv(TokenEnv),
+		TLS: TLSConfig{
+			CAFile:     os.Getenv(CACertEnv),
+			CertFile:   os.Getenv(ClientCertEnv),
+			KeyFile:    os.Getenv(ClientKeyEnv),
+			ServerName: os.Getenv(TLSServerNameEnv),
+		},
 	}
-	return Config{Address: addr}
+	if cfg.Address == "" {
+		cfg.Address = DefaultAddress
+	}
+	if v := os.Getenv(HTTPSEnv); v != "" {
+		ssl, err := strconv.ParseBool(v)
+		switch {
+		case err != nil:
+			cfg.envErr = &ConfigError{Field: HTTPSEnv, Reason: fmt.Sprintf("want true or false, got %q", v)}
+		case ssl:
+			cfg.Scheme = "https"
+		}
+	}
+	return cfg
 }
 
 // Client talks to one agent's HTTP API. It is safe for concurrent use.
 type Client struct {
-	base *url.URL // scheme and host only
-	http *http.Client
+	base  *url.URL // scheme and host only
+	http  *http.Client
+	token string
 }
 
-// NewClient checks cfg and returns a Client. It does not contact the agent.
+// NewClient checks cfg and returns a Client. It reads the TLS files but
+// does not contact the agent. Every error is a *ConfigError naming the
+// field (or the environment variable) at fault.
 func NewClient(cfg Config) (*Client, error) {
+	if cfg.envErr != nil {
+		return nil, cfg.envErr
+	}
 	addr := cfg.Address
 	if addr == "" {
 		addr = DefaultAddress
 	}
-	base, err := parseAddress(addr)
+	base, err := parseAddress(addr, cfg.Scheme)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkToken(cfg.Token); err != nil {
+		return nil, err
+	}
 	hc := cfg.HTTPClient
-	if hc == nil {
+	switch {
+	case hc != nil && base.Scheme == "https" && cfg.TLS != (TLSConfig{}):
+		return nil, &ConfigError{Field: "TLS", Reason: "cannot be applied to a caller's HTTPClient: " +
+			"set TLSClientConfig on its Transport instead, or leave HTTPClient nil"}
+	case hc == nil && base.Scheme == "https" && cfg.TLS != (TLSConfig{}):
+		if hc, err = cfg.TLS.httpClient(); err != nil {
+			return nil, err
+		}
+	case hc == nil:
 		hc = &http.Client{}
 	}
-	return &Client{base: base, http: hc}, nil
+	return &Client{base: base, http: hc, token: cfg.Token}, nil
 }
 
-// parseAddress turns "host:port" or "http(s)://host[:port]" into a base URL.
-func parseAddress(addr string) (*url.URL, error) {
+// checkToken refuses a token net/http could not put in a header; the
+// reason never quotes it, since it is a secret.
+func checkToken(token string) error {
+	for _, r := range token {
+		if r < 0x20 || r == 0x7f {
+			return &ConfigError{Field: "Token", Reason: "holds a control character (a newline read from a file?)"}
+		}
+	}
+	return nil
+}
+
+// parseAddress turns "host:port" (with scheme, "" meaning http) or
+// "http(s)://host[:port]" into a base URL.
+func parseAddress(addr, scheme string) (*url.URL, error) {
 	bad := func(reason string) error {
-		return fmt.Errorf("invalid agent address %q: %s", addr, reason)
+		return &ConfigError{Field: "Address", Reason: fmt.Sprintf("invalid agent address %q: %s", addr, reason)}
+	}
+	switch scheme {
+	case "":
+		scheme = "http"
+	case "http", "https":
+	default:
+		return nil, &ConfigError{Field: "Scheme", Reason: fmt.Sprintf(`want "http" or "https", got %q`, scheme)}
 	}
 	if !strings.Contains(addr, "://") {
 		host, port, err := net.SplitHostPort(addr)
@@ -84,7 +173,7 @@ func parseAddress(addr string) (*url.URL, error) {
 		if host == "" || port == "" {
 			return nil, bad("host and port must not be empty")
 		}
-		addr = "http://" + addr
+		addr = scheme + "://" + addr
 	}
 	u, err := url.Parse(addr)
 	if err != nil {
@@ -111,6 +200,9 @@ func (c *Client) Address() string { return c.base.String() }
 
 // Agent returns the endpoints of the local agent (/v1/agent).
 func (c *Client) Agent() *Agent { return &Agent{c: c} }
+
+// ACL returns the ACL endpoints (/v1/acl).
+func (c *Client) ACL() *ACL { return &ACL{c: c} }
 
 // Catalog returns the catalog endpoints (/v1/catalog).
 func (c *Client) Catalog() *Catalog { return &Catalog{c: c} }
@@ -222,6 +314,9 @@ func (c *Client) newRequest(ctx context.Context, r request) (*http.Request, erro
 		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("X-Consul-Token", c.token)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +40,25 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("agent returned %d: %s", e.Code, msg)
 }
 
+// ConfigError is the error of NewClient for a Config it cannot use: the
+// field (or the environment variable DefaultConfig read) and the reason.
+type ConfigError struct {
+	// Field is a field of Config, e.g. "Address" or "TLS.CAFile", or an
+	// environment variable, e.g. "CAIRN_HTTP_SSL".
+	Field string
+	// Reason says what is wrong, e.g. `invalid agent address "x": ...`.
+	Reason string
+	// Err is the underlying error, e.g. the one of reading a file; nil
+	// when there is none.
+	Err error
+}
+
+// Error returns "<Field>: <Reason>".
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap returns Err, so errors.Is(err, fs.ErrNotExist) works.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // UnreachableError is the error for a request that got no answer from the
 // agent: the connection was refused, the host is unknown, the request timed
 // out, or the connection broke before a response arrived.
@@ -54,9 +75,29 @@ type UnreachableError struct {
 //
 // rather than net/http's nested chain of operations.
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("cannot reach the cairn agent at %s: %s "+
-		"(is \"cairn agent\" running? set -http-addr or CAIRN_HTTP_ADDR)",
-		e.Address, rootCause(e.Err))
+	cause := rootCause(e.Err)
+	hint := `is "cairn agent" running? set -http-addr or CAIRN_HTTP_ADDR`
+	if isTLSFailure(e.Err, cause) {
+		// The agent is there; asking whether it runs would mislead.
+		hint = "check -ca-file, -client-cert, -client-key and -tls-server-name, " +
+			"or CAIRN_CACERT, CAIRN_CLIENT_CERT, CAIRN_CLIENT_KEY and CAIRN_TLS_SERVER_NAME"
+	}
+	return fmt.Sprintf("cannot reach the cairn agent at %s: %s (%s)", e.Address, cause, hint)
+}
+
+// isTLSFailure reports whether err, whose root cause reads cause, is a
+// failed TLS handshake: a certificate refused on either side, or an HTTPS
+// request answered in plain HTTP. Alerts from the agent ("tls: certificate
+// required") are not exported types, hence the look at the text.
+func isTLSFailure(err error, cause string) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &invalid) ||
+		strings.HasPrefix(cause, "tls: ") || strings.Contains(cause, "HTTP response to HTTPS client")
 }
 
 // Unwrap returns the transport error, so errors.Is(err, syscall.ECONNREFUSED)

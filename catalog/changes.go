@@ -52,6 +52,9 @@ type changeLog struct {
 type changeEntry struct {
 	index                    uint64
 	services, nodes, queries []string
+	// acl marks a change of ACL data: who may read what changed, so a
+	// reader across it starts over (Reset) rather than refetch names.
+	acl bool
 }
 
 func newChangeLog(floor uint64) *changeLog {
@@ -104,6 +107,9 @@ func (l *changeLog) since(minIndex uint64) (Changes, <-chan struct{}) {
 	})
 	seenS, seenN, seenQ := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range l.entries[i:] {
+		if e.acl {
+			return Changes{Index: last, Reset: true}, l.notify
+		}
 		c.Services = appendNew(c.Services, seenS, e.services)
 		c.Nodes = appendNew(c.Nodes, seenN, e.nodes)
 		c.Queries = appendNew(c.Queries, seenQ, e.queries)

@@ -50,7 +50,7 @@ func schema() *memdb.DBSchema {
 		return &memdb.StringFieldIndex{Field: field, Lowercase: true}
 	}
 	exact := func(field string) memdb.Indexer { return &memdb.StringFieldIndex{Field: field} }
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	tables := map[string]*memdb.TableSchema{
 		tableNodes: {
 			Name: tableNodes,
 			Indexes: map[string]*memdb.IndexSchema{
@@ -101,5 +101,9 @@ func schema() *memdb.DBSchema {
 				"id": {Name: "id", Unique: true, Indexer: exact("Table")},
 			},
 		},
-	}}
+	}
+	for name, t := range aclTables() {
+		tables[name] = t
+	}
+	return &memdb.DBSchema{Tables: tables}
 }

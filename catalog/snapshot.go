@@ -16,6 +16,12 @@ type Dump struct {
 	// Queries are the prepared queries; a snapshot written before they
 	// existed has none.
 	Queries []*PreparedQuery
+	// ACLPolicies and ACLTokens are the ACL data (tokens with their
+	// secrets hashed); ACLBootstrapIndex is the index of the bootstrap, 0
+	// when none was made.
+	ACLPolicies       []*ACLPolicy
+	ACLTokens         []*ACLToken
+	ACLBootstrapIndex uint64
 }
 
 // DumpService is a service with the node it is registered on.
@@ -27,7 +33,7 @@ type DumpService struct {
 // Dump copies the current catalog out of one consistent read.
 func (s *Store) Dump() (*Dump, error) {
 	tx := s.read(nil)
-	d := &Dump{Index: maxIndex(tx, tableNodes, tableServices, tableChecks, tableQueries)}
+	d := &Dump{Index: maxIndex(tx, tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens)}
 	err := eachRow(tx, tableNodes, func(raw any) { d.Nodes = append(d.Nodes, raw.(*Node)) })
 	if err == nil {
 		err = eachRow(tx, tableServices, func(raw any) {
@@ -41,8 +47,17 @@ func (s *Store) Dump() (*Dump, error) {
 	if err == nil {
 		err = eachRow(tx, tableQueries, func(raw any) { d.Queries = append(d.Queries, raw.(*queryRow).Query) })
 	}
+	if err == nil {
+		err = eachRow(tx, tableACLPolicies, func(raw any) { d.ACLPolicies = append(d.ACLPolicies, raw.(*ACLPolicy)) })
+	}
+	if err == nil {
+		err = eachRow(tx, tableACLTokens, func(raw any) { d.ACLTokens = append(d.ACLTokens, raw.(*ACLToken)) })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dump catalog: %w", err)
+	}
+	if raw, _ := tx.First(tableIndex, "id", aclBootstrapRow); raw != nil {
+		d.ACLBootstrapIndex = raw.(*indexRow).Index
 	}
 	return d, nil
 }
@@ -87,7 +102,22 @@ func (s *Store) Restore(d *Dump) error {
 			return fmt.Errorf("restore query %q: %w", q.ID, err)
 		}
 	}
-	for _, t := range []string{tableNodes, tableServices, tableChecks, tableQueries} {
+	for _, p := range d.ACLPolicies {
+		if err := tx.Insert(tableACLPolicies, p); err != nil {
+			return fmt.Errorf("restore ACL policy %q: %w", p.ID, err)
+		}
+	}
+	for _, t := range d.ACLTokens {
+		if err := tx.Insert(tableACLTokens, t); err != nil {
+			return fmt.Errorf("restore ACL token %q: %w", t.AccessorID, err)
+		}
+	}
+	if d.ACLBootstrapIndex > 0 {
+		if err := tx.Insert(tableIndex, &indexRow{Table: aclBootstrapRow, Index: d.ACLBootstrapIndex}); err != nil {
+			return fmt.Errorf("restore ACL bootstrap: %w", err)
+		}
+	}
+	for _, t := range []string{tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens} {
 		if err := bumpIndex(tx, t, d.Index); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"slices"
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
@@ -18,8 +19,20 @@ func (c *Catalog) Changes(ctx context.Context, args *rpc.ChangesRequest, reply *
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogChanges, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	err = c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		reply.Changes = c.srv.Store().ChangesSince(ws, args.MinQueryIndex)
+		if authz != nil {
+			// Names the token may not read are not told: their
+			// caches hold nothing to refetch anyway.
+			ch := &reply.Changes
+			ch.Services = slices.DeleteFunc(ch.Services, func(s string) bool { return !authz.ServiceRead(s) })
+			ch.Nodes = slices.DeleteFunc(ch.Nodes, func(n string) bool { return !authz.NodeRead(n) })
+			ch.Queries = slices.DeleteFunc(ch.Queries, func(q string) bool { return !authz.QueryRead(q) })
+		}
 		if reply.Changes.Reset {
 			// Any index past the one asked about ends the wait.
 			return args.MinQueryIndex + 1, nil

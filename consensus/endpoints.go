@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/raft"
 )
@@ -30,6 +32,14 @@ type CatalogConfig struct {
 	// to be known before it fails with ErrNoLeader. Default 2s: longer
 	// than a quick election, short enough for a client to try elsewhere.
 	LeaderWait time.Duration
+	// ACL says whether requests are checked against their tokens.
+	// Default off.
+	ACL ACLConfig
+	// Members, when set, is the LAN gossip pool: a registration that
+	// would move a node held by a live member to another address is
+	// refused, so nobody takes over a name by registering it. Nil skips
+	// the check (unit tests). Default nil.
+	Members func() []gossip.Member
 	// ForwardTimeout bounds a request forwarded to the leader, on top of
 	// the wait of a blocking query. Default 15s: more than the leader's
 	// default ApplyTimeout (10s), so a slow write fails there, with its
@@ -97,6 +107,7 @@ type Catalog struct {
 	srv  *Server
 	pool *rpc.Pool
 	cfg  CatalogConfig
+	acl  *aclResolver
 
 	// life is the endpoint's lifetime, not a request's: Close cancels it
 	// to end the blocking queries and forwards in flight, each request's
@@ -112,7 +123,7 @@ func NewCatalog(s *Server, pool *rpc.Pool, cfg CatalogConfig) (*Catalog, error) 
 		return nil, err
 	}
 	life, cancel := context.WithCancel(context.Background())
-	return &Catalog{srv: s, pool: pool, cfg: cfg, life: life, cancel: cancel}, nil
+	return &Catalog{srv: s, pool: pool, cfg: cfg, acl: newACLResolver(cfg.ACL, s.Store()), life: life, cancel: cancel}, nil
 }
 
 // Close ends the blocking queries and forwards in flight: each returns its
@@ -156,6 +167,16 @@ func (c *Catalog) Register(ctx context.Context, args *rpc.RegisterRequest, _ *st
 	if done, err := c.forward(ctx, rpc.MethodCatalogRegister, &args.Forwarded, args, &struct{}{}, 0); done {
 		return err
 	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
+	if err := c.authorizeRegister(authz, reg); err != nil {
+		return err
+	}
+	if err := c.checkNodeOwner(reg); err != nil {
+		return err
+	}
 	return c.srv.Register(ctx, reg)
 }
 
@@ -172,6 +193,13 @@ func (c *Catalog) Deregister(ctx context.Context, args *rpc.DeregisterRequest, _
 		return err
 	}
 	if done, err := c.forward(ctx, rpc.MethodCatalogDeregister, &args.Forwarded, args, &struct{}{}, 0); done {
+		return err
+	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
+	if err := c.authorizeDeregister(authz, d); err != nil {
 		return err
 	}
 	return c.srv.Deregister(ctx, d)
@@ -209,21 +237,26 @@ func (c *Catalog) ServiceInstances(ctx context.Context, args *rpc.ServiceInstanc
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogServiceInstances, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, all, err := c.srv.Store().ServiceInstances(ws, args.Service, args.Tag)
 		if err != nil {
 			return 0, err
 		}
-		if args.OnlyHealthy || args.OnlyPassing {
-			healthy := make([]catalog.ServiceInstance, 0, len(all))
-			for _, inst := range all {
-				if inst.Healthy(args.OnlyPassing) {
-					healthy = append(healthy, inst)
-				}
+		kept := make([]catalog.ServiceInstance, 0, len(all))
+		reply.ResultsFilteredByACLs = false
+		for _, inst := range all {
+			switch {
+			case !instanceReadable(authz, inst):
+				reply.ResultsFilteredByACLs = true
+			case !(args.OnlyHealthy || args.OnlyPassing) || inst.Healthy(args.OnlyPassing):
+				kept = append(kept, inst)
 			}
-			all = healthy
 		}
-		reply.Instances = all
+		reply.Instances = kept
 		return idx, nil
 	})
 }
@@ -235,9 +268,22 @@ func (c *Catalog) Nodes(ctx context.Context, args *rpc.NodesRequest, reply *rpc.
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogNodes, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, nodes, err := c.srv.Store().Nodes(ws)
-		reply.Nodes = nodes
+		reply.Nodes, reply.ResultsFilteredByACLs = nodes, false
+		if authz != nil {
+			reply.Nodes = nodes[:0:0]
+			for _, n := range nodes {
+				if authz.NodeRead(n.Node) {
+					reply.Nodes = append(reply.Nodes, n)
+				}
+			}
+			reply.ResultsFilteredByACLs = len(reply.Nodes) < len(nodes)
+		}
 		return idx, err
 	})
 }
@@ -249,9 +295,22 @@ func (c *Catalog) Services(ctx context.Context, args *rpc.ServicesRequest, reply
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, services, err := c.srv.Store().Services(ws)
-		reply.Services = services
+		reply.Services, reply.ResultsFilteredByACLs = services, false
+		if authz != nil {
+			reply.Services = make(map[string][]string, len(services))
+			for name, tags := range services {
+				if authz.ServiceRead(name) {
+					reply.Services[name] = tags
+				}
+			}
+			reply.ResultsFilteredByACLs = len(reply.Services) < len(services)
+		}
 		return idx, err
 	})
 }
@@ -266,6 +325,10 @@ func (c *Catalog) NodeServices(ctx context.Context, args *rpc.NodeServicesReques
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogNodeServices, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		nodeIdx, node, err := c.srv.Store().Node(ws, args.Node)
 		if err != nil {
@@ -275,7 +338,21 @@ func (c *Catalog) NodeServices(ctx context.Context, args *rpc.NodeServicesReques
 		if err != nil {
 			return 0, err
 		}
-		reply.Node, reply.Services = node, services
+		reply.Node, reply.Services, reply.ResultsFilteredByACLs = node, services, false
+		if authz != nil {
+			if !authz.NodeRead(args.Node) {
+				reply.Node, reply.Services = nil, nil
+				reply.ResultsFilteredByACLs = node != nil
+				return max(nodeIdx, svcIdx), nil
+			}
+			reply.Services = services[:0:0]
+			for _, s := range services {
+				if authz.ServiceRead(s.Service) {
+					reply.Services = append(reply.Services, s)
+				}
+			}
+			reply.ResultsFilteredByACLs = len(reply.Services) < len(services)
+		}
 		return max(nodeIdx, svcIdx), nil
 	})
 }
@@ -292,6 +369,10 @@ func (c *Catalog) Reverse(ctx context.Context, args *rpc.ReverseRequest, reply *
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogReverse, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := c.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		// Store.Reverse reports no index, so the answer carries the
 		// store's: coarser (any write moves it, so a blocking query may
@@ -304,6 +385,10 @@ func (c *Catalog) Reverse(ctx context.Context, args *rpc.ReverseRequest, reply *
 			return 0, err
 		}
 		reply.Nodes, reply.Services = nodes, services
+		if authz != nil {
+			reply.Nodes = slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return !authz.NodeRead(n) })
+			reply.Services = slices.DeleteFunc(slices.Clone(services), func(s string) bool { return !authz.ServiceRead(s) })
+		}
 		return idx, nil
 	})
 }

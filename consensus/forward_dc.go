@@ -62,7 +62,7 @@ func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string
 	defer cancel()
 	var failed []error
 	for _, addr := range servers {
-		err := c.pool.Call(ctx, addr, method, args, reply)
+		err := c.pool.CallDC(ctx, dc, addr, method, args, reply)
 		if err == nil {
 			return true, nil
 		}

@@ -21,6 +21,8 @@ const (
 	// cmdQuery creates, updates or deletes a prepared query
 	// (catalog.QueryRequest).
 	cmdQuery commandType = 2
+	// cmdACL changes ACL policies and tokens (catalog.ACLRequest).
+	cmdACL commandType = 3
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -94,6 +96,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return fmt.Errorf("decode prepared query at index %d: %w", l.Index, err)
 		}
 		return f.store.ApplyQuery(l.Index, &req)
+	case cmdACL:
+		var req catalog.ACLRequest
+		if err := decode(l.Data[1:], &req); err != nil {
+			return fmt.Errorf("decode ACL change at index %d: %w", l.Index, err)
+		}
+		return f.store.ApplyACL(l.Index, &req)
 	}
 	return fmt.Errorf("log index %d type %d: %w", l.Index, l.Data[0], ErrUnknownCommand)
 }

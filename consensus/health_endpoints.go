@@ -21,10 +21,8 @@ func (c *Catalog) NodeChecks(ctx context.Context, args *rpc.NodeChecksRequest, r
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogNodeChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
-		idx, checks, err := c.srv.Store().NodeChecks(ws, args.Node)
-		reply.Checks = checks
-		return idx, err
+	return c.readChecks(ctx, args.QueryOptions, reply, func(ws catalog.WatchSet) (uint64, []*catalog.Check, error) {
+		return c.srv.Store().NodeChecks(ws, args.Node)
 	})
 }
 
@@ -39,10 +37,8 @@ func (c *Catalog) ServiceChecks(ctx context.Context, args *rpc.ServiceChecksRequ
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogServiceChecks, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
-		idx, checks, err := c.srv.Store().ServiceChecks(ws, args.Service)
-		reply.Checks = checks
-		return idx, err
+	return c.readChecks(ctx, args.QueryOptions, reply, func(ws catalog.WatchSet) (uint64, []*catalog.Check, error) {
+		return c.srv.Store().ServiceChecks(ws, args.Service)
 	})
 }
 
@@ -56,9 +52,22 @@ func (c *Catalog) ChecksInState(ctx context.Context, args *rpc.ChecksInStateRequ
 	if done, err := c.forwardRead(ctx, rpc.MethodCatalogChecksInState, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
-	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
-		idx, checks, err := c.srv.Store().ChecksInState(ws, catalog.HealthStatus(args.State))
-		reply.Checks = checks
+	return c.readChecks(ctx, args.QueryOptions, reply, func(ws catalog.WatchSet) (uint64, []*catalog.Check, error) {
+		return c.srv.Store().ChecksInState(ws, catalog.HealthStatus(args.State))
+	})
+}
+
+// readChecks answers a read of checks with those the request's token may
+// read.
+func (c *Catalog) readChecks(ctx context.Context, opts rpc.QueryOptions, reply *rpc.ChecksResponse, read func(catalog.WatchSet) (uint64, []*catalog.Check, error)) error {
+	authz, err := c.authorize(opts.Token)
+	if err != nil {
+		return err
+	}
+	return c.query(ctx, opts, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, checks, err := read(ws)
+		reply.Checks = filterChecks(authz, checks)
+		reply.ResultsFilteredByACLs = len(reply.Checks) < len(checks)
 		return idx, err
 	})
 }

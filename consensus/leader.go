@@ -68,6 +68,19 @@ type LeaderConfig struct {
 	// fewer than a majority of the current voters are alive. Servers that
 	// leave gracefully are removed regardless. Default 3.
 	MinVoters int
+	// ACLEnabled makes the leader create what ACLs need when it takes
+	// office (the management policy, the anonymous token) and, when
+	// InitialManagement is set, a management token with that secret, as
+	// Consul's acl.tokens.initial_management. Default off.
+	ACLEnabled        bool
+	InitialManagement string
+	// VerifyServer, when set, is asked before a server gossip reports is
+	// made a voter: an error keeps it out of the Raft configuration (and
+	// is logged, once a minute). The agent sets it with TLS on, to check
+	// over a TLS handshake that the member holds a server certificate of
+	// this datacenter, so that joining the gossip pool with the server
+	// role is not enough to become a voter. Default nil: no check.
+	VerifyServer func(ctx context.Context, m gossip.Member) error
 }
 
 // DefaultLeaderConfig returns a LeaderConfig with every default set.
@@ -218,6 +231,11 @@ func (l *Leader) Reconcile(ctx context.Context) error {
 	defer l.mu.Unlock()
 	if err := l.barrier(ctx); err != nil {
 		return err
+	}
+	if l.cfg.ACLEnabled {
+		if err := l.s.initACL(ctx, l.cfg.InitialManagement); err != nil {
+			return fmt.Errorf("initialise ACLs: %w", err)
+		}
 	}
 	members := l.m.Members()
 	local := members[:0:0]
@@ -420,6 +438,12 @@ func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) 
 		p, ok := inConf[m.Node]
 		switch {
 		case m.Status == gossip.StatusAlive && (!ok || p.Address != m.RPCAddr || !p.Voter):
+			if l.cfg.VerifyServer != nil {
+				if verr := l.cfg.VerifyServer(ctx, m); verr != nil {
+					l.warn("verify "+m.Node, "not adding a server that failed verification", "node", m.Node, "addr", m.RPCAddr, "err", verr)
+					continue
+				}
+			}
 			err = l.s.AddVoter(ctx, m.Node, m.RPCAddr)
 		case m.Status == gossip.StatusLeft && ok:
 			err = l.s.RemoveServer(ctx, m.Node)

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -67,4 +68,10 @@ func (s *Server) LastContact() time.Duration {
 		return math.MaxInt64
 	}
 	return time.Since(last)
+}
+
+// Term returns the Raft term this server is in.
+func (s *Server) Term() uint64 {
+	t, _ := strconv.ParseUint(s.raft.Stats()["term"], 10, 64)
+	return t
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,6 +155,9 @@ func (p *PreparedQuery) apply(ctx context.Context, args *rpc.PreparedQueryApplyR
 	if done, err := p.cat.forward(ctx, rpc.MethodPreparedQueryApply, &args.Forwarded, args, reply, 0); done {
 		return err
 	}
+	if err := p.authorizeApply(args); err != nil {
+		return err
+	}
 	// The ID is chosen here, on the leader, and not by the FSM, which
 	// must apply the log the same way on every server.
 	if args.Op == catalog.QueryCreate {
@@ -177,6 +181,10 @@ func (p *PreparedQuery) get(ctx context.Context, args *rpc.PreparedQueryGetReque
 	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryGet, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := p.cat.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, q, err := p.cat.srv.Store().Query(ws, args.QueryID)
 		if err != nil {
@@ -184,6 +192,9 @@ func (p *PreparedQuery) get(ctx context.Context, args *rpc.PreparedQueryGetReque
 		}
 		if q == nil {
 			return 0, fmt.Errorf("query %q: %w", args.QueryID, catalog.ErrNotFound)
+		}
+		if !queryRead(authz, q.Name) {
+			return 0, denied("query", "read", q.Name)
 		}
 		reply.Queries = []*catalog.PreparedQuery{q}
 		return idx, nil
@@ -194,9 +205,17 @@ func (p *PreparedQuery) list(ctx context.Context, args *rpc.PreparedQueryListReq
 	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryList, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := p.cat.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, qs, err := p.cat.srv.Store().Queries(ws)
-		reply.Queries = qs
+		reply.Queries, reply.ResultsFilteredByACLs = qs, false
+		if authz != nil {
+			reply.Queries = slices.DeleteFunc(slices.Clone(qs), func(q *catalog.PreparedQuery) bool { return !authz.QueryRead(q.Name) })
+			reply.ResultsFilteredByACLs = len(reply.Queries) < len(qs)
+		}
 		return idx, err
 	})
 }
@@ -211,8 +230,15 @@ func (p *PreparedQuery) execute(ctx context.Context, args *rpc.PreparedQueryExec
 	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryExecute, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := p.cat.authorize(args.Token)
+	if err != nil {
+		return err
+	}
+	// The answer holds only instances the caller may read, wherever
+	// they come from.
+	defer func() { reply.Result.Nodes = readableInstances(authz, reply.Result.Nodes) }()
 	var q *catalog.PreparedQuery
-	err := p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+	err = p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		qidx, found, err := p.cat.srv.Store().ResolveQuery(ws, args.QueryIDOrName)
 		if err != nil {
 			return 0, err
@@ -246,8 +272,14 @@ func (p *PreparedQuery) executeRemote(ctx context.Context, args *rpc.PreparedQue
 	if done, err := p.cat.forwardRead(ctx, rpc.MethodPreparedQueryExecuteRemote, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	authz, err := p.cat.authorize(args.Token)
+	if err != nil {
+		return err
+	}
 	return p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
-		return p.runLocal(ws, &q, &reply.Result)
+		idx, err := p.runLocal(ws, &q, &reply.Result)
+		reply.Result.Nodes = readableInstances(authz, reply.Result.Nodes)
+		return idx, err
 	})
 }
 
@@ -352,6 +384,45 @@ func (v viaEndpoint) ExecuteRemote(ctx context.Context, dc string, q *catalog.Pr
 		return nil, fmt.Errorf("execute query %q in datacenter %s: %w", q.ID, dc, err)
 	}
 	return &reply.Result, nil
+}
+
+// authorizeApply checks a prepared query write on the leader: query:write
+// on its name (on "" for a query without one), and on the name it had for
+// an update or a delete.
+func (p *PreparedQuery) authorizeApply(args *rpc.PreparedQueryApplyRequest) error {
+	authz, err := p.cat.authorize(args.Token)
+	if err != nil || authz == nil {
+		return err
+	}
+	if args.Op != catalog.QueryDelete && !authz.QueryWrite(args.Query.Name) {
+		return denied("query", "write", args.Query.Name)
+	}
+	if args.Op == catalog.QueryCreate {
+		return nil
+	}
+	_, old, err := p.cat.srv.Store().Query(nil, args.Query.ID)
+	if err != nil {
+		return err
+	}
+	if old != nil && !authz.QueryWrite(old.Name) {
+		return denied("query", "write", old.Name)
+	}
+	return nil
+}
+
+// readableInstances returns the instances authz may read: all of them when
+// it is nil (ACLs off), else a new slice.
+func readableInstances(authz authorizer, all []catalog.ServiceInstance) []catalog.ServiceInstance {
+	if authz == nil {
+		return all
+	}
+	out := make([]catalog.ServiceInstance, 0, len(all))
+	for _, inst := range all {
+		if instanceReadable(authz, inst) {
+			out = append(out, inst)
+		}
+	}
+	return out
 }
 
 // ApplyQuery commits a prepared query write and returns once it is

@@ -38,6 +38,9 @@ func (sn *Snapshot) Save(ctx context.Context, args *rpc.SnapshotSaveRequest, rep
 	if done, err := c.forwardRead(ctx, rpc.MethodSnapshotSave, &args.QueryOptions, &args.Forwarded, args, reply); done {
 		return err
 	}
+	if err := c.requireManagement(args.Token); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	meta, err := c.srv.SaveSnapshot(&buf, c.cfg.Datacenter)
 	if err != nil {
@@ -63,6 +66,9 @@ func (sn *Snapshot) Restore(ctx context.Context, args *rpc.SnapshotRestoreReques
 		return err
 	}
 	if done, err := c.forward(ctx, rpc.MethodSnapshotRestore, &args.Forwarded, args, reply, 0); done {
+		return err
+	}
+	if err := c.requireManagement(args.Token); err != nil {
 		return err
 	}
 	meta, index, err := c.srv.RestoreSnapshot(ctx, bytes.NewReader(args.Archive))

@@ -75,6 +75,52 @@ type Config struct {
 	// fit, so the client asks again over TCP (RFC 2181 9). Without it the
 	// client gets what fits and no hint. Default true.
 	SetTC bool
+	// MaxTCPConns caps the TCP connections served at once: one more is
+	// closed as soon as it is accepted, so that clients holding
+	// connections cannot take every file descriptor of the process. UDP
+	// is not affected. 0 means no cap. Default 512: a stub resolver opens
+	// a connection only to retry a truncated answer and closes it (or the
+	// server does after TCPIdleTimeout), so a few dozen are open at once
+	// even on a busy agent; 512 is ten times that, and few enough to
+	// leave the file descriptors of the default soft limit of 1024 to the
+	// rest of the agent.
+	MaxTCPConns int
+	// RRL is response-rate limiting of UDP replies (rrl.go). Default off.
+	RRL RRLConfig
+}
+
+// RRLConfig configures response-rate limiting, as BIND's rate-limit: a
+// client network (a prefix of the source address) may be sent at most
+// ResponsesPerSecond UDP replies per second that are alike: the same
+// answer (name and type), any name error, or any other error. A reply
+// over that rate is dropped, except every Slip-th, which is sent
+// truncated and empty so that a real client asks again over TCP, which is
+// never limited. It keeps the agent from being used to flood the address
+// a spoofed query names, while a client behind that address can still get
+// its answers.
+type RRLConfig struct {
+	// Enabled turns it on. Default false: an agent's DNS serves its own
+	// node's applications, and those may ask for one name far more often
+	// than any rate fit to stop a flood.
+	Enabled bool
+	// ResponsesPerSecond is the rate of alike replies a client network
+	// is sent, and as many may be sent at once (a burst of one second's
+	// worth). Default 100 (BIND suggests 5-20 for an authoritative server
+	// behind caching resolvers; cairn's answers have TTL 0 by default, so
+	// a resolver in front of it asks as often as its clients do). At
+	// least 1 when Enabled.
+	ResponsesPerSecond int
+	// Slip makes every Slip-th limited reply go out truncated (TC set, no
+	// records) rather than not at all; 0 drops them all, 1 truncates them
+	// all. Default 2, as BIND's. At most 10.
+	Slip int
+	// IPv4PrefixLength and IPv6PrefixLength are the lengths of the
+	// prefixes of source addresses counted as one client: one network
+	// rather than one address, since a flood spoofs addresses of the
+	// victim's network as readily as the victim's own. Defaults 24 and 56,
+	// as BIND's.
+	IPv4PrefixLength int
+	IPv6PrefixLength int
 }
 
 // DefaultConfig returns the default configuration.
@@ -92,6 +138,14 @@ func DefaultConfig() Config {
 		RecursorStrategy: RecursorSequential, // Consul's default
 		UnhealthyAnswer:  UnhealthyNoData,
 		SetTC:            true,
+		MaxTCPConns:      512, // see Config.MaxTCPConns
+		RRL: RRLConfig{
+			// Enabled: false, see RRLConfig.Enabled.
+			ResponsesPerSecond: 100, // see RRLConfig.ResponsesPerSecond
+			Slip:               2,   // BIND's
+			IPv4PrefixLength:   24,  // BIND's
+			IPv6PrefixLength:   56,  // BIND's
+		},
 		// Recursors: none, so outside names are refused.
 	}
 }
@@ -137,6 +191,21 @@ func (c Config) Validate() error {
 	}
 	if c.RecursorStrategy != RecursorSequential && c.RecursorStrategy != RecursorRandom {
 		bad("RecursorStrategy", "must be %q or %q, got %q", RecursorSequential, RecursorRandom, c.RecursorStrategy)
+	}
+	if c.MaxTCPConns < 0 {
+		bad("MaxTCPConns", "must be 0 (no cap) or more, got %d", c.MaxTCPConns)
+	}
+	if r := c.RRL; r.Enabled && r.ResponsesPerSecond < 1 || r.ResponsesPerSecond < 0 || r.ResponsesPerSecond > maxRRLRate {
+		bad("RRL.ResponsesPerSecond", "must be between 1 and %d, got %d", maxRRLRate, r.ResponsesPerSecond)
+	}
+	if c.RRL.Slip < 0 || c.RRL.Slip > 10 {
+		bad("RRL.Slip", "must be between 0 (drop every limited reply) and 10, got %d", c.RRL.Slip)
+	}
+	if c.RRL.IPv4PrefixLength < 0 || c.RRL.IPv4PrefixLength > 32 {
+		bad("RRL.IPv4PrefixLength", "must be between 0 and 32, got %d", c.RRL.IPv4PrefixLength)
+	}
+	if c.RRL.IPv6PrefixLength < 0 || c.RRL.IPv6PrefixLength > 128 {
+		bad("RRL.IPv6PrefixLength", "must be between 0 and 128, got %d", c.RRL.IPv6PrefixLength)
 	}
 	return errors.Join(errs...)
 }

@@ -28,7 +28,18 @@
 // is set on every reply when recursors are configured.
 //
 // Over TCP a connection carries any number of queries, pipelined (RFC
-// 7766), and is closed after Config.TCPIdleTimeout without one.
+// 7766), and is closed after Config.TCPIdleTimeout without one; at most
+// Config.MaxTCPConns are served at once, one more being closed as soon as
+// it is accepted (tcplimit.go).
+//
+// So that the agent cannot be used to flood the address a spoofed UDP
+// query names: an ANY question over UDP is answered with one record
+// (limits.go), and response-rate limiting (Config.RRL, off by default;
+// rrl.go) caps the alike replies a client network is sent per second,
+// dropping the rest or sending every Slip-th truncated and empty so that
+// a real client asks again over TCP, which is never limited. Its accounts
+// live in a table of fixed size; with it off the handler does not look at
+// it.
 //
 // resolver imports miekg/dns, zones and catalog only. It gets its data
 // through the Source interface it declares (the agent's cache satisfies

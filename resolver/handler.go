@@ -25,6 +25,16 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		return // never answer a response: two servers could bounce forever
 	}
 	m, size := s.reply(w, r)
+	if s.rrl != nil && !isTCP(w) { // rrl.go; TCP proves the address, so is never limited
+		switch s.rrl.check(w.RemoteAddr(), m, start) {
+		case rrlDrop:
+			s.metrics.rrlDropped.Add(1)
+			return // no reply went out: not counted as one
+		case rrlSlip:
+			s.metrics.rrlSlipped.Add(1)
+			slip(m)
+		}
+	}
 	rcode := m.Rcode
 	_ = s.write(w, m, size) // pack.go; a lost reply is the client's to retry; nothing is logged per query
 	s.metrics.observe(r, rcode, start)

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -15,6 +16,8 @@ import (
 // address records in the additional section that no remaining SRV record
 // targets are dropped too.
 //
+// An ANY question over UDP gets one record (see minimalANY).
+//
 // Only the zone's own answers are limited, which are exactly those with
 // AA set: a forwarded answer is passed on whole, since cutting an
 // upstream RRset would break its signature. m's sections may be shared
@@ -27,11 +30,42 @@ func (s *Server) limitAnswers(w dns.ResponseWriter, m *dns.Msg) {
 	if s.cfg.ARecordLimit > 0 {
 		m.Answer = capAddresses(m.Answer, s.cfg.ARecordLimit)
 	}
-	if l := s.cfg.UDPAnswerLimit; l > 0 && len(m.Answer) > l && !isTCP(w) {
+	tcp := isTCP(w)
+	if l := s.cfg.UDPAnswerLimit; l > 0 && len(m.Answer) > l && !tcp {
 		m.Answer = m.Answer[:l:l]
+	}
+	if !tcp && len(m.Question) == 1 && m.Question[0].Qtype == dns.TypeANY {
+		minimalANY(m)
+		return
 	}
 	if len(m.Answer) < n {
 		m.Extra = targetedGlue(m.Answer, m.Extra)
+	}
+}
+
+// minimalANY cuts m, the zone's answer to an ANY question over UDP, to
+// one record: the first address record of the (shuffled) answer, else its
+// first record (the apex's SOA or NS); the additional section keeps only
+// the OPT record. So the reply is about the size of the query, and ANY
+// cannot make the agent an amplifier, whatever the number of instances.
+//
+// RFC 8482 lets a server answer ANY with any subset of what the name
+// owns, or with a synthesized HINFO "RFC8482" record. One real record is
+// as small (an A record packs to 16 bytes, that HINFO to 22) and still
+// useful to a client that asks ANY for an address, as some old tools do;
+// the README promised the address records. The A set is cut like
+// Config.UDPAnswerLimit cuts it, and as that limit, without TC: a client
+// that wants the whole set asks for A or AAAA, or over TCP, where ANY is
+// answered whole.
+func minimalANY(m *dns.Msg) {
+	if len(m.Answer) > 1 {
+		i := slices.IndexFunc(m.Answer, isAddress)
+		i = max(i, 0)
+		m.Answer = m.Answer[i : i+1 : i+1]
+	}
+	notOPT := func(rr dns.RR) bool { return rr.Header().Rrtype != dns.TypeOPT }
+	if slices.ContainsFunc(m.Extra, notOPT) {
+		m.Extra = slices.DeleteFunc(slices.Clone(m.Extra), notOPT)
 	}
 }
 

@@ -40,6 +40,12 @@ type metrics struct {
 	latency [len(latencyBounds) + 1]atomic.Uint64
 	// latencySum is the sum of all latencies, in nanoseconds.
 	latencySum atomic.Uint64
+	// rrlDropped and rrlSlipped count the UDP replies over the rate of
+	// response-rate limiting (rrl.go): not sent, or sent truncated.
+	rrlDropped, rrlSlipped atomic.Uint64
+	// tcpRefused counts the TCP connections closed at once for being over
+	// Config.MaxTCPConns (tcplimit.go).
+	tcpRefused atomic.Uint64
 }
 
 // now returns the time since epoch: the start of a query, for observe.
@@ -110,6 +116,22 @@ type DNSMetrics struct {
 	// Latency is the histogram of answer latencies: from a query's
 	// arrival in ServeDNS to the return of the writer's WriteMsg.
 	Latency Histogram
+	// RateLimited counts the UDP replies response-rate limiting
+	// (Config.RRL) held back.
+	RateLimited RateLimited
+	// TCPRefused counts the TCP connections closed as soon as they were
+	// accepted, for being over Config.MaxTCPConns.
+	TCPRefused uint64
+}
+
+// RateLimited counts the replies over the rate of response-rate limiting.
+type RateLimited struct {
+	// Dropped replies were not sent; nor are they counted in Questions
+	// or Latency.
+	Dropped uint64
+	// Slipped replies were sent truncated and empty, so that the client
+	// asks again over TCP; they are counted in Questions and Latency too.
+	Slipped uint64
 }
 
 // QuestionCount is how many questions of one type were answered with one
@@ -167,5 +189,7 @@ func (s *Server) Metrics() DNSMetrics {
 		}
 	}
 	h.Sum = time.Duration(m.latencySum.Load())
+	out.RateLimited = RateLimited{Dropped: m.rrlDropped.Load(), Slipped: m.rrlSlipped.Load()}
+	out.TCPRefused = m.tcpRefused.Load()
 	return out
 }

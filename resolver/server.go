@@ -44,6 +44,8 @@ type Server struct {
 	// allocation: every query writes it, and in Server it would share
 	// cache lines with fields every query reads on other cores.
 	metrics *metrics
+	// rrl limits the rate of UDP replies (rrl.go); nil when off.
+	rrl *rrl
 	// packers holds the buffers and compression maps replies are packed
 	// with (pack.go), so that packing allocates nothing.
 	packers sync.Pool
@@ -83,7 +85,7 @@ func New(cfg Config, zs []*zones.Zone, src Source, logger *slog.Logger) (*Server
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Server{cfg: cfg, zone: zs[0], zones: slices.Clone(zs), src: src, log: logger.With("component", "resolver"),
-		metrics: &metrics{epoch: time.Now()}}, nil
+		metrics: &metrics{epoch: time.Now()}, rrl: newRRL(cfg.RRL)}, nil
 }
 
 // Start binds the UDP socket and the TCP listener, starts serving on both
@@ -101,6 +103,9 @@ func (s *Server) Start() error {
 	}
 	s.state = stateStarted
 	s.udpAddr, s.tcpAddr = pc.LocalAddr(), ln.Addr()
+	if s.cfg.MaxTCPConns > 0 {
+		ln = newTCPLimitListener(ln, s.cfg.MaxTCPConns, &s.metrics.tcpRefused) // tcplimit.go
+	}
 	s.servers = []*dns.Server{
 		{PacketConn: pc, Handler: s, UDPSize: readBufferSize, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout},
 		{Listener: ln, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout,

@@ -2,8 +2,10 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -42,6 +44,50 @@ type ServerConfig struct {
 	// ConnectionWriteTimeout bounds one write to the connection; a
 	// session whose write stalls longer is closed. Default 10s (yamux's).
 	ConnectionWriteTimeout time.Duration
+
+	// TLS, when set, lets a connection start with TLSByte: the server
+	// runs a TLS handshake with this config (tlsutil's IncomingRPC),
+	// within HandshakeTimeout, and reads RPCByte or RaftByte inside.
+	// Nil refuses TLSByte. Default nil.
+	TLS *tls.Config
+	// RequireTLS refuses connections that start with RPCByte or RaftByte
+	// (tlsutil's RequireTLS, Consul's verify_incoming). Needs TLS.
+	// Default false.
+	RequireTLS bool
+	// RaftPeer, when set, decides whether a Raft connection comes from a
+	// server that may join this server's Raft: it gets the connection's
+	// TLS state, and a connection it says no to, or one not over TLS, is
+	// refused. Built from tlsutil's PeerIsServer with the server's own
+	// datacenter. Needs TLS. Default nil: no check.
+	RaftPeer func(tls.ConnectionState) bool
+	// RaftTLS, when set, makes Layer.Dial (Raft's outgoing connections)
+	// use TLS with this config (tlsutil's OutgoingRPC for the server's
+	// own datacenter). Default nil: plain.
+	RaftTLS *tls.Config
+	// Admit, when set, is asked about every RPC and Raft connection once
+	// its first byte (the one inside TLS, if any) is read: remote is the
+	// peer's address, kind RPCByte or RaftByte. An error refuses the
+	// connection and is logged at debug level with it. It runs on the
+	// connection's goroutine, before anything is served, and must not
+	// block for long. Default nil: everyone is admitted.
+	Admit func(remote net.Addr, kind byte) error
+
+	// WriteRate limits the write calls (those whose arguments implement
+	// Write) one client IP address may make over the port, per second;
+	// a call over the limit fails with ErrRateLimited without running.
+	// Reads, and calls through Server.Call, are never limited. 0 means no
+	// limit. Default 0.
+	WriteRate float64
+	// WriteBurst is how many writes a client IP address may make at once
+	// before WriteRate applies. Must be at least 1 when WriteRate is set.
+	// Default 1000 (Consul's rpc_max_burst).
+	WriteBurst int
+	// WriteRateExempt, when set, exempts a client from WriteRate when it
+	// returns true for its address: the servers of this and other
+	// datacenters, whose forwarded writes are their clients' writes,
+	// limited where they entered, and must not be limited again as one
+	// address. Default nil: no client is exempt.
+	WriteRateExempt func(remote net.Addr) bool
 }
 
 // DefaultServerConfig returns the default server configuration.
@@ -53,7 +99,10 @@ func DefaultServerConfig() ServerConfig {
 		MaxStreamsPerConn:      2048,             // room for a client agent's blocking queries
 		KeepAliveInterval:      30 * time.Second, // yamux default
 		ConnectionWriteTimeout: 10 * time.Second, // yamux default
+		WriteBurst:             1000,             // Consul's rpc_max_burst
 		// AdvertiseAddr: empty, the listener's address.
+		// TLS, RaftTLS, RaftPeer, Admit: nil, plain and open to all.
+		// WriteRate: 0, no limit.
 	}
 }
 
@@ -86,6 +135,18 @@ func (c ServerConfig) Validate() error {
 	if c.MaxStreamsPerConn <= 0 {
 		bad("MaxStreamsPerConn", "must be positive, got %d", c.MaxStreamsPerConn)
 	}
+	if c.RequireTLS && c.TLS == nil {
+		bad("RequireTLS", "needs TLS, or every connection is refused")
+	}
+	if c.RaftPeer != nil && c.TLS == nil {
+		bad("RaftPeer", "needs TLS, or every Raft connection is refused")
+	}
+	if c.WriteRate < 0 || math.IsNaN(c.WriteRate) {
+		bad("WriteRate", "must be 0 (no limit) or positive, got %v", c.WriteRate)
+	}
+	if c.WriteRate > 0 && c.WriteBurst < 1 {
+		bad("WriteBurst", "must be at least 1 with a WriteRate, got %d", c.WriteBurst)
+	}
 	return errors.Join(errs...)
 }
 
@@ -104,9 +165,19 @@ type PoolConfig struct {
 	// Default 10s.
 	ConnectionWriteTimeout time.Duration
 	// Dial opens the TCP connection to a server; the pool then writes
-	// RPCByte and starts a yamux session over it. Nil means a net.Dialer
-	// ("tcp"). A hook for tests and, later, TLS. Default nil.
+	// RPCByte (after TLS, with TLS) and starts a yamux session over it.
+	// Nil means a net.Dialer ("tcp"). A hook for tests. Default nil.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// TLS, when set, returns the config for dialing a server of
+	// datacenter dc (tlsutil's OutgoingRPC), or nil for a plain
+	// connection. The pool then writes TLSByte, runs the handshake
+	// within DialTimeout, and writes RPCByte inside. dc is Datacenter for
+	// Call and the one named for CallDC. A config without ServerName
+	// gets the host of the address. Default nil: plain.
+	TLS func(dc string) *tls.Config
+	// Datacenter is the datacenter of the servers Call dials: the one
+	// TLS is asked for. Needed with TLS. Default empty.
+	Datacenter string
 }
 
 // DefaultPoolConfig returns the default pool configuration.
@@ -117,6 +188,7 @@ func DefaultPoolConfig() PoolConfig {
 		KeepAliveInterval:      30 * time.Second, // yamux default
 		ConnectionWriteTimeout: 10 * time.Second, // yamux default
 		// Dial: nil, a plain net.Dialer.
+		// TLS: nil, plain connections; Datacenter: empty.
 	}
 }
 
@@ -137,6 +209,9 @@ func (c PoolConfig) Validate() error {
 	}
 	if c.MaxMessageSize < minMessageSize {
 		bad("MaxMessageSize", "must be at least %d, got %d", minMessageSize, c.MaxMessageSize)
+	}
+	if c.TLS != nil && c.Datacenter == "" {
+		bad("Datacenter", "must be set with TLS: it names the servers Call verifies")
 	}
 	return errors.Join(errs...)
 }

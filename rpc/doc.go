@@ -10,6 +10,15 @@
 // byte, or nothing within ServerConfig.HandshakeTimeout, is closed; such
 // refusals are logged at debug level, at most once a minute.
 //
+// TLSByte wraps either protocol in TLS: the rest of the connection is a
+// TLS session whose first byte is RPCByte or RaftByte (ServerConfig.TLS;
+// RequireTLS refuses plain connections). Before serving, the server asks
+// ServerConfig.Admit whether the peer may connect at all and, for Raft,
+// RaftPeer whether its certificate is a server's of this datacenter.
+// Writes over the port are rate-limited per client IP address
+// (WriteRate, ErrRateLimited). On the calling side PoolConfig.TLS and
+// Pool.CallDC verify the server for the datacenter it is meant to be in.
+//
 // On the calling side a Pool keeps one session per server and opens a
 // stream per call, so concurrent calls share one connection; it tells an
 // error of the remote method (*RemoteError) from a failure to reach the

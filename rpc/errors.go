@@ -50,6 +50,13 @@ var ErrServerClosed = errors.New("rpc server closed")
 // forwarded the request, can tell it apart from other failures.
 var ErrNoPathToDatacenter = errors.New("no path to datacenter")
 
+// ErrRateLimited is wrapped by the error of a write refused because its
+// client (its IP address) made more writes than ServerConfig.WriteRate
+// and WriteBurst allow. The write did not run: it may be sent again once
+// the client slows down. It crosses the wire (WireError gives it a code),
+// so errors.Is finds it in what Pool.Call returns.
+var ErrRateLimited = errors.New("rate limit exceeded")
+
 // ErrConflictingConsistency is returned by QueryOptions.Validate when both
 // AllowStale and RequireConsistent are set.
 var ErrConflictingConsistency = errors.New("AllowStale and RequireConsistent are mutually exclusive")
@@ -64,7 +71,7 @@ var ErrConflictingConsistency = errors.New("AllowStale and RequireConsistent are
 // a caller branches on into that text (WireError) and the calling side
 // decodes them back here: a *catalog.FieldError as FieldError, a well-known
 // sentinel (catalog.ErrNotFound, ErrConflictingConsistency,
-// ErrNoPathToDatacenter) as Sentinel.
+// ErrNoPathToDatacenter, ErrRateLimited) as Sentinel.
 // Unwrap returns whichever is set, so that errors.As(err, &fieldErr) and
 // errors.Is(err, catalog.ErrNotFound) work on what Pool.Call returns, and
 // an HTTP handler can answer 400 naming the field, or 404.
@@ -111,11 +118,11 @@ const wireMarker = "cairn-error/1 "
 // which carries only an error's text: it writes into the text what a
 // caller branches on: a *catalog.FieldError that errors.As finds in err
 // (its Field and Reason), or a sentinel that errors.Is finds
-// (catalog.ErrNotFound, ErrConflictingConsistency, ErrNoPathToDatacenter).
-// The calling side's codec decodes it into a *RemoteError. The Server
-// applies it to every method's error, for both doors (Server.Call decodes
-// the text as Pool.Call does), so methods need not; an error it returned
-// already is returned as it is.
+// (catalog.ErrNotFound, ErrConflictingConsistency, ErrNoPathToDatacenter,
+// ErrRateLimited). The calling side's codec decodes it into a
+// *RemoteError. The Server applies it to every method's error, for both
+// doors (Server.Call decodes the text as Pool.Call does), so methods need
+// not; an error it returned already is returned as it is.
 //
 // A *RemoteError (the answer of a server this one forwarded the request
 // to) is encoded again from its structure, so a field error survives two
@@ -158,7 +165,8 @@ func (e *wireError) Unwrap() error { return e.err }
 // sentinelCode returns the wire code of the sentinel err wraps, or "" for
 // none. Only sentinels a caller branches on have one: ErrNotFound is a 404,
 // a conflicting consistency mode a 400, no path to a datacenter a failure
-// of that datacenter's names only. Never ErrTransport or the like,
+// of that datacenter's names only, a rate-limited write a 429 to retry
+// later. Never ErrTransport or the like,
 // which would make a caller retry a call that ran. A code, once sent, is
 // never changed or reused; sentinelOf maps it back.
 func sentinelCode(err error) string {
@@ -169,6 +177,14 @@ func sentinelCode(err error) string {
 		return "conflicting-consistency"
 	case errors.Is(err, ErrNoPathToDatacenter):
 		return "no-path-to-datacenter"
+	case errors.Is(err, ErrRateLimited):
+		return "rate-limited"
+	case errors.Is(err, ErrPermissionDenied):
+		return "permission-denied"
+	case errors.Is(err, ErrACLNotFound):
+		return "acl-not-found"
+	case errors.Is(err, ErrACLDisabled):
+		return "acl-disabled"
 	}
 	return ""
 }
@@ -182,6 +198,14 @@ func sentinelOf(code string) error {
 		return ErrConflictingConsistency
 	case "no-path-to-datacenter":
 		return ErrNoPathToDatacenter
+	case "rate-limited":
+		return ErrRateLimited
+	case "permission-denied":
+		return ErrPermissionDenied
+	case "acl-not-found":
+		return ErrACLNotFound
+	case "acl-disabled":
+		return ErrACLDisabled
 	}
 	return nil
 }

@@ -56,6 +56,7 @@ func TestWireErrorRoundTrip(t *testing.T) {
 		{"not found", fmt.Errorf("register node %q: node %q: %w", "n1", "n1", catalog.ErrNotFound), `register node "n1": node "n1": not found`, nil, catalog.ErrNotFound},
 		{"conflicting consistency", ErrConflictingConsistency, ErrConflictingConsistency.Error(), nil, ErrConflictingConsistency},
 		{"no path to datacenter", fmt.Errorf("%w dc9", ErrNoPathToDatacenter), "no path to datacenter dc9", nil, ErrNoPathToDatacenter},
+		{"rate limited", fmt.Errorf("rpc: Echo.Write from 10.0.0.1: %w", ErrRateLimited), "rpc: Echo.Write from 10.0.0.1: rate limit exceeded", nil, ErrRateLimited},
 		{"field error wins over a sentinel", errors.Join(catalog.ErrNotFound, port), "not found\nService.Port: must be 1-65535", port, nil},
 		{"plain", plain, plain.Error(), nil, nil},
 		{"plain text that looks encoded", errors.New(wireMarker + `field "Port" "x" y`), wireMarker + `field "Port" "x" y`, nil, nil},

@@ -72,7 +72,7 @@ func FuzzServerCodec(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		srv.serveStream(streamInput{bytes.NewReader(data), io.Discard})
+		srv.serveStream(streamInput{bytes.NewReader(data), io.Discard}, nil)
 	})
 }
 
@@ -115,6 +115,7 @@ func FuzzServeConn(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{RaftByte, 'x'})
+	f.Add([]byte{TLSByte, 0x16, 0x03, 0x01, 0x00, 0x05}) // a TLS record header, to a server without TLS
 	f.Add([]byte("GET / HTTP/1.1\r\n"))
 	f.Add(session(yamuxFrame(typeWindow, flagSYN, 1, nil), yamuxFrame(typeData, 0, 1, call), yamuxFrame(typeData, flagFIN, 1, nil)))
 	f.Add(session(yamuxFrame(typeData, flagSYN, 1, call), yamuxFrame(typeData, flagSYN, 3, call[:9])))

@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -14,10 +16,15 @@ import (
 // consensus package adapts it to raft.StreamLayer with a wrapper that
 // converts the address type.
 //
+// With ServerConfig.RaftTLS set, Dial speaks TLS (TLSByte, a handshake,
+// then RaftByte inside); Accept returns connections over TLS as
+// *tls.Conn.
+//
 // Accept, Dial, Close and Addr may be called from any goroutine.
 type Layer struct {
 	addr  atomic.Pointer[net.Addr]
 	conns chan net.Conn
+	tls   *tls.Config // of Dial; nil for plain
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -25,8 +32,8 @@ type Layer struct {
 
 var _ net.Listener = (*Layer)(nil)
 
-func newLayer() *Layer {
-	return &Layer{conns: make(chan net.Conn), done: make(chan struct{})}
+func newLayer(tlsConfig *tls.Config) *Layer {
+	return &Layer{conns: make(chan net.Conn), done: make(chan struct{}), tls: tlsConfig}
 }
 
 func (l *Layer) setAddr(a net.Addr) { l.addr.Store(&a) }
@@ -61,19 +68,50 @@ func (l *Layer) Addr() net.Addr {
 }
 
 // Dial connects to the server port at addr and writes RaftByte, so that
-// the returned connection arrives on that server's Layer.Accept. timeout
-// bounds the dial and the first write together.
+// the returned connection arrives on that server's Layer.Accept. With
+// ServerConfig.RaftTLS it writes TLSByte first and RaftByte inside the TLS
+// session, and returns the *tls.Conn. timeout bounds the dial, the
+// handshake and the first writes together.
 func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
 	conn, err := (&net.Dialer{Deadline: deadline}).Dial("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: raft dial %s: %w", addr, err)
 	}
+	if l.tls != nil {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		conn, err = startTLS(ctx, conn, l.tls, addr)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("rpc: raft dial %s: %w", addr, err)
+		}
+	}
 	if err := writeFirstByte(conn, RaftByte, deadline); err != nil {
 		closeQuietly(conn)
 		return nil, fmt.Errorf("rpc: raft dial %s: %w", addr, err)
 	}
 	return conn, nil
+}
+
+// startTLS writes TLSByte to conn and runs the client side of a TLS
+// handshake over it with cfg, until ctx ends (it must have a deadline).
+// On error conn is closed.
+//
+// With TLS 1.3 the client's handshake ends before the server has checked
+// the client's certificate: a server that refuses it closes the
+// connection afterwards, which the caller sees at its next read.
+func startTLS(ctx context.Context, conn net.Conn, cfg *tls.Config, addr string) (*tls.Conn, error) {
+	deadline, _ := ctx.Deadline()
+	if err := writeFirstByte(conn, TLSByte, deadline); err != nil {
+		closeQuietly(conn)
+		return nil, err
+	}
+	tc := tls.Client(conn, withServerName(cfg, addr))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		closeQuietly(conn)
+		return nil, fmt.Errorf("TLS handshake: %w", err)
+	}
+	return tc, nil
 }
 
 // handoff gives conn to Accept, or closes it if the layer is closed (or

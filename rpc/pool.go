@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,12 @@ import (
 // address, dialed on first use, and opens one stream per call, so any
 // number of concurrent calls share a connection. A session that fails is
 // replaced by the next call to that address.
+//
+// With PoolConfig.TLS, a session is dialed for a datacenter (Call's is
+// PoolConfig.Datacenter, CallDC's the one named) and the server's
+// certificate verified for it; sessions are kept per datacenter and
+// address, so that one verified as a server of one datacenter never
+// carries a call meant for another.
 //
 // Call and Close may be called from any goroutine.
 type Pool struct {
@@ -30,10 +37,14 @@ type Pool struct {
 	cancelDial context.CancelFunc
 
 	mu     sync.Mutex
-	conns  map[string]*poolConn
+	conns  map[poolKey]*poolConn
 	closed bool
 	wg     sync.WaitGroup
 }
+
+// poolKey names a session: the datacenter it was verified for
+// (lowercase) and the server's address.
+type poolKey struct{ dc, addr string }
 
 // poolConn is the session to one address, or its dial in progress.
 type poolConn struct {
@@ -67,7 +78,7 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 		dial:       dial,
 		dialCtx:    ctx,
 		cancelDial: cancel,
-		conns:      make(map[string]*poolConn),
+		conns:      make(map[poolKey]*poolConn),
 	}, nil
 }
 
@@ -85,19 +96,33 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 //   - ErrCodec or ErrMessageTooLarge: args or reply do not fit the wire;
 //   - context.Canceled, context.DeadlineExceeded: ctx ended;
 //   - ErrPoolClosed: after Close.
+//
+// The server is one of PoolConfig.Datacenter: with TLS, its certificate is
+// verified for that datacenter.
 func (p *Pool) Call(ctx context.Context, addr, method string, args, reply any) error {
-	err := p.call(ctx, addr, method, args, reply)
+	return p.CallDC(ctx, p.cfg.Datacenter, addr, method, args, reply)
+}
+
+// CallDC is Call to a server of datacenter dc ("" means
+// PoolConfig.Datacenter): with TLS, the server's certificate is verified
+// for dc (PoolConfig.TLS(dc)). A server forwarding a request to another
+// datacenter calls it with that datacenter's name. Without TLS it is Call.
+func (p *Pool) CallDC(ctx context.Context, dc, addr, method string, args, reply any) error {
+	if dc == "" {
+		dc = p.cfg.Datacenter
+	}
+	err := p.call(ctx, poolKey{dc: strings.ToLower(dc), addr: addr}, method, args, reply)
 	if err != nil {
 		return fmt.Errorf("rpc %s to %s: %w", method, addr, err)
 	}
 	return nil
 }
 
-func (p *Pool) call(ctx context.Context, addr, method string, args, reply any) error {
+func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sess, err := p.session(ctx, addr)
+	sess, err := p.session(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -105,7 +130,7 @@ func (p *Pool) call(ctx context.Context, addr, method string, args, reply any) e
 	// yamux's backlog of unacknowledged streams is full.
 	stream, err := sess.OpenStream()
 	if err != nil {
-		p.drop(addr, sess)
+		p.drop(key, sess)
 		return notSentError(err)
 	}
 	defer closeQuietly(stream)
@@ -131,7 +156,7 @@ func (p *Pool) call(ctx context.Context, addr, method string, args, reply any) e
 		return context.DeadlineExceeded
 	}
 	if sess.IsClosed() {
-		p.drop(addr, sess)
+		p.drop(key, sess)
 	}
 	return transportError(err)
 }
@@ -151,15 +176,15 @@ func notSentError(err error) error {
 	return fmt.Errorf("%w: %w: %w", ErrTransport, ErrNotSent, err)
 }
 
-// session returns the live session to addr, dialing it (once, however
+// session returns the live session of key, dialing it (once, however
 // many callers wait) if there is none.
-func (p *Pool) session(ctx context.Context, addr string) (*yamux.Session, error) {
+func (p *Pool) session(ctx context.Context, key poolKey) (*yamux.Session, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, ErrPoolClosed
 	}
-	pc := p.conns[addr]
+	pc := p.conns[key]
 	if pc != nil {
 		select {
 		case <-pc.ready:
@@ -171,8 +196,8 @@ func (p *Pool) session(ctx context.Context, addr string) (*yamux.Session, error)
 	}
 	if pc == nil {
 		pc = &poolConn{ready: make(chan struct{})}
-		p.conns[addr] = pc
-		p.wg.Go(func() { p.connect(addr, pc) })
+		p.conns[key] = pc
+		p.wg.Go(func() { p.connect(key, pc) })
 	}
 	p.mu.Unlock()
 
@@ -187,11 +212,11 @@ func (p *Pool) session(ctx context.Context, addr string) (*yamux.Session, error)
 	return pc.sess, nil
 }
 
-// connect dials addr and starts the session of pc. It runs on its own
-// goroutine so that callers can give up waiting (their ctx) without
+// connect dials key's server and starts the session of pc. It runs on its
+// own goroutine so that callers can give up waiting (their ctx) without
 // aborting a dial others wait for.
-func (p *Pool) connect(addr string, pc *poolConn) {
-	sess, err := p.open(addr)
+func (p *Pool) connect(key poolKey, pc *poolConn) {
+	sess, err := p.open(key)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err == nil && p.closed { // Close has already closed the others
@@ -202,12 +227,21 @@ func (p *Pool) connect(addr string, pc *poolConn) {
 	close(pc.ready)
 }
 
-func (p *Pool) open(addr string) (*yamux.Session, error) {
+// open dials key's server, runs the TLS handshake when the pool has TLS
+// for key's datacenter, and starts a session, all within DialTimeout.
+func (p *Pool) open(key poolKey) (*yamux.Session, error) {
 	ctx, cancel := context.WithTimeout(p.dialCtx, p.cfg.DialTimeout)
 	defer cancel()
-	conn, err := p.dial(ctx, addr)
+	conn, err := p.dial(ctx, key.addr)
 	if err != nil {
 		return nil, notSentError(fmt.Errorf("dial: %w", err))
+	}
+	if p.cfg.TLS != nil {
+		if cfg := p.cfg.TLS(key.dc); cfg != nil {
+			if conn, err = startTLS(ctx, conn, cfg, key.addr); err != nil {
+				return nil, notSentError(err)
+			}
+		}
 	}
 	deadline, _ := ctx.Deadline()
 	if err := writeFirstByte(conn, RPCByte, deadline); err != nil {
@@ -222,12 +256,12 @@ func (p *Pool) open(addr string) (*yamux.Session, error) {
 	return sess, nil
 }
 
-// drop forgets sess, if it is still the session to addr, and closes it,
+// drop forgets sess, if it is still the session of key, and closes it,
 // so that the next call dials again.
-func (p *Pool) drop(addr string, sess *yamux.Session) {
+func (p *Pool) drop(key poolKey, sess *yamux.Session) {
 	p.mu.Lock()
-	if pc := p.conns[addr]; pc != nil && pc.sess == sess {
-		delete(p.conns, addr)
+	if pc := p.conns[key]; pc != nil && pc.sess == sess {
+		delete(p.conns, key)
 	}
 	p.mu.Unlock()
 	closeQuietly(sess)
@@ -241,7 +275,7 @@ func (p *Pool) Close() error {
 	p.closed = true
 	p.cancelDial()
 	var sessions []*yamux.Session
-	for addr, pc := range p.conns {
+	for key, pc := range p.conns {
 		select {
 		case <-pc.ready:
 			if pc.sess != nil {
@@ -249,7 +283,7 @@ func (p *Pool) Close() error {
 			}
 		default: // connect sees closed and closes its own session
 		}
-		delete(p.conns, addr)
+		delete(p.conns, key)
 	}
 	p.mu.Unlock()
 	for _, sess := range sessions {

@@ -1,8 +1,10 @@
 package rpc
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -19,7 +21,24 @@ const (
 	// RaftByte starts a connection that carries Raft's own byte stream,
 	// handed as it is to Server.RaftLayer.
 	RaftByte byte = 0x02
+	// TLSByte starts a connection whose rest is a TLS session (Consul's
+	// RPCTLS value); inside it, the first byte is RPCByte or RaftByte
+	// again. A server without ServerConfig.TLS refuses it.
+	TLSByte byte = 0x03
 )
+
+// kindName names a first byte for logs.
+func kindName(b byte) string {
+	switch b {
+	case RPCByte:
+		return "rpc"
+	case RaftByte:
+		return "raft"
+	case TLSByte:
+		return "tls"
+	}
+	return "unknown"
+}
 
 // yamuxConfig builds the yamux configuration of a session. yamux logs
 // only about failing sessions (peers gone, keepalives missed), which is
@@ -59,3 +78,19 @@ func (s *sampler) allow(now time.Time) (ok bool, dropped int) {
 
 // closeQuietly closes c where the close error tells nothing new.
 func closeQuietly(c io.Closer) { _ = c.Close() }
+
+// withServerName returns cfg, or a copy of it with ServerName set to the
+// host of addr when it has none, as tls.Dial does: crypto/tls needs a name
+// to verify (unless the config verifies in a callback of its own).
+func withServerName(cfg *tls.Config, addr string) *tls.Config {
+	if cfg.ServerName != "" {
+		return cfg
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	cfg = cfg.Clone()
+	cfg.ServerName = host
+	return cfg
+}

@@ -35,6 +35,10 @@ type QueryOptions struct {
 	// RequireConsistent makes the leader confirm it still leads (a round
 	// with a quorum) before answering, so the answer is linearizable.
 	RequireConsistent bool
+	// Token is the secret ID of the ACL token the request is made with;
+	// empty means the anonymous token. Servers with ACLs enabled answer
+	// only what it may read. Never logged.
+	Token string
 }
 
 // Validate reports options that contradict each other
@@ -129,6 +133,9 @@ type QueryMeta struct {
 	LastContact time.Duration
 	// KnownLeader reports whether the answering server knew a leader.
 	KnownLeader bool
+	// ResultsFilteredByACLs reports that the answer leaves out what the
+	// request's token may not read (X-Consul-Results-Filtered-By-ACLs).
+	ResultsFilteredByACLs bool
 }
 
 // WriteRequest is embedded in the arguments of every write endpoint.
@@ -140,6 +147,9 @@ type WriteRequest struct {
 	// FromDatacenter is set by a server that forwards the write to
 	// another datacenter, as QueryOptions.FromDatacenter.
 	FromDatacenter string
+	// Token is the secret ID of the ACL token the write is made with, as
+	// QueryOptions.Token. Never logged.
+	Token string
 }
 
 // Write is satisfied by the arguments of every write endpoint (through the
@@ -149,3 +159,26 @@ type WriteRequest struct {
 type Write interface{ isWrite() }
 
 func (*WriteRequest) isWrite() {}
+
+// Authenticated is satisfied by the arguments of every endpoint that takes
+// a token (through the QueryOptions or WriteRequest they embed), so that
+// what sends requests to the servers can give each one the token it is
+// made with in one place, whatever the method.
+type Authenticated interface {
+	// SetTokenIfEmpty sets the request's token unless it has one.
+	SetTokenIfEmpty(secret string)
+}
+
+// SetTokenIfEmpty sets Token unless it is set.
+func (q *QueryOptions) SetTokenIfEmpty(secret string) {
+	if q.Token == "" {
+		q.Token = secret
+	}
+}
+
+// SetTokenIfEmpty sets Token unless it is set.
+func (w *WriteRequest) SetTokenIfEmpty(secret string) {
+	if w.Token == "" {
+		w.Token = secret
+	}
+}

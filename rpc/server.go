@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,8 +37,12 @@ type Server struct {
 	life     context.Context
 	shutDown context.CancelFunc
 
-	// badConn rate-limits the debug lines about refused connections.
+	// badConn rate-limits the debug lines about refused connections,
+	// limited those about writes refused by the rate limit.
 	badConn sampler
+	limited sampler
+	// writes is the per-address write rate limit; nil without one.
+	writes *writeLimiter
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -65,10 +70,12 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 		cfg:      cfg,
 		logger:   logger,
 		yamux:    yamuxConfig(cfg.KeepAliveInterval, cfg.ConnectionWriteTimeout, logger),
-		layer:    newLayer(),
+		layer:    newLayer(cfg.RaftTLS),
 		life:     life,
 		shutDown: shutDown,
 		badConn:  sampler{every: time.Minute},
+		limited:  sampler{every: time.Minute},
+		writes:   newWriteLimiter(cfg.WriteRate, cfg.WriteBurst),
 		pending:  make(map[net.Conn]struct{}),
 		sessions: make(map[*yamux.Session]struct{}),
 	}, nil
@@ -321,30 +328,115 @@ func (s *Server) untrack(conn net.Conn) {
 	delete(s.pending, conn)
 }
 
-// handleConn reads conn's first byte, within HandshakeTimeout, and
-// serves the connection by it.
-func (s *Server) handleConn(conn net.Conn) {
-	var first [1]byte
-	err := conn.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	if err == nil {
-		_, err = io.ReadFull(conn, first[:])
+// handleConn reads conn's first byte (and, after TLSByte, runs the TLS
+// handshake and reads the byte inside), all within HandshakeTimeout,
+// checks that the peer may use what it asked for, and serves the
+// connection by it.
+func (s *Server) handleConn(raw net.Conn) {
+	conn, kind, state, no := s.handshake(raw)
+	s.untrack(raw)
+	if no == nil {
+		no = s.admit(raw.RemoteAddr(), kind, state)
 	}
-	if err == nil {
-		err = conn.SetReadDeadline(time.Time{})
-	}
-	s.untrack(conn)
-	if err != nil {
-		s.refuse(conn, "no first byte", "err", err)
+	if no != nil {
+		s.refuse(raw, no.msg, no.args...)
 		return
 	}
-	switch first[0] {
+	switch kind {
 	case RPCByte:
 		s.serveSession(conn)
 	case RaftByte:
 		s.layer.handoff(conn, s.life.Done())
-	default:
-		s.refuse(conn, "unknown first byte", "byte", first[0])
 	}
+}
+
+// refusal is why a connection is refused: a log message and its
+// attributes.
+type refusal struct {
+	msg  string
+	args []any
+}
+
+func refused(msg string, args ...any) *refusal { return &refusal{msg: msg, args: args} }
+
+// handshake reads raw's first byte and, for TLSByte, runs the TLS
+// handshake and reads the first byte inside it, before HandshakeTimeout.
+// It returns the connection to serve (raw, or the *tls.Conn over it), its
+// kind (RPCByte or RaftByte) and its TLS state (nil when plain), or why
+// it is refused.
+func (s *Server) handshake(raw net.Conn) (net.Conn, byte, *tls.ConnectionState, *refusal) {
+	// The deadline covers writes too: the server's side of a TLS
+	// handshake writes to a peer that may not read.
+	if err := raw.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout)); err != nil {
+		return nil, 0, nil, refused("cannot set deadline", "err", err)
+	}
+	kind, err := readByte(raw)
+	if err != nil {
+		return nil, 0, nil, refused("no first byte", "err", err)
+	}
+	conn := net.Conn(raw)
+	var state *tls.ConnectionState
+	switch kind {
+	case TLSByte:
+		if s.cfg.TLS == nil {
+			return nil, 0, nil, refused("TLS is not configured")
+		}
+		tc := tls.Server(raw, s.cfg.TLS)
+		if err := tc.Handshake(); err != nil {
+			return nil, 0, nil, refused("TLS handshake failed", "err", err)
+		}
+		if kind, err = readByte(tc); err != nil {
+			return nil, 0, nil, refused("no first byte inside TLS", "err", err)
+		}
+		st := tc.ConnectionState()
+		conn, state = tc, &st
+	case RPCByte, RaftByte:
+		if s.cfg.RequireTLS {
+			return nil, 0, nil, refused("plain connection where TLS is required", "kind", kindName(kind))
+		}
+	}
+	if kind != RPCByte && kind != RaftByte {
+		return nil, 0, nil, refused("unknown first byte", "byte", kind, "tls", state != nil)
+	}
+	if err := raw.SetDeadline(time.Time{}); err != nil {
+		return nil, 0, nil, refused("cannot clear deadline", "err", err)
+	}
+	return conn, kind, state, nil
+}
+
+// admit asks ServerConfig.Admit about the connection, then, for Raft,
+// ServerConfig.RaftPeer; it returns why when either says no.
+func (s *Server) admit(remote net.Addr, kind byte, state *tls.ConnectionState) *refusal {
+	if s.cfg.Admit != nil {
+		if err := s.cfg.Admit(remote, kind); err != nil {
+			return refused("not admitted", "kind", kindName(kind), "err", err)
+		}
+	}
+	if kind == RaftByte && s.cfg.RaftPeer != nil {
+		if state == nil {
+			return refused("Raft without TLS where peers must prove to be servers")
+		}
+		if !s.cfg.RaftPeer(*state) {
+			return refused("Raft from a peer whose certificate is not a server's of this datacenter", "subject", peerSubject(state))
+		}
+	}
+	return nil
+}
+
+// peerSubject names the peer's certificate in a log line.
+func peerSubject(state *tls.ConnectionState) string {
+	if len(state.PeerCertificates) == 0 {
+		return "(none)"
+	}
+	return state.PeerCertificates[0].Subject.CommonName
+}
+
+func readByte(conn net.Conn) (byte, error) {
+	var b [1]byte
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		return 0, err
+	}
+	return b[0], nil
 }
 
 // refuse closes conn and logs why at debug level, at most once a minute.
@@ -387,6 +479,7 @@ func (s *Server) serveSession(conn net.Conn) {
 	// OpenStream and, after yamux's StreamOpenTimeout, close its whole
 	// session.
 	slots := make(chan struct{}, s.cfg.MaxStreamsPerConn)
+	remote := conn.RemoteAddr()
 	for {
 		stream, err := sess.AcceptStream()
 		if err != nil { // the session is closed
@@ -400,7 +493,7 @@ func (s *Server) serveSession(conn net.Conn) {
 		}
 		s.wg.Go(func() {
 			defer func() { <-slots }()
-			s.serveStream(stream)
+			s.serveStream(stream, remote)
 		})
 	}
 }
@@ -417,7 +510,10 @@ type stream interface {
 // request that cannot be read (the caller hung up, or sent a frame too
 // large or malformed) gets no answer: the stream is closed, which the
 // caller sees as a transport error.
-func (s *Server) serveStream(st stream) {
+//
+// remote is the address of the session's peer, for the write rate limit;
+// nil (in tests) limits nothing.
+func (s *Server) serveStream(st stream, remote net.Addr) {
 	defer closeQuietly(st)
 	c := newStreamCodec(st, s.cfg.MaxMessageSize)
 	req, err := c.readRequestHeader()
@@ -435,6 +531,13 @@ func (s *Server) serveStream(st stream) {
 	args := reflect.New(m.args.Elem())
 	if err := c.decode(args.Interface()); err != nil {
 		c.writeResponse(req, fmt.Errorf("rpc: %s: cannot decode arguments: %w", m.name, err), nil)
+		return
+	}
+	if _, write := args.Interface().(Write); write && !s.allowWrite(remote) {
+		if ok, dropped := s.limited.allow(time.Now()); ok {
+			s.logger.Debug("write refused by the rate limit", "peer", remote.String(), "method", m.name, "dropped", dropped)
+		}
+		c.writeResponse(req, fmt.Errorf("rpc: %s from %s: %w", m.name, remote, ErrRateLimited), nil)
 		return
 	}
 	reply := reflect.New(m.reply.Elem())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
 
@@ -126,6 +127,17 @@ type Config struct {
 	// was changed behind the agent's back. Default 1m (Consul's
 	// ae_interval); at least 1s.
 	AEInterval time.Duration
+
+	// ACL configures tokens and policies (the acl block). Default
+	// DefaultACL(): off.
+	ACL ACL
+	// TLS configures TLS of the server port and the HTTPS API (the tls
+	// block). Default off.
+	TLS TLS
+	// Limits are the caps of the limits block. Default DefaultLimits().
+	Limits Limits
+	// HTTP is the http_config block.
+	HTTP HTTPConfig
 }
 
 // Ports are the TCP/UDP ports the agent listens on.
@@ -141,6 +153,9 @@ type Ports struct {
 	// SerfWAN is the WAN gossip port (UDP and TCP) of a server, default
 	// 8302. Clients open none.
 	SerfWAN int
+	// HTTPS is the port of the HTTPS API, served with tls.https; -1 (the
+	// default) serves none. Consul's is 8501 when set.
+	HTTPS int
 }
 
 // Default returns the configuration of an agent started with no flags.
@@ -153,7 +168,7 @@ func Default() Config {
 		Domain:              zc.Domain,
 		BindAddr:            "127.0.0.1",
 		ClientAddr:          "127.0.0.1",
-		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302},
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1},
 		LogLevel:            "info",
 		Zones:               zc,
 		Resolver:            resolver.DefaultConfig(),
@@ -162,6 +177,10 @@ func Default() Config {
 		ReconnectTimeout:    72 * time.Hour,
 		CheckUpdateInterval: 5 * time.Minute,
 		AEInterval:          time.Minute,
+		ACL:                 DefaultACL(),
+		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
+		Limits:              DefaultLimits(),
+		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
 
@@ -24,7 +25,7 @@ func TestConfigDefaults(t *testing.T) {
 		Domain:              "cluster.",
 		BindAddr:            "127.0.0.1",
 		ClientAddr:          "127.0.0.1",
-		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302},
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1},
 		LogLevel:            "info",
 		RetryInterval:       30 * time.Second,
 		ReconnectTimeout:    72 * time.Hour,
@@ -33,6 +34,10 @@ func TestConfigDefaults(t *testing.T) {
 		Zones:               zones.DefaultConfig(),
 		Resolver:            resolver.DefaultConfig(),
 		Cache:               cache.DefaultConfig(),
+		ACL:                 ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second},
+		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
+		Limits:              Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000},
+		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig: got %+v, want %+v", got, want)
@@ -207,8 +212,8 @@ func TestConfigValidateAccepts(t *testing.T) {
 		{"upper-case node name", func(c *Config) { c.NodeName = "Web-01" }},
 		{"domain without the final dot", func(c *Config) { c.Domain = "cluster" }},
 		{"domain of several labels", func(c *Config) { c.Domain = "svc.example.com." }},
-		{"ports 0 pick free ones", func(c *Config) { c.Ports = Ports{} }},
-		{"highest ports", func(c *Config) { c.Ports = Ports{DNS: 65535, HTTP: 65535, Server: 65535} }},
+		{"ports 0 pick free ones", func(c *Config) { c.Ports = Ports{HTTPS: -1} }},
+		{"highest ports", func(c *Config) { c.Ports = Ports{DNS: 65535, HTTP: 65535, Server: 65535, HTTPS: -1} }},
 		{"IPv6 and unspecified addresses", func(c *Config) { c.BindAddr, c.ClientAddr = "::", "::1" }},
 		{"advertise address", func(c *Config) { c.AdvertiseAddr = "10.0.0.7" }},
 		{"log levels in any case", func(c *Config) { c.LogLevel = "DEBUG" }},
@@ -236,7 +241,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		BindAddr:        "nowhere",
 		ClientAddr:      "",
 		AdvertiseAddr:   "0.0.0.0",
-		Ports:           Ports{DNS: 70000, HTTP: -1, Server: 65536, SerfLAN: 65536, SerfWAN: 65536},
+		Ports:           Ports{DNS: 70000, HTTP: -1, Server: 65536, SerfLAN: 65536, SerfWAN: 65536, HTTPS: -1},
 		LogLevel:        "loud",
 		BootstrapExpect: -1,
 		RetryInterval:   -time.Second,
@@ -249,8 +254,8 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	err := c.Validate()
 	got := fieldsOf(err)
 	slices.Sort(got)
-	want := []string{"advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
-		"encrypt", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
+	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
+		"encrypt", "http_config.read_timeout", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
 		"reconnect_timeout", "retry_interval", "retry_max"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)
@@ -280,7 +285,7 @@ func everyKey() Config {
 	c.NodeName, c.Datacenter, c.Domain = "n7", "dc2", "corp."
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
-	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301, SerfWAN: 9302}
+	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301, SerfWAN: 9302, HTTPS: -1}
 	c.BootstrapExpect, c.Join = 3, []string{"10.0.0.1", "10.0.0.2:9301"}
 	c.JoinWAN = []string{"10.1.0.1", "10.1.0.2:9302"}
 	c.RetryInterval, c.RetryMax, c.EncryptKey = 5*time.Second, 7, "MDEyMzQ1Njc4OWFiY2RlZg=="
@@ -494,7 +499,7 @@ func TestLoadFileUnknownKey(t *testing.T) {
 		{"typo.json", `{"datacenter": "dc2", "data_dri": "/d"}`, "data_dri"},
 		{"dev.hcl", "dev = true\n", "dev"}, // -dev is a flag only
 		{"port.hcl", "ports {\n  dns = 53\n  dsn = 54\n}\n", "ports.dsn"},
-		{"port.json", `{"ports": {"http": 1, "https": 2}}`, "ports.https"},
+		{"port.json", `{"ports": {"http": 1, "grpc": 2}}`, "ports.grpc"},
 		{"assigned-port.hcl", "ports = { grpc = 1 }\n", "ports.grpc"},
 		{"labelled-block.hcl", "ports \"x\" {\n  dns = 1\n}\n", "ports.x"},
 		{"nested.json", `{"ports": {"dns": {"udp": 1}}}`, "ports.dns.udp"},

@@ -44,6 +44,11 @@ type fileConfig struct {
 	EnableScriptChecks  *bool   `hcl:"enable_script_checks"`
 	CheckUpdateInterval *string `hcl:"check_update_interval"`
 	AEInterval          *string `hcl:"ae_interval"`
+
+	ACL        *fileACL        `hcl:"acl"`
+	Limits     *fileLimits     `hcl:"limits"`
+	HTTPConfig *fileHTTPConfig `hcl:"http_config"`
+	TLS        *fileTLS        `hcl:"tls"`
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -65,6 +70,7 @@ type fileDNS struct {
 	NodeMetaTXT                 *bool             `hcl:"node_meta_txt"`
 	EnableAdditionalNodeMetaTXT *bool             `hcl:"enable_additional_node_meta_txt"`
 	SOA                         *fileSOA          `hcl:"soa"`
+	RRL                         *fileRRL          `hcl:"rrl"`
 }
 
 type fileSOA struct {
@@ -80,6 +86,7 @@ type filePorts struct {
 	Server  *int `hcl:"server"`
 	SerfLAN *int `hcl:"serf_lan"`
 	SerfWAN *int `hcl:"serf_wan"`
+	HTTPS   *int `hcl:"https"`
 }
 
 var knownKeys = map[string]bool{
@@ -157,9 +164,28 @@ func (fc *fileConfig) apply(c *Config) error {
 		setIf(&c.Ports.Server, fc.Ports.Server)
 		setIf(&c.Ports.SerfLAN, fc.Ports.SerfLAN)
 		setIf(&c.Ports.SerfWAN, fc.Ports.SerfWAN)
+		setIf(&c.Ports.HTTPS, fc.Ports.HTTPS)
 	}
 	if err := fc.applyCluster(c); err != nil {
 		return err
+	}
+	if fc.ACL != nil {
+		if err := fc.ACL.apply(&c.ACL); err != nil {
+			return err
+		}
+	}
+	if fc.TLS != nil {
+		if err := fc.TLS.apply(&c.TLS); err != nil {
+			return err
+		}
+	}
+	if fc.Limits != nil {
+		fc.Limits.apply(c)
+	}
+	if fc.HTTPConfig != nil {
+		if err := fc.HTTPConfig.apply(c); err != nil {
+			return err
+		}
 	}
 	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
@@ -261,6 +287,9 @@ func (f *fileDNS) apply(c *Config) error {
 		}
 		r.UDPSize = uint16(*f.MaxUDPSize)
 	}
+	if f.RRL != nil {
+		f.RRL.apply(c)
+	}
 	if f.SOA != nil {
 		for _, p := range []struct {
 			key string
@@ -304,7 +333,7 @@ func checkKeys(prefix string, v any) error {
 	case map[string]any:
 		for k, sub := range t {
 			key := prefix + k
-			if !knownKeys[key] {
+			if !knownKeys[key] && !securityKeys[key] {
 				return &FieldError{Field: key, Reason: "unknown key"}
 			}
 			if list, ok := sub.([]map[string]any); ok && len(list) > 1 {

@@ -28,6 +28,11 @@ func (c *Config) Validate() error {
 	} else if reservedLabels[strings.ToLower(c.Datacenter)] {
 		bad("datacenter", "%q is a keyword of DNS names (service, node, addr, query) and cannot name a datacenter", c.Datacenter)
 	}
+	c.validateACL(bad)
+	c.validateLimits(bad)
+	if c.Resolver.MaxTCPConns < 0 {
+		bad("limits.dns_max_tcp_conns", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConns)
+	}
 	if err := checkDomain(c.Domain); err != "" {
 		bad("domain", "%q %s", c.Domain, err)
 	}
@@ -51,6 +56,10 @@ func (c *Config) Validate() error {
 			bad(p.field, "must be between 0 and 65535, got %d", p.value)
 		}
 	}
+	if c.Ports.HTTPS < -1 || c.Ports.HTTPS > 65535 {
+		bad("ports.https", "must be -1 (off) or between 0 and 65535, got %d", c.Ports.HTTPS)
+	}
+	c.validateTLS(bad)
 	if c.DataDir == "" && !c.Dev {
 		bad("data_dir", "is required unless -dev is set")
 	}
@@ -187,6 +196,20 @@ func (c *Config) validateDNS() []error {
 	}
 	if r.RecursorTimeout <= 0 {
 		bad("recursor_timeout", "must be positive, got %s", r.RecursorTimeout)
+	}
+	if rl := r.RRL; rl.Enabled {
+		if rl.ResponsesPerSecond < 1 {
+			bad("rrl.responses_per_second", "must be at least 1, got %d", rl.ResponsesPerSecond)
+		}
+		if rl.Slip < 0 || rl.Slip > 10 {
+			bad("rrl.slip", "must be between 0 (drop all) and 10, got %d", rl.Slip)
+		}
+		if rl.IPv4PrefixLength < 0 || rl.IPv4PrefixLength > 32 {
+			bad("rrl.ipv4_prefix_length", "must be between 0 and 32, got %d", rl.IPv4PrefixLength)
+		}
+		if rl.IPv6PrefixLength < 0 || rl.IPv6PrefixLength > 128 {
+			bad("rrl.ipv6_prefix_length", "must be between 0 and 128, got %d", rl.IPv6PrefixLength)
+		}
 	}
 	switch r.RecursorStrategy {
 	case resolver.RecursorSequential, resolver.RecursorRandom:

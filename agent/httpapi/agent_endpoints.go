@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/cairndns/cairn/acl"
+
 	"github.com/cairndns/cairn/catalog"
 )
 
@@ -64,6 +66,13 @@ func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
+	// The name registered and, when the ID is taken, the name it had.
+	if err := s.permission(r, "service", "write", norm.Service, func(a *acl.Authorizer) bool { return a.ServiceWrite(norm.Service) }); err != nil {
+		return err
+	}
+	if err := s.mayWriteService(r, norm.ID); err != nil {
+		return err
+	}
 	if err := s.local.AddService(r.Context(), svc, defs); err != nil {
 		return err
 	}
@@ -76,6 +85,9 @@ func (s *Server) agentServiceDeregister(w http.ResponseWriter, r *http.Request) 
 	if id == "" {
 		return badRequest("ID", "is required in the path: /v1/agent/service/deregister/<id>")
 	}
+	if err := s.mayWriteService(r, id); err != nil {
+		return err
+	}
 	if err := s.local.RemoveService(r.Context(), id); err != nil {
 		return err
 	}
@@ -84,8 +96,12 @@ func (s *Server) agentServiceDeregister(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) agentServices(w http.ResponseWriter, r *http.Request) error {
+	services, err := s.readableServices(r)
+	if err != nil {
+		return err
+	}
 	out := make(map[string]*agentService)
-	for _, svc := range s.local.Services() {
+	for _, svc := range services {
 		out[svc.ID] = s.toAgentService(svc)
 	}
 	writeJSONPretty(w, r, out)

@@ -23,6 +23,9 @@ type selfConfig struct {
 }
 
 func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
+	if err := s.mayReadAgent(r); err != nil {
+		return err
+	}
 	out := agentSelf{
 		Config: selfConfig{
 			Datacenter: s.cfg.Datacenter, PrimaryDatacenter: s.cfg.Datacenter,
@@ -47,7 +50,11 @@ func (s *Server) agentServiceGet(w http.ResponseWriter, r *http.Request) error {
 	if id == "" {
 		return badRequest("ID", "is required in the path: /v1/agent/service/<id>")
 	}
-	for _, svc := range s.local.Services() {
+	services, err := s.readableServices(r)
+	if err != nil {
+		return err
+	}
+	for _, svc := range services {
 		if svc.ID == id {
 			writeJSONPretty(w, r, s.toAgentService(svc))
 			return nil

@@ -57,6 +57,9 @@ func (s *Server) agentCheckRegister(w http.ResponseWriter, r *http.Request) erro
 		}
 		return err
 	}
+	if err := s.mayWriteCheckDef(r, def.ServiceID); err != nil {
+		return err
+	}
 	if err := s.local.AddCheck(r.Context(), def); err != nil {
 		return err
 	}
@@ -79,6 +82,9 @@ func (s *Server) agentCheckDeregister(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
+	if err := s.mayWriteCheck(r, id); err != nil {
+		return err
+	}
 	if err := s.local.RemoveCheck(r.Context(), id); err != nil {
 		return err
 	}
@@ -94,6 +100,9 @@ func (s *Server) agentCheckTTL(verb string, status catalog.HealthStatus) handler
 		if err != nil {
 			return err
 		}
+		if err := s.mayWriteCheck(r, id); err != nil {
+			return err
+		}
 		if err := s.local.UpdateTTL(id, status, r.URL.Query().Get("note")); err != nil {
 			return err
 		}
@@ -105,6 +114,9 @@ func (s *Server) agentCheckTTL(verb string, status catalog.HealthStatus) handler
 func (s *Server) agentCheckUpdate(w http.ResponseWriter, r *http.Request) error {
 	id, err := checkID(r, "/v1/agent/check/update")
 	if err != nil {
+		return err
+	}
+	if err := s.mayWriteCheck(r, id); err != nil {
 		return err
 	}
 	var body ttlUpdate
@@ -130,8 +142,12 @@ func (s *Server) agentChecks(w http.ResponseWriter, r *http.Request) error {
 	for _, svc := range s.local.Services() {
 		tags[svc.ID] = svc.Tags
 	}
+	checks, err := s.readableChecks(r)
+	if err != nil {
+		return err
+	}
 	out := make(map[string]*agentCheck)
-	for _, c := range s.local.Checks() {
+	for _, c := range checks {
 		ac := &agentCheck{
 			Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
 			Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
@@ -169,6 +185,9 @@ func (s *Server) agentServiceMaintenance(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
+	if err := s.mayWriteService(r, id); err != nil {
+		return err
+	}
 	if err := s.local.SetServiceMaintenance(r.Context(), id, enable, r.URL.Query().Get("reason")); err != nil {
 		return err
 	}
@@ -179,6 +198,9 @@ func (s *Server) agentServiceMaintenance(w http.ResponseWriter, r *http.Request)
 func (s *Server) agentNodeMaintenance(w http.ResponseWriter, r *http.Request) error {
 	enable, err := enableParam(r)
 	if err != nil {
+		return err
+	}
+	if err := s.mayWriteNode(r); err != nil {
 		return err
 	}
 	if err := s.local.SetNodeMaintenance(r.Context(), enable, r.URL.Query().Get("reason")); err != nil {

@@ -75,6 +75,10 @@ func (s *Server) agentMembers(w http.ResponseWriter, r *http.Request) error {
 	if seg := r.URL.Query().Get("segment"); seg != "" && seg != allSegments {
 		return badRequest("segment", "network segments are not supported: the LAN pool has one segment, got %q", seg)
 	}
+	authz, err := s.authorizer(r)
+	if err != nil {
+		return err
+	}
 	var members []Member
 	if boolParam(r, "wan") {
 		var err error
@@ -86,7 +90,10 @@ func (s *Server) agentMembers(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]agentMember, 0, len(members))
 	for _, m := range members {
-		out = append(out, toAgentMember(m))
+		// Consul filters members by node:read on their node name.
+		if authz == nil || authz.NodeRead(strings.TrimSuffix(m.Name, "."+m.Datacenter)) {
+			out = append(out, toAgentMember(m))
+		}
 	}
 	slices.SortFunc(out, func(a, b agentMember) int { return cmp.Compare(a.Name, b.Name) })
 	writeJSONPretty(w, r, out)
@@ -120,6 +127,9 @@ func (s *Server) agentJoin(w http.ResponseWriter, r *http.Request) error {
 	case strings.Contains(addr, "/"):
 		return badRequest("address", "must be a host or host:port, got %q", addr)
 	}
+	if err := s.mayWriteAgent(r); err != nil {
+		return err
+	}
 	join := s.cluster.Join
 	if boolParam(r, "wan") {
 		join = s.cluster.JoinWAN
@@ -151,6 +161,14 @@ func (s *Server) catalogDatacenters(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {
+	// Making an agent leave takes it out of the cluster (a server out of
+	// the Raft configuration): agent:write on it and operator:write.
+	if err := s.mayWriteAgent(r); err != nil {
+		return err
+	}
+	if err := s.mayWriteOperator(r); err != nil {
+		return err
+	}
 	if err := s.cluster.Leave(r.Context()); err != nil {
 		return fmt.Errorf("leave: %w", err)
 	}
@@ -159,6 +177,9 @@ func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) error {
+	if err := s.mayReadOperator(r); err != nil {
+		return err
+	}
 	cfg, err := s.cluster.RaftConfiguration(r.Context())
 	if err != nil {
 		return fmt.Errorf("read raft configuration: %w", err)

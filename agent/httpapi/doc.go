@@ -11,4 +11,11 @@
 // Check definitions
 // are decoded and validated here, before the Local sees them. Handlers are
 // safe for concurrent use.
+//
+// Before any endpoint, a request whose Host header the agent does not
+// answer to (DNS rebinding) and a browser's cross-origin write (CSRF) are
+// refused with a 403 (guard.go); a ?filter is bounded in length, nesting
+// and parsing work, and refused where it does not apply (filter.go). The
+// listener caps connections per client address and in all (listener.go),
+// and a request must be read within Config.ReadTimeout.
 package httpapi

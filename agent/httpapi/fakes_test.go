@@ -523,6 +523,8 @@ func testConfig() httpapi.Config {
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Datacenter = "dc1"
 	cfg.MaxBodyBytes = testMaxBody
+	// httptest.NewRequest's Host; a real client on loopback names an IP.
+	cfg.AllowedHosts = []string{"example.com"}
 	return cfg
 }
 

@@ -1,35 +1,152 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-bexpr"
 )
 
-// maxFilterBytes bounds the length of a ?filter expression, so that one
-// request cannot make the agent parse and evaluate an arbitrarily large one
-// against every entry. (go-bexpr's WithMaxExpressions counts parser rule
-// invocations, a few dozen for one comparison, so a length is the clearer
-// bound.)
-const maxFilterBytes = 4096
+// Bounds on a ?filter expression. go-bexpr's parser (a PEG without
+// memoization) backtracks: each level of parentheses multiplies the work
+// by three to four, so "((((" takes it about 2 million steps (its own cap,
+// some 100 ms) to refuse, and a well-formed expression nested 6 deep takes
+// 25-55 ms to accept. So before the parser sees an expression it must be
+// short, balanced and shallow (checked in microseconds), and the parser
+// is given a budget of steps well under its default.
+const (
+	// maxFilterBytes bounds an expression's length: 2 KiB holds some 50
+	// comparisons.
+	maxFilterBytes = 2048
+	// maxFilterDepth bounds the nesting of parentheses and collection
+	// braces (any ... { }): the deepest nesting that parses within
+	// maxFilterSteps whatever fills it.
+	maxFilterDepth = 4
+	// maxFilterSteps is the parser's budget (go-bexpr's
+	// WithMaxExpressions, which counts rule invocations; its default is
+	// 2 million): 3-5 ms of CPU. A short expression nested 4 deep takes
+	// 45,000-65,000, a 2 KiB one of 36 parenthesized pairs of
+	// comparisons about 90,000; deeper nesting around long contents runs
+	// out, and is refused as too complex.
+	maxFilterSteps = 100_000
+)
+
+// filterable reports whether the endpoint of pattern applies ?filter. A
+// ?filter on any other endpoint is refused rather than silently ignored:
+// a client that asked for a subset must not take the whole for it.
+func filterable(pattern string) bool {
+	switch pattern {
+	case "/v1/catalog/nodes", "/v1/catalog/service/{name}", "/v1/catalog/node-services/{node}",
+		"/v1/health/service/{name}", "/v1/health/checks/{service}", "/v1/health/node/{node}", "/v1/health/state/{state}":
+		return true
+	}
+	return false
+}
+
+// filterKey is the context key of a request's parsed ?filter.
+type filterKey struct{}
+
+// withFilter checks the request's ?filter, if any, before the endpoint of
+// pattern reads anything (a blocking read could otherwise wait minutes
+// before failing), and returns the request carrying it parsed, for
+// applyFilter. A ?filter on an endpoint that does not filter, or one
+// that is too long, too deep, unbalanced, too costly to parse or that
+// does not parse, is a 400 naming "filter".
+func withFilter(pattern string, r *http.Request) (*http.Request, error) {
+	expr := r.URL.Query().Get("filter")
+	if expr == "" {
+		return r, nil
+	}
+	if !filterable(pattern) {
+		return r, badRequest("filter", "is not supported by %s", pattern)
+	}
+	eval, err := parseFilter(expr)
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(context.WithValue(r.Context(), filterKey{}, eval)), nil
+}
+
+// parseFilter parses expr within the bounds above.
+func parseFilter(expr string) (*bexpr.Evaluator, error) {
+	if len(expr) > maxFilterBytes {
+		return nil, badRequest("filter", "must be at most %d bytes, got %d", maxFilterBytes, len(expr))
+	}
+	if reason := checkNesting(expr); reason != "" {
+		return nil, badRequest("filter", "%s", reason)
+	}
+	eval, err := bexpr.CreateEvaluator(expr, bexpr.WithMaxExpressions(maxFilterSteps))
+	if err != nil {
+		// go-bexpr does not export the error of a spent budget.
+		if strings.Contains(err.Error(), "max number of expressions parsed") {
+			return nil, badRequest("filter", "is too complex to parse (more than %d parser steps): use fewer parentheses or comparisons", maxFilterSteps)
+		}
+		return nil, badRequest("filter", "%s", oneLine(err.Error()))
+	}
+	return eval, nil
+}
+
+// checkNesting returns why expr's parentheses and braces are unbalanced,
+// mismatched or nested deeper than maxFilterDepth, or "" when they are
+// not. Those in string literals ("..." and `...`, which the grammar ends
+// at the first closing quote, without escapes) do not count. An
+// unterminated literal is left to the parser to report.
+func checkNesting(expr string) string {
+	var open [maxFilterDepth]byte // the closers expected, innermost last
+	depth := 0
+	var quote byte // the quote of the literal being read, or 0
+	for i := 0; i < len(expr); i++ {
+		c := expr[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '`':
+			quote = c
+		case c == '(' || c == '{':
+			if depth == maxFilterDepth {
+				return "nests parentheses and braces more than " + strconv.Itoa(maxFilterDepth) + " deep"
+			}
+			open[depth] = ')'
+			if c == '{' {
+				open[depth] = '}'
+			}
+			depth++
+		case c == ')' || c == '}':
+			if depth == 0 || open[depth-1] != c {
+				return "has an unmatched " + string(c) + " at byte " + strconv.Itoa(i)
+			}
+			depth--
+		}
+	}
+	if depth > 0 && quote == 0 {
+		return "has an unclosed " + string(closerOf(open[depth-1]))
+	}
+	return ""
+}
+
+// closerOf returns the opening bracket of closer.
+func closerOf(closer byte) byte {
+	if closer == '}' {
+		return '{'
+	}
+	return '('
+}
 
 // applyFilter keeps the items that the request's ?filter expression (in
 // Consul's filter language, go-bexpr's) matches; without one it returns
 // items unchanged. Selectors are the JSON field names of the items, as
 // Consul's: Service.Tags, Node.Node, Checks, ServiceMeta.version, ...
-// An expression that does not parse, or that names a field the items do
-// not have, is a 400 naming "filter".
+// The expression was parsed by withFilter before the endpoint ran (an
+// endpoint calling applyFilter must be listed in filterable). One that
+// names a field the items do not have is a 400 naming "filter".
 func applyFilter[T any](r *http.Request, items []T) ([]T, error) {
-	expr := r.URL.Query().Get("filter")
-	if expr == "" {
+	eval, _ := r.Context().Value(filterKey{}).(*bexpr.Evaluator)
+	if eval == nil {
 		return items, nil
-	}
-	if len(expr) > maxFilterBytes {
-		return nil, badRequest("filter", "must be at most %d bytes, got %d", maxFilterBytes, len(expr))
-	}
-	eval, err := bexpr.CreateEvaluator(expr)
-	if err != nil {
-		return nil, badRequest("filter", "%s", oneLine(err.Error()))
 	}
 	kept := items[:0:0]
 	for _, it := range items {

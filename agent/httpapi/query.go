@@ -44,6 +44,9 @@ type QueryMeta struct {
 	// LastContact is how long ago the answering server last heard from
 	// the leader; 0 on the leader.
 	LastContact time.Duration
+	// ResultsFilteredByACLs reports that the answer leaves out what the
+	// request's token may not read.
+	ResultsFilteredByACLs bool
 }
 
 // parseQueryOptions reads a request's dc, index, wait, stale and
@@ -102,6 +105,9 @@ func setMetaHeaders(w http.ResponseWriter, meta QueryMeta) {
 		ms = math.MaxInt32
 	}
 	h.Set("X-Consul-LastContact", strconv.FormatInt(ms, 10))
+	if meta.ResultsFilteredByACLs {
+		h.Set("X-Consul-Results-Filtered-By-ACLs", "true")
+	}
 }
 
 // writeRead writes a read's result with its meta headers, indented with

@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // errorBody is every error response: Error is one line; Field and Reason
@@ -50,6 +52,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, local.ErrUnknownService), errors.Is(err, local.ErrUnknownCheck),
 		errors.Is(err, catalog.ErrNotFound):
 		he = notFound("%s", oneLine(err.Error()))
+	case errors.Is(err, acl.ErrPermissionDenied), errors.Is(err, rpc.ErrPermissionDenied), errors.Is(err, rpc.ErrACLNotFound):
+		he = &httpError{code: http.StatusForbidden, body: errorBody{Error: oneLine(permissionText(err))}}
+	case errors.Is(err, rpc.ErrACLDisabled):
+		he = &httpError{code: http.StatusUnauthorized, body: errorBody{Error: rpc.ErrACLDisabled.Error()}}
 	case errors.Is(err, ErrNotInWAN):
 		he = badRequest("wan", "%s", oneLine(err.Error()))
 	case errors.Is(err, local.ErrNotTTL):
@@ -61,6 +67,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, he.code, he.body)
+}
+
+// permissionText is the message of a refused request without the RPC
+// method's name in front: "Permission denied: token lacks ...", as Consul
+// words it.
+func permissionText(err error) string {
+	msg := err.Error()
+	for _, s := range []error{rpc.ErrPermissionDenied, rpc.ErrACLNotFound} {
+		if i := strings.Index(msg, s.Error()); i >= 0 {
+			return msg[i:]
+		}
+	}
+	return msg
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

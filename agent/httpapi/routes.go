@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/catalog"
 )
 
@@ -49,7 +50,16 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
 	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)
-	s.handle(mux, "/v1/snapshot", s.snapshot, http.MethodGet, http.MethodPut) // snapshot_endpoint.go
+	s.handle(mux, "/v1/snapshot", s.snapshot, http.MethodGet, http.MethodPut)                                                    // snapshot_endpoint.go
+	s.handle(mux, "/v1/operator/keyring", s.operatorKeyring, http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete) // keyring_endpoint.go
+	s.handle(mux, "/v1/acl/bootstrap", s.aclBootstrap, http.MethodPut)                                                           // acl_endpoints.go
+	s.handle(mux, "/v1/acl/policy", s.aclPolicyCreate, http.MethodPut)
+	s.handle(mux, "/v1/acl/policy/name/{name}", s.aclPolicyByName, http.MethodGet)
+	s.handle(mux, "/v1/acl/policy/{id}", s.aclPolicyItem, http.MethodGet, http.MethodPut, http.MethodDelete)
+	s.handle(mux, "/v1/acl/policies", s.aclPolicies, http.MethodGet)
+	s.handle(mux, "/v1/acl/token", s.aclTokenCreate, http.MethodPut)
+	s.handle(mux, "/v1/acl/token/{id}", s.aclTokenItem, http.MethodGet, http.MethodPut, http.MethodDelete)
+	s.handle(mux, "/v1/acl/tokens", s.aclTokens, http.MethodGet)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no endpoint %s", r.URL.Path))
 	})
@@ -70,7 +80,14 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, h handlerFunc, metho
 			writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "method " + r.Method + " not allowed; use " + allow})
 			return
 		}
-		if err := h(w, r); err != nil {
+		// The request's token rides in its context to whatever sends
+		// the request on to the servers (acl.TokenFromContext).
+		r = r.WithContext(acl.ContextWithToken(r.Context(), requestToken(r)))
+		r, err := withFilter(pattern, r) // filter.go: a bad ?filter is refused before any read
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	})

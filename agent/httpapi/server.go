@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,10 +142,15 @@ type Member struct {
 type Config struct {
 	// Addr is the listen address. Default "127.0.0.1:8500".
 	Addr string
+	// HTTPSAddr is the listen address of the same API over TLS, with TLS
+	// (tlsutil's IncomingHTTPS). Empty serves no HTTPS. Default empty.
+	HTTPSAddr string
+	TLS       *tls.Config
 	// Datacenter is the agent's datacenter, reported on its services.
 	Datacenter string
 	// NodeName, NodeID (optional) and Server describe the agent in GET
-	// /v1/agent/self. Default "", "" and false.
+	// /v1/agent/self. NodeName is also a host name the API answers to
+	// (see AllowedHosts). Default "", "" and false.
 	NodeName string
 	NodeID   string
 	Server   bool
@@ -154,14 +160,49 @@ type Config struct {
 	MaxBodyBytes int64
 	// ReadHeaderTimeout bounds a slow client's headers. Default 10s.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, headers and body, from
+	// its first byte, so a client sending its body slowly cannot hold a
+	// connection (and a file descriptor) for long. It does not bound the
+	// answer: a blocking query may wait minutes for its data once the
+	// request is read (guard.go). Default 10s.
+	ReadTimeout time.Duration
 	// EnableScriptChecks accepts checks that run a command (Args). Default
 	// false: such a check is refused with a 400 naming its Args.
 	EnableScriptChecks bool
+	// AllowedHosts are the host names, besides the always allowed ones,
+	// that a request's Host header may name (its port aside): a request
+	// naming any other host is refused with a 403, so that a web page
+	// whose name an attacker re-points at this agent (DNS rebinding)
+	// cannot read or write through the visitor's browser. Always allowed:
+	// an IP address, "localhost" and names under ".localhost", and
+	// NodeName. Names are compared case-insensitively; "*" allows any
+	// host. Default none: an agent reached by a DNS name must list it.
+	AllowedHosts []string
+	// MaxConnsPerClient caps the connections one client IP address may
+	// hold open, as Consul's http_max_conns_per_client: one more is
+	// answered "429 Too Many Requests" and closed. 0 means no cap.
+	// Default 200 (Consul's).
+	MaxConnsPerClient int
+	// MaxConns caps the connections held open from all clients together,
+	// so that they cannot take every file descriptor of the process (DNS
+	// over TCP, Raft and gossip need some too): one more is answered "503
+	// Service Unavailable" and closed. 0 means no cap. Default 0; the
+	// agent derives one from its file descriptor limit (internal/fdlimit).
+	MaxConns int
 }
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{Addr: "127.0.0.1:8500", Datacenter: "dc1", MaxBodyBytes: 1 << 20, ReadHeaderTimeout: 10 * time.Second}
+	return Config{
+		Addr:              "127.0.0.1:8500",
+		Datacenter:        "dc1",
+		MaxBodyBytes:      1 << 20,          // 1 MiB: the largest registration is a few KiB
+		ReadHeaderTimeout: 10 * time.Second, // any client sends its headers at once
+		ReadTimeout:       10 * time.Second, // 1 MiB in 10s is under 1 Mbit/s
+		MaxConnsPerClient: 200,              // Consul's http_max_conns_per_client
+		// AllowedHosts: none besides IPs, localhost and the node name.
+		// MaxConns: 0, no cap until the agent sets one from its fd limit.
+	}
 }
 
 // Validate reports every bad field.
@@ -173,8 +214,25 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("http MaxBodyBytes: must be at least 1024, got %d", c.MaxBodyBytes))
 	}
+	if c.HTTPSAddr != "" && c.TLS == nil {
+		errs = append(errs, errors.New("http HTTPSAddr: needs TLS (a certificate)"))
+	}
 	if c.ReadHeaderTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("http ReadHeaderTimeout: must be positive, got %s", c.ReadHeaderTimeout))
+	}
+	if c.ReadTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("http ReadTimeout: must be positive, got %s", c.ReadTimeout))
+	}
+	if c.MaxConnsPerClient < 0 {
+		errs = append(errs, fmt.Errorf("http MaxConnsPerClient: must be 0 (no cap) or more, got %d", c.MaxConnsPerClient))
+	}
+	if c.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("http MaxConns: must be 0 (no cap) or more, got %d", c.MaxConns))
+	}
+	for i, h := range c.AllowedHosts {
+		if reason := badHostName(h); reason != "" {
+			errs = append(errs, fmt.Errorf("http AllowedHosts[%d]: %q %s", i, h, reason))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -190,13 +248,17 @@ type Server struct {
 	status  Status
 	cluster Cluster
 	metrics Metrics // nil until SetMetrics
+	aclMu   sync.Mutex
+	acl     ACL // nil until SetACL: ACLs off
 	logger  *slog.Logger
+	hosts   hostSet // the Host names answered besides IPs and localhost (guard.go)
 	handler http.Handler
 
-	mu   sync.Mutex
-	srv  *http.Server
-	addr net.Addr
-	wg   sync.WaitGroup
+	mu        sync.Mutex
+	srv       *http.Server
+	addr      net.Addr
+	httpsAddr net.Addr
+	wg        sync.WaitGroup
 }
 
 // New builds the server; Start makes it listen. Every part must be non-nil.
@@ -206,13 +268,15 @@ func New(cfg Config, local Local, cat Catalog, status Status, cluster Cluster, l
 	}
 	s := &Server{
 		cfg: cfg, local: local, catalog: cat, status: status, cluster: cluster,
-		logger: logger.With("component", "http"),
+		logger: logger.With("component", "http"), hosts: newHostSet(cfg.NodeName, cfg.AllowedHosts),
 	}
-	s.handler = s.routes()
+	s.handler = s.guard(s.routes()) // guard.go: Host and cross-origin checks first
 	return s, nil
 }
 
-// Handler returns the API's handler, for tests that use httptest.
+// Handler returns the API's handler, with its Host and cross-origin
+// checks, for tests that use httptest. The connection limits and timeouts
+// are the listener's and http.Server's, set up by Start.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Start binds the listener (so a bind error is returned here) and serves in
@@ -222,21 +286,65 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
+	var tlsLn net.Listener
+	if s.cfg.HTTPSAddr != "" {
+		if tlsLn, err = net.Listen("tcp", s.cfg.HTTPSAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("https listen: %w", err)
+		}
+	}
+	if s.cfg.MaxConnsPerClient > 0 || s.cfg.MaxConns > 0 {
+		ln = newLimitListener(ln, s.cfg.MaxConnsPerClient, s.cfg.MaxConns, s.logger) // listener.go
+		if tlsLn != nil {
+			tlsLn = newLimitListener(tlsLn, s.cfg.MaxConnsPerClient, s.cfg.MaxConns, s.logger)
+		}
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		// ReadTimeout runs from a request's first byte to the end of its
+		// body. net/http clears the connection's read deadline once the
+		// body has been read to its end (to watch for the client going
+		// away), so the deadline never cancels a handler that runs longer,
+		// such as a blocking query (TestReadTimeoutSparesBlockingQueries).
+		ReadTimeout: s.cfg.ReadTimeout,
+		// No WriteTimeout: net/http sets it when the request has been read,
+		// so it bounds the handler's whole run, and a blocking query
+		// legitimately waits up to ?wait (10m at most, plus jitter) before
+		// writing a byte; any WriteTimeout short enough to matter against
+		// a client that never reads its answer would cut those queries.
+		IdleTimeout: idleTimeout,
+		ErrorLog:    slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		TLSConfig:   s.cfg.TLS,
 	}
 	s.mu.Lock()
 	s.srv, s.addr = srv, ln.Addr()
+	if tlsLn != nil {
+		s.httpsAddr = tlsLn.Addr()
+	}
 	s.mu.Unlock()
 	s.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("http server stopped", "err", err)
 		}
 	})
+	if tlsLn != nil {
+		s.wg.Go(func() {
+			// The certificate comes from TLSConfig (GetCertificate), so
+			// a reload reaches new connections.
+			if err := srv.ServeTLS(tlsLn, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("https server stopped", "err", err)
+			}
+		})
+	}
 	return nil
+}
+
+// HTTPSAddr is the bound HTTPS address, nil before Start or without HTTPS.
+func (s *Server) HTTPSAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.httpsAddr
 }
 
 // Addr is the bound address, nil before Start.

@@ -239,17 +239,23 @@ func (s *State) markPushed(pushed []*catalog.Check) {
 // registration. The caller holds their change lock.
 func (s *State) pushChecks(ctx context.Context, ids ...string) error {
 	var batch []*catalog.Check
+	serviceID := ""
 	s.mu.Lock()
 	for _, id := range ids {
 		if e := s.checks[id]; e != nil {
 			c := e.check
 			batch = append(batch, &c)
+			if serviceID == "" {
+				serviceID = c.ServiceID
+			}
 		}
 	}
 	s.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
+	// A service's checks are pushed with the service's token.
+	ctx = s.withServiceToken(ctx, serviceID)
 	req := s.registerRequest(nil)
 	req.Checks = batch
 	if err := s.catalog.Register(ctx, req); err != nil {

@@ -39,6 +39,9 @@ type persistedService struct {
 	Port    int               `json:",omitempty"`
 	Meta    map[string]string `json:",omitempty"`
 	Weights catalog.Weights
+	// Token is the ACL token the service was registered with, which
+	// anti-entropy syncs it with (as Consul keeps it): the file is 0600.
+	Token string `json:",omitempty"`
 }
 
 // persistedCheck is the on-disk form of a check: its definition (none for
@@ -122,17 +125,18 @@ func load[T any](p persister, add func(fileID string, v *T) error) error {
 	return nil
 }
 
-func saveService(p persister, svc *catalog.Service) error {
+func saveService(p persister, svc *catalog.Service, token string) error {
 	return p.save(svc.ID, persistedService{
 		ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
-		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights,
+		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights, Token: token,
 	})
 }
 
 // loadServices reads every persisted service; each must be filed under
 // its own ID.
-func loadServices(p persister) ([]*catalog.Service, error) {
+func loadServices(p persister) ([]*catalog.Service, map[string]string, error) {
 	var out []*catalog.Service
+	tokens := make(map[string]string)
 	err := load(p, func(fileID string, ps *persistedService) error {
 		svc := &catalog.Service{
 			ID: ps.ID, Service: ps.Service, Tags: ps.Tags, Address: ps.Address,
@@ -145,9 +149,12 @@ func loadServices(p persister) ([]*catalog.Service, error) {
 			return fmt.Errorf("holds service %q, whose file is %s", svc.ID, p.path(svc.ID))
 		}
 		out = append(out, svc)
+		if ps.Token != "" {
+			tokens[svc.ID] = ps.Token
+		}
 		return nil
 	})
-	return out, err
+	return out, tokens, err
 }
 
 func saveCheck(p persister, def *checks.Definition, c *catalog.Check) error {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/catalog"
 )
@@ -39,8 +40,11 @@ type State struct {
 	logger    *slog.Logger
 	closeOnce sync.Once
 
-	mu       sync.Mutex // guards services and checks
-	svcs     map[string]*catalog.Service
+	mu   sync.Mutex // guards services and checks
+	svcs map[string]*catalog.Service
+	// tokens holds the ACL token each service was registered with, by
+	// service ID: its syncs are made with it.
+	tokens   map[string]string
 	checks   map[string]*checkEntry
 	nodeLock string // the idLocks key of node-level checks
 
@@ -85,6 +89,7 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 		services: persister{kind: "service"},
 		checkDir: persister{kind: "check"},
 		svcs:     make(map[string]*catalog.Service),
+		tokens:   make(map[string]string),
 		checks:   make(map[string]*checkEntry),
 		nodeLock: "\x00node", // no service ID is empty
 		retry:    make(chan struct{}, 1),
@@ -94,10 +99,11 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 		s.services.dir = filepath.Join(cfg.DataDir, "services")
 		s.checkDir.dir = filepath.Join(cfg.DataDir, "checks")
 	}
-	loaded, err := loadServices(s.services)
+	loaded, tokens, err := loadServices(s.services)
 	if err != nil {
 		return nil, fmt.Errorf("load local services: %w", err)
 	}
+	s.tokens = tokens
 	for _, svc := range loaded {
 		s.svcs[svc.ID] = svc
 	}
@@ -156,11 +162,17 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 	// the catalog in the order they were stored.
 	unlock := s.lockChange(svc.ID)
 	defer unlock()
-	if err := saveService(s.services, svc); err != nil {
+	token := acl.TokenFromContext(ctx)
+	if err := saveService(s.services, svc, token); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.svcs[svc.ID] = svc
+	if token != "" {
+		s.tokens[svc.ID] = token
+	} else {
+		delete(s.tokens, svc.ID)
+	}
 	var stale []string
 	for id, e := range s.checks {
 		if e.check.ServiceID == svc.ID && e.def != nil && !slices.ContainsFunc(defs, func(d *checks.Definition) bool { return d.ID == id }) {
@@ -234,6 +246,7 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 	}
 	s.mu.Lock()
 	delete(s.svcs, id)
+	delete(s.tokens, id)
 	for _, cid := range owned {
 		delete(s.checks, cid)
 	}
@@ -272,6 +285,22 @@ func (s *State) registerRequest(svc *catalog.Service) *catalog.RegisterRequest {
 		NodeMeta:   s.cfg.NodeMeta,
 		Service:    svc,
 	}
+}
+
+// withServiceToken returns ctx carrying the token the service was
+// registered with, unless ctx carries one already (a request's own) or the
+// service has none (the agent's token is used then).
+func (s *State) withServiceToken(ctx context.Context, serviceID string) context.Context {
+	if acl.TokenFromContext(ctx) != "" {
+		return ctx
+	}
+	s.mu.Lock()
+	tok := s.tokens[serviceID]
+	s.mu.Unlock()
+	if tok == "" {
+		return ctx
+	}
+	return acl.ContextWithToken(ctx, tok)
 }
 
 func (s *State) retrySoon() {

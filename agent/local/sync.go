@@ -61,7 +61,7 @@ func (s *State) SyncFull(ctx context.Context) error {
 		}
 		req := s.registerRequest(svc)
 		req.Checks = checks
-		if err := s.catalog.Register(ctx, req); err != nil {
+		if err := s.catalog.Register(s.withServiceToken(ctx, svc.ID), req); err != nil {
 			return fmt.Errorf("sync service %q: %w", svc.ID, err)
 		}
 		s.markPushed(checks)

@@ -83,7 +83,26 @@ func runAgent(c *cli.Context) error {
 	// one ends a shutdown that hangs.
 	context.AfterFunc(ctx, stop)
 
-	if err := agent.Run(ctx, cfg, logger); err != nil {
+	// SIGHUP reloads the TLS certificates, as it does Consul's.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reload := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if err := agent.Run(ctx, cfg, logger, reload); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return nil

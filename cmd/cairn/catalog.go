@@ -26,12 +26,11 @@ func catalogCommand() *cli.Command {
 					"With -node, only the services with an instance on NODE. With -format json,\n" +
 					"prints an object mapping each name to its tags.",
 				OnUsageError: onUsageError("cairn catalog services"),
-				Flags: []cli.Flag{
-					httpAddrFlag(),
+				Flags: agentFlags(
 					&cli.BoolFlag{Name: "tags", Usage: "show the tags of each service"},
 					&cli.StringFlag{Name: "node", Usage: "only the services on node `NODE`"},
 					formatFlag(),
-				},
+				),
 				Action: catalogServices,
 			},
 			{
@@ -40,7 +39,7 @@ func catalogCommand() *cli.Command {
 				UsageText:    "cairn catalog nodes [-format table|json] [-http-addr ADDRESS]",
 				Description:  "Lists the nodes sorted by name. With -format json, prints an array of\nobjects with ID, Node, Address, Datacenter, Meta, CreateIndex and ModifyIndex.",
 				OnUsageError: onUsageError("cairn catalog nodes"),
-				Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
+				Flags:        agentFlags(formatFlag()),
 				Action:       catalogNodes,
 			},
 			{
@@ -50,7 +49,7 @@ func catalogCommand() *cli.Command {
 				Description: "Prints one datacenter name a line, sorted: the agent's own and those\n" +
 					"whose servers are in its servers' WAN pool.",
 				OnUsageError: onUsageError("cairn catalog datacenters"),
-				Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
+				Flags:        agentFlags(formatFlag()),
 				Action:       catalogDatacenters,
 			},
 		},

@@ -122,10 +122,9 @@ func checksCommand() *cli.Command {
 				"becomes its output. Flags must come before CHECK-ID.",
 			ArgsUsage:    "CHECK-ID",
 			OnUsageError: onUsageError(path),
-			Flags: []cli.Flag{
-				httpAddrFlag(),
+			Flags: agentFlags(
 				&cli.StringFlag{Name: "note", Usage: "`TEXT` kept as the check's output"},
-			},
+			),
 			Action: func(c *cli.Context) error { return reportTTL(c, path, verb, status) },
 		}
 	}
@@ -145,7 +144,7 @@ func checksCommand() *cli.Command {
 					"of objects with Node, CheckID, Name, Status, Notes, Output (whole),\n" +
 					"ServiceID, ServiceName, ServiceTags and Type.",
 				OnUsageError: onUsageError("cairn checks list"),
-				Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
+				Flags:        agentFlags(formatFlag()),
 				Action:       listChecks,
 			},
 			ttl("pass", api.HealthPassing),

@@ -28,12 +28,11 @@ func membersCommand() *cli.Command {
 			"With -format json, prints an array of objects with Name, Addr, Port,\n" +
 			"Status, Role, Datacenter and Tags.",
 		OnUsageError: onUsageError("cairn members"),
-		Flags: []cli.Flag{
-			httpAddrFlag(),
+		Flags: agentFlags(
 			&cli.BoolFlag{Name: "wan", Usage: "list the WAN pool (servers of every datacenter) instead of the LAN pool"},
 			&cli.StringFlag{Name: "status", Usage: "list only members in `STATUS`: alive, failed, left or leaving"},
 			formatFlag(),
-		},
+		),
 		Action: listMembers,
 	}
 }
@@ -95,10 +94,9 @@ func joinCommand() *cli.Command {
 			"Flags must come before the addresses.",
 		ArgsUsage:    "ADDRESS...",
 		OnUsageError: onUsageError("cairn join"),
-		Flags: []cli.Flag{
-			httpAddrFlag(),
+		Flags: agentFlags(
 			&cli.BoolFlag{Name: "wan", Usage: "join the WAN pool (servers of every datacenter) instead of the LAN pool"},
-		},
+		),
 		Action: joinAgents,
 	}
 }
@@ -157,7 +155,7 @@ func leaveCommand() *cli.Command {
 		Description: "Tells the other agents that the local agent is leaving (so it is marked\n" +
 			"left, not failed), then stops it.",
 		OnUsageError: onUsageError("cairn leave"),
-		Flags:        []cli.Flag{httpAddrFlag()},
+		Flags:        agentFlags(),
 		Action:       leaveCluster,
 	}
 }

@@ -21,13 +21,12 @@ func maintCommand() *cli.Command {
 			"them; -disable brings them back. Node and service maintenance are\n" +
 			"independent. The reason is shown as the maintenance check's notes.",
 		OnUsageError: onUsageError("cairn maint"),
-		Flags: []cli.Flag{
-			httpAddrFlag(),
+		Flags: agentFlags(
 			&cli.BoolFlag{Name: "enable", Usage: "enter maintenance mode"},
 			&cli.BoolFlag{Name: "disable", Usage: "leave maintenance mode"},
 			&cli.StringFlag{Name: "service", Usage: "the service `ID` to act on instead of the whole node"},
 			&cli.StringFlag{Name: "reason", Usage: "`TEXT` saying why, shown with the maintenance check (with -enable)"},
-		},
+		),
 		Action: maintenance,
 	}
 }
@@ -91,11 +90,10 @@ func healthCommand() *cli.Command {
 			"Flags must come before SERVICE.",
 		ArgsUsage:    "SERVICE",
 		OnUsageError: onUsageError("cairn health"),
-		Flags: []cli.Flag{
-			httpAddrFlag(),
+		Flags: agentFlags(
 			&cli.BoolFlag{Name: "passing", Usage: "list only instances whose checks all pass"},
 			formatFlag(),
-		},
+		),
 		Action: serviceHealth,
 	}
 }

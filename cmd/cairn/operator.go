@@ -39,7 +39,7 @@ func listPeersCommand() *cli.Command {
 			"which one leads and which ones vote. With -format json, prints the\n" +
 			"configuration as GET /v1/operator/raft/configuration returns it.",
 		OnUsageError: onUsageError("cairn operator raft list-peers"),
-		Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
+		Flags:        agentFlags(formatFlag()),
 		Action:       listPeers,
 	}
 }

@@ -26,8 +26,7 @@ func queryCommand() *cli.Command {
 				Description: "A named query is answered in DNS as <name>.query.<domain>. A tag written !TAG\n" +
 					"excludes instances carrying it.",
 				OnUsageError: onUsageError("cairn query create"),
-				Flags: []cli.Flag{
-					httpAddrFlag(),
+				Flags: agentFlags(
 					&cli.StringFlag{Name: "name", Usage: "the query's `NAME`, a DNS label (optional)"},
 					&cli.StringFlag{Name: "service", Usage: "the `SERVICE` the query looks up (required)"},
 					&cli.StringSliceFlag{Name: "tag", Usage: "a `TAG` every instance must carry, or !TAG none may; repeat for several"},
@@ -35,7 +34,7 @@ func queryCommand() *cli.Command {
 					&cli.IntFlag{Name: "nearest", Usage: "fail over to the `N` nearest other datacenters first"},
 					&cli.StringSliceFlag{Name: "failover-dc", Usage: "a `DC` to fail over to, in order; repeat for several"},
 					&cli.StringFlag{Name: "ttl", Usage: "TTL of the query's DNS answers, e.g. 10s (default: the service's)"},
-				},
+				),
 				Action: queryCreate,
 			},
 			{
@@ -43,7 +42,7 @@ func queryCommand() *cli.Command {
 				Usage:        "List the prepared queries",
 				UsageText:    "cairn query list [-http-addr ADDRESS]",
 				OnUsageError: onUsageError("cairn query list"),
-				Flags:        []cli.Flag{httpAddrFlag()},
+				Flags:        agentFlags(),
 				Action:       queryList,
 			},
 			{
@@ -51,7 +50,7 @@ func queryCommand() *cli.Command {
 				Usage:        "Print a prepared query's definition as JSON",
 				UsageText:    idArg("get"),
 				OnUsageError: onUsageError("cairn query get"),
-				Flags:        []cli.Flag{httpAddrFlag()},
+				Flags:        agentFlags(),
 				Action:       queryGet,
 			},
 			{
@@ -59,7 +58,7 @@ func queryCommand() *cli.Command {
 				Usage:        "Delete a prepared query",
 				UsageText:    idArg("delete"),
 				OnUsageError: onUsageError("cairn query delete"),
-				Flags:        []cli.Flag{httpAddrFlag()},
+				Flags:        agentFlags(),
 				Action:       queryDelete,
 			},
 			{
@@ -67,10 +66,9 @@ func queryCommand() *cli.Command {
 				Usage:        "Run a prepared query and list the instances it answers with",
 				UsageText:    "cairn query execute <ID or NAME> [-dc DC] [-http-addr ADDRESS]",
 				OnUsageError: onUsageError("cairn query execute"),
-				Flags: []cli.Flag{
-					httpAddrFlag(),
+				Flags: agentFlags(
 					&cli.StringFlag{Name: "dc", Usage: "run the query of datacenter `DC` (default: the agent's)"},
-				},
+				),
 				Action: queryExecute,
 			},
 		},

@@ -10,26 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// httpAddrFlag is the agent address flag shared by every command that talks
-// to the agent.
-func httpAddrFlag() cli.Flag {
-	return &cli.StringFlag{
-		Name:    "http-addr",
-		Usage:   "`ADDRESS` of the agent's HTTP API: host:port or http(s)://host:port",
-		EnvVars: []string{api.AddressEnv},
-		Value:   api.DefaultAddress,
-	}
-}
-
-// newClient returns a client for the agent named by -http-addr.
-func newClient(c *cli.Context) (*api.Client, error) {
-	client, err := api.NewClient(api.Config{Address: c.String("http-addr")})
-	if err != nil {
-		return nil, fmt.Errorf("-http-addr: %w", err)
-	}
-	return client, nil
-}
-
 func servicesCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "services",
@@ -65,8 +45,7 @@ func registerCommand() *cli.Command {
 			"Flags must come before FILE.",
 		ArgsUsage:    "[FILE]",
 		OnUsageError: onUsageError("cairn services register"),
-		Flags: append([]cli.Flag{
-			httpAddrFlag(),
+		Flags: append(agentFlags(
 			&cli.StringFlag{Name: "name", Usage: "service `NAME` (required without FILE)"},
 			&cli.StringFlag{Name: "id", Usage: "service `ID`, unique on this agent", DefaultText: "the name"},
 			&cli.IntFlag{Name: "port", Usage: "service `PORT`", DefaultText: "none"},
@@ -75,7 +54,7 @@ func registerCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "meta", Usage: "metadata `key=value`; repeat for several"},
 			&cli.IntFlag{Name: "weight-passing", Usage: "SRV `WEIGHT` while passing", DefaultText: "1"},
 			&cli.IntFlag{Name: "weight-warning", Usage: "SRV `WEIGHT` while warning", DefaultText: "1"},
-		}, checkFlags()...),
+		), checkFlags()...),
 		Action: registerService,
 	}
 }
@@ -186,10 +165,9 @@ func deregisterCommand() *cli.Command {
 			"id, or its name when it has no id), the same file it was registered from.",
 		ArgsUsage:    "[FILE]",
 		OnUsageError: onUsageError("cairn services deregister"),
-		Flags: []cli.Flag{
-			httpAddrFlag(),
+		Flags: agentFlags(
 			&cli.StringFlag{Name: "id", Usage: "`ID` of the service to remove"},
-		},
+		),
 		Action: deregisterService,
 	}
 }
@@ -234,7 +212,7 @@ func listCommand() *cli.Command {
 		UsageText:    "cairn services list [-format table|json] [-http-addr ADDRESS]",
 		Description:  "Lists the local agent's services sorted by ID. With -format json, prints an\narray of objects with ID, Service, Tags, Address, Port, Meta, Weights and Datacenter.",
 		OnUsageError: onUsageError("cairn services list"),
-		Flags:        []cli.Flag{httpAddrFlag(), formatFlag()},
+		Flags:        agentFlags(formatFlag()),
 		Action:       listServices,
 	}
 }

@@ -30,7 +30,7 @@ func snapshotCommand() *cli.Command {
 					"checks it by hand. Flags must come before FILE.",
 				ArgsUsage:    "FILE",
 				OnUsageError: onUsageError("cairn snapshot save"),
-				Flags:        []cli.Flag{httpAddrFlag()},
+				Flags:        agentFlags(),
 				Action:       snapshotSave,
 			},
 			{
@@ -43,7 +43,7 @@ func snapshotCommand() *cli.Command {
 					"services again. For disaster recovery. Flags must come before FILE.",
 				ArgsUsage:    "FILE",
 				OnUsageError: onUsageError("cairn snapshot restore"),
-				Flags:        []cli.Flag{httpAddrFlag()},
+				Flags:        agentFlags(),
 				Action:       snapshotRestore,
 			},
 			{

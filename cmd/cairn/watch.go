@@ -46,15 +46,14 @@ func watchCommand() *cli.Command {
 			"view's JSON once and exits. Flags must come before HANDLER.",
 		ArgsUsage:    "[HANDLER ARG...]",
 		OnUsageError: onUsageError("cairn watch"),
-		Flags: []cli.Flag{
-			httpAddrFlag(),
+		Flags: agentFlags(
 			&cli.StringFlag{Name: "type", Usage: "what to watch: `TYPE` service, services, nodes or checks"},
 			&cli.StringFlag{Name: "service", Usage: "the service `NAME` (required with -type service)"},
 			&cli.StringFlag{Name: "tag", Usage: "only instances with `TAG` (with -type service)"},
 			&cli.BoolFlag{Name: "passing", Usage: "only instances whose checks pass (with -type service)"},
 			&cli.StringFlag{Name: "state", Usage: "checks in `STATE`: any, passing, warning or critical (with -type checks)", DefaultText: "any"},
 			&cli.DurationFlag{Name: "wait", Usage: "longest `DURATION` one blocking query waits", Value: 5 * time.Minute},
-		},
+		),
 		Action: watch,
 	}
 }

@@ -1,0 +1,183 @@
+package acl
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Resource is what a rule is about.
+type Resource uint8
+
+// The resources of the rule language. The first six take a name or prefix
+// (a segment); operator, acl and keyring are single top-level values.
+const (
+	ResourceService Resource = iota + 1
+	ResourceNode
+	ResourceAgent
+	ResourceQuery
+	ResourceKey
+	ResourceSession
+	ResourceOperator
+	ResourceACL
+	ResourceKeyring
+
+	numResources = iota + 1
+)
+
+var resourceNames = [numResources]string{
+	ResourceService:  "service",
+	ResourceNode:     "node",
+	ResourceAgent:    "agent",
+	ResourceQuery:    "query",
+	ResourceKey:      "key",
+	ResourceSession:  "session",
+	ResourceOperator: "operator",
+	ResourceACL:      "acl",
+	ResourceKeyring:  "keyring",
+}
+
+// String returns the resource's keyword in rules ("service").
+func (r Resource) String() string {
+	if int(r) < len(resourceNames) && resourceNames[r] != "" {
+		return resourceNames[r]
+	}
+	return "unknown"
+}
+
+// topLevel reports whether r is written as `operator = "read"` rather than
+// as blocks with a segment.
+func (r Resource) topLevel() bool { return r >= ResourceOperator }
+
+// Access is the level a rule grants. Its order is the precedence of merged
+// rules: a higher level replaces a lower one for the same exact name or
+// prefix, so deny beats write, write beats list, list beats read.
+type Access uint8
+
+// The access levels. AccessNone is "no rule" and never appears in a parsed
+// Policy. list is for keys only: it allows listing the keys under a prefix
+// and reading them.
+const (
+	AccessNone Access = iota
+	AccessRead
+	AccessList
+	AccessWrite
+	AccessDeny
+)
+
+var accessNames = [...]string{AccessNone: "none", AccessRead: "read", AccessList: "list", AccessWrite: "write", AccessDeny: "deny"}
+
+// String returns the level as written in rules ("write").
+func (a Access) String() string {
+	if int(a) < len(accessNames) {
+		return accessNames[a]
+	}
+	return "unknown"
+}
+
+// grants reports whether a rule of level a allows the access want (one of
+// read, list, write). AccessNone grants nothing; callers apply the default.
+func (a Access) grants(want Access) bool {
+	switch a {
+	case AccessWrite:
+		return true
+	case AccessList:
+		return want == AccessRead || want == AccessList
+	case AccessRead:
+		return want == AccessRead
+	}
+	return false
+}
+
+// Rule is one rule of a Policy: `service_prefix "web-" { policy = "read" }`
+// is {ResourceService, "web-", true, AccessRead}. Top-level resources have
+// an empty Segment and Prefix false.
+type Rule struct {
+	Resource Resource
+	Segment  string
+	Prefix   bool
+	Access   Access
+}
+
+// keyword returns the rule's resource keyword ("service_prefix").
+func (r Rule) keyword() string {
+	if r.Prefix {
+		return r.Resource.String() + "_prefix"
+	}
+	return r.Resource.String()
+}
+
+// compareRules orders rules as String writes them: by resource, exact rules
+// before prefix rules, then by segment.
+func compareRules(a, b Rule) int {
+	switch {
+	case a.Resource != b.Resource:
+		return int(a.Resource) - int(b.Resource)
+	case a.Prefix != b.Prefix:
+		if a.Prefix {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(a.Segment, b.Segment)
+}
+
+// Policy is a parsed, validated set of rules. Rules for the same resource,
+// segment and kind (exact or prefix) are merged into one, by the precedence
+// of Access. A Policy is immutable.
+type Policy struct {
+	rules []Rule // merged, sorted by compareRules
+}
+
+// Rules returns a copy of the policy's rules in canonical order.
+func (p *Policy) Rules() []Rule {
+	return slices.Clone(p.rules)
+}
+
+// String returns the policy in canonical HCL: one block or value per rule,
+// in the order of Rules. Parse(p.String()) gives back the same rules.
+func (p *Policy) String() string {
+	var b strings.Builder
+	for _, r := range p.rules {
+		b.WriteString(r.keyword())
+		if r.Resource.topLevel() {
+			b.WriteString(" = \"" + r.Access.String() + "\"\n")
+			continue
+		}
+		b.WriteByte(' ')
+		writeHCLString(&b, r.Segment)
+		b.WriteString(" {\n  policy = \"" + r.Access.String() + "\"\n}\n")
+	}
+	return b.String()
+}
+
+// writeHCLString quotes s so that HCL v1 reads it back unchanged: quotes
+// and backslashes escaped, bytes that are not printable UTF-8 as \xNN, and
+// "${" (an interpolation to HCL) written as \x24{.
+func writeHCLString(b *strings.Builder, s string) {
+	const hexDigits = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '$' && i+1 < len(s) && s[i+1] == '{':
+			b.WriteString(`\x24`)
+		case r < utf8.RuneSelf && r >= 0x20 && r != 0x7f:
+			b.WriteRune(r)
+		case r >= utf8.RuneSelf && r != utf8.RuneError && unicode.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			for _, c := range []byte(s[i : i+size]) {
+				b.WriteString(`\x`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			}
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}

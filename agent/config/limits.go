@@ -1,0 +1,131 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limits is the limits block: caps that keep one client from taking what
+// every client needs.
+type Limits struct {
+	// HTTPMaxConnsPerClient caps the HTTP connections one client address
+	// may hold (limits.http_max_conns_per_client). 0 means no cap.
+	// Default 200, Consul's.
+	HTTPMaxConnsPerClient int
+	// HTTPMaxConns caps the HTTP connections of all clients together
+	// (limits.http_max_conns), so they cannot take the file descriptors
+	// DNS, Raft and gossip need. 0 (the default) derives it from the
+	// process's file descriptor limit at start.
+	HTTPMaxConns int
+	// RPCRate limits the writes one client agent may send a server, per
+	// second (limits.rpc_rate); over it a write fails with 429 and the
+	// agent retries later. Servers forwarding writes are not limited.
+	// 0 (the default) means no limit, as Consul's.
+	RPCRate float64
+	// RPCMaxBurst is how many writes a client may send at once before
+	// RPCRate applies (limits.rpc_max_burst). Default 1000, Consul's.
+	RPCMaxBurst int
+}
+
+// DefaultLimits returns the defaults documented on Limits.
+func DefaultLimits() Limits {
+	return Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000}
+}
+
+// HTTPConfig is the http_config block.
+type HTTPConfig struct {
+	// AllowedHosts are the host names, besides IP addresses, localhost
+	// and the node name, that the HTTP API answers to
+	// (http_config.allowed_hosts): a Host header naming another is
+	// refused, against DNS rebinding. "*" allows any. Default none.
+	AllowedHosts []string
+	// ReadTimeout bounds reading a request, body included
+	// (http_config.read_timeout), so slow clients cannot hold
+	// connections. Default 10s.
+	ReadTimeout time.Duration
+}
+
+type fileLimits struct {
+	HTTPMaxConnsPerClient *int     `hcl:"http_max_conns_per_client"`
+	HTTPMaxConns          *int     `hcl:"http_max_conns"`
+	DNSMaxTCPConns        *int     `hcl:"dns_max_tcp_conns"`
+	RPCRate               *float64 `hcl:"rpc_rate"`
+	RPCMaxBurst           *int     `hcl:"rpc_max_burst"`
+}
+
+type fileHTTPConfig struct {
+	AllowedHosts []string `hcl:"allowed_hosts"`
+	ReadTimeout  *string  `hcl:"read_timeout"`
+}
+
+type fileRRL struct {
+	Enabled            *bool `hcl:"enabled"`
+	ResponsesPerSecond *int  `hcl:"responses_per_second"`
+	Slip               *int  `hcl:"slip"`
+	IPv4PrefixLength   *int  `hcl:"ipv4_prefix_length"`
+	IPv6PrefixLength   *int  `hcl:"ipv6_prefix_length"`
+}
+
+func init() {
+	for _, k := range []string{
+		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns",
+		"limits.rpc_rate", "limits.rpc_max_burst",
+		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
+		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
+		"dns_config.rrl.ipv4_prefix_length", "dns_config.rrl.ipv6_prefix_length",
+	} {
+		securityKeys[k] = true
+	}
+}
+
+func (f *fileLimits) apply(c *Config) {
+	setIf(&c.Limits.HTTPMaxConnsPerClient, f.HTTPMaxConnsPerClient)
+	setIf(&c.Limits.HTTPMaxConns, f.HTTPMaxConns)
+	setIf(&c.Resolver.MaxTCPConns, f.DNSMaxTCPConns)
+	setIf(&c.Limits.RPCRate, f.RPCRate)
+	setIf(&c.Limits.RPCMaxBurst, f.RPCMaxBurst)
+}
+
+func (f *fileHTTPConfig) apply(c *Config) error {
+	if f.AllowedHosts != nil {
+		c.HTTP.AllowedHosts = f.AllowedHosts
+	}
+	if f.ReadTimeout != nil {
+		d, err := time.ParseDuration(*f.ReadTimeout)
+		if err != nil {
+			return &FieldError{Field: "http_config.read_timeout", Reason: fmt.Sprintf("%q is not a duration such as \"10s\"", *f.ReadTimeout)}
+		}
+		c.HTTP.ReadTimeout = d
+	}
+	return nil
+}
+
+func (f *fileRRL) apply(c *Config) {
+	r := &c.Resolver.RRL
+	setIf(&r.Enabled, f.Enabled)
+	setIf(&r.ResponsesPerSecond, f.ResponsesPerSecond)
+	setIf(&r.Slip, f.Slip)
+	setIf(&r.IPv4PrefixLength, f.IPv4PrefixLength)
+	setIf(&r.IPv6PrefixLength, f.IPv6PrefixLength)
+}
+
+// validateLimits reports the bad fields of the limits and http_config
+// blocks (the resolver validates its own: rrl, dns_max_tcp_conns).
+func (c *Config) validateLimits(bad func(field, format string, args ...any)) {
+	l := c.Limits
+	if l.HTTPMaxConnsPerClient < 0 {
+		bad("limits.http_max_conns_per_client", "must be 0 (no cap) or more, got %d", l.HTTPMaxConnsPerClient)
+	}
+	if l.HTTPMaxConns < 0 {
+		bad("limits.http_max_conns", "must be 0 (derived from the file descriptor limit) or more, got %d", l.HTTPMaxConns)
+	}
+	if l.RPCRate < 0 {
+		bad("limits.rpc_rate", "must be 0 (no limit) or more, got %v", l.RPCRate)
+	}
+	if l.RPCRate > 0 && l.RPCMaxBurst < 1 {
+		bad("limits.rpc_max_burst", "must be at least 1 with rpc_rate, got %d", l.RPCMaxBurst)
+	}
+	if c.HTTP.ReadTimeout <= 0 {
+		bad("http_config.read_timeout", "must be positive, got %s", c.HTTP.ReadTimeout)
+	}
+}

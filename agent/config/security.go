@@ -1,0 +1,221 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cairndns/cairn/tlsutil"
+)
+
+// ACL is the acl block: tokens and policies, enforced by the servers.
+type ACL struct {
+	// Enabled turns ACLs on (acl.enabled). Every server and client of a
+	// datacenter must agree. Default false, as in -dev.
+	Enabled bool
+	// DefaultPolicy is what a token may do where no rule of its policies
+	// says (acl.default_policy): "deny" or "allow". Default "deny", the
+	// secure choice; Consul's default is "allow".
+	DefaultPolicy string
+	// TokenTTL is how long an agent keeps what a token may do before it
+	// asks the servers again, for the endpoints it answers itself
+	// (acl.token_ttl). The servers always check against their current
+	// data. Default 30s, Consul's.
+	TokenTTL time.Duration
+	// Tokens are the agent's own tokens (acl.tokens).
+	Tokens ACLTokens
+}
+
+// ACLTokens are the tokens an agent is configured with.
+type ACLTokens struct {
+	// InitialManagement is the secret ID (a UUID) of a management token
+	// the servers create when they first lead with ACLs on, so a cluster
+	// can be set up without `cairn acl bootstrap` (Consul's
+	// initial_management). Servers only. Default none.
+	InitialManagement string
+	// Agent is the token the agent registers its node and syncs its
+	// services with when they were registered without one
+	// (acl.tokens.agent). Default: Default.
+	Agent string
+	// Default is the token of requests that carry none, DNS questions
+	// included (acl.tokens.default). Default none: the anonymous token.
+	Default string
+}
+
+// DefaultACL returns the defaults documented on ACL.
+func DefaultACL() ACL {
+	return ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second}
+}
+
+// AgentToken is the token the agent writes its own node and services with.
+func (a ACL) AgentToken() string {
+	if a.Tokens.Agent != "" {
+		return a.Tokens.Agent
+	}
+	return a.Tokens.Default
+}
+
+// fileACL is the acl block of a config file.
+type fileACL struct {
+	Enabled       *bool          `hcl:"enabled"`
+	DefaultPolicy *string        `hcl:"default_policy"`
+	TokenTTL      *string        `hcl:"token_ttl"`
+	Tokens        *fileACLTokens `hcl:"tokens"`
+}
+
+type fileACLTokens struct {
+	InitialManagement *string `hcl:"initial_management"`
+	Agent             *string `hcl:"agent"`
+	Default           *string `hcl:"default"`
+}
+
+// securityKeys are the keys of the security blocks, checked like
+// knownKeys.
+var securityKeys = map[string]bool{
+	"acl": true, "acl.enabled": true, "acl.default_policy": true, "acl.token_ttl": true,
+	"acl.tokens": true, "acl.tokens.initial_management": true, "acl.tokens.agent": true, "acl.tokens.default": true,
+}
+
+func (f *fileACL) apply(a *ACL) error {
+	setIf(&a.Enabled, f.Enabled)
+	setIf(&a.DefaultPolicy, f.DefaultPolicy)
+	if f.TokenTTL != nil {
+		d, err := time.ParseDuration(*f.TokenTTL)
+		if err != nil {
+			return &FieldError{Field: "acl.token_ttl", Reason: fmt.Sprintf("%q is not a duration such as \"30s\"", *f.TokenTTL)}
+		}
+		a.TokenTTL = d
+	}
+	if t := f.Tokens; t != nil {
+		setIf(&a.Tokens.InitialManagement, t.InitialManagement)
+		setIf(&a.Tokens.Agent, t.Agent)
+		setIf(&a.Tokens.Default, t.Default)
+	}
+	return nil
+}
+
+// validateACL reports the bad fields of the acl block.
+func (c *Config) validateACL(bad func(field, format string, args ...any)) {
+	a := c.ACL
+	if a.DefaultPolicy != "allow" && a.DefaultPolicy != "deny" {
+		bad("acl.default_policy", "must be \"allow\" or \"deny\", got %q", a.DefaultPolicy)
+	}
+	if a.TokenTTL < 0 {
+		bad("acl.token_ttl", "must not be negative, got %s", a.TokenTTL)
+	}
+	if t := a.Tokens.InitialManagement; t != "" {
+		if !isUUID(t) {
+			bad("acl.tokens.initial_management", "must be a UUID (as `cairn acl` and uuidgen print), got something else")
+		}
+		if !c.Server && !c.Dev {
+			bad("acl.tokens.initial_management", "is read by servers only; this agent is a client")
+		}
+	}
+}
+
+// isUUID reports whether s has the 8-4-4-4-12 hex form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TLS is the tls block (Consul 1.12+'s shape): a defaults block, and
+// internal_rpc and https blocks whose keys override it for the server port
+// (RPC and Raft) and for the HTTPS API.
+type TLS struct {
+	// RPC secures the server port between agents and servers and between
+	// servers, Raft included. Datacenter and Domain are set by the agent.
+	RPC tlsutil.Config
+	// HTTPS secures the HTTPS API on ports.https.
+	HTTPS tlsutil.Config
+}
+
+// fileTLSBlock is one block of the tls block.
+type fileTLSBlock struct {
+	CAFile               *string `hcl:"ca_file"`
+	CertFile             *string `hcl:"cert_file"`
+	KeyFile              *string `hcl:"key_file"`
+	VerifyIncoming       *bool   `hcl:"verify_incoming"`
+	VerifyOutgoing       *bool   `hcl:"verify_outgoing"`
+	VerifyServerHostname *bool   `hcl:"verify_server_hostname"`
+	MinVersion           *string `hcl:"tls_min_version"`
+}
+
+type fileTLS struct {
+	Defaults    *fileTLSBlock `hcl:"defaults"`
+	InternalRPC *fileTLSBlock `hcl:"internal_rpc"`
+	HTTPS       *fileTLSBlock `hcl:"https"`
+}
+
+func (b *fileTLSBlock) apply(c *tlsutil.Config) {
+	if b == nil {
+		return
+	}
+	setIf(&c.CAFile, b.CAFile)
+	setIf(&c.CertFile, b.CertFile)
+	setIf(&c.KeyFile, b.KeyFile)
+	setIf(&c.VerifyIncoming, b.VerifyIncoming)
+	setIf(&c.VerifyOutgoing, b.VerifyOutgoing)
+	setIf(&c.VerifyServerHostname, b.VerifyServerHostname)
+	setIf(&c.MinVersion, b.MinVersion)
+}
+
+// apply sets the defaults on both, then each block's own keys.
+func (f *fileTLS) apply(t *TLS) error {
+	if f.Defaults != nil && f.Defaults.VerifyServerHostname != nil {
+		return &FieldError{Field: "tls.defaults.verify_server_hostname", Reason: "belongs in tls.internal_rpc, as in Consul"}
+	}
+	if f.HTTPS != nil && f.HTTPS.VerifyServerHostname != nil {
+		return &FieldError{Field: "tls.https.verify_server_hostname", Reason: "belongs in tls.internal_rpc, as in Consul"}
+	}
+	f.Defaults.apply(&t.RPC)
+	f.Defaults.apply(&t.HTTPS)
+	f.InternalRPC.apply(&t.RPC)
+	f.HTTPS.apply(&t.HTTPS)
+	return nil
+}
+
+func init() {
+	for _, block := range []string{"defaults", "internal_rpc", "https"} {
+		securityKeys["tls."+block] = true
+		for _, k := range []string{"ca_file", "cert_file", "key_file", "verify_incoming", "verify_outgoing", "verify_server_hostname", "tls_min_version"} {
+			securityKeys["tls."+block+"."+k] = true
+		}
+	}
+	securityKeys["tls"] = true
+	securityKeys["ports.https"] = true
+}
+
+// validateTLS reports the bad fields of the tls block: tlsutil's own
+// checks (files readable, a certificate with its key, a CA to verify
+// with), named by the block they came from.
+func (c *Config) validateTLS(bad func(field, format string, args ...any)) {
+	for _, b := range []struct {
+		block string
+		cfg   tlsutil.Config
+	}{{"internal_rpc", c.TLS.RPC}, {"https", c.TLS.HTTPS}} {
+		if b.cfg == (tlsutil.Config{}) || b.cfg == tlsutil.DefaultConfig() {
+			continue
+		}
+		if err := b.cfg.Validate(); err != nil {
+			bad("tls."+b.block, "%v", err)
+		}
+	}
+	if c.Ports.HTTPS >= 0 && c.TLS.HTTPS.CertFile == "" {
+		bad("ports.https", "needs tls.https (or tls.defaults) cert_file and key_file")
+	}
+}

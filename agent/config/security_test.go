@@ -1,0 +1,92 @@
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestACLBlock(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"acl.hcl", `acl {
+  enabled = true
+  default_policy = "allow"
+  token_ttl = "10s"
+  tokens { agent = "a-token" default = "d-token" }
+}`},
+		{"acl.json", `{"acl": {"enabled": true, "default_policy": "allow", "token_ttl": "10s",
+  "tokens": {"agent": "a-token", "default": "d-token"}}}`},
+	} {
+		c := Default()
+		if err := LoadFile(writeConfig(t, tc.name, tc.file), &c); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		want := ACL{Enabled: true, DefaultPolicy: "allow", TokenTTL: 10 * time.Second, Tokens: ACLTokens{Agent: "a-token", Default: "d-token"}}
+		if c.ACL != want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, c.ACL, want)
+		}
+	}
+}
+
+func TestACLBlockErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct{ file, field string }{
+		{`acl { default_policy = "maybe" }`, "acl.default_policy"},
+		{`acl { token_ttl = "soon" }`, "acl.token_ttl"},
+		{`acl { tokens { initial_management = "not-a-uuid" } }`, "acl.tokens.initial_management"},
+		{`acl { enabeld = true }`, "acl.enabeld"},
+	} {
+		c := Default()
+		c.Dev = true
+		err := LoadFile(writeConfig(t, "bad.hcl", tc.file), &c)
+		if err == nil {
+			err = c.Validate()
+		}
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: got %v, want an error naming %s", tc.file, err, tc.field)
+		}
+	}
+}
+
+func TestLimitsAndTLSBlocks(t *testing.T) {
+	c := Default()
+	file := `
+limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  rpc_rate = 100.5  rpc_max_burst = 10 }
+http_config { allowed_hosts = ["cairn.example"]  read_timeout = "3s" }
+dns_config { rrl { enabled = true  responses_per_second = 20  slip = 3 } }
+tls {
+  defaults { ca_file = "/ca.pem"  verify_incoming = true }
+  internal_rpc { cert_file = "/rpc.pem"  key_file = "/rpc-key.pem"  verify_server_hostname = true }
+  https { cert_file = "/https.pem"  key_file = "/https-key.pem"  verify_incoming = false }
+}
+ports { https = 8501 }
+`
+	if err := LoadFile(writeConfig(t, "all.hcl", file), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 {
+		t.Errorf("limits: got %+v and dns_max_tcp_conns %d", c.Limits, c.Resolver.MaxTCPConns)
+	}
+	if len(c.HTTP.AllowedHosts) != 1 || c.HTTP.ReadTimeout != 3*time.Second {
+		t.Errorf("http_config: got %+v", c.HTTP)
+	}
+	if rl := c.Resolver.RRL; !rl.Enabled || rl.ResponsesPerSecond != 20 || rl.Slip != 3 {
+		t.Errorf("rrl: got %+v", rl)
+	}
+	rpc, https := c.TLS.RPC, c.TLS.HTTPS
+	if rpc.CAFile != "/ca.pem" || !rpc.VerifyIncoming || rpc.CertFile != "/rpc.pem" || !rpc.VerifyServerHostname {
+		t.Errorf("tls internal_rpc: got %+v", rpc)
+	}
+	if https.CAFile != "/ca.pem" || https.VerifyIncoming || https.CertFile != "/https.pem" || https.VerifyServerHostname {
+		t.Errorf("tls https: got %+v", https)
+	}
+	if c.Ports.HTTPS != 8501 {
+		t.Errorf("ports.https: got %d", c.Ports.HTTPS)
+	}
+	bad := Default()
+	err := LoadFile(writeConfig(t, "bad.hcl", `tls { defaults { verify_server_hostname = true } }`), &bad)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "tls.defaults.verify_server_hostname" {
+		t.Errorf("verify_server_hostname in defaults: got %v, want an error naming it", err)
+	}
+}

@@ -1,0 +1,359 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// ACL is the ACL system as the API sees it: tokens and policies on the
+// servers, and what a request's token may do, for the endpoints the agent
+// answers itself. The request's token travels in ctx
+// (acl.TokenFromContext). Handlers call it from their own goroutines.
+type ACL interface {
+	// Authorizer returns what the request's token may do; nil when ACLs
+	// are off. An unknown token wraps rpc.ErrACLNotFound.
+	Authorizer(ctx context.Context) (*acl.Authorizer, error)
+	Bootstrap(ctx context.Context, secret string) (*rpc.ACLTokenView, error)
+	PolicySet(ctx context.Context, p catalog.ACLPolicy) (*catalog.ACLPolicy, error)
+	PolicyDelete(ctx context.Context, id string) error
+	// PolicyRead reads by ID, or by name when id is "".
+	PolicyRead(ctx context.Context, opts QueryOptions, id, name string) (*catalog.ACLPolicy, QueryMeta, error)
+	PolicyList(ctx context.Context, opts QueryOptions) ([]*catalog.ACLPolicy, QueryMeta, error)
+	TokenSet(ctx context.Context, spec rpc.ACLTokenSpec, update bool) (*rpc.ACLTokenView, error)
+	TokenDelete(ctx context.Context, accessor string) error
+	// TokenRead reads by accessor ID, or the request's own token with self.
+	TokenRead(ctx context.Context, opts QueryOptions, accessor string, self bool) (*rpc.ACLTokenView, QueryMeta, error)
+	TokenList(ctx context.Context, opts QueryOptions) ([]*rpc.ACLTokenView, QueryMeta, error)
+}
+
+// SetACL gives the server the ACL system; until then /v1/acl answers that
+// ACLs are disabled and the agent's own endpoints check nothing.
+func (s *Server) SetACL(a ACL) {
+	s.aclMu.Lock()
+	defer s.aclMu.Unlock()
+	s.acl = a
+}
+
+func (s *Server) aclBackend() ACL {
+	s.aclMu.Lock()
+	defer s.aclMu.Unlock()
+	return s.acl
+}
+
+// requestToken is the token a request carries, as Consul's clients send
+// it: the X-Consul-Token header, else an "Authorization: Bearer" one.
+// Tokens in the query string are not taken: they end up in access logs.
+func requestToken(r *http.Request) string {
+	if t := r.Header.Get("X-Consul-Token"); t != "" {
+		return strings.TrimSpace(t)
+	}
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(v)
+	}
+	return ""
+}
+
+// authorizer is what the request's token may do on this agent; nil when
+// ACLs are off (every check passes).
+func (s *Server) authorizer(r *http.Request) (*acl.Authorizer, error) {
+	a := s.aclBackend()
+	if a == nil {
+		return nil, nil
+	}
+	return a.Authorizer(r.Context())
+}
+
+// permission checks one permission of the request's token for an endpoint
+// the agent answers itself; allowed is called only when ACLs are on.
+func (s *Server) permission(r *http.Request, resource, access, segment string, allowed func(*acl.Authorizer) bool) error {
+	authz, err := s.authorizer(r)
+	if err != nil || authz == nil {
+		return err
+	}
+	if !allowed(authz) {
+		return acl.Denied(resource, access, segment)
+	}
+	return nil
+}
+
+// aclJSONToken is a token in Consul's JSON shape.
+type aclJSONToken struct {
+	AccessorID  string
+	SecretID    string `json:",omitempty"`
+	Description string
+	Policies    []aclJSONLink `json:",omitempty"`
+	Local       bool
+	CreateTime  time.Time
+	Hash        []byte `json:",omitempty"`
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+type aclJSONLink struct {
+	ID   string `json:",omitempty"`
+	Name string `json:",omitempty"`
+}
+
+func tokenJSON(v *rpc.ACLTokenView) aclJSONToken {
+	out := aclJSONToken{
+		AccessorID: v.AccessorID, SecretID: v.SecretID, Description: v.Description, Local: v.Local,
+		CreateTime: v.CreateTime, CreateIndex: v.CreateIndex, ModifyIndex: v.ModifyIndex,
+	}
+	for _, l := range v.Policies {
+		out.Policies = append(out.Policies, aclJSONLink(l))
+	}
+	return out
+}
+
+// aclJSONPolicy is a policy in Consul's JSON shape.
+type aclJSONPolicy struct {
+	ID          string
+	Name        string
+	Description string
+	Rules       string   `json:",omitempty"`
+	Datacenters []string `json:",omitempty"`
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+func policyJSON(p *catalog.ACLPolicy, withRules bool) aclJSONPolicy {
+	out := aclJSONPolicy{ID: p.ID, Name: p.Name, Description: p.Description, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
+	if withRules {
+		out.Rules = p.Rules
+	}
+	return out
+}
+
+func (s *Server) requireACL() (ACL, error) {
+	a := s.aclBackend()
+	if a == nil {
+		return nil, rpc.ErrACLDisabled
+	}
+	return a, nil
+}
+
+// PUT /v1/acl/bootstrap: the first management token, once.
+func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	// The body is optional: Consul's clients send none, or a
+	// BootstrapSecret to choose the token's secret.
+	var body struct{ BootstrapSecret string }
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		return badRequest("body", "%v", err)
+	}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return badRequest("body", "invalid JSON: %v", err)
+		}
+	}
+	tok, err := a.Bootstrap(r.Context(), body.BootstrapSecret)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tokenJSON(tok))
+	return nil
+}
+
+// aclPolicyBody is a policy as clients send it; fields Consul has and
+// cairn does not use (Datacenters, Hash) are accepted and ignored.
+type aclPolicyBody struct {
+	ID          string
+	Name        string
+	Description string
+	Rules       string
+}
+
+// PUT /v1/acl/policy creates; PUT /v1/acl/policy/{id} updates; GET reads;
+// DELETE deletes.
+func (s *Server) aclPolicyCreate(w http.ResponseWriter, r *http.Request) error {
+	return s.aclPolicyWrite(w, r, "")
+}
+
+func (s *Server) aclPolicyItem(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	switch r.Method {
+	case http.MethodPut:
+		return s.aclPolicyWrite(w, r, id)
+	case http.MethodDelete:
+		if err := a.PolicyDelete(r.Context(), id); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, true)
+		return nil
+	}
+	return s.aclPolicyRead(w, r, id, "")
+}
+
+func (s *Server) aclPolicyByName(w http.ResponseWriter, r *http.Request) error {
+	return s.aclPolicyRead(w, r, "", r.PathValue("name"))
+}
+
+func (s *Server) aclPolicyRead(w http.ResponseWriter, r *http.Request, id, name string) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	p, meta, err := a.PolicyRead(r.Context(), opts, id, name)
+	if err != nil {
+		return err
+	}
+	writeRead(w, r, meta, policyJSON(p, true))
+	return nil
+}
+
+func (s *Server) aclPolicyWrite(w http.ResponseWriter, r *http.Request, id string) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	var body aclPolicyBody
+	if err := s.decodeBodyLenient(w, r, &body); err != nil {
+		return err
+	}
+	if id != "" && body.ID != "" && !strings.EqualFold(id, body.ID) {
+		return badRequest("ID", "%q differs from the ID in the path, %q", body.ID, id)
+	}
+	p, err := a.PolicySet(r.Context(), catalog.ACLPolicy{ID: id, Name: body.Name, Description: body.Description, Rules: body.Rules})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, policyJSON(p, true))
+	return nil
+}
+
+// GET /v1/acl/policies lists policies without their rules, as Consul.
+func (s *Server) aclPolicies(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	ps, meta, err := a.PolicyList(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	out := make([]aclJSONPolicy, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, policyJSON(p, false))
+	}
+	writeRead(w, r, meta, out)
+	return nil
+}
+
+// aclTokenBody is a token as clients send it.
+type aclTokenBody struct {
+	AccessorID  string
+	SecretID    string
+	Description string
+	Policies    []aclJSONLink
+	Local       bool
+}
+
+func (s *Server) aclTokenCreate(w http.ResponseWriter, r *http.Request) error {
+	return s.aclTokenWrite(w, r, "")
+}
+
+// /v1/acl/token/{id}: GET reads ("self" is the caller's own), PUT
+// updates, DELETE deletes.
+func (s *Server) aclTokenItem(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	switch r.Method {
+	case http.MethodPut:
+		return s.aclTokenWrite(w, r, id)
+	case http.MethodDelete:
+		if err := a.TokenDelete(r.Context(), id); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, true)
+		return nil
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	tok, meta, err := a.TokenRead(r.Context(), opts, id, id == "self")
+	if err != nil {
+		return err
+	}
+	writeRead(w, r, meta, tokenJSON(tok))
+	return nil
+}
+
+func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	var body aclTokenBody
+	if err := s.decodeBodyLenient(w, r, &body); err != nil {
+		return err
+	}
+	if id != "" && body.AccessorID != "" && !strings.EqualFold(id, body.AccessorID) {
+		return badRequest("AccessorID", "%q differs from the ID in the path, %q", body.AccessorID, id)
+	}
+	spec := rpc.ACLTokenSpec{AccessorID: body.AccessorID, SecretID: body.SecretID, Description: body.Description, Local: body.Local}
+	if id != "" {
+		spec.AccessorID = id
+	}
+	for _, l := range body.Policies {
+		spec.Policies = append(spec.Policies, catalog.ACLPolicyLink(l))
+	}
+	tok, err := a.TokenSet(r.Context(), spec, id != "")
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tokenJSON(tok))
+	return nil
+}
+
+// GET /v1/acl/tokens lists tokens, never with their secrets.
+func (s *Server) aclTokens(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.requireACL()
+	if err != nil {
+		return err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	toks, meta, err := a.TokenList(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	out := make([]aclJSONToken, 0, len(toks))
+	for _, t := range toks {
+		j := tokenJSON(t)
+		j.SecretID = ""
+		out = append(out, j)
+	}
+	writeRead(w, r, meta, out)
+	return nil
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// peers is what a server knows of who may talk to it: the members of its
+// LAN pool (agents of its datacenter) and of its WAN pool (servers of all
+// datacenters). The rpc server starts before the pools (gossip carries its
+// address), so they are set once started and read from the connections'
+// goroutines.
+type peers struct {
+	lan atomic.Pointer[gossip.Pool]
+	wan atomic.Pointer[gossip.Pool]
+	dc  string
+}
+
+// lanMembers returns the LAN pool's members, none before it started.
+func (p *peers) lanMembers() []gossip.Member {
+	if pool := p.lan.Load(); pool != nil {
+		return pool.Members()
+	}
+	return nil
+}
+
+// admit decides whether a connection to the server port may go on, until
+// TLS says who is at the other end: Raft only from an alive server of this
+// datacenter in LAN gossip, RPC from an alive member of either pool (LAN
+// agents, and the servers of other datacenters forwarding requests). A
+// forged Raft message from elsewhere on the network is then refused
+// before Raft reads it. Loopback is no exception: agents in tests and
+// several agents on one machine are told apart by address, and an agent
+// talks to itself in process, not over the port.
+func (p *peers) admit(remote net.Addr, kind byte) error {
+	tcp, ok := remote.(*net.TCPAddr)
+	if !ok {
+		return fmt.Errorf("not a TCP peer: %s", remote)
+	}
+	ip, ok := netip.AddrFromSlice(tcp.IP)
+	if !ok {
+		return fmt.Errorf("bad peer address %s", remote)
+	}
+	ip = ip.Unmap()
+	for _, m := range p.lanMembers() {
+		if m.Addr.Unmap() != ip || m.Status != gossip.StatusAlive {
+			continue
+		}
+		if kind == rpc.RPCByte || (m.Role == gossip.RoleServer && m.Datacenter == p.dc) {
+			return nil
+		}
+	}
+	if kind == rpc.RPCByte {
+		if pool := p.wan.Load(); pool != nil {
+			for _, m := range pool.Members() {
+				if m.Addr.Unmap() == ip && m.Status == gossip.StatusAlive {
+					return nil
+				}
+			}
+		}
+	}
+	if kind == rpc.RaftByte {
+		return fmt.Errorf("raft from %s: not an alive server of datacenter %s in LAN gossip", ip, p.dc)
+	}
+	return fmt.Errorf("rpc from %s: not an alive member of the LAN or WAN pool", ip)
+}
+
+// isServer reports whether remote is the address of an alive server in
+// the LAN or WAN pool: servers forward their clients' writes, which were
+// limited where they entered, so the write rate limit leaves them alone.
+func (p *peers) isServer(remote net.Addr) bool {
+	tcp, ok := remote.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	ip, ok := netip.AddrFromSlice(tcp.IP)
+	if !ok {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, pool := range []*gossip.Pool{p.lan.Load(), p.wan.Load()} {
+		if pool == nil {
+			continue
+		}
+		for _, m := range pool.Members() {
+			if m.Role == gossip.RoleServer && m.Status == gossip.StatusAlive && m.Addr.Unmap() == ip {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/agent"
+	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/internal/waittest"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/tlsutil/tlsutiltest"
+)
+
+const tlsWait = 20 * time.Second
+
+// withTLS gives cfg a certificate of ca for a server (or a client) of dc,
+// with every verification on.
+func withTLS(t *testing.T, cfg config.Config, ca *tlsutiltest.CA, server bool, dc string) config.Config {
+	cfg.TLS.RPC = ca.Config(t, server, dc)
+	return cfg
+}
+
+// servedCert returns the certificate the server port at addr presents.
+func servedCert(t *testing.T, addr string, ca *tlsutiltest.CA) *x509.Certificate {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte{rpc.TLSByte}); err != nil {
+		t.Fatal(err)
+	}
+	client := ca.Configurator(t, false, "dc1")
+	tc := client.OutgoingRPC("dc1").Clone()
+	tc.ServerName = "server.dc1.cluster"
+	tconn := tls.Client(conn, tc)
+	if err := tconn.Handshake(); err != nil {
+		t.Fatalf("handshake with %s: %v", addr, err)
+	}
+	return tconn.ConnectionState().PeerCertificates[0]
+}
+
+// TestTLSCluster runs a three-server datacenter and a client over mutual
+// TLS with server names verified: it elects, replicates and answers DNS;
+// a client holding a certificate of another CA gets nothing through, a
+// server holding dc2's certificate never becomes a voter of dc1, and a
+// certificate rotation (new files, reload) is taken by new connections
+// while the cluster keeps working.
+func TestTLSCluster(t *testing.T) {
+	t.Parallel()
+	ca := tlsutiltest.NewCA(t)
+	cfgs := agenttest.DatacenterConfigs(t, "dc1", 3)
+	for i := range cfgs {
+		cfgs[i] = withTLS(t, cfgs[i], ca, true, "dc1")
+	}
+	cl := agenttest.StartConfigs(t, cfgs)
+	joins := []string{cl.GossipAddr(0), cl.GossipAddr(1), cl.GossipAddr(2)}
+	c1 := agenttest.Start(t, withTLS(t, agenttest.ClientConfig(t, "c1", joins...), ca, false, "dc1"))
+
+	mustCall(t, c1, "", "PUT", "/v1/agent/service/register", map[string]any{"Name": "web", "Port": 80}, nil)
+	waittest.For(t, tlsWait, "web in DNS on every agent", func() error {
+		for _, a := range append(slices.Clone(cl.Agents), c1) {
+			if rc := dnsRcode(t, a, "web.service.cluster"); rc != dns.RcodeSuccess {
+				return fmt.Errorf("%s: %s", a.HTTPAddr(), dns.RcodeToString[rc])
+			}
+		}
+		return nil
+	})
+
+	// A client agent with a certificate of another CA reaches no server.
+	stranger := tlsutiltest.NewCA(t)
+	c2 := agenttest.Start(t, withTLS(t, agenttest.ClientConfig(t, "c2", joins...), stranger, false, "dc1"))
+	code, body := call(t, c2, "", "PUT", "/v1/agent/service/register", map[string]any{"Name": "evil", "Port": 80})
+	if code == http.StatusOK {
+		t.Fatalf("register through a client of another CA: got 200 %s", body)
+	}
+	var services map[string][]string
+	mustCall(t, c1, "", "GET", "/v1/catalog/services", nil, &services)
+	if _, ok := services["evil"]; ok {
+		t.Fatal("a client of another CA wrote to the catalog")
+	}
+
+	// A server certificate of dc2, in dc1's gossip pool with the server
+	// role, is no server of dc1: the leader does not make it a voter.
+	s4cfg := withTLS(t, agenttest.ServerConfig(t, "s4", 0, joins...), ca, true, "dc2")
+	s4cfg.TLS.RPC.Datacenter = "dc1"
+	agenttest.Start(t, s4cfg)
+	leader := leaderAgent(t, cl)
+	waittest.For(t, tlsWait, "the leader to see s4 in gossip", func() error {
+		if code, _ := call(t, c1, "", "GET", "/v1/catalog/node/s4", nil); code != http.StatusOK {
+			return fmt.Errorf("s4 not registered yet: %d", code)
+		}
+		return nil
+	})
+	if err := agent.Reconcile(context.Background(), leader); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if voters := agent.RaftVoters(leader); slices.Contains(voters, "s4") || len(voters) != 3 {
+		t.Fatalf("voters: got %v, want s1, s2, s3 only", voters)
+	}
+
+	// Rotation: every server gets a new certificate in the same files.
+	before := servedCert(t, cl.RPCAddr(0), ca)
+	for i, a := range cl.Agents {
+		cert, key := ca.Issue(t, true, "dc1")
+		rotate(t, cert, cfgs[i].TLS.RPC.CertFile)
+		rotate(t, key, cfgs[i].TLS.RPC.KeyFile)
+		if err := a.Reload(); err != nil {
+			t.Fatalf("reload server %d: %v", i, err)
+		}
+	}
+	if after := servedCert(t, cl.RPCAddr(0), ca); after.SerialNumber.Cmp(before.SerialNumber) == 0 {
+		t.Fatal("the server port still presents the old certificate after a reload")
+	}
+	c3 := agenttest.Start(t, withTLS(t, agenttest.ClientConfig(t, "c3", joins...), ca, false, "dc1"))
+	mustCall(t, c3, "", "PUT", "/v1/agent/service/register", map[string]any{"Name": "api", "Port": 81}, nil)
+	waittest.For(t, tlsWait, "api in DNS after the rotation", func() error {
+		if rc := dnsRcode(t, c1, "api.service.cluster"); rc != dns.RcodeSuccess {
+			return fmt.Errorf("%s", dns.RcodeToString[rc])
+		}
+		return nil
+	})
+}
+
+// leaderAgent returns the server agent of cl that leads.
+func leaderAgent(t *testing.T, cl *agenttest.Cluster) *agent.Agent {
+	t.Helper()
+	var leader *agent.Agent
+	waittest.For(t, tlsWait, "a leader", func() error {
+		for i, a := range cl.Agents {
+			if agent.RaftLeader(a) == cl.RPCAddr(i) {
+				leader = a
+				return nil
+			}
+		}
+		return fmt.Errorf("no leader yet")
+	})
+	return leader
+}
+
+// rotate replaces the file at dst with the one at src, as a certificate
+// renewal does.
+func rotate(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

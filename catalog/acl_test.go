@@ -1,0 +1,110 @@
+package catalog_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+const (
+	policyA = "11111111-1111-1111-1111-111111111111"
+	tokenA  = "22222222-2222-2222-2222-222222222222"
+	tokenB  = "33333333-3333-3333-3333-333333333333"
+)
+
+func hashOf(c byte) string { return strings.Repeat(string(c), 64) }
+
+func TestACLBootstrapOnlyOnce(t *testing.T) {
+	s := newStore(t)
+	boot := &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: &catalog.ACLToken{AccessorID: tokenA, SecretHash: hashOf('a')}}
+	if err := s.ApplyACL(5, boot); err != nil {
+		t.Fatalf("first bootstrap: %v", err)
+	}
+	if idx, ok := s.ACLBootstrapped(); !ok || idx != 5 {
+		t.Fatalf("ACLBootstrapped = %d, %v; want 5, true", idx, ok)
+	}
+	again := &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: &catalog.ACLToken{AccessorID: tokenB, SecretHash: hashOf('b')}}
+	if err := s.ApplyACL(6, again); !errors.Is(err, catalog.ErrACLBootstrapped) {
+		t.Fatalf("second bootstrap: got %v, want ErrACLBootstrapped", err)
+	}
+	_, tok, err := s.ACLToken(nil, hashOf('a'), true)
+	if err != nil || tok == nil || tok.AccessorID != tokenA {
+		t.Fatalf("token by secret: got %+v, %v", tok, err)
+	}
+	if len(tok.Policies) != 1 || tok.Policies[0].ID != catalog.ManagementPolicyID {
+		t.Fatalf("bootstrap token policies = %+v, want the management policy", tok.Policies)
+	}
+	if _, anon, _ := s.ACLToken(nil, catalog.AnonymousTokenID, false); anon == nil {
+		t.Fatal("bootstrap made no anonymous token")
+	}
+	if _, tok, _ := s.ACLToken(nil, tokenB, false); tok != nil {
+		t.Fatal("the refused bootstrap wrote its token")
+	}
+}
+
+func TestACLTokensLinkOnlyExistingPolicies(t *testing.T) {
+	s := newStore(t)
+	set := &catalog.ACLRequest{Op: catalog.ACLTokenSet, Token: &catalog.ACLToken{
+		AccessorID: tokenA, SecretHash: hashOf('a'), Policies: []catalog.ACLPolicyLink{{ID: policyA}}}}
+	var fe *catalog.FieldError
+	if err := s.ApplyACL(3, set); !errors.As(err, &fe) || fe.Field != "Policies[0]" {
+		t.Fatalf("token with unknown policy: got %v, want a FieldError on Policies[0]", err)
+	}
+	pol := &catalog.ACLRequest{Op: catalog.ACLPolicySet, Policy: &catalog.ACLPolicy{ID: policyA, Name: "web", Rules: `service "web" { policy = "write" }`}}
+	if err := s.ApplyACL(4, pol); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyACL(5, set); err != nil {
+		t.Fatalf("token with the policy: %v", err)
+	}
+	dup := &catalog.ACLRequest{Op: catalog.ACLPolicySet, Policy: &catalog.ACLPolicy{ID: tokenB, Name: "WEB"}}
+	if err := s.ApplyACL(6, dup); !errors.As(err, &fe) || fe.Field != "Name" {
+		t.Fatalf("policy with a taken name: got %v, want a FieldError on Name", err)
+	}
+	if err := s.ApplyACL(7, &catalog.ACLRequest{Op: catalog.ACLPolicyDelete, Policy: &catalog.ACLPolicy{ID: catalog.ManagementPolicyID}}); err == nil {
+		t.Fatal("deleting the management policy was allowed")
+	}
+	if got := s.ACLIndex(); got != 5 {
+		t.Fatalf("ACLIndex = %d, want 5 (failed writes do not count)", got)
+	}
+}
+
+func TestACLSurvivesSnapshot(t *testing.T) {
+	s := newStore(t)
+	boot := &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: &catalog.ACLToken{AccessorID: tokenA, SecretHash: hashOf('a')}}
+	if err := s.ApplyACL(5, boot); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := newStore(t)
+	if err := restored.Restore(d); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := restored.ACLBootstrapped(); !ok {
+		t.Fatal("bootstrap not restored")
+	}
+	_, tok, _ := restored.ACLToken(nil, hashOf('a'), true)
+	if tok == nil || tok.AccessorID != tokenA {
+		t.Fatalf("token after restore: got %+v", tok)
+	}
+	if restored.ACLIndex() != 5 {
+		t.Fatalf("ACLIndex after restore = %d, want 5", restored.ACLIndex())
+	}
+}
+
+func TestACLChangeResetsTheFeed(t *testing.T) {
+	s := newStore(t)
+	mustRegister(t, s, 1, svcReq("n1", "10.0.0.1", "web1", "web"))
+	pol := &catalog.ACLRequest{Op: catalog.ACLPolicySet, Policy: &catalog.ACLPolicy{ID: policyA, Name: "p"}}
+	if err := s.ApplyACL(2, pol); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.ChangesSince(nil, 1); !c.Reset {
+		t.Fatalf("changes across an ACL write = %+v, want Reset", c)
+	}
+}

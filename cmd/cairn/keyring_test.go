@@ -1,0 +1,101 @@
+package main
+
+import (
+	"testing"
+)
+
+// keyringBody is what a server answers to GET /v1/operator/keyring in the
+// middle of a rotation, in Consul's shape.
+const keyringBody = `[
+	{"WAN": true, "Datacenter": "dc1", "Segment": "",
+	 "Keys": {"bmV3bmV3bmV3bmV3bmV3bg==": 3, "b2xkb2xkb2xkb2xkb2xkbw==": 3},
+	 "PrimaryKeys": {"bmV3bmV3bmV3bmV3bmV3bg==": 3}, "NumNodes": 3},
+	{"WAN": false, "Datacenter": "dc1", "Segment": "",
+	 "Keys": {"bmV3bmV3bmV3bmV3bmV3bg==": 5, "b2xkb2xkb2xkb2xkb2xkbw==": 4},
+	 "PrimaryKeys": {"b2xkb2xkb2xkb2xkb2xkbw==": 5},
+	 "Messages": {"web-3": "did not confirm the change: context deadline exceeded"}, "NumNodes": 5}]`
+
+func TestKeyringList(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		wantQuery string
+		want      string
+	}{
+		{[]string{"-list"}, "", "" +
+			"==> Gathering installed encryption keys...\n" +
+			"\n" +
+			"WAN:\n" +
+			"  b2xkb2xkb2xkb2xkb2xkbw== [3/3]\n" +
+			"  bmV3bmV3bmV3bmV3bmV3bg== [3/3]\n" +
+			"\n" +
+			"dc1 (LAN):\n" +
+			"  b2xkb2xkb2xkb2xkb2xkbw== [4/5]\n" +
+			"  bmV3bmV3bmV3bmV3bmV3bg== [5/5]\n" +
+			"  ! web-3: did not confirm the change: context deadline exceeded\n"},
+		{[]string{"-list-primary", "-local-only"}, "local-only=true", "" +
+			"==> Gathering installed encryption keys...\n" +
+			"\n" +
+			"WAN:\n" +
+			"  bmV3bmV3bmV3bmV3bmV3bg== [3/3]\n" +
+			"\n" +
+			"dc1 (LAN):\n" +
+			"  b2xkb2xkb2xkb2xkb2xkbw== [5/5]\n" +
+			"  ! web-3: did not confirm the change: context deadline exceeded\n"},
+	} {
+		agent := newFakeAgent(t, map[string]answer{"GET /v1/operator/keyring": {body: keyringBody}})
+		stdout, stderr, code := runCLI(t, append([]string{"keyring", "-http-addr", agent.URL}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: got exit code %d, stderr %q", tc.args, code, stderr)
+		}
+		if stdout != tc.want {
+			t.Errorf("%v: got\n%s\nwant\n%s", tc.args, stdout, tc.want)
+		}
+		if got := agent.only(t, "GET", "/v1/operator/keyring"); got.Query != tc.wantQuery {
+			t.Errorf("%v: sent query %q, want %q", tc.args, got.Query, tc.wantQuery)
+		}
+	}
+}
+
+func TestKeyringChanges(t *testing.T) {
+	const key = "bmV3bmV3bmV3bmV3bmV3bg=="
+	for _, tc := range []struct {
+		flag, method, want string
+	}{
+		{"-install", "POST", "==> Installing new gossip encryption key...\n"},
+		{"-use", "PUT", "==> Changing primary gossip encryption key...\n"},
+		{"-remove", "DELETE", "==> Removing gossip encryption key...\n"},
+	} {
+		agent := newFakeAgent(t, map[string]answer{tc.method + " /v1/operator/keyring": {}})
+		stdout, stderr, code := runCLI(t, "keyring", "-http-addr", agent.URL, tc.flag, key)
+		if code != 0 || stdout != tc.want {
+			t.Errorf("%s: got exit code %d, stdout %q, stderr %q; want 0, %q", tc.flag, code, stdout, stderr, tc.want)
+		}
+		got := agent.only(t, tc.method, "/v1/operator/keyring")
+		if body := bodyMap(t, got.Body); len(body) != 1 || body["Key"] != key {
+			t.Errorf("%s: sent body %s, want {\"Key\": %q}", tc.flag, got.Body, key)
+		}
+	}
+}
+
+func TestKeyringRefused(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"DELETE /v1/operator/keyring": {status: 400,
+		body: `{"error": "Key: WAN: gossip key is a primary key of s2.dc1", "field": "Key", "reason": "WAN: gossip key is a primary key of s2.dc1"}`}})
+	_, stderr, code := runCLI(t, "keyring", "-http-addr", agent.URL, "-remove", "b2xkb2xkb2xkb2xkb2xkbw==")
+	wantError(t, stderr, code, "remove the gossip key", "primary key of s2.dc1")
+}
+
+func TestKeyringUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "one of -list"},
+		{[]string{"-list", "-install", "a2V5"}, "only one of -list, -install"},
+		{[]string{"-install", "a2V5", "-local-only"}, "-local-only goes with -list"},
+		{[]string{"-use", ""}, "-use needs a KEY"},
+		{[]string{"-list", "extra"}, `unexpected argument "extra"`},
+	} {
+		_, stderr, code := runCLI(t, append([]string{"keyring", "-http-addr", closedAddress(t)}, tc.args...)...)
+		wantUsage(t, stderr, code, tc.want)
+	}
+}

@@ -1,0 +1,249 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// ACLConfig says whether the servers enforce ACLs, and how.
+type ACLConfig struct {
+	// Enabled turns enforcement on: every request is made with a token
+	// (the anonymous one when it carries none) and may do only what the
+	// token's policies allow. Default false (as in -dev).
+	Enabled bool
+	// DefaultAllow is what a token may do where no rule of its policies
+	// says: false denies (default_policy = "deny", the secure choice),
+	// true allows everything but managing ACLs. Default false.
+	DefaultAllow bool
+}
+
+// authorizer is what the endpoints ask before they read or write.
+type authorizer = *acl.Authorizer
+
+// resolved is a token turned into its authorizer, cached until the ACL
+// data changes.
+type resolved struct {
+	index      uint64 // the ACL index it was resolved at
+	accessor   string
+	management bool
+	rules      []string
+	authz      authorizer
+}
+
+// resolvedCacheSize bounds the cache of resolved tokens; past it the cache
+// starts over, so a flood of made-up secrets cannot grow it.
+const resolvedCacheSize = 4096
+
+// aclResolver turns a request's secret into what it may do, from this
+// server's own copy of the ACL data (replicated by Raft like the catalog),
+// so that any server, a follower answering a stale read included, enforces
+// without asking the leader. Safe for concurrent use.
+type aclResolver struct {
+	cfg   ACLConfig
+	store *catalog.Store
+
+	mu    sync.Mutex
+	cache map[string]*resolved // by secret hash
+}
+
+func newACLResolver(cfg ACLConfig, store *catalog.Store) *aclResolver {
+	return &aclResolver{cfg: cfg, store: store, cache: make(map[string]*resolved)}
+}
+
+// resolve returns the token's authorizer; nil when ACLs are off. An
+// unknown secret is ErrACLNotFound. Before ACLs are bootstrapped (no
+// anonymous token exists yet) the anonymous token has no policies: the
+// default policy alone decides.
+func (r *aclResolver) resolve(secret string) (*resolved, error) {
+	if !r.cfg.Enabled {
+		return nil, nil
+	}
+	hash := "anonymous"
+	if secret != "" && secret != "anonymous" {
+		hash = acl.HashSecret(secret)
+	}
+	index := r.store.ACLIndex()
+	r.mu.Lock()
+	if res, ok := r.cache[hash]; ok && res.index == index {
+		r.mu.Unlock()
+		return res, nil
+	}
+	r.mu.Unlock()
+
+	res, err := r.compile(hash, index)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if len(r.cache) >= resolvedCacheSize {
+		clear(r.cache)
+	}
+	r.cache[hash] = res
+	r.mu.Unlock()
+	return res, nil
+}
+
+func (r *aclResolver) compile(hash string, index uint64) (*resolved, error) {
+	_, tok, err := r.store.ACLToken(nil, hash, true)
+	if err != nil {
+		return nil, err
+	}
+	res := &resolved{index: index}
+	switch {
+	case tok == nil && hash == "anonymous":
+		res.accessor = catalog.AnonymousTokenID
+	case tok == nil:
+		return nil, rpc.ErrACLNotFound
+	default:
+		res.accessor = tok.AccessorID
+	}
+	var policies []*acl.Policy
+	if tok != nil {
+		for _, link := range tok.Policies {
+			if link.ID == catalog.ManagementPolicyID {
+				res.management = true
+				continue
+			}
+			_, p, err := r.store.ACLPolicy(nil, link.ID, false)
+			if err != nil {
+				return nil, err
+			}
+			if p == nil { // deleted since: the link grants nothing
+				continue
+			}
+			parsed, err := acl.Parse(p.Rules)
+			if err != nil { // validated when written; a bad one grants nothing
+				continue
+			}
+			res.rules = append(res.rules, p.Rules)
+			policies = append(policies, parsed)
+		}
+	}
+	if res.management {
+		res.authz = acl.ManageAll()
+	} else {
+		res.authz = acl.New(r.cfg.DefaultAllow, policies...)
+	}
+	return res, nil
+}
+
+// authorize resolves the token of a request and returns its authorizer,
+// nil when ACLs are off (every check passes then: see allowed).
+func (c *Catalog) authorize(secret string) (authorizer, error) {
+	res, err := c.acl.resolve(secret)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	return res.authz, nil
+}
+
+// requireManagement refuses a token that may not manage ACLs: snapshots
+// hold everything, ACL data included, so saving or restoring one takes a
+// management token, as in Consul.
+func (c *Catalog) requireManagement(secret string) error {
+	authz, err := c.authorize(secret)
+	if err != nil || authz == nil {
+		return err
+	}
+	if !authz.ACLWrite() {
+		return denied("acl", "write", "")
+	}
+	return nil
+}
+
+// denied is the error of a request its token may not make: it names the
+// permission it lacks, wraps rpc.ErrPermissionDenied, and crosses the wire.
+func denied(resource, access, segment string) error {
+	// Worded as package acl words the agent's own refusals, so a user
+	// sees one form whichever side refused.
+	switch resource {
+	case "operator", "acl", "keyring":
+		return fmt.Errorf("%w: token lacks %s:%s", rpc.ErrPermissionDenied, resource, access)
+	}
+	return fmt.Errorf("%w: token lacks %s:%s on %q", rpc.ErrPermissionDenied, resource, access, segment)
+}
+
+// Checks on a possibly nil authorizer (ACLs off): nil allows everything.
+func serviceRead(a authorizer, name string) bool  { return a == nil || a.ServiceRead(name) }
+func serviceWrite(a authorizer, name string) bool { return a == nil || a.ServiceWrite(name) }
+func nodeRead(a authorizer, name string) bool     { return a == nil || a.NodeRead(name) }
+func nodeWrite(a authorizer, name string) bool    { return a == nil || a.NodeWrite(name) }
+func queryRead(a authorizer, name string) bool    { return a == nil || a.QueryRead(name) }
+func queryWrite(a authorizer, name string) bool   { return a == nil || a.QueryWrite(name) }
+func operatorRead(a authorizer) bool              { return a == nil || a.OperatorRead() }
+func aclRead(a authorizer) bool                   { return a == nil || a.ACLRead() }
+func aclWrite(a authorizer) bool                  { return a == nil || a.ACLWrite() }
+
+// instanceReadable reports whether a may see an instance: its service and
+// its node, as Consul's health endpoints filter.
+func instanceReadable(a authorizer, inst catalog.ServiceInstance) bool {
+	return a == nil || (a.ServiceRead(inst.Service.Service) && a.NodeRead(inst.Node.Node))
+}
+
+// checkReadable reports whether a may see a check: a service's check needs
+// service:read, a node's node:read.
+func checkReadable(a authorizer, c *catalog.Check) bool {
+	if a == nil {
+		return true
+	}
+	if c.ServiceName != "" {
+		return a.ServiceRead(c.ServiceName)
+	}
+	return a.NodeRead(c.Node)
+}
+
+// filterChecks returns the checks a may read, all when a is nil.
+func filterChecks(a authorizer, checks []*catalog.Check) []*catalog.Check {
+	if a == nil {
+		return checks
+	}
+	out := make([]*catalog.Check, 0, len(checks))
+	for _, c := range checks {
+		if checkReadable(a, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// initACL makes sure the management policy and the anonymous token exist,
+// and the initial management token when one is configured: the leader
+// runs it when it takes office with ACLs enabled. Nothing is replaced.
+func (s *Server) initACL(ctx context.Context, initialManagement string) error {
+	req := &catalog.ACLRequest{Op: catalog.ACLInit, Time: time.Now().UTC()}
+	if initialManagement != "" {
+		_, tok, err := s.store.ACLToken(nil, acl.HashSecret(initialManagement), true)
+		if err != nil {
+			return err
+		}
+		if tok == nil {
+			id, err := acl.NewID()
+			if err != nil {
+				return err
+			}
+			req.Token = &catalog.ACLToken{
+				AccessorID: id, SecretHash: acl.HashSecret(initialManagement),
+				Description: "Initial Management Token",
+				Policies:    []catalog.ACLPolicyLink{{ID: catalog.ManagementPolicyID}},
+				CreateTime:  time.Now().UTC(),
+			}
+		}
+	} else {
+		_, pol, err := s.store.ACLPolicy(nil, catalog.ManagementPolicyID, false)
+		_, anon, err2 := s.store.ACLToken(nil, catalog.AnonymousTokenID, false)
+		if err := errors.Join(err, err2); err != nil {
+			return err
+		}
+		if pol != nil && anon != nil {
+			return nil
+		}
+	}
+	return s.apply(ctx, cmdACL, req)
+}

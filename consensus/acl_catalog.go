@@ -1,0 +1,157 @@
+package consensus
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"strings"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
+)
+
+// This file holds what the Catalog endpoint checks before a write: that
+// the token may make it (Consul's rules), and that a registration does not
+// take a node name from the live member holding it.
+
+// authorizeRegister checks a registration against authz, as Consul does:
+// node:write when the node is new or changes (address, metadata) or a
+// node-level check is written; service:write on the service, and on the
+// service an existing instance of that ID had, so a token cannot rename
+// someone else's instance into its own; service:write on the service of
+// each service-level check.
+func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterRequest) error {
+	if authz == nil {
+		return nil
+	}
+	store := c.srv.Store()
+	_, node, err := store.Node(nil, reg.Node)
+	if err != nil {
+		return err
+	}
+	nodeChanges := node == nil || (!reg.SkipNodeUpdate &&
+		(node.Address != reg.Address || node.ID != reg.ID || !maps.Equal(node.Meta, reg.NodeMeta)))
+	if nodeChanges && !authz.NodeWrite(reg.Node) {
+		return denied("node", "write", reg.Node)
+	}
+	var existing []*catalog.Service
+	if node != nil {
+		if _, existing, err = store.NodeServices(nil, reg.Node); err != nil {
+			return err
+		}
+	}
+	if s := reg.Service; s != nil {
+		if !authz.ServiceWrite(s.Service) {
+			return denied("service", "write", s.Service)
+		}
+		if old := findService(existing, s.ID); old != nil && !strings.EqualFold(old.Service, s.Service) && !authz.ServiceWrite(old.Service) {
+			return denied("service", "write", old.Service)
+		}
+	}
+	for _, ch := range reg.Checks {
+		switch {
+		case ch.ServiceID == "":
+			if !authz.NodeWrite(reg.Node) {
+				return denied("node", "write", reg.Node)
+			}
+		default:
+			name := ""
+			if reg.Service != nil && reg.Service.ID == ch.ServiceID {
+				name = reg.Service.Service
+			} else if old := findService(existing, ch.ServiceID); old != nil {
+				name = old.Service
+			}
+			if !authz.ServiceWrite(name) {
+				return denied("service", "write", name)
+			}
+		}
+	}
+	return nil
+}
+
+// authorizeDeregister checks a deregistration: node:write for a whole node
+// or a node-level check, service:write on the service of a service or of a
+// service-level check. Something that does not exist needs node:write, so
+// that a token cannot probe what exists through the error it gets.
+func (c *Catalog) authorizeDeregister(authz authorizer, d *catalog.DeregisterRequest) error {
+	if authz == nil {
+		return nil
+	}
+	store := c.srv.Store()
+	serviceName := func(id string) (string, bool, error) {
+		_, services, err := store.NodeServices(nil, d.Node)
+		if err != nil {
+			return "", false, err
+		}
+		if s := findService(services, id); s != nil {
+			return s.Service, true, nil
+		}
+		return "", false, nil
+	}
+	var name string
+	var found bool
+	var err error
+	switch {
+	case d.ServiceID != "":
+		name, found, err = serviceName(d.ServiceID)
+	case d.CheckID != "":
+		_, checks, cerr := store.NodeChecks(nil, d.Node)
+		if cerr != nil {
+			return cerr
+		}
+		for _, ch := range checks {
+			if ch.CheckID == d.CheckID && ch.ServiceID != "" {
+				name, found = ch.ServiceName, true
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if found {
+		if !authz.ServiceWrite(name) {
+			return denied("service", "write", name)
+		}
+		return nil
+	}
+	if !authz.NodeWrite(d.Node) {
+		return denied("node", "write", d.Node)
+	}
+	return nil
+}
+
+func findService(services []*catalog.Service, id string) *catalog.Service {
+	for _, s := range services {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// checkNodeOwner refuses a registration that would move a node to another
+// address while the LAN member of that name is alive at its own: the
+// member's agent holds the name, and a second agent started with the same
+// node_name (by mistake or not) must be told so, not take the name over
+// and have the real node's services deregistered by its anti-entropy.
+// Nodes that are not gossip members (external ones registered through
+// /v1/catalog/register) are not checked.
+func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
+	if c.cfg.Members == nil || reg.SkipNodeUpdate || reg.Address == "" {
+		return nil
+	}
+	addr, err := netip.ParseAddr(reg.Address)
+	if err != nil {
+		return nil // not an IP: not a gossip member's address either
+	}
+	for _, m := range c.cfg.Members() {
+		if !strings.EqualFold(m.Node, reg.Node) || m.Status != gossip.StatusAlive {
+			continue
+		}
+		if m.Addr.Unmap() != addr.Unmap() {
+			return &catalog.FieldError{Field: "Node", Reason: fmt.Sprintf(
+				"node name %q is held by a live member at %s; give this agent another node_name", reg.Node, m.Addr)}
+		}
+	}
+	return nil
+}

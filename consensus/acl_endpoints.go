@@ -1,0 +1,405 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// ACL is the RPC endpoint of ACL tokens and policies, in Consul's shapes:
+// bootstrap, policy and token create/read/update/delete/list, and Resolve,
+// which tells an agent what a token may do so it can guard its own
+// endpoints. Writes go to the leader; reads are answered like the
+// Catalog's. Register it under rpc.ACLEndpoint. With ACLs off every method
+// fails with rpc.ErrACLDisabled.
+type ACL struct {
+	cat *Catalog
+}
+
+// NewACL returns the ACL endpoint of the server cat serves.
+func NewACL(cat *Catalog) *ACL { return &ACL{cat: cat} }
+
+func (a *ACL) enabled() error {
+	if !a.cat.cfg.ACL.Enabled {
+		return rpc.ErrACLDisabled
+	}
+	return nil
+}
+
+// Bootstrap makes the first management token and answers it with its
+// secret: once per cluster, and only while no bootstrap was made.
+func (a *ACL) Bootstrap(ctx context.Context, args *rpc.ACLBootstrapRequest, reply *rpc.ACLTokenResponse) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forward(ctx, rpc.MethodACLBootstrap, &args.Forwarded, args, reply, 0); done {
+		return err
+	}
+	accessor, err := acl.NewID()
+	if err != nil {
+		return err
+	}
+	secret := args.Secret
+	if secret == "" {
+		if secret, err = acl.NewID(); err != nil {
+			return err
+		}
+	} else if !catalog.IsQueryID(secret) {
+		return &catalog.FieldError{Field: "BootstrapSecret", Reason: "must be a UUID"}
+	}
+	tok := &catalog.ACLToken{
+		AccessorID: accessor, SecretHash: acl.HashSecret(secret),
+		Description: "Bootstrap Token (Global Management)", CreateTime: time.Now().UTC(),
+	}
+	err = a.cat.srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: tok})
+	if errors.Is(err, catalog.ErrACLBootstrapped) {
+		return fmt.Errorf("%w: ACL bootstrap no longer allowed: it was done already", rpc.ErrPermissionDenied)
+	}
+	if err != nil {
+		return err
+	}
+	return a.answerToken(accessor, secret, reply)
+}
+
+// PolicySet creates a policy (an empty ID) or replaces one, after parsing
+// its rules: rules that do not parse never enter the log.
+func (a *ACL) PolicySet(ctx context.Context, args *rpc.ACLPolicySetRequest, reply *rpc.ACLPolicyResponse) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forward(ctx, rpc.MethodACLPolicySet, &args.Forwarded, args, reply, 0); done {
+		return err
+	}
+	if err := a.requireWrite(args.Token); err != nil {
+		return err
+	}
+	p := args.Policy
+	if p.ID == "" {
+		id, err := acl.NewID()
+		if err != nil {
+			return err
+		}
+		p.ID = id
+	} else if _, old, err := a.cat.srv.Store().ACLPolicy(nil, p.ID, false); err != nil {
+		return err
+	} else if old == nil {
+		return fmt.Errorf("policy %q: %w", p.ID, catalog.ErrNotFound)
+	}
+	if err := catalog.ValidatePolicy(&p); err != nil {
+		return err
+	}
+	if _, err := acl.Parse(p.Rules); err != nil {
+		return &catalog.FieldError{Field: "Rules", Reason: err.Error()}
+	}
+	if err := a.cat.srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLPolicySet, Policy: &p}); err != nil {
+		return err
+	}
+	_, stored, err := a.cat.srv.Store().ACLPolicy(nil, p.ID, false)
+	reply.Policy = stored
+	return err
+}
+
+// PolicyDelete deletes a policy; tokens linking to it keep the link, which
+// grants nothing.
+func (a *ACL) PolicyDelete(ctx context.Context, args *rpc.ACLPolicyDeleteRequest, _ *struct{}) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forward(ctx, rpc.MethodACLPolicyDelete, &args.Forwarded, args, &struct{}{}, 0); done {
+		return err
+	}
+	if err := a.requireWrite(args.Token); err != nil {
+		return err
+	}
+	return a.cat.srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLPolicyDelete, Policy: &catalog.ACLPolicy{ID: args.ID}})
+}
+
+// PolicyRead returns one policy, by ID or by name.
+func (a *ACL) PolicyRead(ctx context.Context, args *rpc.ACLPolicyReadRequest, reply *rpc.ACLPolicyResponse) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forwardRead(ctx, rpc.MethodACLPolicyRead, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	if err := a.requireRead(args.Token); err != nil {
+		return err
+	}
+	key, byName := args.ID, false
+	if key == "" {
+		key, byName = args.Name, true
+	}
+	return a.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, p, err := a.cat.srv.Store().ACLPolicy(ws, key, byName)
+		if err == nil && p == nil {
+			err = fmt.Errorf("policy %q: %w", key, catalog.ErrNotFound)
+		}
+		reply.Policy = p
+		return idx, err
+	})
+}
+
+// PolicyList returns every policy.
+func (a *ACL) PolicyList(ctx context.Context, args *rpc.ACLPolicyListRequest, reply *rpc.ACLPoliciesResponse) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forwardRead(ctx, rpc.MethodACLPolicyList, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	if err := a.requireRead(args.Token); err != nil {
+		return err
+	}
+	return a.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, ps, err := a.cat.srv.Store().ACLPolicies(ws)
+		reply.Policies = ps
+		return idx, err
+	})
+}
+
+// TokenSet creates a token, or updates one (Update). Policies may be named
+// by ID or by name. The secret is hashed here, on the leader, before the
+// write enters the log; on create it is chosen when not given, and the
+// answer carries it, the only time it is shown.
+func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply *rpc.ACLTokenResponse) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forward(ctx, rpc.MethodACLTokenSet, &args.Forwarded, args, reply, 0); done {
+		return err
+	}
+	if err := a.requireWrite(args.Token); err != nil {
+		return err
+	}
+	spec := args.Spec
+	store := a.cat.srv.Store()
+	links, err := a.resolveLinks(spec.Policies)
+	if err != nil {
+		return err
+	}
+	tok := &catalog.ACLToken{AccessorID: strings.ToLower(spec.AccessorID), Description: spec.Description, Policies: links, Local: spec.Local}
+	secret := ""
+	if args.Update {
+		_, old, err := store.ACLToken(nil, tok.AccessorID, false)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			return fmt.Errorf("token %q: %w", spec.AccessorID, catalog.ErrNotFound)
+		}
+		if spec.SecretID != "" && acl.HashSecret(spec.SecretID) != old.SecretHash {
+			return &catalog.FieldError{Field: "SecretID", Reason: "cannot be changed"}
+		}
+		if spec.Local != old.Local {
+			return &catalog.FieldError{Field: "Local", Reason: "cannot be changed once the token exists"}
+		}
+		tok.SecretHash, tok.CreateTime = old.SecretHash, old.CreateTime
+		if err := catalog.ValidateToken(tok); err != nil {
+			return err
+		}
+	} else {
+		if tok.AccessorID == "" {
+			if tok.AccessorID, err = acl.NewID(); err != nil {
+				return err
+			}
+		} else if _, old, err := store.ACLToken(nil, tok.AccessorID, false); err != nil {
+			return err
+		} else if old != nil {
+			return &catalog.FieldError{Field: "AccessorID", Reason: fmt.Sprintf("token %s exists already", tok.AccessorID)}
+		}
+		if secret = spec.SecretID; secret == "" {
+			if secret, err = acl.NewID(); err != nil {
+				return err
+			}
+		} else if !catalog.IsQueryID(secret) {
+			return &catalog.FieldError{Field: "SecretID", Reason: "must be a UUID"}
+		}
+		tok.SecretHash, tok.CreateTime = acl.HashSecret(secret), time.Now().UTC()
+		if err := catalog.ValidateToken(tok); err != nil {
+			return err
+		}
+	}
+	if err := a.cat.srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLTokenSet, Token: tok}); err != nil {
+		return err
+	}
+	return a.answerToken(tok.AccessorID, secret, reply)
+}
+
+// resolveLinks turns policy links given by ID or by name into links by ID,
+// each one naming a policy that exists.
+func (a *ACL) resolveLinks(in []catalog.ACLPolicyLink) ([]catalog.ACLPolicyLink, error) {
+	out := make([]catalog.ACLPolicyLink, 0, len(in))
+	for i, l := range in {
+		key, byName := l.ID, false
+		if key == "" {
+			key, byName = l.Name, true
+		}
+		_, p, err := a.cat.srv.Store().ACLPolicy(nil, key, byName)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			return nil, &catalog.FieldError{Field: fmt.Sprintf("Policies[%d]", i), Reason: fmt.Sprintf("no policy %q", key)}
+		}
+		out = append(out, catalog.ACLPolicyLink{ID: p.ID})
+	}
+	return out, nil
+}
+
+// TokenDelete deletes a token.
+func (a *ACL) TokenDelete(ctx context.Context, args *rpc.ACLTokenDeleteRequest, _ *struct{}) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forward(ctx, rpc.MethodACLTokenDelete, &args.Forwarded, args, &struct{}{}, 0); done {
+		return err
+	}
+	if err := a.requireWrite(args.Token); err != nil {
+		return err
+	}
+	return a.cat.srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLTokenDelete, Token: &catalog.ACLToken{AccessorID: args.AccessorID}})
+}
+
+// TokenRead returns one token without its secret, or with Self the
+// request's own token, with its secret (the caller holds it already).
+func (a *ACL) TokenRead(ctx context.Context, args *rpc.ACLTokenReadRequest, reply *rpc.ACLTokenResponse) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forwardRead(ctx, rpc.MethodACLTokenRead, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	if args.Self {
+		res, err := a.cat.acl.resolve(args.Token)
+		if err != nil {
+			return err
+		}
+		secret := args.Token
+		if res.accessor == catalog.AnonymousTokenID {
+			secret = "anonymous"
+		}
+		return a.answerToken(res.accessor, secret, reply)
+	}
+	if err := a.requireRead(args.Token); err != nil {
+		return err
+	}
+	return a.answerToken(args.AccessorID, "", reply)
+}
+
+// TokenList returns every token, without secrets.
+func (a *ACL) TokenList(ctx context.Context, args *rpc.ACLTokenListRequest, reply *rpc.ACLTokensResponse) error {
+	ctx, release := a.cat.requestContext(ctx)
+	defer release()
+	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.cat.forwardRead(ctx, rpc.MethodACLTokenList, &args.QueryOptions, &args.Forwarded, args, reply); done {
+		return err
+	}
+	if err := a.requireRead(args.Token); err != nil {
+		return err
+	}
+	return a.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		idx, toks, err := a.cat.srv.Store().ACLTokens(ws)
+		if err != nil {
+			return 0, err
+		}
+		reply.Tokens = make([]*rpc.ACLTokenView, 0, len(toks))
+		for _, t := range toks {
+			reply.Tokens = append(reply.Tokens, a.view(t, ""))
+		}
+		return idx, nil
+	})
+}
+
+// Resolve tells what the request's token may do: the rules of its
+// policies. Answered by this server from its own copy, never forwarded:
+// an agent asks it for every token its endpoints see.
+func (a *ACL) Resolve(ctx context.Context, args *rpc.ACLResolveRequest, reply *rpc.ACLResolveResponse) error {
+	_, release := a.cat.requestContext(ctx)
+	defer release()
+	reply.Enabled = a.cat.cfg.ACL.Enabled
+	reply.DefaultAllow = a.cat.cfg.ACL.DefaultAllow
+	if !reply.Enabled {
+		return nil
+	}
+	res, err := a.cat.acl.resolve(args.Token)
+	if err != nil {
+		return err
+	}
+	reply.AccessorID, reply.Management, reply.Index = res.accessor, res.management, res.index
+	reply.Rules = slices.Clone(res.rules)
+	return nil
+}
+
+func (a *ACL) requireRead(secret string) error {
+	authz, err := a.cat.authorize(secret)
+	if err != nil {
+		return err
+	}
+	if !aclRead(authz) {
+		return denied("acl", "read", "")
+	}
+	return nil
+}
+
+func (a *ACL) requireWrite(secret string) error {
+	authz, err := a.cat.authorize(secret)
+	if err != nil {
+		return err
+	}
+	if !aclWrite(authz) {
+		return denied("acl", "write", "")
+	}
+	return nil
+}
+
+// answerToken fills reply with the stored token, showing secret (the
+// caller's or the new one) when it is not empty.
+func (a *ACL) answerToken(accessor, secret string, reply *rpc.ACLTokenResponse) error {
+	idx, tok, err := a.cat.srv.Store().ACLToken(nil, accessor, false)
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return fmt.Errorf("token %q: %w", accessor, catalog.ErrNotFound)
+	}
+	reply.Token, reply.Index = a.view(tok, secret), max(idx, 1)
+	return nil
+}
+
+// view is a stored token as clients see it: policy names filled in.
+func (a *ACL) view(t *catalog.ACLToken, secret string) *rpc.ACLTokenView {
+	v := &rpc.ACLTokenView{AccessorID: t.AccessorID, SecretID: secret, Description: t.Description, Local: t.Local, CreateTime: t.CreateTime, RaftIndex: t.RaftIndex}
+	for _, l := range t.Policies {
+		name := ""
+		if _, p, err := a.cat.srv.Store().ACLPolicy(nil, l.ID, false); err == nil && p != nil {
+			name = p.Name
+		}
+		v.Policies = append(v.Policies, catalog.ACLPolicyLink{ID: l.ID, Name: name})
+	}
+	return v
+}
