@@ -42,3 +42,6 @@ func RaftVoters(a *Agent) []string {
 	}
 	return out
 }
+
+// NameConflicts returns how many node name conflicts a's LAN pool saw.
+func NameConflicts(a *Agent) uint64 { return a.gossip.NameConflicts() }

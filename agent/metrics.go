@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairndns/cairn/gossip"
+
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/resolver"
@@ -79,6 +81,21 @@ func (m agentMetrics) families() []family {
 			gauge("cairn_agent_services", "Services registered on this agent.", float64(len(m.a.local.Services()))),
 			checksFamily(m.a.local.Checks()),
 		)
+	}
+	if m.a.gossip != nil {
+		g := family{name: "cairn_gossip_log_lines_dropped_total", help: "Log lines about bad gossip packets left out by the per-source rate limit, by pool.", kind: kindCounter}
+		c := family{name: "cairn_gossip_name_conflicts_total", help: "Times two agents claimed one member name, by pool.", kind: kindCounter}
+		for _, p := range []struct {
+			name string
+			pool *gossip.Pool
+		}{{"lan", m.a.gossip}, {"wan", m.a.wan}} {
+			if p.pool == nil {
+				continue
+			}
+			g.samples = append(g.samples, sample{labels: []label{{"pool", p.name}}, value: float64(p.pool.DroppedLogLines())})
+			c.samples = append(c.samples, sample{labels: []label{{"pool", p.name}}, value: float64(p.pool.NameConflicts())})
+		}
+		fs = append(fs, g, c)
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms) // stops the world briefly, once per scrape

@@ -70,6 +70,30 @@ func (p *peers) admit(remote net.Addr, kind byte) error {
 	return fmt.Errorf("rpc from %s: not an alive member of the LAN or WAN pool", ip)
 }
 
+// sourceAddr is the address this agent's connections to servers leave
+// from, so that the server, admitting by address, sees the one gossip
+// knows: the bind address when it is one, else the advertised address
+// when it belongs to this host, else the system's choice.
+func sourceAddr(bind, advertise string) string {
+	if ip, err := netip.ParseAddr(bind); err == nil && !ip.IsUnspecified() {
+		return ip.String()
+	}
+	adv, err := netip.ParseAddr(advertise)
+	if err != nil {
+		return ""
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == adv {
+			return adv.String()
+		}
+	}
+	return ""
+}
+
 // isServer reports whether remote is the address of an alive server in
 // the LAN or WAN pool: servers forward their clients' writes, which were
 // limited where they entered, so the write rate limit leaves them alone.

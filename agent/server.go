@@ -40,6 +40,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	// Until TLS says who a peer is, a peer is who gossip says: Raft only
 	// from this datacenter's servers, RPC only from members (peers.go).
 	rc.Admit = a.peers.admit
+	rc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
 	rc.WriteRateExempt = a.peers.isServer
 	rc.WriteRate, rc.WriteBurst = a.cfg.Limits.RPCRate, a.cfg.Limits.RPCMaxBurst
 	a.secureServerPort(&rc) // tls.go

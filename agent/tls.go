@@ -75,6 +75,7 @@ func (a *Agent) secureServerPort(rc *rpc.ServerConfig) {
 // tls.internal_rpc verifies outgoing connections.
 func (a *Agent) poolConfig() rpc.PoolConfig {
 	pc := rpc.DefaultPoolConfig()
+	pc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
 	if c := a.tlsRPC; c != nil && c.OutgoingRPC("") != nil {
 		pc.TLS, pc.Datacenter = c.OutgoingRPC, a.cfg.Datacenter
 	}

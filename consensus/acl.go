@@ -171,15 +171,9 @@ func denied(resource, access, segment string) error {
 }
 
 // Checks on a possibly nil authorizer (ACLs off): nil allows everything.
-func serviceRead(a authorizer, name string) bool  { return a == nil || a.ServiceRead(name) }
-func serviceWrite(a authorizer, name string) bool { return a == nil || a.ServiceWrite(name) }
-func nodeRead(a authorizer, name string) bool     { return a == nil || a.NodeRead(name) }
-func nodeWrite(a authorizer, name string) bool    { return a == nil || a.NodeWrite(name) }
-func queryRead(a authorizer, name string) bool    { return a == nil || a.QueryRead(name) }
-func queryWrite(a authorizer, name string) bool   { return a == nil || a.QueryWrite(name) }
-func operatorRead(a authorizer) bool              { return a == nil || a.OperatorRead() }
-func aclRead(a authorizer) bool                   { return a == nil || a.ACLRead() }
-func aclWrite(a authorizer) bool                  { return a == nil || a.ACLWrite() }
+func queryRead(a authorizer, name string) bool { return a == nil || a.QueryRead(name) }
+func aclRead(a authorizer) bool                { return a == nil || a.ACLRead() }
+func aclWrite(a authorizer) bool               { return a == nil || a.ACLWrite() }
 
 // instanceReadable reports whether a may see an instance: its service and
 // its node, as Consul's health endpoints filter.

@@ -33,6 +33,14 @@ func (c *Catalog) Changes(ctx context.Context, args *rpc.ChangesRequest, reply *
 			ch.Nodes = slices.DeleteFunc(ch.Nodes, func(n string) bool { return !authz.NodeRead(n) })
 			ch.Queries = slices.DeleteFunc(ch.Queries, func(q string) bool { return !authz.QueryRead(q) })
 		}
+		if reply.Changes.Reset && args.MinQueryIndex > reply.Changes.Index && !c.srv.IsLeader() {
+			// A follower behind the index the caller already holds
+			// (it read from a server further ahead) waits to catch up
+			// rather than tell it to start over: a Reset would make
+			// the caller refetch everything from this server, and take
+			// answers older than those it has.
+			return args.MinQueryIndex, nil
+		}
 		if reply.Changes.Reset {
 			// Any index past the one asked about ends the wait.
 			return args.MinQueryIndex + 1, nil

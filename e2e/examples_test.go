@@ -111,14 +111,15 @@ func (n exampleNet) addr(name string, port int) string {
 // exampleNet of their own, and fails the test if it exits non-zero or
 // takes longer than limit. Should an agent find one of its ports taken
 // (by a process that took it after it was picked), the script runs again
-// on fresh ones. It returns the output and where the agents were.
-func runExample(t *testing.T, script string, agents []string, limit time.Duration, stepTimeout string) (string, exampleNet) {
+// on fresh ones. env adds to the script's environment. It returns the
+// output and where the agents were.
+func runExample(t *testing.T, script string, agents []string, limit time.Duration, stepTimeout string, env ...string) (string, exampleNet) {
 	t.Helper()
 	requireDig(t)
 	const attempts = 3
 	for i := 1; ; i++ {
 		n := newExampleNet(t, agents...)
-		out, err := runScript(t, script, limit, n, "TIMEOUT="+stepTimeout)
+		out, err := runScript(t, script, limit, n, append([]string{"TIMEOUT=" + stepTimeout}, env...)...)
 		if err == nil {
 			return out, n
 		}

@@ -154,8 +154,15 @@ type Config struct {
 	ProtocolVersion uint8
 	// EncryptKey, when set, is the AES key (16, 24 or 32 bytes) gossip is
 	// encrypted and authenticated with. Members with another key, or none,
-	// cannot join. Default none.
+	// cannot join. Default none. A keyring file, when there is one, wins
+	// over it.
 	EncryptKey []byte
+	// KeyringFile, when set, is where the pool keeps its keyring (a JSON
+	// list of base64 keys, primary first): loaded at start if it exists
+	// (then EncryptKey is ignored), else written with EncryptKey, and
+	// rewritten after every keyring change. Default "": the keyring lives
+	// in memory only, and a restart starts again from EncryptKey.
+	KeyringFile string
 	// RetainDead is how long a Failed or Left member stays in Members after
 	// it failed or left (unless it comes back). Default (and 0):
 	// Timing.GossipToTheDead, when memberlist itself forgets it. A leader that acts on "failed for
@@ -265,8 +272,11 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Timing.validate()...)
 	if len(errs) == 0 {
-		// Only now is the metadata's size meaningful to check.
-		if _, err := encodeMeta(c.meta()); err != nil {
+		// Only now is the metadata's size meaningful to check, with
+		// as many key fingerprints as a keyring can hold.
+		m := c.meta()
+		m.Keys = fingerprints(make([]byte, MaxKeys*fingerprintLen))
+		if _, err := encodeMeta(m); err != nil {
 			bad("RPCAddr", "%v", err)
 		}
 	}
@@ -313,8 +323,9 @@ func (c Config) meta() meta {
 	return meta{Role: c.Role, Datacenter: c.Datacenter, RPCAddr: c.RPCAddr, ProtocolVersion: c.ProtocolVersion, WANPort: uint16(c.WANPort)}
 }
 
-// memberlistConfig builds memberlist's config; the delegates are set by New.
-func (c Config) memberlistConfig() (*memberlist.Config, error) {
+// memberlistConfig builds memberlist's config; the delegates and the
+// keyring are set by New.
+func (c Config) memberlistConfig() *memberlist.Config {
 	ml := memberlist.DefaultLANConfig()
 	if c.Pool == WAN {
 		ml = memberlist.DefaultWANConfig()
@@ -331,14 +342,7 @@ func (c Config) memberlistConfig() (*memberlist.Config, error) {
 	if ml.AdvertisePort == 0 {
 		ml.AdvertisePort = c.BindPort
 	}
-	if len(c.EncryptKey) > 0 {
-		kr, err := memberlist.NewKeyring(nil, c.EncryptKey)
-		if err != nil {
-			return nil, fmt.Errorf("gossip EncryptKey: %w", err)
-		}
-		ml.Keyring = kr
-	}
-	return ml, nil
+	return ml
 }
 
 // validLabel reports why s cannot be one DNS label, or "" when it can: node

@@ -2,25 +2,49 @@ package gossip
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
 
 // delegate gives memberlist this member's metadata and carries the pool's
-// own messages (leave intents, see intent.go) in memberlist's gossip. It
-// sends no extra push/pull state.
+// own messages in memberlist's gossip: leave intents (intent.go) and
+// keyring operations and their replies (keyring_ops.go). It sends no extra
+// push/pull state.
 type delegate struct {
-	p    *Pool
-	meta []byte // encoded by New; Validate guarantees it fits MetaMaxSize
+	p *Pool
 }
 
 var _ memberlist.Delegate = delegate{}
 
-func (d delegate) NodeMeta(limit int) []byte { return d.meta }
+// NodeMeta returns the metadata New encoded and each keyring change
+// re-encodes; Validate guarantees it fits MetaMaxSize.
+func (d delegate) NodeMeta(limit int) []byte {
+	if m := d.p.meta.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
 
-// NotifyMsg runs on memberlist's packet handler goroutine: it must not block.
-func (d delegate) NotifyMsg(b []byte) { d.p.receive(b) }
+// NotifyMsg runs on memberlist's packet handler goroutine, or on the
+// goroutine of one stream: it must not block. The first byte says what
+// the message is; b must not be kept.
+func (d delegate) NotifyMsg(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	switch b[0] {
+	case msgLeaveIntent:
+		d.p.receive(b)
+	case msgKeyOp:
+		d.p.receiveKeyOp(b)
+	case msgKeyReply:
+		d.p.receiveKeyReply(b)
+	}
+}
 
 func (d delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	return d.p.broadcasts.GetBroadcasts(overhead, limit)
@@ -100,4 +124,36 @@ func (f peerFilter) check(n *memberlist.Node) (meta, error) {
 		}
 	}
 	return md, nil
+}
+
+// conflictDelegate tells the operator about two agents sharing a node
+// name: memberlist keeps the member it knew and ignores the other, and
+// calls NotifyConflict on every member that sees both (the newcomer
+// included, about itself) from its receive path, which must not block.
+// One line per name per minute, at ERROR: an agent that cannot be a
+// member under its name will not work until someone renames it.
+type conflictDelegate struct {
+	p *Pool
+}
+
+var _ memberlist.ConflictDelegate = conflictDelegate{}
+
+// conflictLogEvery paces the lines about one conflicting name.
+const conflictLogEvery = time.Minute
+
+func (d conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
+	d.p.conflicts.Add(1)
+	now := time.Now()
+	if last, ok := d.p.conflictLogged.Load(existing.Name); ok && now.Sub(last.(time.Time)) < conflictLogEvery {
+		return
+	}
+	d.p.conflictLogged.Store(existing.Name, now)
+	if existing.Name == d.p.name {
+		d.p.logger.Error("another agent uses this agent's node name: node names must be unique; give one of them another node_name",
+			"node", existing.Name, "other", net.JoinHostPort(other.Addr.String(), strconv.Itoa(int(other.Port))))
+		return
+	}
+	d.p.logger.Error("two agents claim one node name: the member known first keeps it, the other is refused",
+		"node", existing.Name, "member", net.JoinHostPort(existing.Addr.String(), strconv.Itoa(int(existing.Port))),
+		"refused", net.JoinHostPort(other.Addr.String(), strconv.Itoa(int(other.Port))))
 }

@@ -15,6 +15,18 @@
 // intent (a memberlist user message, as serf does) and receivers combine it
 // with memberlist's event in either order (intent.go).
 //
+// Keys: a pool started with a key encrypts and authenticates all its
+// gossip. Its keyring (kept in Config.KeyringFile when set) rotates while
+// it runs, with no member falling out: InstallKey, UseKey and RemoveKey
+// reach every alive member and wait for each to show the change in the
+// key fingerprints it gossips in its metadata; ListKeys reports them
+// (keyring.go, keyring_ops.go).
+//
+// Logging: memberlist logs one line per bad packet it receives; the pool
+// logs such lines at most once a minute per kind and source address and
+// counts the rest (DroppedLogLines), so a flood cannot fill the log
+// (logger.go).
+//
 // Concurrency contract. Pool methods are safe for concurrent use. memberlist
 // calls the pool's delegates from its receive loop (events, holding its own
 // node lock) and its packet handler (leave intents); they only decode,
@@ -34,6 +46,8 @@
 //
 // Changes coalesces: many events between two reads give one signal, and the
 // snapshot read after it reflects all of them. The pool starts one goroutine
-// per Join call in flight and waits for them in Shutdown; memberlist's own
-// goroutines end when Shutdown closes its transport.
+// per Join call in flight, one per keyring operation sent and not yet
+// delivered, and one that applies the operations other members send; it
+// waits for all of them in Shutdown. memberlist's own goroutines end when
+// Shutdown closes its transport.
 package gossip

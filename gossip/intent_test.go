@@ -12,16 +12,9 @@ import (
 // testPool is a Pool without memberlist, to drive its delegates directly.
 func testPool(t *testing.T) *Pool {
 	t.Helper()
-	p := &Pool{
-		cfg:     Config{Pool: LAN, Datacenter: "dc1", RetainDead: time.Minute},
-		name:    "self",
-		logger:  slog.New(slog.DiscardHandler),
-		changes: make(chan struct{}, 1),
-		members: make(map[string]Member),
-		intents: make(map[string]time.Time),
-	}
-	p.broadcasts = &memberlist.TransmitLimitedQueue{NumNodes: p.numAlive, RetransmitMult: 2}
-	return p
+	cfg := Config{NodeName: "self", Pool: LAN, Datacenter: "dc1", RetainDead: time.Minute}
+	cfg.Timing.RetransmitMult = 2
+	return newPool(cfg, slog.New(slog.DiscardHandler))
 }
 
 func testNode(t *testing.T, name string) *memberlist.Node {

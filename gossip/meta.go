@@ -23,6 +23,7 @@ const (
 	keyRPCAddr  = 'a'
 	keyProtocol = 'p'
 	keyWANPort  = 'w' // a server's WAN gossip port, in its LAN metadata (flood join)
+	keyKeys     = 'k' // the fingerprints of the member's gossip keys, primary first (keyring.go)
 )
 
 // meta is what one member tells the others about itself.
@@ -32,11 +33,14 @@ type meta struct {
 	RPCAddr         string // host:port; empty for clients
 	ProtocolVersion uint8
 	WANPort         uint16 // 0: none (a client, or a LAN member of an older version)
+	// Keys are the fingerprints of the member's gossip keys, primary
+	// first; "" for a member gossiping in clear text.
+	Keys fingerprints
 }
 
 // encodeMeta encodes m, or fails when it does not fit memberlist's limit.
 func encodeMeta(m meta) ([]byte, error) {
-	buf := make([]byte, 0, 4+len(m.Role)+len(m.Datacenter)+len(m.RPCAddr)+12)
+	buf := make([]byte, 0, 4+len(m.Role)+len(m.Datacenter)+len(m.RPCAddr)+len(m.Keys)+14)
 	buf = append(buf, metaVersion)
 	for _, f := range []struct {
 		key byte
@@ -45,9 +49,15 @@ func encodeMeta(m meta) ([]byte, error) {
 		{keyRole, string(m.Role)}, {keyDC, m.Datacenter}, {keyRPCAddr, m.RPCAddr},
 		{keyProtocol, string([]byte{m.ProtocolVersion})},
 		{keyWANPort, string([]byte{byte(m.WANPort >> 8), byte(m.WANPort)})},
+		{keyKeys, string(m.Keys)},
 	} {
-		if f.key == keyRPCAddr && f.val == "" || f.key == keyWANPort && m.WANPort == 0 {
+		if f.key == keyRPCAddr && f.val == "" || f.key == keyWANPort && m.WANPort == 0 || f.key == keyKeys && m.Keys == "" {
 			continue
+		}
+		if f.key == keyKeys {
+			if err := m.Keys.check(); err != nil {
+				return nil, err
+			}
 		}
 		if len(f.val) > 255 {
 			return nil, fmt.Errorf("metadata field %q is %d bytes, more than 255", f.key, len(f.val))
@@ -108,6 +118,11 @@ func decodeMeta(b []byte) (meta, error) {
 				return m, fmt.Errorf("%w: WAN port is %d bytes, want 2", ErrBadMeta, n)
 			}
 			m.WANPort = uint16(val[0])<<8 | uint16(val[1])
+		case keyKeys:
+			m.Keys = fingerprints(val)
+			if err := m.Keys.check(); err != nil {
+				return m, fmt.Errorf("%w: %w", ErrBadMeta, err)
+			}
 		}
 	}
 	return m, m.check()

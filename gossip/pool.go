@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -19,22 +20,68 @@ type Pool struct {
 	logger  *slog.Logger
 	ml      *memberlist.Memberlist
 	changes chan struct{} // buffered 1: level-triggered "something changed"
+	limiter *logLimiter   // memberlist's log lines caused by the network
+
+	// conflicts counts the name conflicts memberlist reported;
+	// conflictLogged is when each name's last line was logged.
+	conflicts      atomic.Uint64
+	conflictLogged sync.Map // member name → time.Time
 
 	// broadcasts queues leave intents for memberlist's gossip.
 	broadcasts *memberlist.TransmitLimitedQueue
 
-	mu      sync.Mutex
-	members map[string]Member    // by name; failed and left kept RetainDead
-	intents map[string]time.Time // leave intents received, by member name
+	mu         sync.Mutex
+	members    map[string]Member       // by name; failed and left kept RetainDead
+	intents    map[string]time.Time    // leave intents received, by member name
+	memberKeys map[string]fingerprints // each member's key fingerprints, from its metadata
+	// updated is closed, and replaced, on every member event: keyring
+	// operations wait on it (keyring_ops.go).
+	updated chan struct{}
+	pending map[uint64]chan keyReply // keyring operations initiated here, by request ID
+
+	// meta is this member's encoded metadata, as NodeMeta gives it to
+	// memberlist; it changes with the keyring.
+	meta atomic.Pointer[[]byte]
+
+	keyMu   sync.Mutex          // serializes keyring changes; guards keys
+	keyring *memberlist.Keyring // nil without encryption
+	keys    [][]byte            // the keyring's keys, primary first: a copy memberlist never sees
+	opMu    sync.Mutex          // one keyring operation initiated here at a time
+	keyOps  chan keyRequest     // operations received from other members, for keyWorker
+	stop    chan struct{}       // closed by Shutdown: keyWorker and keyring sends return
 
 	life    sync.Mutex // serializes Join's start, Leave and Shutdown
 	down    bool
 	leaving bool           // Leave sent the intent
-	wg      sync.WaitGroup // Join attempts in flight
+	wg      sync.WaitGroup // Join attempts, keyring sends and keyWorker
+}
+
+// newPool returns a pool's state, without memberlist.
+func newPool(cfg Config, logger *slog.Logger) *Pool {
+	p := &Pool{
+		cfg:        cfg,
+		name:       cfg.MemberName(),
+		logger:     logger,
+		changes:    make(chan struct{}, 1),
+		limiter:    newLogLimiter(logLimitInterval),
+		members:    make(map[string]Member),
+		intents:    make(map[string]time.Time),
+		memberKeys: make(map[string]fingerprints),
+		updated:    make(chan struct{}),
+		pending:    make(map[uint64]chan keyReply),
+		keyOps:     make(chan keyRequest, keyOpQueue),
+		stop:       make(chan struct{}),
+	}
+	p.broadcasts = &memberlist.TransmitLimitedQueue{NumNodes: p.numAlive, RetransmitMult: cfg.Timing.RetransmitMult}
+	return p
 }
 
 // New creates the pool's memberlist and binds its UDP and TCP listeners. The
 // pool starts as a cluster of one; Join contacts others. logger may be nil.
+//
+// With a key (Config.EncryptKey, or the keyring in Config.KeyringFile),
+// all gossip is encrypted and only members holding one of this member's
+// keys can join; see keyring.go.
 func New(cfg Config, logger *slog.Logger) (*Pool, error) {
 	if cfg.RetainDead == 0 {
 		cfg.RetainDead = cfg.Timing.GossipToTheDead
@@ -46,38 +93,54 @@ func New(cfg Config, logger *slog.Logger) (*Pool, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "gossip", "pool", cfg.Pool.String())
-	md, err := encodeMeta(cfg.meta())
+	keys, note, err := initialKeys(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gossip: %w", err)
+	}
+	if note != "" {
+		logger.Warn(note, "path", cfg.KeyringFile)
+	}
+	md := cfg.meta()
+	md.Keys = fingerprintsOf(keys)
+	encoded, err := encodeMeta(md)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: encode metadata: %w", err)
 	}
-	mlc, err := cfg.memberlistConfig()
-	if err != nil {
-		return nil, err
+	mlc := cfg.memberlistConfig()
+	p := newPool(cfg, logger)
+	p.meta.Store(&encoded)
+	if len(keys) > 0 {
+		if p.keyring, err = memberlist.NewKeyring(keys[1:], keys[0]); err != nil {
+			return nil, fmt.Errorf("gossip keyring: %w", err) // not reached: the keys were checked
+		}
+		p.keys = keys
+		mlc.Keyring = p.keyring
 	}
-	p := &Pool{
-		cfg:     cfg,
-		name:    cfg.MemberName(),
-		logger:  logger,
-		changes: make(chan struct{}, 1),
-		members: make(map[string]Member),
-		intents: make(map[string]time.Time),
-	}
-	p.broadcasts = &memberlist.TransmitLimitedQueue{NumNodes: p.numAlive, RetransmitMult: cfg.Timing.RetransmitMult}
 	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter}
-	mlc.Delegate = delegate{p: p, meta: md}
+	mlc.Delegate = delegate{p: p}
 	mlc.Events = eventDelegate{p: p}
+	mlc.Conflict = conflictDelegate{p: p}
 	mlc.Alive = filter
 	mlc.Merge = filter
-	mlc.Logger = newStdLogger(logger)
+	mlc.Logger = newStdLogger(logger, p.limiter)
 	ml, err := memberlist.Create(mlc)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: start %s pool on %s:%d: %w", cfg.Pool, mlc.BindAddr, cfg.BindPort, err)
 	}
 	p.ml = ml
+	p.wg.Go(p.keyWorker)
 	local := p.LocalMember()
-	logger.Info("gossip pool started", "node", p.name, "addr", local.Addr, "port", local.Port, "dc", cfg.Datacenter, "role", cfg.Role)
+	logger.Info("gossip pool started", "node", p.name, "addr", local.Addr, "port", local.Port, "dc", cfg.Datacenter,
+		"role", cfg.Role, "encrypted", p.keyring != nil, "keys", len(keys))
 	return p, nil
 }
+
+// DroppedLogLines counts the log lines this pool has left out since it
+// started: memberlist's complaints about what it receives (packets it
+// cannot decrypt or decode, and the like) are logged at most once a
+// minute per kind and source address, so that a flood of bad packets does
+// not flood the log (logger.go). Export it as a counter.
+func (p *Pool) DroppedLogLines() uint64 { return p.limiter.Dropped() }
 
 // Join contacts each of addrs ("host" or "host:port"; the port defaults to
 // this pool's bind port) and merges state with every one that answers. It
@@ -171,6 +234,7 @@ func (p *Pool) Shutdown() error {
 		return nil
 	}
 	p.down = true
+	close(p.stop)
 	err := p.ml.Shutdown()
 	p.wg.Wait()
 	if err != nil {
@@ -199,6 +263,7 @@ func (p *Pool) Members() []Member {
 		if m.Status != StatusAlive && now.Sub(m.Since) > p.cfg.RetainDead {
 			delete(p.members, name)
 			delete(p.intents, name)
+			delete(p.memberKeys, name)
 			continue
 		}
 		out = append(out, m)
@@ -255,6 +320,9 @@ func (p *Pool) observe(n *memberlist.Node, status Status) {
 		m.Since = old.Since // a metadata update is not a status change
 	}
 	p.members[n.Name] = m
+	p.memberKeys[n.Name] = md.Keys
+	close(p.updated)
+	p.updated = make(chan struct{})
 	p.mu.Unlock()
 	p.signal()
 }
@@ -266,3 +334,7 @@ func (p *Pool) signal() {
 	default: // a signal is already pending; the consumer reads all of it
 	}
 }
+
+// NameConflicts returns how many times memberlist saw two agents claim one
+// member name in this pool.
+func (p *Pool) NameConflicts() uint64 { return p.conflicts.Load() }

@@ -31,6 +31,8 @@ const (
 // ErrPermissionDenied is wrapped by the error of a request its token may
 // not make. It crosses the wire, so an HTTP handler answers 403 whichever
 // server refused.
+//
+//lint:ignore ST1005 Consul's clients and users know this text.
 var ErrPermissionDenied = errors.New("Permission denied")
 
 // ErrACLNotFound is wrapped by the error of a request whose token is not

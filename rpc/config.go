@@ -64,6 +64,12 @@ type ServerConfig struct {
 	// use TLS with this config (tlsutil's OutgoingRPC for the server's
 	// own datacenter). Default nil: plain.
 	RaftTLS *tls.Config
+	// SourceAddr is the IP Raft's outgoing connections (Layer.Dial) are
+	// made from; empty lets the system choose. The agent sets its own
+	// address, so that peers that admit connections by address (Admit)
+	// see the one gossip knows it by, also where a host has several.
+	// Default empty.
+	SourceAddr string
 	// Admit, when set, is asked about every RPC and Raft connection once
 	// its first byte (the one inside TLS, if any) is read: remote is the
 	// peer's address, kind RPCByte or RaftByte. An error refuses the
@@ -135,6 +141,9 @@ func (c ServerConfig) Validate() error {
 	if c.MaxStreamsPerConn <= 0 {
 		bad("MaxStreamsPerConn", "must be positive, got %d", c.MaxStreamsPerConn)
 	}
+	if c.SourceAddr != "" && net.ParseIP(c.SourceAddr) == nil {
+		bad("SourceAddr", "%q is not an IP address", c.SourceAddr)
+	}
 	if c.RequireTLS && c.TLS == nil {
 		bad("RequireTLS", "needs TLS, or every connection is refused")
 	}
@@ -178,6 +187,10 @@ type PoolConfig struct {
 	// Datacenter is the datacenter of the servers Call dials: the one
 	// TLS is asked for. Needed with TLS. Default empty.
 	Datacenter string
+	// SourceAddr is the IP connections are made from (with the default
+	// Dial), as ServerConfig.SourceAddr. Default empty: the system's
+	// choice.
+	SourceAddr string
 }
 
 // DefaultPoolConfig returns the default pool configuration.
@@ -209,6 +222,9 @@ func (c PoolConfig) Validate() error {
 	}
 	if c.MaxMessageSize < minMessageSize {
 		bad("MaxMessageSize", "must be at least %d, got %d", minMessageSize, c.MaxMessageSize)
+	}
+	if c.SourceAddr != "" && net.ParseIP(c.SourceAddr) == nil {
+		bad("SourceAddr", "%q is not an IP address", c.SourceAddr)
 	}
 	if c.TLS != nil && c.Datacenter == "" {
 		bad("Datacenter", "must be set with TLS: it names the servers Call verifies")

@@ -25,6 +25,9 @@ type Layer struct {
 	addr  atomic.Pointer[net.Addr]
 	conns chan net.Conn
 	tls   *tls.Config // of Dial; nil for plain
+	// source is the local address Dial connects from; nil lets the
+	// system choose.
+	source *net.TCPAddr
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -34,6 +37,15 @@ var _ net.Listener = (*Layer)(nil)
 
 func newLayer(tlsConfig *tls.Config) *Layer {
 	return &Layer{conns: make(chan net.Conn), done: make(chan struct{}), tls: tlsConfig}
+}
+
+// sourceAddr is the local address to dial from: ip (port chosen by the
+// system), or nil for the system's choice when ip is empty.
+func sourceAddr(ip string) *net.TCPAddr {
+	if ip == "" {
+		return nil
+	}
+	return &net.TCPAddr{IP: net.ParseIP(ip)}
 }
 
 func (l *Layer) setAddr(a net.Addr) { l.addr.Store(&a) }
@@ -74,7 +86,11 @@ func (l *Layer) Addr() net.Addr {
 // handshake and the first writes together.
 func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
-	conn, err := (&net.Dialer{Deadline: deadline}).Dial("tcp", addr)
+	d := &net.Dialer{Deadline: deadline}
+	if l.source != nil {
+		d.LocalAddr = l.source
+	}
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: raft dial %s: %w", addr, err)
 	}

@@ -65,7 +65,10 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 	logger = logger.With("component", "rpc")
 	dial := cfg.Dial
 	if dial == nil {
-		var d net.Dialer
+		d := net.Dialer{}
+		if src := sourceAddr(cfg.SourceAddr); src != nil {
+			d.LocalAddr = src
+		}
 		dial = func(ctx context.Context, addr string) (net.Conn, error) {
 			return d.DialContext(ctx, "tcp", addr)
 		}

@@ -66,11 +66,13 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 	}
 	logger = logger.With("component", "rpc")
 	life, shutDown := context.WithCancel(context.Background())
+	layer := newLayer(cfg.RaftTLS)
+	layer.source = sourceAddr(cfg.SourceAddr)
 	return &Server{
 		cfg:      cfg,
 		logger:   logger,
 		yamux:    yamuxConfig(cfg.KeepAliveInterval, cfg.ConnectionWriteTimeout, logger),
-		layer:    newLayer(cfg.RaftTLS),
+		layer:    layer,
 		life:     life,
 		shutDown: shutDown,
 		badConn:  sampler{every: time.Minute},

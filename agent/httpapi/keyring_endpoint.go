@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"slices"
+
+	"github.com/cairndns/cairn/acl"
 )
 
 // Keyring lists and changes the gossip encryption keys of the agent's
@@ -72,8 +74,10 @@ func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return notFound("the gossip keyring is not available on this agent")
 	}
-	// ACL: keyring:read for GET, keyring:write for the others (with ACLs).
 	if r.Method == http.MethodGet {
+		if err := s.permission(r, "keyring", "read", "", (*acl.Authorizer).KeyringRead); err != nil {
+			return err
+		}
 		out, err := kr.Keyring(r.Context(), KeyringList, "")
 		if err != nil {
 			return err
@@ -83,6 +87,9 @@ func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 		}
 		writeJSONPretty(w, r, out)
 		return nil
+	}
+	if err := s.permission(r, "keyring", "write", "", (*acl.Authorizer).KeyringWrite); err != nil {
+		return err
 	}
 	var body keyringRequest
 	if err := s.decodeBody(w, r, &body); err != nil {

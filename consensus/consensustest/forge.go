@@ -28,7 +28,6 @@ func ForgeHeartbeat(from, addr string, term uint64) (*raft.AppendEntriesResponse
 	req := &raft.AppendEntriesRequest{
 		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("rogue"), Addr: []byte("192.0.2.66:8300")},
 		Term:      term,
-		Leader:    []byte("192.0.2.66:8300"),
 	}
 	var resp raft.AppendEntriesResponse
 	if err := trans.AppendEntries("target", raft.ServerAddress(addr), req, &resp); err != nil {

@@ -8,6 +8,13 @@
 # dc1, prints the WAN members and the datacenters, and stops every agent
 # (unless KEEP=1).
 #
+# SECURE=1 runs the same with everything README's "Running it securely"
+# sets up: a gossip key (cairn keygen), a CA and a certificate per agent
+# (cairn tls ...) with mutual TLS and verified server names on the server
+# port, and ACLs denying by default, bootstrapped through an initial
+# management token, with the anonymous token allowed to read for DNS. It
+# shows an anonymous registration being refused.
+#
 #   examples/two-dc/run.sh                # builds cairn with go build
 #   CAIRN=/path/to/cairn examples/two-dc/run.sh
 #
@@ -17,7 +24,7 @@
 # SERVER_PORT, SERF_LAN_PORT, SERF_WAN_PORT (every agent's ports, default
 # 8600, 8500, 8300, 8301, 8302; see ../lib.sh), WORK (data and logs, default
 # a temporary directory, removed at the end unless KEEP=1), TIMEOUT (seconds
-# to wait for each step, default 60). Needs dig (bind9-dnsutils). Exits
+# to wait for each step, default 60), SECURE (1: see above). Needs dig (bind9-dnsutils). Exits
 # non-zero, printing the agents' logs, when a step fails.
 set -euo pipefail
 
@@ -48,13 +55,61 @@ for d in dc1 dc2; do
 done
 assign_addrs "${agents[@]}"
 
+SECURE=${SECURE:-0}
+declare -A conf=() # agent name → its config file, with SECURE=1
+if [[ "$SECURE" == 1 ]]; then
+	# One gossip key for every agent of both datacenters; one CA; one
+	# management token, which every agent also writes its own node with
+	# (a shortcut of this demo: give each agent a token with node:write
+	# on its own name in production).
+	key=$("$CAIRN" keygen)
+	mkdir -p "$WORK/tls"
+	(cd "$WORK/tls" && "$CAIRN" tls ca create >/dev/null)
+	mgmt=$(cat /proc/sys/kernel/random/uuid)
+	export CAIRN_HTTP_TOKEN=$mgmt
+	declare -A issued=()
+	for name in "${agents[@]}"; do
+		d=${dc[$name]} role=client extra=""
+		if [[ $name == *-s* ]]; then
+			role=server
+			extra="initial_management = \"$mgmt\""
+		fi
+		n=${issued[$d-$role]:-0}
+		issued[$d-$role]=$((n + 1))
+		(cd "$WORK/tls" && "$CAIRN" tls cert create "-$role" -dc "$d" >/dev/null)
+		conf[$name]="$WORK/$name.hcl"
+		cat >"${conf[$name]}" <<-EOF
+			encrypt = "$key"
+			acl {
+			  enabled = true
+			  default_policy = "deny"
+			  tokens { agent = "$mgmt" $extra }
+			}
+			tls {
+			  defaults {
+			    ca_file = "$WORK/tls/cairn-agent-ca.pem"
+			    cert_file = "$WORK/tls/$d-$role-cairn-$n.pem"
+			    key_file = "$WORK/tls/$d-$role-cairn-$n-key.pem"
+			    verify_incoming = true
+			    verify_outgoing = true
+			  }
+			  internal_rpc { verify_server_hostname = true }
+			}
+		EOF
+	done
+fi
+
 # start <name> [flags...]: an agent of dc[name] joining its DC's first
 # server over LAN gossip.
 start() {
 	local name=$1
 	shift
 	local d=${dc[$name]}
-	start_agent "$name" -datacenter "$d" -retry-join "$(lan_addr "$d-s1")" -retry-interval 1s "$@"
+	local secure=()
+	if [[ -n "${conf[$name]:-}" ]]; then
+		secure=(-config-file "${conf[$name]}")
+	fi
+	start_agent "$name" -datacenter "$d" -retry-join "$(lan_addr "$d-s1")" -retry-interval 1s "${secure[@]}" "$@"
 }
 
 # Every server joins the WAN pool through dc1's first server.
@@ -69,6 +124,23 @@ for d in dc1 dc2; do
 	has_leader() { cli "$d-c1" operator raft list-peers | grep -q leader; }
 	until_ok "a Raft leader in $d" has_leader
 done
+if [[ "$SECURE" == 1 ]]; then
+	# DNS asks with the anonymous token: let it read services, nodes and
+	# prepared queries, in each datacenter (ACLs are per datacenter).
+	rules=$'service_prefix "" { policy = "read" }\nnode_prefix "" { policy = "read" }\nquery_prefix "" { policy = "read" }'
+	for d in dc1 dc2; do
+		until_ok "a DNS read policy in $d" cli "$d-c1" acl policy create -name dns-read -rules "$rules"
+		until_ok "the anonymous token reading in $d" \
+			cli "$d-c1" acl token update -id 00000000-0000-0000-0000-000000000002 -policy-name dns-read
+	done
+	if CAIRN_HTTP_TOKEN='' cli dc1-c1 services register -name intruder -port 1 >"$WORK/refused.txt" 2>&1; then
+		echo "an anonymous registration was accepted" >&2
+		exit 1
+	fi
+	echo
+	echo "== an anonymous registration on dc1-c1 (refused)"
+	cat "$WORK/refused.txt"
+fi
 wan_members() { [[ $(cli dc1-s1 members -wan -status alive | tail -n +2 | wc -l) -eq 6 ]]; }
 until_ok "six alive WAN members seen from dc1-s1" wan_members
 

@@ -5,10 +5,14 @@ package gossiptest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,4 +150,82 @@ func WaitStatus(t testing.TB, timeout time.Duration, name string, want gossip.St
 		}
 		return nil
 	})
+}
+
+// NewKey returns a fresh random 32-byte gossip key in base64, as "cairn
+// keygen" prints one.
+func NewKey(t testing.TB) string {
+	t.Helper()
+	return base64.StdEncoding.EncodeToString(RawKey(t))
+}
+
+// RawKey returns a fresh random 32-byte gossip key, for Config.EncryptKey.
+func RawKey(t testing.TB) []byte {
+	t.Helper()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// Watch records every member that any of the watched pools sees other
+// than alive, from their Changes signals: a test that must not make any
+// member fail or leave checks NotAlive at its end. It consumes the pools'
+// Changes, so nothing else may read them.
+type Watch struct {
+	mu       sync.Mutex
+	notAlive map[string]string // member name → what some pool saw
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// WatchMembers starts watching pools until the test ends.
+func WatchMembers(t testing.TB, pools ...*gossip.Pool) *Watch {
+	t.Helper()
+	w := &Watch{notAlive: make(map[string]string), stop: make(chan struct{})}
+	for _, p := range pools {
+		w.wg.Go(func() { w.watch(p) })
+	}
+	t.Cleanup(func() {
+		close(w.stop)
+		w.wg.Wait()
+	})
+	return w
+}
+
+func (w *Watch) watch(p *gossip.Pool) {
+	changes := p.Changes()
+	for {
+		w.check(p)
+		select {
+		case <-w.stop:
+			return
+		case <-changes:
+		}
+	}
+}
+
+func (w *Watch) check(p *gossip.Pool) {
+	self := p.LocalMember().Name
+	for _, m := range p.Members() {
+		if m.Status != gossip.StatusAlive {
+			w.mu.Lock()
+			w.notAlive[m.Name] = fmt.Sprintf("%s saw %s %v", self, m.Name, m.Status)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// NotAlive returns, sorted, what the pools saw of members that were not
+// alive at some point since the watch started; nil when none was.
+func (w *Watch) NotAlive() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, what := range w.notAlive {
+		out = append(out, what)
+	}
+	slices.Sort(out)
+	return out
 }
