@@ -357,6 +357,9 @@ func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }
 // HTTPAddr is the bound HTTP API address.
 func (a *Agent) HTTPAddr() net.Addr { return a.http.Addr() }
 
+// HTTPSAddr is the HTTPS API's address, nil without ports.https.
+func (a *Agent) HTTPSAddr() net.Addr { return a.http.HTTPSAddr() }
+
 // Shutdown stops the agent in order — DNS listeners, HTTP API, background
 // loops, the Catalog endpoint, gossip (leaving gracefully), the rpc server,
 // then Raft (which closes its log) — and waits for each. It is safe to call

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +162,88 @@ func rotate(t *testing.T, src, dst string) {
 	}
 	if err := os.WriteFile(dst, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkRegisterThroughClient measures a registration through a client
+// agent (HTTP to the client, RPC to the server, Raft apply), with the
+// server port plain and over mutual TLS:
+//
+//	go test -run '^$' -bench RegisterThroughClient -benchtime 2000x ./agent/
+func BenchmarkRegisterThroughClient(b *testing.B) {
+	for _, secure := range []bool{false, true} {
+		b.Run(fmt.Sprintf("tls=%v", secure), func(b *testing.B) {
+			scfg := agenttest.ServerConfig(b, "s1", 1)
+			ccfg := agenttest.ClientConfig(b, "c1", agenttest.GossipAddr(scfg))
+			if secure {
+				ca := tlsutiltest.NewCA(b)
+				scfg.TLS.RPC = ca.Config(b, true, "dc1")
+				ccfg.TLS.RPC = ca.Config(b, false, "dc1")
+			}
+			agenttest.Start(b, scfg)
+			c := agenttest.Start(b, ccfg)
+			url := "http://" + c.HTTPAddr().String() + "/v1/agent/service/register"
+			register := func(i int) error {
+				body := fmt.Sprintf(`{"ID":"web-%d","Name":"web","Port":80}`, i%100)
+				req, _ := http.NewRequest("PUT", url, strings.NewReader(body))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return err
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("status %d", resp.StatusCode)
+				}
+				return nil
+			}
+			waittest.For(b, tlsWait, "the client to reach the server", func() error { return register(0) })
+			b.ResetTimer()
+			for i := range b.N {
+				// Each registration changes the instance (its port), so
+				// every one is a write through Raft.
+				body := fmt.Sprintf(`{"ID":"web-%d","Name":"web","Port":%d}`, i%100, 1000+i)
+				req, _ := http.NewRequest("PUT", url, strings.NewReader(body))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPS serves the API over TLS on ports.https beside plain HTTP: a
+// client trusting the CA is answered, one that does not is refused by
+// the handshake.
+func TestHTTPS(t *testing.T) {
+	t.Parallel()
+	ca := tlsutiltest.NewCA(t)
+	cfg := agenttest.Config(t)
+	cfg.Ports.HTTPS = 0
+	cfg.TLS.HTTPS = ca.Config(t, true, "dc1")
+	cfg.TLS.HTTPS.VerifyIncoming = false // browsers and curl bring no certificate
+	a := agenttest.Start(t, cfg)
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(caPEM)
+	url := "https://" + a.HTTPSAddr().String() + "/v1/status/leader"
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "server.dc1.cluster"}}}
+	resp, err := trusting.Get(url)
+	if err != nil {
+		t.Fatalf("GET over HTTPS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET over HTTPS: got %d, want 200", resp.StatusCode)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Fatal("a client that does not trust the CA got an answer")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -254,7 +255,8 @@ func (p *PreparedQuery) execute(ctx context.Context, args *rpc.PreparedQueryExec
 		return err
 	}
 	if len(reply.Result.Nodes) == 0 {
-		return p.failover(ctx, q, &reply.Result)
+		// The other datacenters answer as the caller's token may read.
+		return p.failover(acl.ContextWithToken(ctx, args.Token), q, &reply.Result)
 	}
 	return nil
 }
@@ -378,7 +380,7 @@ func (p *PreparedQuery) failoverDatacenters(q *catalog.PreparedQuery) []string {
 type viaEndpoint struct{ p *PreparedQuery }
 
 func (v viaEndpoint) ExecuteRemote(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error) {
-	args := &rpc.PreparedQueryExecuteRemoteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true}, Query: *q}
+	args := &rpc.PreparedQueryExecuteRemoteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true, Token: acl.TokenFromContext(ctx)}, Query: *q}
 	var reply rpc.PreparedQueryExecuteResponse
 	if err := v.p.executeRemote(ctx, args, &reply); err != nil {
 		return nil, fmt.Errorf("execute query %q in datacenter %s: %w", q.ID, dc, err)
