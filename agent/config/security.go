@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/tlsutil"
 )
 
@@ -103,34 +104,13 @@ func (c *Config) validateACL(bad func(field, format string, args ...any)) {
 		bad("acl.token_ttl", "must not be negative, got %s", a.TokenTTL)
 	}
 	if t := a.Tokens.InitialManagement; t != "" {
-		if !isUUID(t) {
+		if !catalog.IsQueryID(t) { // the UUID form
 			bad("acl.tokens.initial_management", "must be a UUID (as `cairn acl` and uuidgen print), got something else")
 		}
 		if !c.Server && !c.Dev {
 			bad("acl.tokens.initial_management", "is read by servers only; this agent is a client")
 		}
 	}
-}
-
-// isUUID reports whether s has the 8-4-4-4-12 hex form.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // TLS is the tls block (Consul 1.12+'s shape): a defaults block, and
