@@ -22,7 +22,8 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 		return err
 	}
 	a.door = tokenDoor{
-		door:     &clientDoor{pool: a.rpcPool, servers: a.liveServers, logger: a.logger.With("component", "door")},
+		door: &clientDoor{pool: a.rpcPool, servers: a.liveServers, cfg: a.doorConfig(),
+			logger: a.logger.With("component", "door")},
 		fallback: a.cfg.ACL.Tokens.Default,
 	}
 	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
@@ -75,4 +76,9 @@ func (a *Agent) liveServers() []string {
 		}
 	}
 	return out
+}
+
+// doorConfig is how the client door waits and fails over (door.go).
+func (a *Agent) doorConfig() doorConfig {
+	return defaultDoorConfig()
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cairndns/cairn/rpc"
 )
@@ -39,77 +40,270 @@ func (d serverDoor) RPC(ctx context.Context, method string, args, reply any) err
 // server of the datacenter is known.
 var errNoServers = errors.New("no cairn servers known; is the agent joined to a cluster?")
 
-// errFateUnknown is wrapped by a write's error when the connection to the
-// server broke after the write was sent.
-var errFateUnknown = errors.New("the connection to the server broke after the write was sent; it may or may not have been applied")
+// errServerHung is the cause of a call abandoned because its server
+// stopped answering pings.
+var errServerHung = errors.New("the server stopped answering")
+
+// doorConfig is how a client door waits and fails over.
+type doorConfig struct {
+	// HoldTimeout bounds a call, its retries on other servers included,
+	// on top of a blocking query's own wait: Consul's rpc_hold_timeout.
+	// Default 7s.
+	HoldTimeout time.Duration
+	// ProbeAfter is how long a call waits for its answer before the
+	// server is pinged; ProbeEvery how often after that while the call
+	// (a blocking query) goes on; ProbeTimeout how long a ping may take.
+	// A server that misses a ping is hung (stopped, or cut off): its
+	// calls are abandoned and go to another server. Defaults 1s, 5s, 1s:
+	// a hung server costs a call about 2s, and a server that is merely
+	// slow (a write waiting for an election) is left alone.
+	ProbeAfter, ProbeEvery, ProbeTimeout time.Duration
+	// FailedFor is how long a server that failed is passed over while
+	// others are left. Default 30s.
+	FailedFor time.Duration
+	// RebalanceEvery is how often the door picks its server again at
+	// random, so that clients that all moved to one server while another
+	// was down spread out again. Default 2m, plus up to a quarter more
+	// at random.
+	RebalanceEvery time.Duration
+}
+
+func defaultDoorConfig() doorConfig {
+	return doorConfig{
+		HoldTimeout:    7 * time.Second, // Consul's rpc_hold_timeout
+		ProbeAfter:     time.Second,
+		ProbeEvery:     5 * time.Second,
+		ProbeTimeout:   time.Second,
+		FailedFor:      30 * time.Second,
+		RebalanceEvery: 2 * time.Minute,
+	}
+}
 
 // clientDoor sends a client agent's calls to the servers of its
-// datacenter, found in LAN gossip.
+// datacenter, found in LAN gossip, and fails over between them, as
+// Consul's server manager does.
 //
-// Calls go to one server, picked at random from servers() and kept while
-// it is among them and answers: reads from one server see its state move
-// forward only, where reads spread over servers could see a write and then
-// miss it on a server that has not applied it yet. Clients spread over the
-// servers by each picking at random. A call that fails with
-// rpc.ErrTransport (the server could not be reached, or the connection
-// broke) is tried once more, on another server when there is one — a
-// write (its args are an rpc.Write) only when it was never sent; an error
-// the server returned (*rpc.RemoteError) is final.
+// Calls go to one server, picked at random and kept while it answers:
+// reads from one server see its state move forward only, and clients
+// spread over the servers by each picking at random (and picking again
+// every RebalanceEvery). A call fails over to another server when its
+// server cannot be reached, breaks the connection, stops answering pings
+// (a hung server keeps its TCP connections open: only a ping tells it
+// from a slow one), or answers that it knows no leader (it is cut off from
+// the quorum). The failed server is passed over for FailedFor. The call
+// keeps trying, server after server, until it has an answer or
+// HoldTimeout (past any blocking wait) is spent.
+//
+// A write whose request may have reached a server that then failed has an
+// unknown fate. Idempotent writes (rpc.Idempotent: registrations and
+// deregistrations) are sent again: applying one twice is applying it once.
+// Others end with an error wrapping rpc.ErrUnknownOutcome, which the HTTP
+// API answers with a 503 saying so. An error the server returned (a
+// *rpc.RemoteError other than "no leader") is final.
 type clientDoor struct {
 	pool *rpc.Pool
 	// servers returns the RPC addresses of the live servers of this
-	// datacenter; called once per call, from any goroutine.
+	// datacenter; called once per attempt, from any goroutine.
 	servers func() []string
 	logger  *slog.Logger
+	cfg     doorConfig
 	// randN returns a number in [0, n); nil means math/rand/v2.IntN. A
 	// hook for tests, to pick servers in a known order.
 	randN func(n int) int
 
-	mu        sync.Mutex
-	preferred string // where calls go first; "" before the first call
+	mu          sync.Mutex
+	preferred   string               // where calls go first; "" before the first call
+	rebalanceAt time.Time            // when preferred is picked again
+	failedAt    map[string]time.Time // servers that failed, and when
+	aliveAt     map[string]time.Time // servers that last answered a ping, and when
 }
 
-// RPC calls method on the preferred server, and once more on another one
-// when the first call fails with rpc.ErrTransport (a write only when it
-// was never sent: after a connection broke mid-call the server may have
-// applied it, and the caller gets an error saying so rather than a second
-// attempt that could hide it). With a single server known the retry goes
-// to that server again, which helps when the pool's session to it had
-// broken (the pool dials a new one).
+// RPC calls method on the preferred server, failing over as the type
+// comment says.
 func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) error {
+	hold := d.cfg.HoldTimeout
+	if b, ok := args.(rpc.Blocking); ok {
+		hold += b.MaxBlockingWait()
+	}
+	ctx, cancel := context.WithTimeout(ctx, hold) // keeps a caller's sooner deadline
+	defer cancel()
+	_, write := args.(rpc.Write)
+	_, idempotent := args.(rpc.Idempotent)
+	tried := make(map[string]bool)
+	wait := 50 * time.Millisecond
+	var last error
+	for {
+		server, ok := d.pick(tried)
+		if !ok {
+			if len(tried) == 0 {
+				return fmt.Errorf("%s: %w", method, errNoServers)
+			}
+			// Every server failed once: start over after a pause, which
+			// grows, while the hold lasts (an election takes a moment).
+			clear(tried)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return d.giveUp(method, write, last, ctx)
+			}
+			wait = min(2*wait, time.Second)
+			continue
+		}
+		tried[server] = true
+		err := d.attempt(ctx, server, method, args, reply)
+		if err == nil {
+			d.succeeded(server)
+			return nil
+		}
+		retry, unknown := retryable(err, write)
+		if !retry {
+			return err
+		}
+		d.failed(server, err)
+		last = err
+		if unknown && !idempotent {
+			return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, err)
+		}
+		if ctx.Err() != nil {
+			return d.giveUp(method, write, last, ctx)
+		}
+		d.logger.Debug("rpc to server failed, trying another", "peer", server, "method", method, "err", err)
+	}
+}
+
+// giveUp is the error of a call whose hold ran out (or whose caller went
+// away) after last failed: for a write that reached a server, its fate is
+// unknown.
+func (d *clientDoor) giveUp(method string, write bool, last error, ctx context.Context) error {
+	switch {
+	case last == nil:
+		return fmt.Errorf("%s: %w", method, context.Cause(ctx))
+	case write && !errors.Is(last, rpc.ErrNotSent) && !errors.Is(last, rpc.ErrNoLeader):
+		return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, last)
+	}
+	return fmt.Errorf("%s: no server answered in time: %w", method, last)
+}
+
+// retryable reports whether a failed call may go to another server, and
+// whether a write's fate is unknown: a transport error (unknown unless the
+// request was never sent), a server that knew no leader (it did nothing),
+// a server that lost leadership during a write (unknown).
+func retryable(err error, write bool) (retry, unknown bool) {
+	switch {
+	case errors.Is(err, rpc.ErrTransport):
+		return true, write && !errors.Is(err, rpc.ErrNotSent)
+	case errors.Is(err, rpc.ErrNoLeader):
+		return true, false
+	case errors.Is(err, rpc.ErrNotLeader):
+		return true, write
+	}
+	return false, false
+}
+
+// attempt makes one call to server, pinging the server while the call
+// waits: a server that misses a ping is forgotten by the pool (every call
+// on it fails at once) and the call returns a transport error.
+func (d *clientDoor) attempt(ctx context.Context, server, method string, args, reply any) error {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan error, 1)
+	go func() { done <- d.pool.Call(callCtx, server, method, args, reply) }()
+	probe := time.NewTimer(d.cfg.ProbeAfter)
+	defer probe.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-probe.C:
+			if err := d.probe(ctx, server); err != nil && ctx.Err() == nil {
+				d.pool.Forget(server)
+				cancel(errServerHung)
+				<-done
+				return fmt.Errorf("%s to %s: %w: %w: %w", method, server, rpc.ErrTransport, errServerHung, err)
+			}
+			probe.Reset(d.cfg.ProbeEvery)
+		}
+	}
+}
+
+// probe pings server unless it answered one within ProbeEvery (many calls
+// waiting on one server share a ping).
+func (d *clientDoor) probe(ctx context.Context, server string) error {
+	d.mu.Lock()
+	fresh := time.Since(d.aliveAt[server]) < d.cfg.ProbeEvery
+	d.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.ProbeTimeout)
+	defer cancel()
+	if err := d.pool.Probe(pctx, server); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	if d.aliveAt == nil {
+		d.aliveAt = make(map[string]time.Time)
+	}
+	d.aliveAt[server] = time.Now()
+	d.mu.Unlock()
+	return nil
+}
+
+// pick returns the server the next attempt goes to: the preferred one if
+// it is live, not tried by this call, not failed lately and not due for a
+// rebalance; else one at random among those not tried, preferring those
+// that did not fail lately. false when every live server was tried.
+func (d *clientDoor) pick(tried map[string]bool) (string, bool) {
 	servers := d.servers()
-	n := len(servers)
-	if n == 0 {
-		return fmt.Errorf("%s: %w", method, errNoServers)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	var fresh, stale []string
+	for _, s := range servers {
+		switch {
+		case tried[s]:
+		case now.Sub(d.failedAt[s]) < d.cfg.FailedFor:
+			stale = append(stale, s)
+		default:
+			fresh = append(fresh, s)
+		}
+	}
+	if slices.Contains(fresh, d.preferred) && now.Before(d.rebalanceAt) {
+		return d.preferred, true
+	}
+	candidates := fresh
+	if len(candidates) == 0 {
+		candidates = stale
+	}
+	if len(candidates) == 0 {
+		return "", false
 	}
 	randN := d.randN
 	if randN == nil {
 		randN = rand.IntN
 	}
+	d.preferred = candidates[randN(len(candidates))]
+	d.rebalanceAt = now.Add(d.cfg.RebalanceEvery + time.Duration(randN(int(d.cfg.RebalanceEvery/4)+1)))
+	return d.preferred, true
+}
+
+func (d *clientDoor) succeeded(server string) {
 	d.mu.Lock()
-	first := slices.Index(servers, d.preferred)
-	if first < 0 {
-		first = randN(n)
-		d.preferred = servers[first]
-	}
-	d.mu.Unlock()
-	err := d.pool.Call(ctx, servers[first], method, args, reply)
-	if err == nil || !errors.Is(err, rpc.ErrTransport) {
-		return err
-	}
-	next := first
-	if n > 1 {
-		next = (first + 1 + randN(n-1)) % n // any server but the first
-	}
-	// Whatever becomes of this call, later ones try another server.
+	defer d.mu.Unlock()
+	delete(d.failedAt, server)
+}
+
+func (d *clientDoor) failed(server string, err error) {
 	d.mu.Lock()
-	if d.preferred == servers[first] {
-		d.preferred = servers[next]
+	defer d.mu.Unlock()
+	if d.failedAt == nil {
+		d.failedAt = make(map[string]time.Time)
 	}
-	d.mu.Unlock()
-	if _, write := args.(rpc.Write); write && !errors.Is(err, rpc.ErrNotSent) {
-		return fmt.Errorf("%w: %w", errFateUnknown, err)
+	d.failedAt[server] = time.Now()
+	delete(d.aliveAt, server)
+	if d.preferred == server {
+		d.preferred = "" // the next call picks again
 	}
-	d.logger.Debug("rpc to server failed, retrying", "peer", servers[first], "retry", servers[next], "err", err)
-	return d.pool.Call(ctx, servers[next], method, args, reply)
 }

@@ -133,7 +133,10 @@ func newTestDoor(t *testing.T, servers ...string) (*clientDoor, *dialLog) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pool.Close() })
-	d := &clientDoor{pool: pool, servers: func() []string { return servers }, logger: slog.New(slog.DiscardHandler)}
+	cfg := defaultDoorConfig()
+	cfg.HoldTimeout = 2 * time.Second
+	cfg.ProbeAfter, cfg.ProbeTimeout = 200*time.Millisecond, 300*time.Millisecond
+	d := &clientDoor{pool: pool, servers: func() []string { return servers }, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
 	d.randN = func(int) int { return 0 }
 	return d, log
 }
@@ -185,6 +188,8 @@ func TestClientDoorRetriesTransportError(t *testing.T) {
 	}
 }
 
+// TestClientDoorTransportErrorOnBoth: with no server reachable, a call
+// tries each in turn, again and again, until its hold runs out.
 func TestClientDoorTransportErrorOnBoth(t *testing.T) {
 	t.Parallel()
 	dead1, dead2 := deadAddr(t), deadAddr(t)
@@ -193,8 +198,9 @@ func TestClientDoorTransportErrorOnBoth(t *testing.T) {
 	if !errors.Is(err, rpc.ErrTransport) {
 		t.Errorf("Nodes: got err %v, want ErrTransport", err)
 	}
-	if got, want := log.get(), []string{dead1, dead2}; !slices.Equal(got, want) {
-		t.Errorf("dialed %v, want %v (one retry, on the other server)", got, want)
+	got := log.get()
+	if len(got) < 4 || got[0] != dead1 || got[1] != dead2 {
+		t.Errorf("dialed %v, want both servers, in turn, more than once", got)
 	}
 }
 
@@ -253,9 +259,10 @@ func dropperAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestClientDoorServerDiesMidCall: a read whose server dies mid-call is
-// retried on another server; a write is not (the server may have applied
-// it) and its error says its fate is unknown.
+// TestClientDoorServerDiesMidCall: a read, or an idempotent write, whose
+// server dies mid-call is retried on another server; a write that is not
+// idempotent is not (the server may have applied it) and its error says
+// its outcome is unknown.
 func TestClientDoorServerDiesMidCall(t *testing.T) {
 	t.Parallel()
 	dropper, live := dropperAddr(t), startCatalogServer(t)
@@ -269,29 +276,69 @@ func TestClientDoorServerDiesMidCall(t *testing.T) {
 	}
 
 	b, log = newTestDoor(t, dropper, live)
-	err := register(testContext(t), b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"})
-	if !errors.Is(err, errFateUnknown) || !errors.Is(err, rpc.ErrTransport) {
-		t.Errorf("Register: got err %v, want errFateUnknown wrapping ErrTransport", err)
+	if err := register(testContext(t), b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
+		t.Errorf("Register (idempotent): got err %v, want it applied by the other server", err)
+	}
+	if got, want := log.get(), []string{dropper, live}; !slices.Equal(got, want) {
+		t.Errorf("idempotent write dialed %v, want %v", got, want)
+	}
+
+	b, log = newTestDoor(t, dropper, live)
+	args := &rpc.PreparedQueryApplyRequest{Op: catalog.QueryCreate, Query: catalog.PreparedQuery{Service: catalog.ServiceQuery{Service: "web"}}}
+	err := b.RPC(testContext(t), rpc.MethodPreparedQueryApply, args, &rpc.PreparedQueryApplyResponse{})
+	if !errors.Is(err, rpc.ErrUnknownOutcome) || !errors.Is(err, rpc.ErrTransport) {
+		t.Errorf("query create: got err %v, want ErrUnknownOutcome wrapping ErrTransport", err)
 	}
 	if got, want := log.get(), []string{dropper}; !slices.Equal(got, want) {
-		t.Errorf("write dialed %v, want %v (no retry)", got, want)
+		t.Errorf("non-idempotent write dialed %v, want %v (no retry)", got, want)
 	}
 }
 
-// TestClientDoorSticksToOneServer: calls keep going to the server picked
-// first while it answers, so a client's reads come from one state.
-func TestClientDoorSticksToOneServer(t *testing.T) {
-	t.Parallel()
-	a, b2 := startCatalogServer(t), startCatalogServer(t)
-	b, log := newTestDoor(t, a, b2)
-	b.randN = func(n int) int { return n - 1 } // the last server first
-	ctx := testContext(t)
-	for range 5 {
-		if _, err := nodes(ctx, b); err != nil {
-			t.Fatalf("Nodes: %v", err)
-		}
+// hungAddr returns the address of a server that accepts connections and
+// reads them but never answers anything, pings included: a stopped
+// (SIGSTOP) or cut-off server, whose TCP connections stay open.
+func hungAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, want := log.get(), []string{b2}; !slices.Equal(got, want) {
-		t.Errorf("dialed %v, want %v (one server for every call)", got, want)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer conn.Close()
+				go func() { _, _ = io.Copy(io.Discard, conn) }()
+				<-done
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestClientDoorLeavesAHungServer: a server that keeps its connection
+// open and never answers is found out by a ping, not by waiting on TCP:
+// the write moves to another server well within its hold (waiting on the
+// hung server would spend it and fail), and the next calls go there
+// without trying the hung one again.
+func TestClientDoorLeavesAHungServer(t *testing.T) {
+	t.Parallel()
+	hung, live := hungAddr(t), startCatalogServer(t)
+	b, log := newTestDoor(t, hung, live)
+	ctx := testContext(t)
+	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	if _, err := nodes(ctx, b); err != nil {
+		t.Fatalf("Nodes: %v", err)
+	}
+	if got, want := log.get(), []string{hung, live}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v", got, want)
 	}
 }

@@ -490,8 +490,17 @@ func maxBlockingWait(opts rpc.QueryOptions, l rpc.BlockingLimits) time.Duration 
 // leader, waiting up to LeaderWait for one to be known, and gives the
 // forward ForwardTimeout plus wait (a blocking query's) to finish, or
 // less when ctx (the request's) ends sooner. done reports whether the
-// request was forwarded or refused; when it is false this server is the
-// leader and answers itself.
+// request was forwarded or refused; when it is false this server is (or
+// has just become) the leader and answers itself.
+//
+// A forward follows leadership: when Raft here sees the leader change
+// while the forward waits (the leader went quiet, an election began), the
+// forward is abandoned and sent to the new leader as soon as one is known,
+// rather than waiting out its timeout on a leader that is gone. So is one
+// that failed to reach the leader, or that reached a server no longer
+// leading. A write is sent again only when that is safe: it is idempotent
+// (rpc.Idempotent), or it never left this server; otherwise its outcome is
+// unknown and the error wraps rpc.ErrUnknownOutcome.
 //
 // The forwarded mark is set on args for the hop and cleared when it
 // returns: args may be the in-process caller's own (rpc.Server.Call), who
@@ -509,24 +518,83 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 	if *forwarded {
 		return true, fmt.Errorf("%s forwarded to a server that no longer leads: %w", method, ErrNotLeader)
 	}
-	leader, err := c.waitLeader(ctx)
-	if err != nil || leader == "" { // "" when this server became the leader
-		return err != nil, err
-	}
-	*forwarded = true
-	defer func() { *forwarded = false }()
+	_, write := args.(rpc.Write)
+	_, idempotent := args.(rpc.Idempotent)
 	// WithTimeout keeps ctx's deadline when it is the sooner: a forward
 	// never outlives what its caller has left.
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ForwardTimeout+wait)
 	defer cancel()
-	err = c.pool.Call(ctx, leader, method, args, reply)
-	if remote, ok := errors.AsType[*rpc.RemoteError](err); ok {
-		return true, remote
+	*forwarded = true
+	defer func() { *forwarded = false }()
+	for attempt := 1; ; attempt++ {
+		leader, err := c.waitLeader(ctx)
+		if err != nil {
+			return true, err
+		}
+		if leader == "" { // this server leads now
+			return false, nil
+		}
+		err = c.forwardOnce(ctx, leader, method, args, reply)
+		if err == nil {
+			return true, nil
+		}
+		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
+		movedOn := errors.Is(err, errLeaderChanged) || errors.Is(err, rpc.ErrNotLeader) || errors.Is(err, rpc.ErrNoLeader)
+		switch {
+		case isRemote && !movedOn:
+			return true, remote
+		case !errors.Is(err, errLeaderChanged) && (ctx.Err() != nil ||
+			errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+			// The caller's time is up (a stream's deadline can fire a
+			// moment before ctx's own timer): no second try.
+			return true, fmt.Errorf("forward to leader %s: %w", leader, err)
+		case write && !idempotent && !errors.Is(err, rpc.ErrNotSent) && !errors.Is(err, rpc.ErrNoLeader):
+			return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrUnknownOutcome, err)
+		case attempt == maxForwardAttempts:
+			if isRemote {
+				return true, remote
+			}
+			return true, fmt.Errorf("forward to leader %s: %w", leader, err)
+		}
+		c.srv.logger.Debug("forward to the leader failed; forwarding to the leader now known", "peer", leader, "method", method, "err", err)
 	}
-	if err != nil {
-		return true, fmt.Errorf("forward to leader %s: %w", leader, err)
+}
+
+// maxForwardAttempts bounds how many leaders one request is forwarded to
+// (within its timeout): more leader changes than that in one request's
+// life means a cluster that cannot keep one.
+const maxForwardAttempts = 4
+
+// errLeaderChanged is the cause of a forward abandoned because Raft here
+// saw the leader it went to replaced.
+var errLeaderChanged = errors.New("the leader changed during the forward")
+
+// forwardOnce forwards to leader, abandoning the call when Raft sees
+// another leader (or none) before the answer comes.
+func (c *Catalog) forwardOnce(ctx context.Context, leader, method string, args, reply any) error {
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			seen := c.srv.LeaderObserved()
+			if l := c.srv.Leader(); l != leader {
+				cancel(errLeaderChanged)
+				return
+			}
+			select {
+			case <-seen:
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := c.pool.Call(fctx, leader, method, args, reply)
+	if err != nil && context.Cause(fctx) == errLeaderChanged {
+		return fmt.Errorf("%w: %w", errLeaderChanged, err)
 	}
-	return true, nil
+	return err
 }
 
 // waitLeader returns the leader's address, or "" when this server is the

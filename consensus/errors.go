@@ -8,10 +8,11 @@ import (
 
 var (
 	// ErrNotLeader is returned by writes sent to a server that is not the
-	// Raft leader.
-	ErrNotLeader = errors.New("not the raft leader")
-	// ErrNoLeader is returned when no leader is known within the wait.
-	ErrNoLeader = errors.New("no raft leader elected")
+	// Raft leader. It is rpc.ErrNotLeader, so it survives the wire.
+	ErrNotLeader = rpc.ErrNotLeader
+	// ErrNoLeader is returned when no leader is known within the wait. It
+	// is rpc.ErrNoLeader, so it survives the wire.
+	ErrNoLeader = rpc.ErrNoLeader
 	// ErrUnknownCommand is returned by the FSM for a log entry it does not
 	// know how to apply (written by a newer version).
 	ErrUnknownCommand = errors.New("unknown command type")

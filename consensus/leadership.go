@@ -1,6 +1,8 @@
 package consensus
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -49,6 +51,44 @@ func (s *Server) watchLeadership(notify <-chan bool) {
 	}
 }
 
+// LeaderObserved returns a channel that is closed the next time Raft on
+// this server sees the leader change: a new leader, or none (its leader
+// went quiet and an election began). A forward to the old leader can then
+// stop waiting on it. As LeadershipChanged, take the channel before
+// reading Leader, and no change is missed.
+func (s *Server) LeaderObserved() <-chan struct{} {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	return s.leaderSeen
+}
+
+// watchLeader registers a Raft observer of leader changes and turns them
+// into the LeaderObserved broadcast, until Shutdown. The observer does not
+// block Raft: an observation that finds the buffer full is dropped, and
+// the one that follows it still wakes the waiters.
+func (s *Server) watchLeader() {
+	obs := make(chan raft.Observation, 8)
+	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	s.raft.RegisterObserver(o)
+	s.wg.Go(func() {
+		defer s.raft.DeregisterObserver(o)
+		for {
+			select {
+			case <-obs:
+				s.leaderMu.Lock()
+				close(s.leaderSeen)
+				s.leaderSeen = make(chan struct{})
+				s.leaderMu.Unlock()
+			case <-s.stop:
+				return
+			}
+		}
+	})
+}
+
 // LeaderID returns the Raft ID (node name) of the current leader, or ""
 // when none is known.
 func (s *Server) LeaderID() string {
@@ -74,4 +114,18 @@ func (s *Server) LastContact() time.Duration {
 func (s *Server) Term() uint64 {
 	t, _ := strconv.ParseUint(s.raft.Stats()["term"], 10, 64)
 	return t
+}
+
+// TransferLeadership asks this server, the leader, to hand leadership to
+// another voter, and returns once one took it (or the attempt failed).
+// Used for maintenance and by tests; a server that does not lead returns
+// an error wrapping ErrNotLeader.
+func (s *Server) TransferLeadership() error {
+	if err := s.raft.LeadershipTransfer().Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			return fmt.Errorf("transfer leadership: %w", ErrNotLeader)
+		}
+		return fmt.Errorf("transfer leadership: %w", err)
+	}
+	return nil
 }

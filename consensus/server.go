@@ -42,6 +42,9 @@ type Server struct {
 	wg            sync.WaitGroup
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{}
+	// leaderSeen is closed and replaced whenever Raft reports another
+	// leader (or none): LeaderObserved.
+	leaderSeen chan struct{}
 
 	// writeMu is held shared by every catalog write (apply) and
 	// exclusively by a snapshot restore, which must know that no write
@@ -75,7 +78,8 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	notify := make(chan bool, 1)
 	rc.NotifyCh = notify
 
-	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}), leaderChanged: make(chan struct{}), restored: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}),
+		leaderChanged: make(chan struct{}), leaderSeen: make(chan struct{}), restored: make(chan struct{}, 1)}
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
@@ -112,6 +116,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	}
 	s.raft = r
 	s.wg.Go(func() { s.watchLeadership(notify) })
+	s.watchLeader()
 	return s, nil
 }
 

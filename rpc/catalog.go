@@ -46,12 +46,16 @@ type RegisterRequest struct {
 	Forwarded    bool
 }
 
+func (*RegisterRequest) isIdempotent() {}
+
 // DeregisterRequest removes a service, a check or a whole node.
 type DeregisterRequest struct {
 	WriteRequest
 	Deregistration catalog.DeregisterRequest
 	Forwarded      bool
 }
+
+func (*DeregisterRequest) isIdempotent() {}
 
 // ServiceInstancesRequest asks for the instances of one service, with their
 // nodes and checks.

@@ -57,6 +57,25 @@ var ErrNoPathToDatacenter = errors.New("no path to datacenter")
 // so errors.Is finds it in what Pool.Call returns.
 var ErrRateLimited = errors.New("rate limit exceeded")
 
+// ErrUnknownOutcome is wrapped by the error of a write whose request may
+// have reached a server that then failed (the connection broke, the
+// server hung, or its leader stepped down during the write): it may or
+// may not have been applied. A client door returns it only for writes that
+// are not idempotent, after the hold ran out for those that are.
+var ErrUnknownOutcome = errors.New("the write may or may not have been applied")
+
+// ErrNoLeader is wrapped by the error of a request that needs the leader
+// when the server knew none within its wait (an election under way, or a
+// server cut off from the quorum). It crosses the wire, so a client agent
+// can try another server.
+var ErrNoLeader = errors.New("no raft leader elected")
+
+// ErrNotLeader is wrapped by the error of a request that reached a server
+// that does not (or no longer) lead: one forwarded to a server that lost
+// leadership meanwhile, or a write whose leader stepped down. It crosses
+// the wire.
+var ErrNotLeader = errors.New("not the raft leader")
+
 // ErrConflictingConsistency is returned by QueryOptions.Validate when both
 // AllowStale and RequireConsistent are set.
 var ErrConflictingConsistency = errors.New("AllowStale and RequireConsistent are mutually exclusive")
@@ -177,6 +196,10 @@ func sentinelCode(err error) string {
 		return "conflicting-consistency"
 	case errors.Is(err, ErrNoPathToDatacenter):
 		return "no-path-to-datacenter"
+	case errors.Is(err, ErrNoLeader):
+		return "no-leader"
+	case errors.Is(err, ErrNotLeader):
+		return "not-leader"
 	case errors.Is(err, ErrRateLimited):
 		return "rate-limited"
 	case errors.Is(err, ErrPermissionDenied):
@@ -198,6 +221,10 @@ func sentinelOf(code string) error {
 		return ErrConflictingConsistency
 	case "no-path-to-datacenter":
 		return ErrNoPathToDatacenter
+	case "no-leader":
+		return ErrNoLeader
+	case "not-leader":
+		return ErrNotLeader
 	case "rate-limited":
 		return ErrRateLimited
 	case "permission-denied":

@@ -295,3 +295,54 @@ func (p *Pool) Close() error {
 	p.wg.Wait()
 	return nil
 }
+
+// Probe checks, within ctx, that the server at addr (of the pool's
+// datacenter) answers on the session calls to it use, with a yamux ping:
+// a server that is hung (stopped, or cut off by a partition) keeps its TCP
+// connections open and its calls unanswered, and only a ping tells it from
+// one that is merely slow. With no session yet, one is dialed. An error
+// wraps ErrTransport, or is ctx's.
+func (p *Pool) Probe(ctx context.Context, addr string) error {
+	key := poolKey{dc: strings.ToLower(p.cfg.Datacenter), addr: addr}
+	sess, err := p.session(ctx, key)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	// Ping waits up to ConnectionWriteTimeout on its own: it runs on a
+	// goroutine that ctx does not hold up, and ends by that timeout.
+	p.wg.Go(func() {
+		_, err := sess.Ping()
+		done <- err
+	})
+	select {
+	case err := <-done:
+		if err != nil {
+			return transportError(fmt.Errorf("ping %s: %w", addr, err))
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Forget closes the session to the server at addr (of the pool's
+// datacenter), if there is one: calls in flight on it fail at once with
+// ErrTransport, and the next call dials again. A caller that found the
+// server hung uses it so that every call waiting on that server moves on.
+func (p *Pool) Forget(addr string) {
+	key := poolKey{dc: strings.ToLower(p.cfg.Datacenter), addr: addr}
+	p.mu.Lock()
+	pc := p.conns[key]
+	p.mu.Unlock()
+	if pc == nil {
+		return
+	}
+	select {
+	case <-pc.ready:
+		if pc.sess != nil {
+			p.drop(key, pc.sess)
+		}
+	default: // a dial in progress: it ends by DialTimeout
+	}
+}

@@ -54,6 +54,32 @@ func (q QueryOptions) Validate() error {
 	return nil
 }
 
+// Blocking is satisfied by the arguments of every read (through the
+// QueryOptions they embed): how long the server may hold the call before
+// answering, so that a caller's own deadlines leave room for it.
+type Blocking interface {
+	// MaxBlockingWait is the longest the server waits before answering
+	// under its default limits: 0 for a query that does not block.
+	MaxBlockingWait() time.Duration
+}
+
+// MaxBlockingWait is the longest wait BlockingTimeout can give under
+// DefaultBlockingLimits (the cap plus the whole jitter); 0 when the query
+// does not block.
+func (q *QueryOptions) MaxBlockingWait() time.Duration {
+	if !q.IsBlocking() {
+		return 0
+	}
+	l := DefaultBlockingLimits()
+	jitter := l.JitterFraction
+	l.JitterFraction = 0
+	wait := q.BlockingTimeout(l)
+	if jitter > 0 {
+		wait += wait / time.Duration(jitter)
+	}
+	return wait
+}
+
 // IsBlocking reports whether the query waits for a change.
 func (q QueryOptions) IsBlocking() bool { return q.MinQueryIndex > 0 }
 
@@ -159,6 +185,12 @@ type WriteRequest struct {
 type Write interface{ isWrite() }
 
 func (*WriteRequest) isWrite() {}
+
+// Idempotent is satisfied by the arguments of writes whose second
+// application changes nothing the first did not (registering a node,
+// service or check as it is, deregistering what is gone): a caller that
+// does not know whether one was applied may send it again.
+type Idempotent interface{ isIdempotent() }
 
 // Authenticated is satisfied by the arguments of every endpoint that takes
 // a token (through the QueryOptions or WriteRequest they embed), so that

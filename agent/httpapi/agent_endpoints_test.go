@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 func TestRegisterMapsBodyToService(t *testing.T) {
@@ -255,7 +256,11 @@ func TestLocalErrors(t *testing.T) {
 		msg   string // the error message must contain it
 	}{
 		{"not synced", fmt.Errorf("register service %q: %w: %w", "web", local.ErrNotSynced, multiLine),
-			http.StatusInternalServerError, "", local.ErrNotSynced.Error() + ": raft: apply timed out; after 5s"},
+			http.StatusServiceUnavailable, "", local.ErrNotSynced.Error() + ": raft: apply timed out; after 5s"},
+		{"unknown outcome", fmt.Errorf("x: %w: %w", rpc.ErrUnknownOutcome, rpc.ErrTransport),
+			http.StatusServiceUnavailable, "", "may or may not have been applied"},
+		{"no server", fmt.Errorf("x: %w", rpc.ErrNoLeader), http.StatusServiceUnavailable, "", "retrying is safe"},
+		{"rate limited", fmt.Errorf("x: %w", rpc.ErrRateLimited), http.StatusTooManyRequests, "", "rate limit"},
 		{"other failure", errBoom, http.StatusInternalServerError, "", "boom"},
 		{"field error", fmt.Errorf("wrapped: %w", &catalog.FieldError{Field: "Tags[2]", Reason: "bad"}),
 			http.StatusBadRequest, "Tags[2]", "Tags[2]: bad"},
@@ -289,7 +294,7 @@ func TestRegisterNotSyncedWithRealLocal(t *testing.T) {
 	cat.setErr(errBoom)
 
 	rec := serve(h, http.MethodPut, "/v1/agent/service/register", `{"Name":"web"}`)
-	wantStatus(t, rec, http.StatusInternalServerError)
+	wantStatus(t, rec, http.StatusServiceUnavailable)
 	if msg := errorBody(t, rec)["error"].(string); !strings.Contains(msg, local.ErrNotSynced.Error()) {
 		t.Errorf("got error %q, want it to say %q", msg, local.ErrNotSynced)
 	}

@@ -471,7 +471,7 @@ func TestCheckWritesLocalErrors(t *testing.T) {
 		err  error
 		code int
 	}{
-		{fmt.Errorf("x: %w: %w", local.ErrNotSynced, errBoom), http.StatusInternalServerError},
+		{fmt.Errorf("x: %w: %w", local.ErrNotSynced, errBoom), http.StatusServiceUnavailable},
 		{errors.New("disk full"), http.StatusInternalServerError},
 	} {
 		for _, req := range requests {

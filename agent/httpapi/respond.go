@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = &httpError{code: http.StatusUnauthorized, body: errorBody{Error: rpc.ErrACLDisabled.Error()}}
 	case errors.Is(err, ErrNotInWAN):
 		he = badRequest("wan", "%s", oneLine(err.Error()))
+	case errors.Is(err, rpc.ErrRateLimited):
+		he = &httpError{code: http.StatusTooManyRequests, body: errorBody{Error: oneLine(err.Error())}}
+	case errors.Is(err, local.ErrNotSynced):
+		// Kept on this agent, which pushes it until the servers take it:
+		// known to end up applied, just not yet.
+		he = unavailable(err, "stored on this agent and not yet in the catalog; the agent keeps pushing it, and sending it again is safe")
+	case errors.Is(err, rpc.ErrUnknownOutcome):
+		he = unavailable(err, "the write may or may not have been applied: read before sending it again")
+	case errors.Is(err, rpc.ErrTransport), errors.Is(err, rpc.ErrNoLeader), errors.Is(err, rpc.ErrNotLeader),
+		errors.Is(err, rpc.ErrNoPathToDatacenter), errors.Is(err, context.DeadlineExceeded):
+		// No server could answer now: nothing was done, or (for the
+		// idempotent writes the agent retried) retrying is safe.
+		he = unavailable(err, "no server answered; retrying is safe")
 	case errors.Is(err, local.ErrNotTTL):
 		// Only a TTL check's status is reported from outside; the others
 		// have a runner that decides it.
@@ -80,6 +94,12 @@ func permissionText(err error) string {
 		}
 	}
 	return msg
+}
+
+// unavailable is a 503 whose message says what became of the request
+// before the error's own words.
+func unavailable(err error, what string) *httpError {
+	return &httpError{code: http.StatusServiceUnavailable, body: errorBody{Error: what + ": " + oneLine(err.Error())}}
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
