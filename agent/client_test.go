@@ -242,3 +242,34 @@ func TestClusterWithClients(t *testing.T) {
 	answersWith(t, server, "api.service.dc1.cluster")
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
 }
+
+// TestClientWritesThroughItsServersDeath: the server a client sends its
+// calls to dies (kill -9); the next registration through the client
+// succeeds at once, on another server, without the caller retrying.
+func TestClientWritesThroughItsServersDeath(t *testing.T) {
+	t.Parallel()
+	cl := agenttest.StartCluster(t, 3)
+	c := agenttest.Start(t, agenttest.ClientConfig(t, "c1", cl.GossipAddr(0), cl.GossipAddr(1), cl.GossipAddr(2)))
+	waittest.For(t, 20*time.Second, "a first registration through the client", func() error {
+		code, body := call(t, c, "", "PUT", "/v1/agent/service/register", map[string]any{"Name": "web", "Port": 80})
+		if code != 200 {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
+	used := agent.PreferredServer(c)
+	for i, a := range cl.Agents {
+		if cl.RPCAddr(i) == used {
+			if err := agent.Crash(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	code, body := call(t, c, "", "PUT", "/v1/agent/service/register", map[string]any{"Name": "web", "Port": 81})
+	if code != 200 {
+		t.Fatalf("register after the client's server %s died: got %d %s, want 200", used, code, body)
+	}
+	if now := agent.PreferredServer(c); now == used || now == "" {
+		t.Errorf("the client still prefers %q after it died", now)
+	}
+}

@@ -10,7 +10,7 @@ import (
 // cluster, so the other members see it fail. Its data dir is left as it
 // is, for a restart.
 func Crash(ctx context.Context, a *Agent) error {
-	a.crashed = true
+	a.skipLeave = true
 	return a.Shutdown(ctx)
 }
 
@@ -45,3 +45,12 @@ func RaftVoters(a *Agent) []string {
 
 // NameConflicts returns how many node name conflicts a's LAN pool saw.
 func NameConflicts(a *Agent) uint64 { return a.gossip.NameConflicts() }
+
+// PreferredServer returns the server a client agent's door sends its
+// calls to now ("" before its first call).
+func PreferredServer(a *Agent) string {
+	d := a.door.(tokenDoor).door.(*clientDoor)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.preferred
+}

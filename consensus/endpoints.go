@@ -554,9 +554,37 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 			if isRemote {
 				return true, remote
 			}
-			return true, fmt.Errorf("forward to leader %s: %w", leader, err)
+			return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrNoLeader, err)
+		}
+		if !errors.Is(err, errLeaderChanged) && !c.waitLeaderChange(ctx, leader) && !movedOn {
+			// The leader Raft here believes in cannot be reached, and
+			// Raft has not seen it go within LeaderWait: say so as "no
+			// leader", which a client takes to another server.
+			return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrNoLeader, err)
 		}
 		c.srv.logger.Debug("forward to the leader failed; forwarding to the leader now known", "peer", leader, "method", method, "err", err)
+	}
+}
+
+// waitLeaderChange waits, up to LeaderWait or until ctx ends, for Raft here
+// to see another leader than leader (or none), after a forward to it failed
+// to reach it: a leader that crashed or was cut off is noticed within a
+// heartbeat timeout. It reports whether the leader changed.
+func (c *Catalog) waitLeaderChange(ctx context.Context, leader string) bool {
+	t := time.NewTimer(c.cfg.LeaderWait)
+	defer t.Stop()
+	for {
+		seen := c.srv.LeaderObserved()
+		if c.srv.Leader() != leader {
+			return true
+		}
+		select {
+		case <-seen:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
 	}
 }
 
