@@ -80,9 +80,10 @@ type Agent struct {
 	leaveDo  sync.Once
 	leaveErr error
 	leaving  atomic.Bool // set once the graceful leave starts
-	// crashed makes Shutdown skip the graceful leave, as a killed process
-	// would: set by tests (export_test.go) before Shutdown.
-	crashed bool
+	// skipLeave makes Shutdown skip the graceful leave: set by Stop when
+	// the reason it stops for says so, and by tests (export_test.go) to
+	// stop as a killed process would, before Shutdown.
+	skipLeave bool
 
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
@@ -119,7 +120,7 @@ wait:
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := a.Shutdown(sctx); err != nil {
+	if err := a.Stop(sctx, context.Cause(ctx)); err != nil {
 		return err
 	}
 	logger.Info("agent stopped")
@@ -359,6 +360,37 @@ func (a *Agent) HTTPAddr() net.Addr { return a.http.Addr() }
 
 // HTTPSAddr is the HTTPS API's address, nil without ports.https.
 func (a *Agent) HTTPSAddr() net.Addr { return a.http.HTTPSAddr() }
+
+// ErrInterrupted and ErrTerminated are why an agent stops when an operator
+// sends it SIGINT or SIGTERM: the CLI cancels Run's ctx with them as the
+// cause (context.WithCancelCause), and Stop takes them.
+var (
+	ErrInterrupted = errors.New("interrupted (SIGINT)")
+	ErrTerminated  = errors.New("terminated (SIGTERM)")
+)
+
+// Stop shuts the agent down as Shutdown does, leaving the cluster
+// gracefully first or not as the configuration says for why it stops, as
+// Consul's agent decides: for ErrInterrupted unless
+// skip_leave_on_interrupt, for ErrTerminated only with leave_on_terminate
+// (by default a client leaves on both, a server on neither, so that
+// restarting a server changes neither the Raft configuration nor the
+// quorum). Any other reason, nil included, leaves, as Shutdown does. An
+// agent that has left through the API stays left.
+func (a *Agent) Stop(ctx context.Context, why error) error {
+	leave := true
+	switch {
+	case errors.Is(why, ErrInterrupted):
+		leave = a.cfg.LeavesOnInterrupt()
+	case errors.Is(why, ErrTerminated):
+		leave = a.cfg.LeavesOnTerminate()
+	}
+	if !leave {
+		a.logger.Info("stopping without leaving the cluster", "reason", why)
+		a.skipLeave = true
+	}
+	return a.Shutdown(ctx)
+}
 
 // Shutdown stops the agent in order — DNS listeners, HTTP API, background
 // loops, the Catalog endpoint, gossip (leaving gracefully), the rpc server,

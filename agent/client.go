@@ -80,5 +80,7 @@ func (a *Agent) liveServers() []string {
 
 // doorConfig is how the client door waits and fails over (door.go).
 func (a *Agent) doorConfig() doorConfig {
-	return defaultDoorConfig()
+	c := defaultDoorConfig()
+	c.HoldTimeout = a.cfg.Performance.RPCHoldTimeout
+	return c
 }

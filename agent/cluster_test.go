@@ -32,7 +32,7 @@ func getJSON(a *agent.Agent, path string, v any) error {
 }
 
 // leaderOf waits until every agent of idx agrees on one leader with all
-// want peers, and returns the leader's index in c.
+// want Raft servers, every one a voter, and returns the leader's index in c.
 func leaderOf(t *testing.T, c *agenttest.Cluster, idx []int, want int) int {
 	t.Helper()
 	leader := -1
@@ -47,12 +47,23 @@ func leaderOf(t *testing.T, c *agenttest.Cluster, idx []int, want int) int {
 				return fmt.Errorf("%s sees leader %q, want %q", c.Configs[i].NodeName, addr, first)
 			}
 			first = addr
-			var peers []string
-			if err := getJSON(c.Agents[i], "/v1/status/peers", &peers); err != nil {
+			var conf struct {
+				Servers []struct {
+					ID    string
+					Voter bool
+				}
+			}
+			if err := getJSON(c.Agents[i], "/v1/operator/raft/configuration", &conf); err != nil {
 				return err
 			}
-			if len(peers) != want {
-				return fmt.Errorf("%s lists peers %v, want %d", c.Configs[i].NodeName, peers, want)
+			voters := 0
+			for _, s := range conf.Servers {
+				if s.Voter {
+					voters++
+				}
+			}
+			if len(conf.Servers) != want || voters != want {
+				return fmt.Errorf("%s lists raft servers %+v, want %d voters", c.Configs[i].NodeName, conf.Servers, want)
 			}
 		}
 		for _, i := range idx {

@@ -65,6 +65,8 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if a.cfg.Dev {
 		cc.SingleServerTiming()
 	}
+	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
+	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -85,6 +87,8 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	lc.Datacenter = a.cfg.Datacenter
 	lc.ACLEnabled, lc.InitialManagement = a.cfg.ACL.Enabled, a.cfg.ACL.Tokens.InitialManagement
 	lc.VerifyServer = a.verifyServer
+	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
+	lc.Caller, lc.Version = a.rpcPool, agentVersion()
 	// The WAN pool first: its port goes into this server's LAN metadata,
 	// where the other servers of this datacenter find it (floodWAN).
 	if err := a.startWAN(loopCtx, rpcAddr); err != nil {
@@ -99,6 +103,15 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.leader = leader
+	// The Operator endpoint reports the leader duties' view of the
+	// servers, so it is registered once they exist.
+	operator, err := consensus.NewOperator(a.catalogEP, leader)
+	if err == nil {
+		err = rs.Register(rpc.OperatorEndpoint, operator)
+	}
+	if err != nil {
+		return err
+	}
 	a.loops.Go(func() { leader.Run(loopCtx) })
 	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
 	if expect := a.bootstrapExpect(); expect > 0 {
@@ -298,7 +311,7 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 		a.catalogEP.Close()
 	}
 	if a.gossip != nil {
-		if !a.crashed {
+		if !a.skipLeave {
 			if err := a.leave(ctx); err != nil {
 				a.logger.Warn("leaving the cluster", "err", err)
 			}

@@ -33,7 +33,8 @@ type Config struct {
 	// bootstrap_expect servers in gossip).
 	Bootstrap bool
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are Raft's
-	// timers. Defaults: 1s, 1s, 500ms (hashicorp/raft's defaults).
+	// timers. Defaults: 1s, 1s, 500ms (hashicorp/raft's defaults); see
+	// ScaleRaftTimers.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -66,6 +67,26 @@ func DefaultConfig() Config {
 		ApplyTimeout:       10 * time.Second,
 		SnapshotsRetained:  2,
 	}
+}
+
+// MaxRaftMultiplier is the largest multiplier ScaleRaftTimers takes.
+const MaxRaftMultiplier = 10
+
+// ScaleRaftTimers multiplies HeartbeatTimeout, ElectionTimeout and
+// LeaderLeaseTimeout by m (1 to MaxRaftMultiplier; other values are
+// clamped), as Consul's performance.raft_multiplier does: on slow or
+// overloaded hosts a larger one keeps a leader that is merely slow from
+// being deposed, at the cost of noticing a dead one later (a failover
+// takes about ElectionTimeout times m). CommitTimeout is left alone: it
+// trades idle traffic for how far followers' reads trail, not failure
+// detection. Consul's default multiplier is 5 because its base timers are
+// those of its fastest setting; cairn's base timers are the same and its
+// default multiplier is 1, so an unscaled Config is the fast setting.
+func (c *Config) ScaleRaftTimers(m int) {
+	m = min(max(m, 1), MaxRaftMultiplier)
+	c.HeartbeatTimeout *= time.Duration(m)
+	c.ElectionTimeout *= time.Duration(m)
+	c.LeaderLeaseTimeout *= time.Duration(m)
 }
 
 // SingleServerTiming shortens the election timers for a cluster of one, where

@@ -23,6 +23,9 @@ const (
 	cmdQuery commandType = 2
 	// cmdACL changes ACL policies and tokens (catalog.ACLRequest).
 	cmdACL commandType = 3
+	// cmdAutopilot sets autopilot's configuration (autopilotRequest,
+	// autopilot_fsm.go).
+	cmdAutopilot commandType = 4
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -49,6 +52,10 @@ type fsm struct {
 	// its index; nil before the first. It is read from other goroutines
 	// (Server.RaftConfiguration).
 	conf atomic.Pointer[indexedConfiguration]
+	// autopilot is autopilot's configuration as the log set it, nil
+	// until it is first set; read from other goroutines, replaced, never
+	// changed in place (autopilot_fsm.go).
+	autopilot atomic.Pointer[AutopilotConfig]
 }
 
 // indexedConfiguration is a Raft configuration with the index of the log
@@ -102,36 +109,50 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return fmt.Errorf("decode ACL change at index %d: %w", l.Index, err)
 		}
 		return f.store.ApplyACL(l.Index, &req)
+	case cmdAutopilot:
+		var req autopilotRequest
+		if err := decode(l.Data[1:], &req); err != nil {
+			return fmt.Errorf("decode autopilot configuration at index %d: %w", l.Index, err)
+		}
+		return f.applyAutopilot(l.Index, &req)
 	}
 	return fmt.Errorf("log index %d type %d: %w", l.Index, l.Data[0], ErrUnknownCommand)
 }
 
-// Snapshot takes a consistent dump of the catalog; writing it out happens
-// later, off the FSM goroutine, in Persist.
+// Snapshot takes a consistent dump of the catalog, and autopilot's
+// configuration; writing it out happens later, off the FSM goroutine, in
+// Persist.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	d, err := f.store.Dump()
 	if err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{dump: d}, nil
+	return &fsmSnapshot{state: fsmState{Dump: d, Autopilot: f.autopilot.Load()}}, nil
 }
 
-// Restore replaces the catalog with a snapshot's contents.
+// Restore replaces the catalog, and autopilot's configuration, with a
+// snapshot's contents. A snapshot without the configuration (written
+// before it existed, or a restored archive) leaves none, for the leader to
+// store its own again.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var d catalog.Dump
-	if err := codec.NewDecoder(rc, msgpackHandle).Decode(&d); err != nil {
+	st := fsmState{Dump: &catalog.Dump{}}
+	if err := codec.NewDecoder(rc, msgpackHandle).Decode(&st); err != nil {
 		return fmt.Errorf("decode snapshot: %w", err)
 	}
-	return f.store.Restore(&d)
+	if err := f.store.Restore(st.Dump); err != nil {
+		return err
+	}
+	f.autopilot.Store(st.Autopilot)
+	return nil
 }
 
 type fsmSnapshot struct {
-	dump *catalog.Dump
+	state fsmState
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := codec.NewEncoder(sink, msgpackHandle).Encode(s.dump); err != nil {
+	if err := codec.NewEncoder(sink, msgpackHandle).Encode(s.state); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("write snapshot: %w", err)
 	}

@@ -55,7 +55,8 @@ type LeaderConfig struct {
 	ReconcileInterval time.Duration
 	// RemoveFailedServersAfter is how long a server must have been failed
 	// (gossip's Member.Since), or unknown to gossip while in the Raft
-	// configuration, before the leader removes it from the configuration.
+	// configuration, before the leader removes it from the configuration
+	// (when autopilot's CleanupDeadServers allows).
 	// Default 10m: long enough to ride out a reboot or a short partition,
 	// short enough that a dead server does not weaken the quorum for
 	// days. Consul's autopilot removes dead servers after a similar few
@@ -64,10 +65,30 @@ type LeaderConfig struct {
 	// this leader first found it missing.
 	RemoveFailedServersAfter time.Duration
 	// MinVoters is the fewest voters the leader keeps when removing failed
-	// servers: it never removes one that would leave fewer, nor one while
-	// fewer than a majority of the current voters are alive. Servers that
-	// leave gracefully are removed regardless. Default 3.
+	// servers (unless autopilot's MinQuorum sets another): it never
+	// removes one that would leave fewer, nor one while fewer than a
+	// majority of the current voters are alive. Servers that leave
+	// gracefully are removed regardless. Default 3.
 	MinVoters int
+	// Autopilot is the autopilot configuration the leader stores in Raft
+	// when none is stored yet (the agent's autopilot block); once one is,
+	// that one applies, and operators change it through the Operator
+	// endpoint. Default DefaultAutopilotConfig().
+	Autopilot AutopilotConfig
+	// HealthInterval is how often the leader asks the servers for their
+	// Raft stats, to judge their health and promote the stable
+	// non-voters (autopilot.go), and how long each may take to answer;
+	// the leader asks more often when a fifth of ServerStabilizationTime
+	// is shorter. Default 2s, Consul's server_health_interval.
+	HealthInterval time.Duration
+	// Caller carries those requests to the other servers (the agent sets
+	// its rpc pool). Nil: the leader cannot ask them, so it judges every
+	// other server unhealthy and promotes none (unit tests of membership
+	// alone). Default nil.
+	Caller Caller
+	// Version is this server's cairn version, reported in its health.
+	// Default "".
+	Version string
 	// ACLEnabled makes the leader create what ACLs need when it takes
 	// office (the management policy, the anonymous token) and, when
 	// InitialManagement is set, a management token with that secret, as
@@ -90,6 +111,8 @@ func DefaultLeaderConfig() LeaderConfig {
 		ReconcileInterval:        60 * time.Second,
 		RemoveFailedServersAfter: 10 * time.Minute,
 		MinVoters:                3,
+		Autopilot:                DefaultAutopilotConfig(),
+		HealthInterval:           2 * time.Second,
 	}
 }
 
@@ -108,13 +131,21 @@ func (c LeaderConfig) Validate() error {
 	if c.MinVoters < 1 {
 		errs = append(errs, fmt.Errorf("leader MinVoters: must be at least 1, got %d", c.MinVoters))
 	}
+	if err := c.Autopilot.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("leader Autopilot: %w", err))
+	}
+	if c.HealthInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("leader HealthInterval: must be at least 10ms, got %s", c.HealthInterval))
+	}
 	return errors.Join(errs...)
 }
 
 // Leader carries out a server's leader duties while it leads: it turns LAN
 // gossip membership into node registrations with a "gossip" check, keeps
 // the cairn service on every server's node, and grows and shrinks the Raft
-// configuration as servers join, leave and fail.
+// configuration as servers join, leave and fail: a server joining a
+// running cluster comes in as a non-voter, which autopilot (autopilot.go)
+// promotes once it has been healthy for ServerStabilizationTime.
 type Leader struct {
 	s      *Server
 	m      Membership
@@ -135,6 +166,9 @@ type Leader struct {
 	// warnMu guards warned, when each distinct warning was last logged.
 	warnMu sync.Mutex
 	warned map[string]time.Time
+
+	// ap is autopilot's view of the servers' health (autopilot.go).
+	ap autopilotState
 }
 
 // Retry and log pacing.
@@ -186,8 +220,16 @@ func (l *Leader) Run(ctx context.Context) {
 	}
 }
 
-// lead reconciles until ctx ends or leadership changes (changed closes).
+// lead reconciles until ctx ends or leadership changes (changed closes),
+// with autopilot running beside it for as long.
 func (l *Leader) lead(ctx context.Context, changed <-chan struct{}) {
+	apCtx, stopAutopilot := context.WithCancel(ctx)
+	var autopilot sync.WaitGroup
+	autopilot.Go(func() { l.runAutopilot(apCtx, changed) })
+	defer func() {
+		stopAutopilot()
+		autopilot.Wait()
+	}()
 	tick := time.NewTicker(l.cfg.ReconcileInterval)
 	defer tick.Stop()
 	retry := time.NewTimer(0) // the reconcile on taking leadership
@@ -236,6 +278,9 @@ func (l *Leader) Reconcile(ctx context.Context) error {
 		if err := l.s.initACL(ctx, l.cfg.InitialManagement); err != nil {
 			return fmt.Errorf("initialise ACLs: %w", err)
 		}
+	}
+	if err := l.s.initAutopilot(ctx, l.cfg.Autopilot); err != nil {
+		return err
 	}
 	members := l.m.Members()
 	local := members[:0:0]
@@ -415,9 +460,10 @@ func (l *Leader) reapNodes(ctx context.Context, members []gossip.Member) error {
 	return errors.Join(errs...)
 }
 
-// reconcileServers adds alive servers to the Raft configuration, removes
-// those that left, and then those failed for longer than
-// RemoveFailedServersAfter as far as the quorum allows.
+// reconcileServers adds alive servers to the Raft configuration, as
+// non-voters for autopilot to promote (a voter whose address changed
+// keeps its vote), removes those that left, and then those failed for
+// longer than RemoveFailedServersAfter as far as the quorum allows.
 func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) error {
 	peers, err := l.s.Peers()
 	if err != nil {
@@ -437,14 +483,14 @@ func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) 
 		servers[m.Node] = m
 		p, ok := inConf[m.Node]
 		switch {
-		case m.Status == gossip.StatusAlive && (!ok || p.Address != m.RPCAddr || !p.Voter):
+		case m.Status == gossip.StatusAlive && (!ok || p.Address != m.RPCAddr):
 			if l.cfg.VerifyServer != nil {
 				if verr := l.cfg.VerifyServer(ctx, m); verr != nil {
 					l.warn("verify "+m.Node, "not adding a server that failed verification", "node", m.Node, "addr", m.RPCAddr, "err", verr)
 					continue
 				}
 			}
-			err = l.s.AddVoter(ctx, m.Node, m.RPCAddr)
+			err = l.s.AddNonvoter(ctx, m.Node, m.RPCAddr) // keeps a voter a voter
 		case m.Status == gossip.StatusLeft && ok:
 			err = l.s.RemoveServer(ctx, m.Node)
 		default:
@@ -465,8 +511,19 @@ func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) 
 
 // removeFailedServers removes, oldest failure first, the peers failed (or
 // missing from gossip) for longer than RemoveFailedServersAfter, stopping
-// at the first removal the quorum rule forbids.
+// at the first removal of a voter the quorum rule forbids (at least
+// autopilot's MinQuorum, else MinVoters, voters stay); a non-voter counts
+// in no quorum and goes regardless. Nothing is removed while autopilot's
+// CleanupDeadServers is off.
 func (l *Leader) removeFailedServers(ctx context.Context, servers map[string]gossip.Member) error {
+	ap := l.autopilotConfig()
+	if !ap.CleanupDeadServers {
+		return nil
+	}
+	minVoters := l.cfg.MinVoters
+	if ap.MinQuorum > 0 {
+		minVoters = int(ap.MinQuorum)
+	}
 	peers, err := l.s.Peers()
 	if err != nil {
 		return err
@@ -475,6 +532,7 @@ func (l *Leader) removeFailedServers(ctx context.Context, servers map[string]gos
 	type candidate struct {
 		id    string
 		since time.Time
+		voter bool
 	}
 	var candidates []candidate
 	alive, voters := 0, 0
@@ -494,14 +552,14 @@ func (l *Leader) removeFailedServers(ctx context.Context, servers map[string]gos
 			continue
 		case known && m.Status == gossip.StatusFailed:
 			delete(l.missingSince, p.ID)
-			candidates = append(candidates, candidate{p.ID, m.Since})
+			candidates = append(candidates, candidate{p.ID, m.Since, p.Voter})
 		case !known:
 			since, ok := l.missingSince[p.ID]
 			if !ok {
 				since = now
 				l.missingSince[p.ID] = now
 			}
-			candidates = append(candidates, candidate{p.ID, since})
+			candidates = append(candidates, candidate{p.ID, since, p.Voter})
 		}
 	}
 	for id := range l.missingSince {
@@ -514,17 +572,19 @@ func (l *Leader) removeFailedServers(ctx context.Context, servers map[string]gos
 		if now.Sub(c.since) < l.cfg.RemoveFailedServersAfter {
 			continue
 		}
-		if voters-1 < l.cfg.MinVoters || alive <= voters/2 {
+		if c.voter && (voters-1 < minVoters || alive <= voters/2) {
 			l.warn("keep:"+c.id, "not removing failed server: too few voters would remain",
-				"peer", c.id, "voters", voters, "alive", alive, "min_voters", l.cfg.MinVoters)
+				"peer", c.id, "voters", voters, "alive", alive, "min_voters", minVoters)
 			return nil
 		}
-		l.logger.Info("removing server failed too long", "peer", c.id, "failed_for", now.Sub(c.since).Round(time.Second))
+		l.logger.Info("removing server failed too long", "peer", c.id, "voter", c.voter, "failed_for", now.Sub(c.since).Round(time.Second))
 		if err := l.s.RemoveServer(ctx, c.id); err != nil {
 			return err
 		}
 		delete(l.missingSince, c.id)
-		voters--
+		if c.voter {
+			voters--
+		}
 	}
 	return nil
 }

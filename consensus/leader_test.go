@@ -156,7 +156,7 @@ func TestLeaderConfigValidate(t *testing.T) {
 	}
 	bad := consensus.LeaderConfig{Datacenter: "dc_1"}
 	err := bad.Validate()
-	for _, field := range []string{"Datacenter", "ReconcileInterval", "RemoveFailedServersAfter", "MinVoters"} {
+	for _, field := range []string{"Datacenter", "ReconcileInterval", "RemoveFailedServersAfter", "MinVoters", "Autopilot", "HealthInterval"} {
 		if err == nil || !strings.Contains(err.Error(), "leader "+field) {
 			t.Errorf("Validate: got %v, want an error naming %s", err, field)
 		}
@@ -247,9 +247,10 @@ func TestLeaderReconcilesMembers(t *testing.T) {
 }
 
 // TestLeaderManagesServers runs three servers with their LAN pools and a
-// client: a fourth server that joins gossip becomes a voter and is
-// removed when it leaves; a new leader takes over the duties; a failed
-// server is removed from Raft only as far as MinVoters allows.
+// client: a fourth server that joins gossip becomes a voter (a non-voter
+// first, promoted by autopilot once stable) and is removed when it
+// leaves; a new leader takes over the duties; a failed server is removed
+// from Raft only as far as MinVoters allows.
 func TestLeaderManagesServers(t *testing.T) {
 	nodes := consensustest.StartCluster(t, 3)
 	pools := map[*consensustest.Node]*gossip.Pool{}
@@ -267,7 +268,7 @@ func TestLeaderManagesServers(t *testing.T) {
 	gossiptest.Join(t, pools[nodes[2]], pools[nodes[0]])
 	gossiptest.Join(t, client, pools[nodes[0]])
 	for _, n := range nodes {
-		stops[n] = runLeader(t, newLeader(t, testLeaderConfig(), n.Server, pools[n]))
+		stops[n] = runLeader(t, serveAutopilot(t, testAutopilotConfig(t), n, pools[n]))
 	}
 	leader := consensustest.WaitForLeader(t, nodes, within)
 	all := map[string]catalog.HealthStatus{"s1": "passing", "s2": "passing", "s3": "passing", "c1": "passing"}
@@ -277,6 +278,7 @@ func TestLeaderManagesServers(t *testing.T) {
 	// leaves: the leader removes it from Raft and the catalog.
 	s4 := consensustest.StartNode(t, "s4", t.TempDir(), "")
 	p4 := serverPool(s4)
+	serveAutopilot(t, testAutopilotConfig(t), s4, p4) // it answers the leader's RaftStats
 	start := time.Now()
 	gossiptest.Join(t, p4, pools[leader])
 	waitVoters(t, leader.Server, "s1", "s2", "s3", "s4")

@@ -160,6 +160,43 @@ func (s *Server) AddVoter(ctx context.Context, id, addr string) error {
 	return nil
 }
 
+// AddNonvoter adds the server id at addr to the configuration as a
+// non-voter, which receives the log but does not vote (the leader promotes
+// it with AddVoter once it is stable: autopilot.go), or updates the
+// address of a non-voter, and returns once the change is committed. Only
+// the leader can (ErrNotLeader elsewhere). A server already in the
+// configuration at addr is left alone (nil), whatever its suffrage: a
+// voter is never demoted by it. ctx bounds the wait as for AddVoter.
+func (s *Server) AddNonvoter(ctx context.Context, id, addr string) error {
+	if !s.IsLeader() {
+		return fmt.Errorf("add non-voter %q: %w", id, ErrNotLeader)
+	}
+	conf, err := s.configuration()
+	if err != nil {
+		return fmt.Errorf("add non-voter %q: %w", id, err)
+	}
+	for _, srv := range conf.Servers {
+		if string(srv.ID) != id {
+			continue
+		}
+		if string(srv.Address) == addr {
+			return nil
+		}
+		if srv.Suffrage == raft.Voter {
+			return s.AddVoter(ctx, id, addr) // a new address, the same vote
+		}
+	}
+	timeout, err := s.waitBound(ctx)
+	if err != nil {
+		return fmt.Errorf("add non-voter %q: %w", id, err)
+	}
+	if err := raftError(s.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout).Error()); err != nil {
+		return fmt.Errorf("add non-voter %q at %s: %w", id, addr, err)
+	}
+	s.logger.Info("added raft non-voter", "peer", id, "addr", addr)
+	return nil
+}
+
 // RemoveServer removes the server id from the configuration and returns
 // once the change is committed. Only the leader can (ErrNotLeader
 // elsewhere). Removing a server that is not in the configuration does

@@ -35,6 +35,9 @@ func ServerConfig(t testing.TB, name string, expect int, join ...string) config.
 	cfg.BootstrapExpect = expect
 	cfg.Join = join
 	cfg.RetryInterval = 100 * time.Millisecond
+	// A server joining a running cluster votes once autopilot has seen it
+	// healthy this long: a second instead of 10s keeps tests short.
+	cfg.Autopilot.ServerStabilizationTime = time.Second
 	cfg.LogLevel = "warn"
 	return cfg
 }

@@ -138,6 +138,21 @@ type Config struct {
 	Limits Limits
 	// HTTP is the http_config block.
 	HTTP HTTPConfig
+
+	// Performance is the performance block (server.go). Default
+	// DefaultPerformance().
+	Performance Performance
+	// Autopilot is the autopilot block (server.go), for servers. Default
+	// DefaultAutopilot().
+	Autopilot Autopilot
+	// LeaveOnTerminate (leave_on_terminate) and SkipLeaveOnInterrupt
+	// (skip_leave_on_interrupt) say whether the agent leaves the cluster
+	// gracefully when a SIGTERM or a SIGINT stops it. Nil (the default)
+	// decides by role, as Consul: a client leaves, a server does not, so
+	// that restarting servers does not change the Raft configuration.
+	// Read them through LeavesOnTerminate and LeavesOnInterrupt.
+	LeaveOnTerminate     *bool
+	SkipLeaveOnInterrupt *bool
 }
 
 // Ports are the TCP/UDP ports the agent listens on.
@@ -181,6 +196,8 @@ func Default() Config {
 		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
 		Limits:              DefaultLimits(),
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
+		Performance:         DefaultPerformance(),
+		Autopilot:           DefaultAutopilot(),
 	}
 }
 

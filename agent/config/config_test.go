@@ -38,6 +38,9 @@ func TestConfigDefaults(t *testing.T) {
 		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
 		Limits:              Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000},
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
+		Performance:         Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
+		Autopilot: Autopilot{CleanupDeadServers: true, LastContactThreshold: 200 * time.Millisecond,
+			MaxTrailingLogs: 250, ServerStabilizationTime: 10 * time.Second},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig: got %+v, want %+v", got, want)
@@ -254,8 +257,9 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	err := c.Validate()
 	got := fieldsOf(err)
 	slices.Sort(got)
-	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
-		"encrypt", "http_config.read_timeout", "log_level", "node_name", "ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
+	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "autopilot.last_contact_threshold", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
+		"encrypt", "http_config.read_timeout", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
+		"ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
 		"reconnect_timeout", "retry_interval", "retry_max"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)

@@ -49,6 +49,8 @@ type fileConfig struct {
 	Limits     *fileLimits     `hcl:"limits"`
 	HTTPConfig *fileHTTPConfig `hcl:"http_config"`
 	TLS        *fileTLS        `hcl:"tls"`
+
+	fileServerKeys `hcl:",squash"` // server.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -186,6 +188,9 @@ func (fc *fileConfig) apply(c *Config) error {
 		if err := fc.HTTPConfig.apply(c); err != nil {
 			return err
 		}
+	}
+	if err := fc.fileServerKeys.apply(c); err != nil {
+		return err
 	}
 	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {

@@ -30,6 +30,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateACL(bad)
 	c.validateLimits(bad)
+	c.validateServer(bad)
 	if c.Resolver.MaxTCPConns < 0 {
 		bad("limits.dns_max_tcp_conns", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConns)
 	}

@@ -51,6 +51,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)
 	s.handle(mux, "/v1/snapshot", s.snapshot, http.MethodGet, http.MethodPut)                                                    // snapshot_endpoint.go
+	s.handle(mux, "/v1/operator/autopilot/{what}", s.operatorAutopilot, http.MethodGet, http.MethodPut)                          // autopilot_endpoint.go
 	s.handle(mux, "/v1/operator/keyring", s.operatorKeyring, http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete) // keyring_endpoint.go
 	s.handle(mux, "/v1/acl/bootstrap", s.aclBootstrap, http.MethodPut)                                                           // acl_endpoints.go
 	s.handle(mux, "/v1/acl/policy", s.aclPolicyCreate, http.MethodPut)

@@ -24,7 +24,10 @@ func agentCommand() *cli.Command {
 		UsageText: "cairn agent -dev\ncairn agent -data-dir /var/lib/cairn [-config-file cairn.hcl] [options]",
 		Description: "Runs the agent of this machine: the DNS server, the HTTP API and, with\n" +
 			"-server, the catalog. It runs until interrupted (SIGINT or SIGTERM), then\n" +
-			"shuts down cleanly.\n\n" +
+			"shuts down cleanly. A client leaves the cluster first; a server does not,\n" +
+			"so that a restart leaves the Raft configuration as it is (the config\n" +
+			"file's leave_on_terminate and skip_leave_on_interrupt change that; \"cairn\n" +
+			"leave\" always leaves).\n\n" +
 			"Settings are applied in order: the defaults, -dev, the -config-file (HCL,\n" +
 			"or JSON when its name ends in .json), then the flags given on the command\n" +
 			"line, which win over the file.",
@@ -77,11 +80,13 @@ func runAgent(c *cli.Context) error {
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// After the first signal, restore the default handling so a second
-	// one ends a shutdown that hangs.
-	context.AfterFunc(ctx, stop)
+	// SIGINT and SIGTERM end ctx with the signal as its cause, which
+	// tells the agent whether to leave the cluster (stopCause).
+	ctx, cancel := context.WithCancelCause(c.Context)
+	defer cancel(nil)
+	stopSig := make(chan os.Signal, 1)
+	signal.Notify(stopSig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stopSig)
 
 	// SIGHUP reloads the TLS certificates, as it does Consul's.
 	hup := make(chan os.Signal, 1)
@@ -91,6 +96,12 @@ func runAgent(c *cli.Context) error {
 	go func() {
 		for {
 			select {
+			case sig := <-stopSig:
+				// After the first signal, restore the default handling
+				// so a second one ends a shutdown that hangs.
+				signal.Stop(stopSig)
+				cancel(stopCause(sig))
+				return
 			case <-hup:
 				select {
 				case reload <- struct{}{}:
@@ -106,6 +117,15 @@ func runAgent(c *cli.Context) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return nil
+}
+
+// stopCause is why the agent stops on sig: agent.ErrInterrupted for
+// SIGINT, agent.ErrTerminated for SIGTERM.
+func stopCause(sig os.Signal) error {
+	if sig == syscall.SIGTERM {
+		return agent.ErrTerminated
+	}
+	return agent.ErrInterrupted
 }
 
 // flagForField names the flag that sets a config field, as config.FieldError

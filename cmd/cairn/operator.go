@@ -26,6 +26,7 @@ func operatorCommand() *cli.Command {
 				Action:       groupAction("cairn operator raft"),
 				Subcommands:  []*cli.Command{listPeersCommand()},
 			},
+			autopilotCommand(), // autopilot.go
 		},
 	}
 }

@@ -12,8 +12,11 @@ import (
 	"time"
 )
 
-// grace is how long goroutines get to finish after the last test.
-const grace = 5 * time.Second
+// grace is how long goroutines get to finish after the last test. It
+// outlasts the longest wait memberlist leaves behind a shut-down pool: a
+// probe in flight waits out its probe interval (5s on the WAN) before it
+// notices.
+const grace = 10 * time.Second
 
 // Main runs the tests of m and then fails the run if a goroutine whose stack
 // mentions any of markers (such as "cairn/resolver." or

@@ -1,0 +1,274 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cairndns/cairn/rpc"
+)
+
+// Autopilot reads and changes autopilot's configuration on the servers
+// and reports their health as the leader judges it. It is optional: the
+// Cluster given to New provides it when it has these methods too (as it
+// provides Snapshots), and without it /v1/operator/autopilot/ answers
+// 404. The servers check the request's token (operator:read to read,
+// operator:write to set). Handlers call it from their own goroutines,
+// several at once.
+type Autopilot interface {
+	// AutopilotConfiguration returns the configuration of datacenter dc
+	// ("" for the agent's) as its leader has it, or with stale as any of
+	// its servers has it.
+	AutopilotConfiguration(ctx context.Context, dc string, stale bool) (*rpc.AutopilotConfig, error)
+	// SetAutopilotConfiguration replaces it (the indexes of cfg aside),
+	// or with cas only when its ModifyIndex is still cfg.ModifyIndex, and
+	// reports whether it did. A bad value is a *catalog.FieldError naming
+	// the field.
+	SetAutopilotConfiguration(ctx context.Context, dc string, cfg rpc.AutopilotConfig, cas bool) (bool, error)
+	// ServerHealth returns the health of the servers of dc as its leader
+	// judges it.
+	ServerHealth(ctx context.Context, dc string) (*rpc.ServerHealthResponse, error)
+}
+
+// autopilotConfig is the body of GET and PUT
+// /v1/operator/autopilot/configuration, Consul's AutopilotConfiguration.
+// Durations are strings ("200ms"); a PUT may send them as numbers of
+// nanoseconds too, as Consul's ReadableDuration allows. The three
+// Enterprise fields are accepted and ignored, as Consul's community
+// edition does, so Consul's clients can send what they read.
+type autopilotConfig struct {
+	CleanupDeadServers      bool
+	LastContactThreshold    string
+	MaxTrailingLogs         uint64
+	MinQuorum               uint
+	ServerStabilizationTime string
+	RedundancyZoneTag       string
+	DisableUpgradeMigration bool
+	UpgradeVersionTag       string
+	CreateIndex             uint64
+	ModifyIndex             uint64
+}
+
+// autopilotConfigBody is autopilotConfig as a PUT sends it.
+type autopilotConfigBody struct {
+	CleanupDeadServers      bool
+	LastContactThreshold    duration
+	MaxTrailingLogs         uint64
+	MinQuorum               uint
+	ServerStabilizationTime duration
+	RedundancyZoneTag       string
+	DisableUpgradeMigration bool
+	UpgradeVersionTag       string
+	CreateIndex             uint64
+	ModifyIndex             uint64
+}
+
+// serverHealth is one server in GET /v1/operator/autopilot/health,
+// Consul's ServerHealth.
+type serverHealth struct {
+	ID          string
+	Name        string
+	Address     string
+	SerfStatus  string
+	Version     string
+	Leader      bool
+	LastContact string // "12ms"; "-1ns" when unknown, as Consul's
+	LastTerm    uint64
+	LastIndex   uint64
+	Healthy     bool
+	Voter       bool
+	StableSince time.Time
+}
+
+// operatorHealth is the body of GET /v1/operator/autopilot/health,
+// Consul's OperatorHealthReply.
+type operatorHealth struct {
+	Healthy          bool
+	FailureTolerance int
+	Servers          []serverHealth
+}
+
+// autopilotServer is one server in GET /v1/operator/autopilot/state, a
+// simplified Consul AutopilotServer (no redundancy zones, no upgrades,
+// no read replicas).
+type autopilotServer struct {
+	ID          string
+	Name        string
+	Address     string
+	NodeStatus  string
+	Version     string
+	LastContact string
+	LastTerm    uint64
+	LastIndex   uint64
+	Healthy     bool
+	StableSince time.Time
+	ReadReplica bool
+	Status      string // "leader", "voter" or "non-voter"
+	Meta        map[string]string
+	NodeType    string // "voter": every server may vote
+}
+
+// autopilotState is the body of GET /v1/operator/autopilot/state, a
+// simplified Consul AutopilotState.
+type autopilotState struct {
+	Healthy          bool
+	FailureTolerance int
+	// OptimisticFailureTolerance is the failure tolerance the servers
+	// would have if every healthy non-voter were a voter.
+	OptimisticFailureTolerance int
+	Servers                    map[string]autopilotServer
+	Leader                     string
+	Voters                     []string
+}
+
+// operatorAutopilot serves /v1/operator/autopilot/{configuration,health,
+// state} as Consul does: GET and PUT (?cas=) the configuration, GET the
+// servers' health (429 while any server is unhealthy, so a load balancer
+// can use it) and autopilot's state. ?dc= names another datacenter; ?stale
+// lets any server answer a configuration read.
+func (s *Server) operatorAutopilot(w http.ResponseWriter, r *http.Request) error {
+	ap, ok := s.cluster.(Autopilot)
+	if !ok {
+		return notFound("autopilot is not available on this agent")
+	}
+	what, dc := r.PathValue("what"), r.URL.Query().Get("dc")
+	allow := http.MethodGet
+	switch what {
+	case "configuration":
+		allow = http.MethodGet + ", " + http.MethodPut
+	case "health", "state":
+	default:
+		return notFound("no endpoint %s", r.URL.Path)
+	}
+	if r.Method != http.MethodGet && (what != "configuration" || r.Method != http.MethodPut) {
+		w.Header().Set("Allow", allow)
+		return &httpError{code: http.StatusMethodNotAllowed, body: errorBody{Error: "method " + r.Method + " not allowed; use " + allow}}
+	}
+	switch {
+	case what == "configuration" && r.Method == http.MethodPut:
+		return s.setAutopilotConfig(w, r, ap, dc)
+	case what == "configuration":
+		cfg, err := ap.AutopilotConfiguration(r.Context(), dc, boolParam(r, "stale"))
+		if err != nil {
+			return err
+		}
+		w.Header().Set("X-Consul-Index", strconv.FormatUint(max(cfg.ModifyIndex, 1), 10))
+		writeJSONPretty(w, r, autopilotConfig{
+			CleanupDeadServers: cfg.CleanupDeadServers, LastContactThreshold: cfg.LastContactThreshold.String(),
+			MaxTrailingLogs: cfg.MaxTrailingLogs, MinQuorum: cfg.MinQuorum,
+			ServerStabilizationTime: cfg.ServerStabilizationTime.String(),
+			CreateIndex:             cfg.CreateIndex, ModifyIndex: cfg.ModifyIndex,
+		})
+		return nil
+	}
+	health, err := ap.ServerHealth(r.Context(), dc)
+	if err != nil {
+		return err
+	}
+	if what == "state" {
+		writeJSONPretty(w, r, toAutopilotState(health))
+		return nil
+	}
+	out := operatorHealth{Healthy: health.Healthy, FailureTolerance: health.FailureTolerance, Servers: make([]serverHealth, 0, len(health.Servers))}
+	for _, h := range health.Servers {
+		out.Servers = append(out.Servers, serverHealth{
+			ID: h.ID, Name: h.Name, Address: h.Address, SerfStatus: h.SerfStatus, Version: h.Version,
+			Leader: h.Leader, LastContact: lastContact(h.LastContact), LastTerm: h.LastTerm, LastIndex: h.LastIndex,
+			Healthy: h.Healthy, Voter: h.Voter, StableSince: h.StableSince,
+		})
+	}
+	code := http.StatusOK
+	if !out.Healthy {
+		code = http.StatusTooManyRequests
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	if _, ok := r.URL.Query()["pretty"]; ok {
+		enc.SetIndent("", "    ")
+	}
+	_ = enc.Encode(out)
+	return nil
+}
+
+// setAutopilotConfig serves PUT /v1/operator/autopilot/configuration: the
+// body replaces the configuration; with ?cas=<index> only when its
+// ModifyIndex is still index. It answers true or false, as Consul's.
+func (s *Server) setAutopilotConfig(w http.ResponseWriter, r *http.Request, ap Autopilot, dc string) error {
+	var body autopilotConfigBody
+	if err := s.decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	cfg := rpc.AutopilotConfig{CleanupDeadServers: body.CleanupDeadServers, MaxTrailingLogs: body.MaxTrailingLogs, MinQuorum: body.MinQuorum}
+	var err error
+	if cfg.LastContactThreshold, err = body.LastContactThreshold.parse("LastContactThreshold"); err != nil {
+		return err
+	}
+	if cfg.ServerStabilizationTime, err = body.ServerStabilizationTime.parse("ServerStabilizationTime"); err != nil {
+		return err
+	}
+	cas := false
+	if v, ok := r.URL.Query()["cas"]; ok {
+		idx, err := strconv.ParseUint(v[0], 10, 64)
+		if err != nil {
+			return badRequest("cas", "must be a non-negative integer index, got %q", v[0])
+		}
+		cas, cfg.ModifyIndex = true, idx
+	}
+	updated, err := ap.SetAutopilotConfiguration(r.Context(), dc, cfg, cas)
+	if err != nil {
+		return err
+	}
+	writeJSONPretty(w, r, !cas || updated)
+	return nil
+}
+
+// toAutopilotState shapes the servers' health as autopilot's state.
+func toAutopilotState(h *rpc.ServerHealthResponse) autopilotState {
+	out := autopilotState{
+		Healthy: h.Healthy, FailureTolerance: h.FailureTolerance,
+		Servers: make(map[string]autopilotServer, len(h.Servers)), Voters: []string{},
+	}
+	voters, healthyVoters, healthyNonVoters := 0, 0, 0
+	for _, s := range h.Servers {
+		status := "non-voter"
+		switch {
+		case s.Leader:
+			status = "leader"
+			out.Leader = s.ID
+		case s.Voter:
+			status = "voter"
+		}
+		switch {
+		case s.Voter:
+			voters++
+			out.Voters = append(out.Voters, s.ID)
+			if s.Healthy {
+				healthyVoters++
+			}
+		case s.Healthy:
+			healthyNonVoters++
+		}
+		out.Servers[s.ID] = autopilotServer{
+			ID: s.ID, Name: s.Name, Address: s.Address, NodeStatus: s.SerfStatus, Version: s.Version,
+			LastContact: lastContact(s.LastContact), LastTerm: s.LastTerm, LastIndex: s.LastIndex,
+			Healthy: s.Healthy, StableSince: s.StableSince, Status: status, Meta: map[string]string{}, NodeType: "voter",
+		}
+	}
+	// Were every healthy non-voter a voter: the healthy ones beyond a
+	// majority of them all.
+	total := voters + healthyNonVoters
+	out.OptimisticFailureTolerance = max(0, healthyVoters+healthyNonVoters-(total/2+1))
+	return out
+}
+
+// lastContact formats a last contact as Consul does (a Go duration), to
+// the millisecond; an unknown one (negative) stays "-1ns".
+func lastContact(d time.Duration) string {
+	if d < 0 {
+		return d.String()
+	}
+	return d.Round(time.Millisecond).String()
+}

@@ -1,0 +1,361 @@
+package consensus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/rpc"
+)
+
+// This file holds autopilot, the part of the leader's duties that looks
+// after the servers themselves, as Consul's autopilot does: it judges
+// every server's health from its gossip status and its Raft stats, makes
+// a server that joined a running cluster (added as a non-voter by
+// reconcileServers) a voter once it has been healthy for
+// ServerStabilizationTime, and reports the servers' health for the
+// Operator endpoint. Dead-server cleanup is reconcileServers' (leader.go),
+// switched by CleanupDeadServers.
+
+// AutopilotConfig is autopilot's configuration. The servers keep it in
+// Raft (autopilot_fsm.go), so that every leader applies the same one and
+// an operator's change outlives leadership changes; the agent's autopilot
+// block is only what the first leader stores when none is stored yet.
+type AutopilotConfig struct {
+	// CleanupDeadServers lets the leader remove a server that has been
+	// failed for LeaderConfig.RemoveFailedServersAfter from the Raft
+	// configuration, as far as the quorum allows. Servers that leave
+	// gracefully are removed regardless. Default true.
+	CleanupDeadServers bool
+	// LastContactThreshold is how long a server may go without hearing
+	// from the leader and still count as healthy. Default 200ms,
+	// Consul's: several heartbeats.
+	LastContactThreshold time.Duration
+	// MaxTrailingLogs is how many log entries a server may trail the
+	// leader by and still count as healthy. Default 250, Consul's.
+	MaxTrailingLogs uint64
+	// MinQuorum is the fewest voters dead-server cleanup leaves; 0 means
+	// LeaderConfig.MinVoters. Default 0, as Consul's.
+	MinQuorum uint
+	// ServerStabilizationTime is how long a server that joined a running
+	// cluster must have been healthy before the leader makes it a voter:
+	// until then it receives the log without voting, so a server that
+	// flaps or is still catching up never counts in the quorum. Default
+	// 10s, Consul's.
+	ServerStabilizationTime time.Duration
+	// CreateIndex and ModifyIndex are the Raft indexes of the writes that
+	// stored it first and last; 0 before it is stored. Set by the FSM.
+	CreateIndex, ModifyIndex uint64
+}
+
+// DefaultAutopilotConfig returns the defaults documented on
+// AutopilotConfig.
+func DefaultAutopilotConfig() AutopilotConfig {
+	return AutopilotConfig{
+		CleanupDeadServers:      true,
+		LastContactThreshold:    200 * time.Millisecond,
+		MaxTrailingLogs:         250,
+		ServerStabilizationTime: 10 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field as a *catalog.FieldError
+// naming it, so that an operator's bad value reaches the HTTP API as a
+// 400 through the wire.
+func (c AutopilotConfig) Validate() error {
+	switch {
+	case c.LastContactThreshold <= 0:
+		return &catalog.FieldError{Field: "LastContactThreshold", Reason: fmt.Sprintf("must be positive, got %s", c.LastContactThreshold)}
+	case c.ServerStabilizationTime < 0:
+		return &catalog.FieldError{Field: "ServerStabilizationTime", Reason: fmt.Sprintf("must not be negative, got %s", c.ServerStabilizationTime)}
+	}
+	return nil
+}
+
+// Caller sends one RPC to the server at addr; *rpc.Pool satisfies it. The
+// leader asks the other servers for their Raft stats through it.
+type Caller interface {
+	Call(ctx context.Context, addr, method string, args, reply any) error
+}
+
+// Autopilot's pacing.
+const (
+	// minHealthInterval bounds how often the servers are asked, however
+	// short ServerStabilizationTime is.
+	minHealthInterval = 50 * time.Millisecond
+	// statsParallel bounds the RaftStats requests in flight at once.
+	statsParallel = 8
+)
+
+// autopilotState is the leader's view of its servers' health during one
+// term; it starts over with each.
+type autopilotState struct {
+	// refresh serializes rounds (the loop's and ServerHealth's), so a
+	// slower one never overwrites a newer one's result.
+	refresh sync.Mutex
+
+	mu sync.Mutex
+	// term is the leadership signal of the term the state belongs to.
+	term <-chan struct{}
+	// marks are each server's Healthy and when it last changed, by ID.
+	marks map[string]healthMark
+	// report is the latest health, nil before the first of the term. It
+	// is never changed once stored.
+	report *rpc.ServerHealthResponse
+}
+
+type healthMark struct {
+	healthy bool
+	since   time.Time
+}
+
+// autopilotConfig is the configuration in force: the one stored in Raft,
+// else the leader's own.
+func (l *Leader) autopilotConfig() AutopilotConfig {
+	if c := l.s.AutopilotConfig(); c != nil {
+		return *c
+	}
+	return l.cfg.Autopilot
+}
+
+// healthInterval is how often autopilot runs under cfg: HealthInterval,
+// or a fifth of ServerStabilizationTime when that is shorter, so that a
+// stable server is promoted at most a fifth of that time late.
+func (l *Leader) healthInterval(cfg AutopilotConfig) time.Duration {
+	interval := l.cfg.HealthInterval
+	if s := cfg.ServerStabilizationTime / 5; s > 0 && s < interval {
+		interval = max(s, minHealthInterval)
+	}
+	return interval
+}
+
+// runAutopilot judges the servers' health and promotes the stable
+// non-voters every healthInterval, until ctx ends (lead cancels it when
+// the term does). It runs beside the reconciles, on a goroutine lead owns,
+// so that asking a slow server for its stats never holds up membership.
+func (l *Leader) runAutopilot(ctx context.Context, term <-chan struct{}) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cfg := l.autopilotConfig()
+		report, err := l.refreshHealth(ctx, cfg, term)
+		if err == nil {
+			err = l.promoteStable(ctx, cfg, report)
+		}
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrNotLeader) {
+				return
+			}
+			l.warn("autopilot:"+err.Error(), "autopilot round failed", "err", err)
+		}
+		t.Reset(l.healthInterval(cfg))
+	}
+}
+
+// ServerHealth returns the health of every server of the Raft
+// configuration as this leader last judged it, judging it now when it has
+// not yet in this term or when the configuration changed since. Only the
+// leader can: elsewhere it returns an error wrapping ErrNotLeader. The
+// Operator endpoint answers with it.
+func (l *Leader) ServerHealth(ctx context.Context) (*rpc.ServerHealthResponse, error) {
+	term := l.s.LeadershipChanged()
+	if !l.s.IsLeader() {
+		return nil, fmt.Errorf("server health: %w", ErrNotLeader)
+	}
+	peers, err := l.s.Peers()
+	if err != nil {
+		return nil, err
+	}
+	l.ap.mu.Lock()
+	report := l.ap.report
+	current := l.ap.term == term && report != nil && sameServers(report.Servers, peers)
+	l.ap.mu.Unlock()
+	if !current {
+		var err error
+		if report, err = l.refreshHealth(ctx, l.autopilotConfig(), term); err != nil {
+			return nil, err
+		}
+	}
+	out := *report
+	out.Servers = slices.Clone(report.Servers)
+	return &out, nil
+}
+
+// sameServers reports whether health lists exactly the servers of peers,
+// each with the same vote.
+func sameServers(health []rpc.ServerHealth, peers []Peer) bool {
+	if len(health) != len(peers) {
+		return false
+	}
+	for _, p := range peers {
+		i := slices.IndexFunc(health, func(h rpc.ServerHealth) bool { return h.ID == p.ID })
+		if i < 0 || health[i].Voter != p.Voter || health[i].Address != p.Address {
+			return false
+		}
+	}
+	return true
+}
+
+// refreshHealth asks every server of the configuration for its Raft
+// stats, judges each one's health under cfg, and stores the result as the
+// latest health of term.
+func (l *Leader) refreshHealth(ctx context.Context, cfg AutopilotConfig, term <-chan struct{}) (*rpc.ServerHealthResponse, error) {
+	l.ap.refresh.Lock()
+	defer l.ap.refresh.Unlock()
+	if !l.s.IsLeader() {
+		return nil, fmt.Errorf("server health: %w", ErrNotLeader)
+	}
+	peers, err := l.s.Peers()
+	if err != nil {
+		return nil, err
+	}
+	members := make(map[string]gossip.Member)
+	for _, m := range l.m.Members() {
+		if m.IsServer() && m.Datacenter == l.cfg.Datacenter {
+			members[m.Node] = m
+		}
+	}
+	self := l.s.raftStats(l.cfg.Version)
+	stats := l.fetchStats(ctx, peers)
+	stats[l.s.cfg.NodeID] = self
+	now := time.Now()
+
+	l.ap.mu.Lock()
+	defer l.ap.mu.Unlock()
+	if l.ap.term != term {
+		l.ap.term, l.ap.marks, l.ap.report = term, make(map[string]healthMark), nil
+	}
+	out := &rpc.ServerHealthResponse{Healthy: true, Servers: make([]rpc.ServerHealth, 0, len(peers))}
+	voters, healthyVoters := 0, 0
+	seen := make(map[string]bool, len(peers))
+	for _, p := range peers {
+		seen[p.ID] = true
+		h := rpc.ServerHealth{
+			ID: p.ID, Name: p.ID, Address: p.Address, SerfStatus: "none",
+			Leader: p.ID == l.s.cfg.NodeID, Voter: p.Voter, LastContact: -1,
+		}
+		if m, ok := members[p.ID]; ok {
+			h.SerfStatus = m.Status.String()
+		}
+		if st := stats[p.ID]; st != nil {
+			h.LastContact, h.LastTerm, h.LastIndex, h.Version = st.LastContact, st.LastTerm, st.LastIndex, st.Version
+		}
+		h.Healthy = healthy(h, cfg, self.LastTerm, self.LastIndex)
+		mark, ok := l.ap.marks[p.ID]
+		if !ok || mark.healthy != h.Healthy {
+			mark = healthMark{healthy: h.Healthy, since: now}
+			l.ap.marks[p.ID] = mark
+		}
+		h.StableSince = mark.since.UTC()
+		out.Healthy = out.Healthy && h.Healthy
+		if p.Voter {
+			voters++
+			if h.Healthy {
+				healthyVoters++
+			}
+		}
+		out.Servers = append(out.Servers, h)
+	}
+	for id := range l.ap.marks {
+		if !seen[id] {
+			delete(l.ap.marks, id)
+		}
+	}
+	out.FailureTolerance = max(0, healthyVoters-(voters/2+1))
+	slices.SortFunc(out.Servers, func(a, b rpc.ServerHealth) int { return cmp.Compare(a.ID, b.ID) })
+	l.ap.report = out
+	return out, nil
+}
+
+// healthy says whether a server is healthy under cfg, as Consul's
+// autopilot judges it: alive in gossip, heard from the leader within
+// LastContactThreshold, its log ending in the leader's last term, and
+// trailing the leader's last index by at most MaxTrailingLogs.
+func healthy(h rpc.ServerHealth, cfg AutopilotConfig, leaderTerm, leaderIndex uint64) bool {
+	switch {
+	case h.SerfStatus != gossip.StatusAlive.String():
+		return false
+	case h.LastContact < 0 || h.LastContact > cfg.LastContactThreshold:
+		return false
+	case h.LastTerm != leaderTerm:
+		return false
+	case leaderIndex > h.LastIndex && leaderIndex-h.LastIndex > cfg.MaxTrailingLogs:
+		return false
+	}
+	return true
+}
+
+// fetchStats asks every other server of peers for its Raft stats, at most
+// statsParallel at once, each within HealthInterval. A server that does
+// not answer is left out (and so judged unhealthy); without a Caller every
+// other server is.
+func (l *Leader) fetchStats(ctx context.Context, peers []Peer) map[string]*rpc.RaftStatsResponse {
+	out := make(map[string]*rpc.RaftStatsResponse, len(peers))
+	if l.cfg.Caller == nil {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.HealthInterval)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		slot = make(chan struct{}, statsParallel)
+	)
+	for _, p := range peers {
+		if p.ID == l.s.cfg.NodeID {
+			continue
+		}
+		slot <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slot }()
+			var reply rpc.RaftStatsResponse
+			if err := l.cfg.Caller.Call(ctx, p.Address, rpc.MethodOperatorRaftStats, &rpc.RaftStatsRequest{}, &reply); err != nil {
+				l.logger.Debug("server did not report its raft stats", "peer", p.ID, "err", err)
+				return
+			}
+			mu.Lock()
+			out[p.ID] = &reply
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// promoteStable makes a voter of every non-voter of report that has been
+// healthy for ServerStabilizationTime. It holds the reconcile lock, so a
+// promotion and a reconcile never change the configuration at once. (The
+// report it read still names them non-voters; ServerHealth judges anew
+// when the configuration has changed.)
+func (l *Leader) promoteStable(ctx context.Context, cfg AutopilotConfig, report *rpc.ServerHealthResponse) error {
+	now := time.Now()
+	var errs []error
+	for _, h := range report.Servers {
+		if h.Voter || !h.Healthy || now.Sub(h.StableSince) < cfg.ServerStabilizationTime {
+			continue
+		}
+		l.mu.Lock()
+		err := l.s.AddVoter(ctx, h.ID, h.Address)
+		l.mu.Unlock()
+		if err != nil {
+			if errors.Is(err, ErrNotLeader) {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("promote %q: %w", h.ID, err))
+			continue
+		}
+		l.logger.Info("promoted a stable server to voter", "peer", h.ID, "stable_for", now.Sub(h.StableSince).Round(time.Millisecond))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,140 @@
+package rpc
+
+import "time"
+
+// This file holds the wire types of the Operator endpoint, which package
+// consensus serves: autopilot's configuration and the servers' health as
+// the leader sees them, for the agent's /v1/operator/autopilot API, and
+// the Raft stats one server asks another for. Like the Catalog's, they
+// live here so callers need not import consensus.
+
+// OperatorEndpoint is the name the Operator endpoint is registered under
+// on the Server; its methods are called as "Operator.<Method>".
+const OperatorEndpoint = "Operator"
+
+// The methods of the Operator endpoint, as Pool.Call names them.
+const (
+	MethodOperatorAutopilotGetConfiguration = OperatorEndpoint + ".AutopilotGetConfiguration"
+	MethodOperatorAutopilotSetConfiguration = OperatorEndpoint + ".AutopilotSetConfiguration"
+	MethodOperatorServerHealth              = OperatorEndpoint + ".ServerHealth"
+	// MethodOperatorRaftStats is what the leader asks every server of
+	// its datacenter for, to judge its health; it is answered by the
+	// receiving server itself, never forwarded.
+	MethodOperatorRaftStats = OperatorEndpoint + ".RaftStats"
+)
+
+// AutopilotConfig is autopilot's configuration, as Consul's
+// /v1/operator/autopilot/configuration has it. The servers keep it in
+// Raft; each server's autopilot block is only the value the first leader
+// stores when none is.
+type AutopilotConfig struct {
+	// CleanupDeadServers lets the leader remove servers that have failed
+	// (for its RemoveFailedServersAfter) from the Raft configuration.
+	CleanupDeadServers bool
+	// LastContactThreshold is how long a server may go without hearing
+	// from the leader and still count as healthy.
+	LastContactThreshold time.Duration
+	// MaxTrailingLogs is how many log entries a server may trail the
+	// leader by and still count as healthy.
+	MaxTrailingLogs uint64
+	// MinQuorum is the fewest voters dead-server cleanup leaves; 0 leaves
+	// the servers' own floor (3).
+	MinQuorum uint
+	// ServerStabilizationTime is how long a new server must have been
+	// healthy before the leader makes it a voter.
+	ServerStabilizationTime time.Duration
+	// CreateIndex and ModifyIndex are the Raft indexes of the writes that
+	// stored the configuration first and last; read-only.
+	CreateIndex, ModifyIndex uint64
+}
+
+// AutopilotGetConfigRequest reads autopilot's configuration: from the
+// leader, or with AllowStale from the receiving server. It never blocks.
+type AutopilotGetConfigRequest struct {
+	QueryOptions
+	Forwarded bool
+}
+
+// AutopilotConfigResponse holds the configuration; Index (in QueryMeta)
+// is its ModifyIndex.
+type AutopilotConfigResponse struct {
+	QueryMeta
+	Config AutopilotConfig
+}
+
+// AutopilotSetConfigRequest replaces autopilot's configuration (its
+// indexes are ignored). With CAS it is replaced only when its ModifyIndex
+// is still Config.ModifyIndex, as Consul's ?cas=.
+type AutopilotSetConfigRequest struct {
+	WriteRequest
+	Config    AutopilotConfig
+	CAS       bool
+	Forwarded bool
+}
+
+// AutopilotSetConfigResponse answers a set: Updated is false only for a
+// CAS that found another ModifyIndex.
+type AutopilotSetConfigResponse struct {
+	Updated bool
+}
+
+// ServerHealthRequest asks the leader for the health of the servers of
+// its datacenter. It is always answered by the leader (AllowStale and
+// MinQueryIndex are ignored), the only server that tracks it.
+type ServerHealthRequest struct {
+	QueryOptions
+	Forwarded bool
+}
+
+// ServerHealth is one server's health as the leader judges it.
+type ServerHealth struct {
+	ID      string // the Raft ID (cairn uses the node name)
+	Name    string // the node name
+	Address string // the RPC/Raft address
+	// SerfStatus is the server's status in LAN gossip: "alive",
+	// "failed", "left", or "none" when gossip does not know it.
+	SerfStatus string
+	Version    string // the server's cairn version, "" when unknown
+	Leader     bool
+	// LastContact is how long ago the server last heard from the leader
+	// (0 for the leader itself); -1 when unknown: the server never heard
+	// from one, or could not be asked.
+	LastContact time.Duration
+	// LastTerm and LastIndex are the term and index of the last entry of
+	// the server's Raft log.
+	LastTerm, LastIndex uint64
+	// Healthy says whether the server is alive in gossip, heard from the
+	// leader within LastContactThreshold, has the leader's last term,
+	// and trails it by at most MaxTrailingLogs entries.
+	Healthy bool
+	Voter   bool
+	// StableSince is when Healthy last changed (as this leader saw it).
+	StableSince time.Time
+}
+
+// ServerHealthResponse is the health of every server of the Raft
+// configuration, sorted by ID.
+type ServerHealthResponse struct {
+	// Healthy is true when every server is.
+	Healthy bool
+	// FailureTolerance is how many voters could fail without the rest
+	// losing their quorum: the healthy voters beyond a majority of all.
+	FailureTolerance int
+	Servers          []ServerHealth
+}
+
+// RaftStatsRequest asks a server for its own Raft stats. It carries no
+// token: the stats say nothing but how current the server is, and only
+// members of the datacenter reach the server port.
+type RaftStatsRequest struct{}
+
+// RaftStatsResponse is a server's view of its own Raft log.
+type RaftStatsResponse struct {
+	// LastContact is how long ago the server last heard from the leader:
+	// 0 on the leader, -1 when it never did.
+	LastContact time.Duration
+	// LastTerm and LastIndex are those of the last entry of its log.
+	LastTerm, LastIndex uint64
+	// Version is the server's cairn version.
+	Version string
+}
