@@ -88,7 +88,21 @@ type Timing struct {
 	// TCPTimeout bounds one TCP exchange: a push/pull sync, a join attempt
 	// to one address, a fallback TCP probe.
 	TCPTimeout time.Duration
+	// ReconnectInterval is how often the pool may try to join a failed
+	// member again, so that a partition heals within seconds instead of at
+	// a lucky push/pull (reconnect.go). 0 disables it. memberlist has no
+	// such timer: the pool runs it, and timingFrom cannot fill it.
+	ReconnectInterval time.Duration
 }
+
+// The presets' ReconnectIntervals. Serf uses 30s, but then a healed
+// partition still waits about as long as for a push/pull; the probability
+// rule in reconnect.go keeps the whole pool to about one attempt per
+// failed member per interval, so a short interval costs little.
+const (
+	lanReconnectInterval = 2 * time.Second
+	wanReconnectInterval = 10 * time.Second
+)
 
 func timingFrom(c *memberlist.Config) Timing {
 	return Timing{
@@ -174,10 +188,12 @@ type Config struct {
 
 // DefaultLANConfig returns a LAN pool config with memberlist's LAN timings
 // (probe every 1s, 500ms probe timeout, gossip every 200ms, push/pull every
-// 30s, failed members kept 30s) on 0.0.0.0:8301. NodeName and Datacenter
-// must still be set.
+// 30s, failed members kept 30s) and a failed member retried every 2s, on
+// 0.0.0.0:8301. NodeName and Datacenter must still be set.
 func DefaultLANConfig() Config {
 	ml := memberlist.DefaultLANConfig()
+	timing := timingFrom(ml)
+	timing.ReconnectInterval = lanReconnectInterval
 	return Config{
 		Role:            RoleClient,
 		Pool:            LAN,
@@ -185,16 +201,19 @@ func DefaultLANConfig() Config {
 		BindPort:        DefaultLANPort,
 		ProtocolVersion: ProtocolVersionMax,
 		RetainDead:      ml.GossipToTheDeadTime,
-		Timing:          timingFrom(ml),
+		Timing:          timing,
 	}
 }
 
 // DefaultWANConfig returns a WAN pool config with memberlist's WAN timings
 // (probe every 5s, 3s probe timeout, gossip every 500ms, push/pull every
-// 60s, failed members kept 60s) on 0.0.0.0:8302, for a server. NodeName,
-// Datacenter and RPCAddr must still be set.
+// 60s, failed members kept 60s) and a failed member retried every 10s, on
+// 0.0.0.0:8302, for a server. NodeName, Datacenter and RPCAddr must still
+// be set.
 func DefaultWANConfig() Config {
 	ml := memberlist.DefaultWANConfig()
+	timing := timingFrom(ml)
+	timing.ReconnectInterval = wanReconnectInterval
 	return Config{
 		Role:            RoleServer,
 		Pool:            WAN,
@@ -202,7 +221,7 @@ func DefaultWANConfig() Config {
 		BindPort:        DefaultWANPort,
 		ProtocolVersion: ProtocolVersionMax,
 		RetainDead:      ml.GossipToTheDeadTime,
-		Timing:          timingFrom(ml),
+		Timing:          timing,
 	}
 }
 
@@ -297,8 +316,15 @@ func (t Timing) validate() []error {
 			errs = append(errs, fmt.Errorf("gossip Timing.%s: must be at least 1ms, got %s", d.name, d.v))
 		}
 	}
-	if t.PushPullInterval < 0 {
-		errs = append(errs, fmt.Errorf("gossip Timing.PushPullInterval: must not be negative, got %s", t.PushPullInterval))
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"PushPullInterval", t.PushPullInterval}, {"ReconnectInterval", t.ReconnectInterval},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("gossip Timing.%s: must not be negative, got %s", d.name, d.v))
+		}
 	}
 	if t.ProbeTimeout > t.ProbeInterval {
 		errs = append(errs, fmt.Errorf("gossip Timing.ProbeTimeout: must not exceed ProbeInterval (%s > %s)", t.ProbeTimeout, t.ProbeInterval))

@@ -14,16 +14,18 @@ func TestDefaultConfigs(t *testing.T) {
 	if err := lan.Validate(); err != nil {
 		t.Errorf("DefaultLANConfig with a name and dc: %v", err)
 	}
-	if lan.BindPort != 8301 || lan.Role != gossip.RoleClient || lan.Timing.ProbeInterval != time.Second || lan.MemberName() != "web-1" {
-		t.Errorf("DefaultLANConfig = %+v; want port 8301, client, 1s probes, member name web-1", lan)
+	if lan.BindPort != 8301 || lan.Role != gossip.RoleClient || lan.Timing.ProbeInterval != time.Second ||
+		lan.Timing.ReconnectInterval != 2*time.Second || lan.MemberName() != "web-1" {
+		t.Errorf("DefaultLANConfig = %+v; want port 8301, client, 1s probes, 2s reconnects, member name web-1", lan)
 	}
 	wan := gossip.DefaultWANConfig()
 	wan.NodeName, wan.Datacenter, wan.RPCAddr = "s1", "dc2", "10.0.0.1:8300"
 	if err := wan.Validate(); err != nil {
 		t.Errorf("DefaultWANConfig with a name, dc and RPC address: %v", err)
 	}
-	if wan.BindPort != 8302 || wan.Role != gossip.RoleServer || wan.Timing.ProbeInterval != 5*time.Second || wan.MemberName() != "s1.dc2" {
-		t.Errorf("DefaultWANConfig = %+v; want port 8302, server, 5s probes, member name s1.dc2", wan)
+	if wan.BindPort != 8302 || wan.Role != gossip.RoleServer || wan.Timing.ProbeInterval != 5*time.Second ||
+		wan.Timing.ReconnectInterval != 10*time.Second || wan.MemberName() != "s1.dc2" {
+		t.Errorf("DefaultWANConfig = %+v; want port 8302, server, 5s probes, 10s reconnects, member name s1.dc2", wan)
 	}
 }
 
@@ -66,6 +68,7 @@ func TestConfigValidate(t *testing.T) {
 		{"Timing.GossipToTheDead", func(c *gossip.Config) { c.Timing.GossipToTheDead = 0 }},
 		{"Timing.TCPTimeout", func(c *gossip.Config) { c.Timing.TCPTimeout = 0 }},
 		{"Timing.PushPullInterval", func(c *gossip.Config) { c.Timing.PushPullInterval = -1 }},
+		{"Timing.ReconnectInterval", func(c *gossip.Config) { c.Timing.ReconnectInterval = -1 }},
 		{"Timing.SuspicionMult", func(c *gossip.Config) { c.Timing.SuspicionMult = 0 }},
 		{"Timing.GossipNodes", func(c *gossip.Config) { c.Timing.GossipNodes = 0 }},
 	} {

@@ -22,6 +22,12 @@
 // key fingerprints it gossips in its metadata; ListKeys reports them
 // (keyring.go, keyring_ops.go).
 //
+// Reconnecting: memberlist never probes a member it declared failed, so
+// after a partition heals each side would see the other failed until a
+// lucky push/pull. Like serf, the pool tries every
+// Timing.ReconnectInterval to join a random failed member again
+// (reconnect.go).
+//
 // Logging: memberlist logs one line per bad packet it receives; the pool
 // logs such lines at most once a minute per kind and source address and
 // counts the rest (DroppedLogLines), so a flood cannot fill the log
@@ -47,7 +53,8 @@
 // Changes coalesces: many events between two reads give one signal, and the
 // snapshot read after it reflects all of them. The pool starts one goroutine
 // per Join call in flight, one per keyring operation sent and not yet
-// delivered, and one that applies the operations other members send; it
-// waits for all of them in Shutdown. memberlist's own goroutines end when
+// delivered, one that applies the operations other members send, and one
+// that tries to join failed members again (reconnect.go); it waits for all
+// of them in Shutdown. memberlist's own goroutines end when
 // Shutdown closes its transport.
 package gossip

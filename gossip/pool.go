@@ -50,10 +50,12 @@ type Pool struct {
 	keyOps  chan keyRequest     // operations received from other members, for keyWorker
 	stop    chan struct{}       // closed by Shutdown: keyWorker and keyring sends return
 
-	life    sync.Mutex // serializes Join's start, Leave and Shutdown
-	down    bool
-	leaving bool           // Leave sent the intent
-	wg      sync.WaitGroup // Join attempts, keyring sends and keyWorker
+	life sync.Mutex // serializes Join's start, Leave and Shutdown
+	down bool
+	// leaving is set by Leave (under life) and read by reconnect, which
+	// must not take life: Shutdown holds it while waiting for reconnect.
+	leaving atomic.Bool
+	wg      sync.WaitGroup // Join attempts, keyring sends, keyWorker and reconnectLoop
 }
 
 // newPool returns a pool's state, without memberlist.
@@ -83,6 +85,12 @@ func newPool(cfg Config, logger *slog.Logger) *Pool {
 // all gossip is encrypted and only members holding one of this member's
 // keys can join; see keyring.go.
 func New(cfg Config, logger *slog.Logger) (*Pool, error) {
+	return create(cfg, logger, nil)
+}
+
+// create is New with the transport memberlist sends through: nil for its
+// own sockets; tests pass one that can cut the network (export_test.go).
+func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*Pool, error) {
 	if cfg.RetainDead == 0 {
 		cfg.RetainDead = cfg.Timing.GossipToTheDead
 	}
@@ -123,12 +131,16 @@ func New(cfg Config, logger *slog.Logger) (*Pool, error) {
 	mlc.Alive = filter
 	mlc.Merge = filter
 	mlc.Logger = newStdLogger(logger, p.limiter)
+	mlc.Transport = transport
 	ml, err := memberlist.Create(mlc)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: start %s pool on %s:%d: %w", cfg.Pool, mlc.BindAddr, cfg.BindPort, err)
 	}
 	p.ml = ml
 	p.wg.Go(p.keyWorker)
+	if cfg.Timing.ReconnectInterval > 0 {
+		p.wg.Go(p.reconnectLoop)
+	}
 	local := p.LocalMember()
 	logger.Info("gossip pool started", "node", p.name, "addr", local.Addr, "port", local.Port, "dc", cfg.Datacenter,
 		"role", cfg.Role, "encrypted", p.keyring != nil, "keys", len(keys))
@@ -202,8 +214,8 @@ func (p *Pool) Leave(timeout time.Duration) error {
 		return ErrShutdown
 	}
 	var intentErr error
-	if !p.leaving && p.numAlive() > 1 {
-		p.leaving = true
+	if !p.leaving.Load() && p.numAlive() > 1 {
+		p.leaving.Store(true)
 		done := make(chan struct{})
 		p.broadcasts.QueueBroadcast(&intentBroadcast{name: p.name, msg: encodeIntent(p.name), done: done})
 		t := time.NewTimer(timeout)
@@ -214,7 +226,7 @@ func (p *Pool) Leave(timeout time.Duration) error {
 		}
 		t.Stop()
 	}
-	p.leaving = true
+	p.leaving.Store(true)
 	// memberlist's Leave must get some time even when the intent used it
 	// all: without its message the others see a failure, not a leave.
 	if err := p.ml.Leave(max(time.Until(deadline), p.cfg.Timing.GossipInterval)); err != nil {

@@ -21,8 +21,9 @@ import (
 )
 
 // FastTiming returns memberlist timers for tests on loopback: a member that
-// stops answering is declared failed in about a second, and failed or left
-// members are kept 10s, longer than any test waits.
+// stops answering is declared failed in about a second, failed members are
+// retried every 200ms, and failed or left members are kept 10s, longer
+// than any test waits.
 func FastTiming() gossip.Timing {
 	return gossip.Timing{
 		ProbeInterval:           100 * time.Millisecond,
@@ -36,6 +37,7 @@ func FastTiming() gossip.Timing {
 		RetransmitMult:          3,
 		IndirectChecks:          2,
 		TCPTimeout:              time.Second,
+		ReconnectInterval:       200 * time.Millisecond,
 	}
 }
 
