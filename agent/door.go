@@ -115,7 +115,7 @@ type clientDoor struct {
 	preferred   string               // where calls go first; "" before the first call
 	rebalanceAt time.Time            // when preferred is picked again
 	failedAt    map[string]time.Time // servers that failed, and when
-	aliveAt     map[string]time.Time // servers that last answered a ping, and when
+	aliveAt     map[string]time.Time // servers that answered a ping, and when the last one was sent
 }
 
 // RPC calls method on the preferred server, failing over as the type
@@ -189,14 +189,15 @@ func (d *clientDoor) giveUp(method string, write bool, last error, ctx context.C
 // retryable reports whether a failed call may go to another server, and
 // whether a write's fate is unknown: a transport error (unknown unless the
 // request was never sent), a server that knew no leader (it did nothing),
-// a server that lost leadership during a write (unknown).
+// a server that lost leadership during a write or stopped working on it
+// (unknown).
 func retryable(err error, write bool) (retry, unknown bool) {
 	switch {
 	case errors.Is(err, rpc.ErrTransport):
 		return true, write && !errors.Is(err, rpc.ErrNotSent)
 	case errors.Is(err, rpc.ErrNoLeader):
 		return true, false
-	case errors.Is(err, rpc.ErrNotLeader):
+	case errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping):
 		return true, write
 	}
 	return false, false
@@ -209,6 +210,7 @@ func (d *clientDoor) attempt(ctx context.Context, server, method string, args, r
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan error, 1)
+	since := time.Now()
 	go func() { done <- d.pool.Call(callCtx, server, method, args, reply) }()
 	probe := time.NewTimer(d.cfg.ProbeAfter)
 	defer probe.Stop()
@@ -217,28 +219,32 @@ func (d *clientDoor) attempt(ctx context.Context, server, method string, args, r
 		case err := <-done:
 			return err
 		case <-probe.C:
-			if err := d.probe(ctx, server); err != nil && ctx.Err() == nil {
+			if err := d.probe(ctx, server, since); err != nil && ctx.Err() == nil {
 				d.pool.Forget(server)
 				cancel(errServerHung)
 				<-done
 				return fmt.Errorf("%s to %s: %w: %w: %w", method, server, rpc.ErrTransport, errServerHung, err)
 			}
+			since = time.Now()
 			probe.Reset(d.cfg.ProbeEvery)
 		}
 	}
 }
 
-// probe pings server unless it answered one within ProbeEvery (many calls
-// waiting on one server share a ping).
-func (d *clientDoor) probe(ctx context.Context, server string) error {
+// probe pings server unless it answered a ping after since (many calls
+// waiting on one server share a ping). A ping from before since proves
+// nothing: the server may have hung since, which is what the caller,
+// waiting from since on, wants to know.
+func (d *clientDoor) probe(ctx context.Context, server string, since time.Time) error {
 	d.mu.Lock()
-	fresh := time.Since(d.aliveAt[server]) < d.cfg.ProbeEvery
+	fresh := d.aliveAt[server].After(since)
 	d.mu.Unlock()
 	if fresh {
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, d.cfg.ProbeTimeout)
 	defer cancel()
+	sent := time.Now()
 	if err := d.pool.Probe(pctx, server); err != nil {
 		return err
 	}
@@ -246,7 +252,7 @@ func (d *clientDoor) probe(ctx context.Context, server string) error {
 	if d.aliveAt == nil {
 		d.aliveAt = make(map[string]time.Time)
 	}
-	d.aliveAt[server] = time.Now()
+	d.aliveAt[server] = sent
 	d.mu.Unlock()
 	return nil
 }

@@ -90,6 +90,31 @@ func TestRegisterRejectsInvalidWithoutApplying(t *testing.T) {
 	}
 }
 
+// TestQueuedWriteOfAGoneCallerIsNotApplied: a write queued behind a
+// snapshot restore (which holds writeMu) whose caller gives up before its
+// turn comes is dropped, not applied for nobody.
+func TestQueuedWriteOfAGoneCallerIsNotApplied(t *testing.T) {
+	s := startServer(t, "")
+	defer s.Shutdown()
+	before := s.Store().Index()
+	s.writeMu.Lock() // as a restore does
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Register(ctx, &catalog.RegisterRequest{
+			Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: "web", Port: 80},
+		})
+	}()
+	cancel()
+	s.writeMu.Unlock()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Register of a gone caller: got %v, want context.Canceled", err)
+	}
+	if after := s.Store().Index(); after != before {
+		t.Fatalf("index moved from %d to %d: the gone caller's write was applied", before, after)
+	}
+}
+
 // TestRestartKeepsCatalog checks both recovery paths: replaying the log, and
 // restoring a snapshot followed by the log after it.
 func TestRestartKeepsCatalog(t *testing.T) {

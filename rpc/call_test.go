@@ -223,9 +223,12 @@ var endpointErrors = map[string]error{
 		notSentError(errors.New("connection refused"))),
 	"forward codec":    fmt.Errorf("forward: %w: bad reply", ErrCodec),
 	"forward deadline": fmt.Errorf("forward to datacenter dc2: %w", context.DeadlineExceeded),
-	"marker":           errors.New(wireMarker + `field "x" "y" z`),
-	"plain":            errors.New("raft apply: timed out"),
-	"empty":            errors.New(""),
+	// The endpoint closing (its server shutting down) cancels a forward
+	// while the caller still waits.
+	"forward cancelled": fmt.Errorf("forward to leader %s: %w", "10.0.0.1:8300", context.Canceled),
+	"marker":            errors.New(wireMarker + `field "x" "y" z`),
+	"plain":             errors.New("raft apply: timed out"),
+	"empty":             errors.New(""),
 }
 
 func (Endpoint) Fail(_ context.Context, args *EchoArgs, _ *EchoReply) error {
@@ -252,6 +255,7 @@ type verdict struct {
 	Canceled      bool
 	Deadline      bool
 	ServerClosed  bool
+	Stopping      bool
 	MessageTooBig bool
 }
 
@@ -266,6 +270,7 @@ func judge(err error) verdict {
 		Canceled:      errors.Is(err, context.Canceled),
 		Deadline:      errors.Is(err, context.DeadlineExceeded),
 		ServerClosed:  errors.Is(err, ErrServerClosed),
+		Stopping:      errors.Is(err, ErrServerStopping),
 		MessageTooBig: errors.Is(err, ErrMessageTooLarge),
 	}
 	if r, ok := errors.AsType[*RemoteError](err); ok {
@@ -320,6 +325,7 @@ func TestCallErrorsMatchPool(t *testing.T) {
 		{"encoded", verdict{Remote: true, Message: "deregister: not found", NotFound: true}},
 		{"from leader", verdict{Remote: true, Message: "Port: is out of range", HasField: true, Field: catalog.FieldError{Field: "Port", Reason: "is out of range"}}},
 		{"forward broke", verdict{Remote: true, Message: endpointErrors["forward broke"].Error()}},
+		{"forward cancelled", verdict{Remote: true, Message: "the server stopped before answering: " + endpointErrors["forward cancelled"].Error(), Stopping: true}},
 	} {
 		got := judge(s.Call(testCtx(t), "Endpoint.Fail", &EchoArgs{Fail: tc.fail}, nil))
 		if got != tc.want {

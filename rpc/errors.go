@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -63,6 +64,24 @@ var ErrRateLimited = errors.New("rate limit exceeded")
 // may not have been applied. A client door returns it only for writes that
 // are not idempotent, after the hold ran out for those that are.
 var ErrUnknownOutcome = errors.New("the write may or may not have been applied")
+
+// ErrServerStopping is wrapped by the error of a request a server stopped
+// working on before it had an answer, while its caller still waited: the
+// method's work was cancelled on the server's side (it is shutting down,
+// or the endpoint closed), not by the caller. It crosses the wire, so a
+// client agent tries another server: a read at once, a write as one whose
+// fate is unknown (a forward may have reached the leader).
+var ErrServerStopping = errors.New("the server stopped before answering")
+
+// serverSideCancel wraps ErrServerStopping around a method's error that is
+// a cancellation: the caller, still waiting for the answer, did not cancel
+// it, so the server did.
+func serverSideCancel(err error) error {
+	if errors.Is(err, context.Canceled) && !errors.Is(err, ErrServerStopping) {
+		return fmt.Errorf("%w: %w", ErrServerStopping, err)
+	}
+	return err
+}
 
 // ErrNoLeader is wrapped by the error of a request that needs the leader
 // when the server knew none within its wait (an election under way, or a
@@ -198,6 +217,8 @@ func sentinelCode(err error) string {
 		return "no-path-to-datacenter"
 	case errors.Is(err, ErrNoLeader):
 		return "no-leader"
+	case errors.Is(err, ErrServerStopping):
+		return "server-stopping"
 	case errors.Is(err, ErrNotLeader):
 		return "not-leader"
 	case errors.Is(err, ErrRateLimited):
@@ -223,6 +244,8 @@ func sentinelOf(code string) error {
 		return ErrNoPathToDatacenter
 	case "no-leader":
 		return ErrNoLeader
+	case "server-stopping":
+		return ErrServerStopping
 	case "not-leader":
 		return ErrNotLeader
 	case "rate-limited":

@@ -172,7 +172,7 @@ func (s *Server) call(ctx context.Context, name string, args, reply any) error {
 	case s.life.Err() != nil:
 		return ErrServerClosed
 	case err != nil:
-		return asRemote(err)
+		return asRemote(serverSideCancel(err))
 	}
 	return nil
 }
@@ -543,7 +543,7 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 		return
 	}
 	reply := reflect.New(m.reply.Elem())
-	err = s.runStreamCall(st, c, m, args, reply)
+	err = serverSideCancel(s.runStreamCall(st, c, m, args, reply))
 	c.writeResponse(req, err, reply.Interface())
 }
 

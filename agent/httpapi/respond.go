@@ -67,7 +67,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = unavailable(err, "stored on this agent and not yet in the catalog; the agent keeps pushing it, and sending it again is safe")
 	case errors.Is(err, rpc.ErrUnknownOutcome):
 		he = unavailable(err, "the write may or may not have been applied: read before sending it again")
-	case errors.Is(err, rpc.ErrTransport), errors.Is(err, rpc.ErrNoLeader), errors.Is(err, rpc.ErrNotLeader),
+	case errors.Is(err, rpc.ErrTransport), errors.Is(err, rpc.ErrNoLeader), errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping),
 		errors.Is(err, rpc.ErrNoPathToDatacenter), errors.Is(err, context.DeadlineExceeded):
 		// No server could answer now: nothing was done, or (for the
 		// idempotent writes the agent retried) retrying is safe.
