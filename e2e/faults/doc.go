@@ -1,0 +1,93 @@
+// Package faults is cairn's fault suite (issue 15: keep writing through
+// every single fault). It has no code of its own: its tests run real
+// "cairn agent" processes, break the cluster under write load, heal it,
+// and check the history.
+//
+// # Running it
+//
+//	CAIRN_E2E=1 go test ./e2e/faults/ -v
+//
+// It needs root, ip (iproute2) and iptables (apt-get install iproute2
+// iptables), and takes about four minutes on two cores. Without
+// CAIRN_E2E=1 only the checker's own tests run (on made-up histories);
+// with it, a machine that lacks any of the above fails the suite.
+// CAIRN_FAULT_TARGETS=1 turns the availability targets below into
+// assertions (they are always printed). CAIRN_FAULTS_BIN=/path/to/cairn
+// runs a binary built elsewhere instead of building ./cmd/cairn (another
+// commit's, say). One scenario: -run 'TestFaults/partition-leader'.
+//
+// # The lab
+//
+// Every scenario gets a fresh cluster of three servers (s1–s3) and two
+// clients (c1, c2), each agent in a network namespace of its own, joined
+// by veth pairs to a bridge in a hub namespace; the test process reaches
+// them through a veth of its own. Addresses are 10.200.N.0/24 with N
+// picked per run, names carry the test's PID and a random suffix, and
+// everything is deleted at the end (a later run deletes what a killed run
+// left). Partitions are iptables DROP rules inside a namespace, or its
+// eth0 set down; a hung server is SIGSTOP/SIGCONT; a crash is kill -9 and
+// a restart on the same data directory. Which server a client uses is read
+// from its namespace's TCP table (/proc/PID/net/tcp: its connections to
+// port 8300).
+//
+// # The workload and the checks
+//
+// While a scenario runs, three writers per client register, through that
+// client's HTTP API, (a) a value under one of 16 keys: PUT
+// /v1/catalog/register of service "kv" instance k<n> on the external node
+// kv-node with Meta {"v": "w<writer>-<seq>"} (every value unique), (b) a
+// unique instance of service "u", and deregister some of those, and (c) an
+// instance of service "a" with PUT /v1/agent/service/register. Two readers
+// per client read "kv" and "u" with GET /v1/catalog/service/<name>
+// ?consistent. Each operation is recorded with its start and end: a 200
+// is ok, a 4xx failed, a 5xx or a timeout unknown. A prober asks each
+// client's DNS for stable.service.cluster (registered and cached before the
+// fault) every 50 ms.
+//
+// After the fault is healed and the cluster has settled (one leader named
+// by every agent, three Raft peers, every agent alive in gossip), the
+// checker reads the final state with ?consistent and fails the test when:
+// an acknowledged write is missing from it unless a later acknowledged
+// write superseded it (or an acknowledged deregistration is undone); a
+// value or member no write explains shows up; a value that a read saw
+// later disappears with no write to explain it; the register history
+// (acknowledged writes, unknown writes some read saw, every ?consistent
+// read) is not linearizable, by porcupine; a server's own state does not
+// come to match the leader's; the DNS prober saw any error (timeout,
+// SERVFAIL, NXDOMAIN, no answer). Agent registrations answered "stored on
+// this agent and not yet in the catalog" that anti-entropy never pushed
+// are reported, not asserted. A failed scenario keeps the agents' logs,
+// the history (history.jsonl) and porcupine's visualization in a
+// temporary directory and says where.
+//
+// Per scenario it prints, and sums up in a table at the end: the longest
+// time without a successful write through each client (the unavailability
+// window), the slowest write, operations by outcome, the HTTP statuses
+// seen (a 500 says nothing of a write's fate: each is counted as a
+// finding), DNS errors, how long Raft and gossip took to be whole again,
+// and the verdicts.
+//
+// # The scenarios
+//
+//   - kill9-leader: kill -9 the leader, restart it 5 s later. Target:
+//     writes through every client resume within 3 s.
+//   - kill9-follower: kill -9 a follower, restart it 5 s later.
+//   - kill9-client-server: kill -9 the server a client uses (a follower if
+//     a client uses one), restart it 5 s later. Target: that client's
+//     writes resume within 3 s.
+//   - partition-leader: iptables cut the leader off from every other agent
+//     for 8 s. Targets: a client on a follower (its writes are forwarded)
+//     has its writes in flight finish, and a new one succeed, within 1 s
+//     of the new leader being named; a client on the old leader resumes
+//     within 3 s.
+//   - isolate-client-server: set eth0 of the server a client uses down
+//     for 8 s. Target: that client's writes resume within 3 s.
+//   - loss10-leader: drop 10% of the packets between the leader and the
+//     other agents, both ways, for 10 s.
+//   - sigstop-client-server: SIGSTOP the server a client uses for 10 s,
+//     then SIGCONT. Target: that client's writes resume within 3 s.
+//   - all-servers-down: kill -9 all three servers, restart them 6 s later;
+//     the clients must keep answering the cached name.
+//   - rolling-restart: SIGTERM each server in turn, restart it, wait until
+//     the cluster has settled, go on to the next.
+package faults
