@@ -312,9 +312,14 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 	}
 	if a.gossip != nil {
 		if !a.skipLeave {
-			if err := a.leave(ctx); err != nil {
+			// A leave that cannot finish (no quorum to take this server
+			// out of Raft) must not spend the time the rest of the
+			// shutdown needs.
+			leaveCtx, cancel := reserve(ctx, shutdownReserve)
+			if err := a.leave(leaveCtx); err != nil {
 				a.logger.Warn("leaving the cluster", "err", err)
 			}
+			cancel()
 		}
 		errs = append(errs, a.gossip.Shutdown())
 	}
@@ -330,6 +335,20 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 		errs = append(errs, a.rpcPool.Close())
 	}
 	return errs
+}
+
+// shutdownReserve is the part of a shutdown's time kept for the steps
+// after the graceful leave.
+const shutdownReserve = 2 * time.Second
+
+// reserve returns a ctx that ends keep before ctx's deadline (at once if
+// less than keep is left), or ctx itself, cancellable, without one.
+func reserve(ctx context.Context, keep time.Duration) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, deadline.Add(-keep))
 }
 
 // serverService is the cairn service of a server: on its RPC port, at its

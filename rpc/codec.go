@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"time"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
@@ -30,6 +31,23 @@ import (
 type requestHeader struct {
 	ServiceMethod string
 	Seq           uint64
+	// Deadline is the caller's deadline, in Unix nanoseconds by the
+	// caller's clock; 0 for none. The server runs the method under it,
+	// and refuses a request it reads only after it has passed: a server
+	// that was stopped (SIGSTOP, a long pause) must not carry out, when
+	// it resumes, a write its caller gave up on and may have sent again
+	// elsewhere since, where applying the old one now would undo newer
+	// writes. Its clock must agree with the caller's to well within the
+	// callers' timeouts (seconds), as NTP keeps it.
+	Deadline int64
+}
+
+// deadlineOf is h's Deadline as a time, and whether it has one.
+func (h requestHeader) deadlineOf() (time.Time, bool) {
+	if h.Deadline == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, h.Deadline), true
 }
 
 // responseHeader is the header of a response frame (net/rpc's Response).
@@ -197,10 +215,15 @@ func (c *streamCodec) writeResponse(req requestHeader, callErr error, reply any)
 // error returned by the remote method is a *RemoteError, with the structure
 // WireError encoded decoded back; encoding and decoding errors wrap
 // ErrCodec; a message over the limit ErrMessageTooLarge; anything else
-// comes from the stream.
-func (c *streamCodec) call(method string, args, reply any) error {
+// comes from the stream. deadline, when not zero, goes with the request
+// (requestHeader.Deadline).
+func (c *streamCodec) call(method string, deadline time.Time, args, reply any) error {
 	const seq = 1 // one call per stream
-	if err := c.writeFrame(requestHeader{ServiceMethod: method, Seq: seq}, args); err != nil {
+	req := requestHeader{ServiceMethod: method, Seq: seq}
+	if !deadline.IsZero() {
+		req.Deadline = deadline.UnixNano()
+	}
+	if err := c.writeFrame(req, args); err != nil {
 		return err
 	}
 	if err := c.readFrame(); err != nil {

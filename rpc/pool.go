@@ -137,7 +137,8 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 		return notSentError(err)
 	}
 	defer closeQuietly(stream)
-	if deadline, ok := ctx.Deadline(); ok {
+	deadline, _ := ctx.Deadline()
+	if !deadline.IsZero() {
 		_ = stream.SetDeadline(deadline)
 	}
 	// On cancellation, a deadline in the past wakes the blocked read or
@@ -145,7 +146,7 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	stop := context.AfterFunc(ctx, func() { _ = stream.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	err = newStreamCodec(stream, p.cfg.MaxMessageSize).call(method, args, reply)
+	err = newStreamCodec(stream, p.cfg.MaxMessageSize).call(method, deadline, args, reply)
 	var remote *RemoteError
 	switch {
 	case err == nil:

@@ -41,6 +41,9 @@ type Server struct {
 	// limited those about writes refused by the rate limit.
 	badConn sampler
 	limited sampler
+	// expired paces the warnings about requests read after their
+	// deadline.
+	expired sampler
 	// writes is the per-address write rate limit; nil without one.
 	writes *writeLimiter
 
@@ -77,6 +80,7 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 		shutDown: shutDown,
 		badConn:  sampler{every: time.Minute},
 		limited:  sampler{every: time.Minute},
+		expired:  sampler{every: time.Minute},
 		writes:   newWriteLimiter(cfg.WriteRate, cfg.WriteBurst),
 		pending:  make(map[net.Conn]struct{}),
 		sessions: make(map[*yamux.Session]struct{}),
@@ -530,6 +534,19 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 		c.writeResponse(req, err, nil)
 		return
 	}
+	deadline, hasDeadline := req.deadlineOf()
+	if hasDeadline && !time.Now().Before(deadline) {
+		// Read too late (this server was stopped, or its clock runs
+		// ahead): the caller has given up, and may have sent it again
+		// elsewhere. Running it now could undo what came after.
+		if ok, dropped := s.expired.allow(time.Now()); ok {
+			s.logger.Warn("refused a request read after its caller's deadline; if this repeats without pauses, check that clocks agree",
+				"method", m.name, "peer", remote, "late_by", time.Since(deadline).Round(time.Millisecond), "dropped", dropped)
+		}
+		c.writeResponse(req, fmt.Errorf("rpc: %s: %w: the caller's deadline passed %s before this server read the request",
+			m.name, context.DeadlineExceeded, time.Since(deadline).Round(time.Millisecond)), nil)
+		return
+	}
 	args := reflect.New(m.args.Elem())
 	if err := c.decode(args.Interface()); err != nil {
 		c.writeResponse(req, fmt.Errorf("rpc: %s: cannot decode arguments: %w", m.name, err), nil)
@@ -543,7 +560,7 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 		return
 	}
 	reply := reflect.New(m.reply.Elem())
-	err = serverSideCancel(s.runStreamCall(st, c, m, args, reply))
+	err = serverSideCancel(s.runStreamCall(st, c, m, deadline, args, reply))
 	c.writeResponse(req, err, reply.Interface())
 }
 
@@ -560,9 +577,14 @@ var errCallerGone = errors.New("rpc: the caller has gone")
 // allow) means that nobody waits for the answer any more. A goroutine
 // makes that read while the method runs; it is woken (a read deadline in
 // the past) and waited for when the method returns.
-func (s *Server) runStreamCall(st stream, c *streamCodec, m *method, args, reply reflect.Value) error {
+func (s *Server) runStreamCall(st stream, c *streamCodec, m *method, deadline time.Time, args, reply reflect.Value) error {
 	ctx, cancel := context.WithCancelCause(s.life)
 	defer cancel(nil)
+	if !deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadline(ctx, deadline)
+		defer stop()
+	}
 	watching := make(chan struct{})
 	go func() {
 		defer close(watching)
