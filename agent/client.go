@@ -12,7 +12,8 @@ import (
 // startClient starts a client agent: an rpc pool, LAN gossip as a client
 // member, and the door that sends every call to a server found in gossip.
 // It returns without waiting for a server; until the join loop (or a later
-// join) finds one, calls fail with errNoServers and the first sync retries.
+// join) finds one, calls wait for one through their hold, then fail with
+// errNoServers, and the first sync retries.
 func (a *Agent) startClient(loopCtx context.Context) error {
 	var err error
 	if a.rpcPool, err = rpc.NewPool(a.poolConfig(), a.logger); err != nil {

@@ -36,8 +36,8 @@ func (d serverDoor) RPC(ctx context.Context, method string, args, reply any) err
 	return d.srv.Call(ctx, method, args, reply)
 }
 
-// errNoServers is returned, wrapped, by every clientDoor call made while no
-// server of the datacenter is known.
+// errNoServers is returned, wrapped, by a clientDoor call during whose
+// hold no server of the datacenter became known.
 var errNoServers = errors.New("no cairn servers known; is the agent joined to a cluster?")
 
 // errServerHung is the cause of a call abandoned because its server
@@ -135,21 +135,30 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 	for {
 		server, ok := d.pick(tried)
 		if !ok {
-			if len(tried) == 0 {
-				return fmt.Errorf("%s: %w", method, errNoServers)
+			if len(tried) == 0 && last == nil {
+				// None known yet (the agent is still joining): wait
+				// for gossip to bring one, as long as the hold lasts.
+				last = fmt.Errorf("%s: %w", method, errNoServers)
 			}
-			// Every server failed once: start over after a pause, which
-			// grows, while the hold lasts (an election takes a moment).
+			// Every server failed once, or none is known: start over
+			// after a pause, which grows, while the hold lasts (an
+			// election takes a moment).
 			clear(tried)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
+				if errors.Is(last, errNoServers) {
+					return last
+				}
 				return d.giveUp(method, write, last, ctx)
 			}
 			wait = min(2*wait, time.Second)
 			continue
+		}
+		if errors.Is(last, errNoServers) {
+			last = nil
 		}
 		tried[server] = true
 		err := d.attempt(ctx, server, method, args, reply)

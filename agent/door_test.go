@@ -171,6 +171,25 @@ func TestClientDoorNoServers(t *testing.T) {
 	}
 }
 
+// TestClientDoorWaitsForAServer: a call made before gossip has found any
+// server (an agent still joining) waits for one within its hold instead
+// of failing at once.
+func TestClientDoorWaitsForAServer(t *testing.T) {
+	t.Parallel()
+	live := startCatalogServer(t)
+	d, _ := newTestDoor(t)
+	known := time.Now().Add(300 * time.Millisecond)
+	d.servers = func() []string {
+		if time.Now().Before(known) {
+			return nil
+		}
+		return []string{live}
+	}
+	if err := register(testContext(t), d, &catalog.RegisterRequest{Node: "n", Address: "10.0.0.1"}); err != nil {
+		t.Fatalf("Register while joining: %v", err)
+	}
+}
+
 func TestClientDoorRetriesTransportError(t *testing.T) {
 	t.Parallel()
 	dead, live := deadAddr(t), startCatalogServer(t)
