@@ -6,7 +6,6 @@ import (
 
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/httpapi"
-	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -52,8 +51,8 @@ func (m membership) ServerHealth(ctx context.Context, dc string) (*rpc.ServerHea
 
 // autopilotConfig turns the autopilot block into the configuration the
 // leader stores when none is stored yet.
-func autopilotConfig(c config.Autopilot) consensus.AutopilotConfig {
-	return consensus.AutopilotConfig{
+func autopilotConfig(c config.Autopilot) rpc.AutopilotConfig {
+	return rpc.AutopilotConfig{
 		CleanupDeadServers:      c.CleanupDeadServers,
 		LastContactThreshold:    c.LastContactThreshold,
 		MaxTrailingLogs:         uint64(max(c.MaxTrailingLogs, 0)),

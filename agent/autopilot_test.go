@@ -14,6 +14,7 @@ import (
 	"github.com/cairndns/cairn/api"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/internal/waittest"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // autopilotWait bounds the waits of the autopilot tests: an election, a
@@ -257,8 +258,8 @@ func TestLeaveKnobs(t *testing.T) {
 func TestAutopilotConfigMatchesConsensus(t *testing.T) {
 	t.Parallel()
 	d := config.DefaultAutopilot()
-	want := consensus.DefaultAutopilotConfig()
-	got := consensus.AutopilotConfig{
+	want := rpc.DefaultAutopilotConfig()
+	got := rpc.AutopilotConfig{
 		CleanupDeadServers: d.CleanupDeadServers, LastContactThreshold: d.LastContactThreshold,
 		MaxTrailingLogs: uint64(d.MaxTrailingLogs), MinQuorum: uint(d.MinQuorum), ServerStabilizationTime: d.ServerStabilizationTime,
 	}

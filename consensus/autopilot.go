@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -23,60 +22,10 @@ import (
 // Operator endpoint. Dead-server cleanup is reconcileServers' (leader.go),
 // switched by CleanupDeadServers.
 
-// AutopilotConfig is autopilot's configuration. The servers keep it in
+// Autopilot's configuration is rpc.AutopilotConfig. The servers keep it in
 // Raft (autopilot_fsm.go), so that every leader applies the same one and
 // an operator's change outlives leadership changes; the agent's autopilot
 // block is only what the first leader stores when none is stored yet.
-type AutopilotConfig struct {
-	// CleanupDeadServers lets the leader remove a server that has been
-	// failed for LeaderConfig.RemoveFailedServersAfter from the Raft
-	// configuration, as far as the quorum allows. Servers that leave
-	// gracefully are removed regardless. Default true.
-	CleanupDeadServers bool
-	// LastContactThreshold is how long a server may go without hearing
-	// from the leader and still count as healthy. Default 200ms,
-	// Consul's: several heartbeats.
-	LastContactThreshold time.Duration
-	// MaxTrailingLogs is how many log entries a server may trail the
-	// leader by and still count as healthy. Default 250, Consul's.
-	MaxTrailingLogs uint64
-	// MinQuorum is the fewest voters dead-server cleanup leaves; 0 means
-	// LeaderConfig.MinVoters. Default 0, as Consul's.
-	MinQuorum uint
-	// ServerStabilizationTime is how long a server that joined a running
-	// cluster must have been healthy before the leader makes it a voter:
-	// until then it receives the log without voting, so a server that
-	// flaps or is still catching up never counts in the quorum. Default
-	// 10s, Consul's.
-	ServerStabilizationTime time.Duration
-	// CreateIndex and ModifyIndex are the Raft indexes of the writes that
-	// stored it first and last; 0 before it is stored. Set by the FSM.
-	CreateIndex, ModifyIndex uint64
-}
-
-// DefaultAutopilotConfig returns the defaults documented on
-// AutopilotConfig.
-func DefaultAutopilotConfig() AutopilotConfig {
-	return AutopilotConfig{
-		CleanupDeadServers:      true,
-		LastContactThreshold:    200 * time.Millisecond,
-		MaxTrailingLogs:         250,
-		ServerStabilizationTime: 10 * time.Second,
-	}
-}
-
-// Validate reports the first invalid field as a *catalog.FieldError
-// naming it, so that an operator's bad value reaches the HTTP API as a
-// 400 through the wire.
-func (c AutopilotConfig) Validate() error {
-	switch {
-	case c.LastContactThreshold <= 0:
-		return &catalog.FieldError{Field: "LastContactThreshold", Reason: fmt.Sprintf("must be positive, got %s", c.LastContactThreshold)}
-	case c.ServerStabilizationTime < 0:
-		return &catalog.FieldError{Field: "ServerStabilizationTime", Reason: fmt.Sprintf("must not be negative, got %s", c.ServerStabilizationTime)}
-	}
-	return nil
-}
 
 // Caller sends one RPC to the server at addr; *rpc.Pool satisfies it. The
 // leader asks the other servers for their Raft stats through it.
@@ -117,7 +66,7 @@ type healthMark struct {
 
 // autopilotConfig is the configuration in force: the one stored in Raft,
 // else the leader's own.
-func (l *Leader) autopilotConfig() AutopilotConfig {
+func (l *Leader) autopilotConfig() rpc.AutopilotConfig {
 	if c := l.s.AutopilotConfig(); c != nil {
 		return *c
 	}
@@ -127,7 +76,7 @@ func (l *Leader) autopilotConfig() AutopilotConfig {
 // healthInterval is how often autopilot runs under cfg: HealthInterval,
 // or a fifth of ServerStabilizationTime when that is shorter, so that a
 // stable server is promoted at most a fifth of that time late.
-func (l *Leader) healthInterval(cfg AutopilotConfig) time.Duration {
+func (l *Leader) healthInterval(cfg rpc.AutopilotConfig) time.Duration {
 	interval := l.cfg.HealthInterval
 	if s := cfg.ServerStabilizationTime / 5; s > 0 && s < interval {
 		interval = max(s, minHealthInterval)
@@ -210,7 +159,7 @@ func sameServers(health []rpc.ServerHealth, peers []Peer) bool {
 // refreshHealth asks every server of the configuration for its Raft
 // stats, judges each one's health under cfg, and stores the result as the
 // latest health of term.
-func (l *Leader) refreshHealth(ctx context.Context, cfg AutopilotConfig, term <-chan struct{}) (*rpc.ServerHealthResponse, error) {
+func (l *Leader) refreshHealth(ctx context.Context, cfg rpc.AutopilotConfig, term <-chan struct{}) (*rpc.ServerHealthResponse, error) {
 	l.ap.refresh.Lock()
 	defer l.ap.refresh.Unlock()
 	if !l.s.IsLeader() {
@@ -282,7 +231,7 @@ func (l *Leader) refreshHealth(ctx context.Context, cfg AutopilotConfig, term <-
 // autopilot judges it: alive in gossip, heard from the leader within
 // LastContactThreshold, its log ending in the leader's last term, and
 // trailing the leader's last index by at most MaxTrailingLogs.
-func healthy(h rpc.ServerHealth, cfg AutopilotConfig, leaderTerm, leaderIndex uint64) bool {
+func healthy(h rpc.ServerHealth, cfg rpc.AutopilotConfig, leaderTerm, leaderIndex uint64) bool {
 	switch {
 	case h.SerfStatus != gossip.StatusAlive.String():
 		return false
@@ -338,7 +287,7 @@ func (l *Leader) fetchStats(ctx context.Context, peers []Peer) map[string]*rpc.R
 // promotion and a reconcile never change the configuration at once. (The
 // report it read still names them non-voters; ServerHealth judges anew
 // when the configuration has changed.)
-func (l *Leader) promoteStable(ctx context.Context, cfg AutopilotConfig, report *rpc.ServerHealthResponse) error {
+func (l *Leader) promoteStable(ctx context.Context, cfg rpc.AutopilotConfig, report *rpc.ServerHealthResponse) error {
 	now := time.Now()
 	var errs []error
 	for _, h := range report.Servers {

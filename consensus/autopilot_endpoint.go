@@ -55,7 +55,7 @@ func (op *Operator) AutopilotGetConfiguration(ctx context.Context, args *rpc.Aut
 		return err
 	}
 	cfg := op.leader.autopilotConfig()
-	reply.Config = toWireAutopilot(cfg)
+	reply.Config = cfg
 	reply.Index = max(cfg.ModifyIndex, 1) // never 0, as every read's
 	reply.KnownLeader = c.srv.Leader() != ""
 	reply.LastContact = c.srv.LastContact()
@@ -73,7 +73,7 @@ func (op *Operator) AutopilotSetConfiguration(ctx context.Context, args *rpc.Aut
 	if done, err := c.forwardDC(ctx, rpc.MethodOperatorAutopilotSetConfiguration, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {
 		return err
 	}
-	cfg := fromWireAutopilot(args.Config)
+	cfg := args.Config // its indexes are the FSM's to set
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -128,23 +128,4 @@ func (op *Operator) mayOperate(token string, write bool) error {
 		return denied("operator", "read", "")
 	}
 	return nil
-}
-
-func toWireAutopilot(c AutopilotConfig) rpc.AutopilotConfig {
-	return rpc.AutopilotConfig{
-		CleanupDeadServers: c.CleanupDeadServers, LastContactThreshold: c.LastContactThreshold,
-		MaxTrailingLogs: c.MaxTrailingLogs, MinQuorum: c.MinQuorum,
-		ServerStabilizationTime: c.ServerStabilizationTime,
-		CreateIndex:             c.CreateIndex, ModifyIndex: c.ModifyIndex,
-	}
-}
-
-// fromWireAutopilot converts an operator's configuration; the indexes are
-// the FSM's to set.
-func fromWireAutopilot(c rpc.AutopilotConfig) AutopilotConfig {
-	return AutopilotConfig{
-		CleanupDeadServers: c.CleanupDeadServers, LastContactThreshold: c.LastContactThreshold,
-		MaxTrailingLogs: c.MaxTrailingLogs, MinQuorum: c.MinQuorum,
-		ServerStabilizationTime: c.ServerStabilizationTime,
-	}
 }

@@ -24,12 +24,12 @@ import (
 // snapshot ignores the key.
 type fsmState struct {
 	*catalog.Dump
-	Autopilot *AutopilotConfig
+	Autopilot *rpc.AutopilotConfig
 }
 
 // autopilotRequest is the command that sets autopilot's configuration.
 type autopilotRequest struct {
-	Config AutopilotConfig
+	Config rpc.AutopilotConfig
 	// CAS sets it only if the stored configuration's ModifyIndex is
 	// still Index (0: none is stored yet). It is checked by the FSM,
 	// where writes are ordered.
@@ -61,10 +61,10 @@ func (f *fsm) applyAutopilot(index uint64, req *autopilotRequest) any {
 	return nil
 }
 
-// AutopilotConfig returns autopilot's configuration as this server has
+// rpc.AutopilotConfig returns autopilot's configuration as this server has
 // applied it (on a follower it may trail the leader's), nil when none was
 // stored yet.
-func (s *Server) AutopilotConfig() *AutopilotConfig {
+func (s *Server) AutopilotConfig() *rpc.AutopilotConfig {
 	c := s.fsm.autopilot.Load()
 	if c == nil {
 		return nil
@@ -78,7 +78,7 @@ func (s *Server) AutopilotConfig() *AutopilotConfig {
 // configuration's ModifyIndex is still index (0 when none is stored), and
 // updated reports whether it was. Only the leader can (ErrNotLeader); an
 // invalid cfg is a *catalog.FieldError naming the field.
-func (s *Server) SetAutopilotConfig(ctx context.Context, cfg AutopilotConfig, cas bool, index uint64) (updated bool, err error) {
+func (s *Server) SetAutopilotConfig(ctx context.Context, cfg rpc.AutopilotConfig, cas bool, index uint64) (updated bool, err error) {
 	if err := cfg.Validate(); err != nil {
 		return false, err
 	}
@@ -95,7 +95,7 @@ func (s *Server) SetAutopilotConfig(ctx context.Context, cfg AutopilotConfig, ca
 // initAutopilot stores cfg when no configuration is stored yet: the leader
 // runs it when it takes office, as Consul's does, so that every later
 // leader applies the first one's configuration, or an operator's.
-func (s *Server) initAutopilot(ctx context.Context, cfg AutopilotConfig) error {
+func (s *Server) initAutopilot(ctx context.Context, cfg rpc.AutopilotConfig) error {
 	if s.fsm.autopilot.Load() != nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 )
@@ -37,7 +38,7 @@ func TestFSMSnapshotKeepsAutopilot(t *testing.T) {
 	if err := f.store.Register(5, &catalog.RegisterRequest{Datacenter: "dc1", Node: "n1", Address: "10.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultAutopilotConfig()
+	cfg := rpc.DefaultAutopilotConfig()
 	cfg.ServerStabilizationTime = time.Minute
 	if resp := f.applyAutopilot(7, &autopilotRequest{Config: cfg}); resp != nil {
 		t.Fatalf("apply: %v", resp)

@@ -310,7 +310,7 @@ func TestOperatorEndpointChecksTokens(t *testing.T) {
 	}{
 		{rpc.MethodOperatorAutopilotGetConfiguration, &rpc.AutopilotGetConfigRequest{}, &rpc.AutopilotConfigResponse{}, "operator:read"},
 		{rpc.MethodOperatorServerHealth, &rpc.ServerHealthRequest{}, &rpc.ServerHealthResponse{}, "operator:read"},
-		{rpc.MethodOperatorAutopilotSetConfiguration, &rpc.AutopilotSetConfigRequest{Config: toWire(consensus.DefaultAutopilotConfig())}, &rpc.AutopilotSetConfigResponse{}, "operator:write"},
+		{rpc.MethodOperatorAutopilotSetConfiguration, &rpc.AutopilotSetConfigRequest{Config: rpc.DefaultAutopilotConfig()}, &rpc.AutopilotSetConfigResponse{}, "operator:write"},
 	} {
 		err := p.Call(ctx, n.Addr, call.method, call.args, call.reply)
 		if !errors.Is(err, rpc.ErrPermissionDenied) || !strings.Contains(err.Error(), call.want) {
@@ -361,11 +361,4 @@ func TestCleanupDeadServersOff(t *testing.T) {
 		t.Fatalf("Reconcile: %v", err)
 	}
 	waitVoters(t, leader.Server, "s1", "s2", "s3")
-}
-
-func toWire(c consensus.AutopilotConfig) rpc.AutopilotConfig {
-	return rpc.AutopilotConfig{
-		CleanupDeadServers: c.CleanupDeadServers, LastContactThreshold: c.LastContactThreshold,
-		MaxTrailingLogs: c.MaxTrailingLogs, MinQuorum: c.MinQuorum, ServerStabilizationTime: c.ServerStabilizationTime,
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 )
@@ -55,7 +56,7 @@ type fsm struct {
 	// autopilot is autopilot's configuration as the log set it, nil
 	// until it is first set; read from other goroutines, replaced, never
 	// changed in place (autopilot_fsm.go).
-	autopilot atomic.Pointer[AutopilotConfig]
+	autopilot atomic.Pointer[rpc.AutopilotConfig]
 }
 
 // indexedConfiguration is a Raft configuration with the index of the log

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // The catalog entries the leader writes for gossip members.
@@ -73,8 +74,8 @@ type LeaderConfig struct {
 	// Autopilot is the autopilot configuration the leader stores in Raft
 	// when none is stored yet (the agent's autopilot block); once one is,
 	// that one applies, and operators change it through the Operator
-	// endpoint. Default DefaultAutopilotConfig().
-	Autopilot AutopilotConfig
+	// endpoint. Default rpc.DefaultAutopilotConfig().
+	Autopilot rpc.AutopilotConfig
 	// HealthInterval is how often the leader asks the servers for their
 	// Raft stats, to judge their health and promote the stable
 	// non-voters (autopilot.go), and how long each may take to answer;
@@ -111,7 +112,7 @@ func DefaultLeaderConfig() LeaderConfig {
 		ReconcileInterval:        60 * time.Second,
 		RemoveFailedServersAfter: 10 * time.Minute,
 		MinVoters:                3,
-		Autopilot:                DefaultAutopilotConfig(),
+		Autopilot:                rpc.DefaultAutopilotConfig(),
 		HealthInterval:           2 * time.Second,
 	}
 }

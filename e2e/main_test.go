@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairndns/cairn/e2e/e2etest"
 	"github.com/cairndns/cairn/internal/porttest"
 )
 
@@ -38,28 +39,14 @@ const (
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "cairn-e2e-")
+	bin, cleanup, err := e2etest.BuildCairn("cairn-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command(goCommand(), "build", "-o", cairnBin, "github.com/cairndns/cairn/cmd/cairn")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %s: %v\n%s", strings.Join(build.Args, " "), err, out)
-		return 1
-	}
+	defer cleanup()
+	cairnBin = bin
 	return m.Run()
-}
-
-// goCommand is the go command on PATH (go test puts the running
-// toolchain's first), else plain "go".
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "go"
 }
 
 // requireDig returns the path of dig. Without dig the test is skipped, or

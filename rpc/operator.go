@@ -1,6 +1,11 @@
 package rpc
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/cairndns/cairn/catalog"
+)
 
 // This file holds the wire types of the Operator endpoint, which package
 // consensus serves: autopilot's configuration and the servers' health as
@@ -46,6 +51,30 @@ type AutopilotConfig struct {
 	// CreateIndex and ModifyIndex are the Raft indexes of the writes that
 	// stored the configuration first and last; read-only.
 	CreateIndex, ModifyIndex uint64
+}
+
+// DefaultAutopilotConfig returns Consul's defaults: cleanup on, 200ms,
+// 250 entries, MinQuorum 0, 10s.
+func DefaultAutopilotConfig() AutopilotConfig {
+	return AutopilotConfig{
+		CleanupDeadServers:      true,
+		LastContactThreshold:    200 * time.Millisecond,
+		MaxTrailingLogs:         250,
+		ServerStabilizationTime: 10 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field as a *catalog.FieldError
+// naming it, so that an operator's bad value reaches the HTTP API as a
+// 400 through the wire.
+func (c AutopilotConfig) Validate() error {
+	switch {
+	case c.LastContactThreshold <= 0:
+		return &catalog.FieldError{Field: "LastContactThreshold", Reason: fmt.Sprintf("must be positive, got %s", c.LastContactThreshold)}
+	case c.ServerStabilizationTime < 0:
+		return &catalog.FieldError{Field: "ServerStabilizationTime", Reason: fmt.Sprintf("must not be negative, got %s", c.ServerStabilizationTime)}
+	}
+	return nil
 }
 
 // AutopilotGetConfigRequest reads autopilot's configuration: from the

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cairndns/cairn/e2e/e2etest"
 )
 
 // cairnBin is the cairn binary TestMain builds (without -race, whatever
@@ -51,28 +53,14 @@ func runTests(m *testing.M) int {
 		cairnBin = abs
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "cairn-faults-")
+	bin, cleanup, err := e2etest.BuildCairn("cairn-faults-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command(goCommand(), "build", "-o", cairnBin, "github.com/cairndns/cairn/cmd/cairn")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "faults: %s: %v\n%s", strings.Join(build.Args, " "), err, out)
-		return 1
-	}
+	defer cleanup()
+	cairnBin = bin
 	return m.Run()
-}
-
-// goCommand is the go command on PATH (go test puts the running
-// toolchain's first), else plain "go".
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "go"
 }
 
 // requireMachine skips the test without CAIRN_E2E=1 and fails it when the

@@ -1,0 +1,39 @@
+// Package e2etest holds what the end-to-end test packages (e2e and
+// e2e/faults) share.
+package e2etest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// BuildCairn builds ./cmd/cairn (without -race, whatever the tests run
+// with: the agents' behaviour and timing are what is tested) into a new
+// temporary directory named after prefix, and returns the binary's path
+// and a function that removes the directory.
+func BuildCairn(prefix string) (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	bin = filepath.Join(dir, "cairn")
+	build := exec.Command(goCommand(), "build", "-o", bin, "github.com/cairndns/cairn/cmd/cairn")
+	if out, err := build.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("%s: %w\n%s", strings.Join(build.Args, " "), err, out)
+	}
+	return bin, cleanup, nil
+}
+
+// goCommand is the go command on PATH (go test puts the running
+// toolchain's first), else plain "go".
+func goCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
