@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -128,7 +129,12 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 	ctx, cancel := context.WithTimeout(ctx, hold) // keeps a caller's sooner deadline
 	defer cancel()
 	_, write := args.(rpc.Write)
-	_, idempotent := args.(rpc.Idempotent)
+	idem, idempotent := args.(rpc.Idempotent)
+	if idempotent {
+		// Every attempt carries one ID, so the servers apply the write
+		// once however many attempts reach them.
+		idem.SetRequestID(crand.Text())
+	}
 	tried := make(map[string]bool)
 	wait := 50 * time.Millisecond
 	var last error

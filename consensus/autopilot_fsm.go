@@ -25,6 +25,8 @@ import (
 type fsmState struct {
 	*catalog.Dump
 	Autopilot *rpc.AutopilotConfig
+	// Once is the request IDs applied lately (once.go).
+	Once []onceEntry
 }
 
 // autopilotRequest is the command that sets autopilot's configuration.

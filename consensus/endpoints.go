@@ -177,7 +177,7 @@ func (c *Catalog) Register(ctx context.Context, args *rpc.RegisterRequest, _ *st
 	if err := c.checkNodeOwner(reg); err != nil {
 		return err
 	}
-	return c.srv.Register(ctx, reg)
+	return c.srv.Register(withWriteID(ctx, args.RequestID), reg)
 }
 
 // Deregister removes a service, a check or (with neither named) a node,
@@ -202,7 +202,7 @@ func (c *Catalog) Deregister(ctx context.Context, args *rpc.DeregisterRequest, _
 	if err := c.authorizeDeregister(authz, d); err != nil {
 		return err
 	}
-	return c.srv.Deregister(ctx, d)
+	return c.srv.Deregister(withWriteID(ctx, args.RequestID), d)
 }
 
 func validateDeregister(d *catalog.DeregisterRequest) error {

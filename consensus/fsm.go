@@ -27,6 +27,9 @@ const (
 	// cmdAutopilot sets autopilot's configuration (autopilotRequest,
 	// autopilot_fsm.go).
 	cmdAutopilot commandType = 4
+	// cmdOnce wraps another command, applied at most once per request ID
+	// (onceCommand, once.go).
+	cmdOnce commandType = 5
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -57,6 +60,9 @@ type fsm struct {
 	// until it is first set; read from other goroutines, replaced, never
 	// changed in place (autopilot_fsm.go).
 	autopilot atomic.Pointer[rpc.AutopilotConfig]
+	// once is the request IDs applied lately (once.go); FSM goroutine
+	// only.
+	once onceLog
 }
 
 // indexedConfiguration is a Raft configuration with the index of the log
@@ -85,39 +91,51 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data) == 0 {
 		return nil
 	}
-	switch commandType(l.Data[0]) {
+	if commandType(l.Data[0]) == cmdOnce {
+		return f.applyOnce(l)
+	}
+	return f.applyCommand(l.Index, l.Data)
+}
+
+// applyCommand applies the encoded command data (encodeCommand) at the
+// log index.
+func (f *fsm) applyCommand(index uint64, data []byte) any {
+	if len(data) == 0 {
+		return fmt.Errorf("log index %d: empty command: %w", index, ErrUnknownCommand)
+	}
+	switch commandType(data[0]) {
 	case cmdRegister:
 		var req catalog.RegisterRequest
-		if err := decode(l.Data[1:], &req); err != nil {
-			return fmt.Errorf("decode register at index %d: %w", l.Index, err)
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode register at index %d: %w", index, err)
 		}
-		return f.store.Register(l.Index, &req)
+		return f.store.Register(index, &req)
 	case cmdDeregister:
 		var req catalog.DeregisterRequest
-		if err := decode(l.Data[1:], &req); err != nil {
-			return fmt.Errorf("decode deregister at index %d: %w", l.Index, err)
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode deregister at index %d: %w", index, err)
 		}
-		return f.store.Deregister(l.Index, &req)
+		return f.store.Deregister(index, &req)
 	case cmdQuery:
 		var req catalog.QueryRequest
-		if err := decode(l.Data[1:], &req); err != nil {
-			return fmt.Errorf("decode prepared query at index %d: %w", l.Index, err)
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode prepared query at index %d: %w", index, err)
 		}
-		return f.store.ApplyQuery(l.Index, &req)
+		return f.store.ApplyQuery(index, &req)
 	case cmdACL:
 		var req catalog.ACLRequest
-		if err := decode(l.Data[1:], &req); err != nil {
-			return fmt.Errorf("decode ACL change at index %d: %w", l.Index, err)
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode ACL change at index %d: %w", index, err)
 		}
-		return f.store.ApplyACL(l.Index, &req)
+		return f.store.ApplyACL(index, &req)
 	case cmdAutopilot:
 		var req autopilotRequest
-		if err := decode(l.Data[1:], &req); err != nil {
-			return fmt.Errorf("decode autopilot configuration at index %d: %w", l.Index, err)
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode autopilot configuration at index %d: %w", index, err)
 		}
-		return f.applyAutopilot(l.Index, &req)
+		return f.applyAutopilot(index, &req)
 	}
-	return fmt.Errorf("log index %d type %d: %w", l.Index, l.Data[0], ErrUnknownCommand)
+	return fmt.Errorf("log index %d type %d: %w", index, data[0], ErrUnknownCommand)
 }
 
 // Snapshot takes a consistent dump of the catalog, and autopilot's
@@ -128,7 +146,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{state: fsmState{Dump: d, Autopilot: f.autopilot.Load()}}, nil
+	return &fsmSnapshot{state: fsmState{Dump: d, Autopilot: f.autopilot.Load(), Once: f.once.snapshot()}}, nil
 }
 
 // Restore replaces the catalog, and autopilot's configuration, with a
@@ -145,6 +163,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.autopilot.Store(st.Autopilot)
+	f.once.restore(st.Once)
 	return nil
 }
 

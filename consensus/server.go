@@ -220,6 +220,11 @@ func (s *Server) apply(ctx context.Context, t commandType, req any) error {
 	if err != nil {
 		return err
 	}
+	if id := writeIDFrom(ctx); id != "" {
+		if data, err = encodeCommand(cmdOnce, &onceCommand{ID: id, Data: data}); err != nil {
+			return err
+		}
+	}
 	timeout, err := s.waitBound(ctx)
 	if err != nil {
 		return err

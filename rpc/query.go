@@ -176,7 +176,16 @@ type WriteRequest struct {
 	// Token is the secret ID of the ACL token the write is made with, as
 	// QueryOptions.Token. Never logged.
 	Token string
+	// RequestID names one write however often it is sent: a client agent
+	// sets a new one (SetRequestID) on each idempotent write before the
+	// first attempt, keeps it on every retry, and the servers apply a write of
+	// a given ID at most once, so that a copy delivered late (by a server
+	// that was paused) cannot undo a newer write. Empty: no such care.
+	RequestID string
 }
+
+// SetRequestID sets RequestID.
+func (w *WriteRequest) SetRequestID(id string) { w.RequestID = id }
 
 // Write is satisfied by the arguments of every write endpoint (through the
 // WriteRequest they embed), so a caller can tell a write from a read by its
@@ -190,7 +199,10 @@ func (*WriteRequest) isWrite() {}
 // application changes nothing the first did not (registering a node,
 // service or check as it is, deregistering what is gone): a caller that
 // does not know whether one was applied may send it again.
-type Idempotent interface{ isIdempotent() }
+type Idempotent interface {
+	isIdempotent()
+	SetRequestID(id string)
+}
 
 // Authenticated is satisfied by the arguments of every endpoint that takes
 // a token (through the QueryOptions or WriteRequest they embed), so that

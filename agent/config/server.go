@@ -30,7 +30,7 @@ type Performance struct {
 	// of its datacenter with one call, failing over from one that is
 	// down, hung or without a leader (performance.rpc_hold_timeout), on
 	// top of a blocking query's own wait; past it the call answers 503.
-	// Default 7s, Consul's; at least 1s.
+	// Default 7s, Consul's; 1s to 1m.
 	RPCHoldTimeout time.Duration
 }
 
@@ -187,8 +187,10 @@ func (c *Config) validateServer(bad func(field, format string, args ...any)) {
 	if d := c.Performance.CommitTimeout; d < 5*time.Millisecond {
 		bad("performance.commit_timeout", "must be at least 5ms, got %s", d)
 	}
-	if d := c.Performance.RPCHoldTimeout; d < time.Second {
-		bad("performance.rpc_hold_timeout", "must be at least 1s, got %s", d)
+	if d := c.Performance.RPCHoldTimeout; d < time.Second || d > time.Minute {
+		// Servers remember a retried write's request ID for two minutes
+		// (consensus/once.go); a longer hold could outlast that.
+		bad("performance.rpc_hold_timeout", "must be between 1s and 1m, got %s", d)
 	}
 	a := c.Autopilot
 	if a.LastContactThreshold <= 0 {

@@ -78,6 +78,7 @@ func TestServerBlocksErrorsNameTheField(t *testing.T) {
 		{`performance { commit_timeout = "1ms" }`, "performance.commit_timeout"},
 		{`performance { commit_timeout = "soon" }`, "performance.commit_timeout"},
 		{`performance { rpc_hold_timeout = "100ms" }`, "performance.rpc_hold_timeout"},
+		{`performance { rpc_hold_timeout = "5m" }`, "performance.rpc_hold_timeout"},
 		{`autopilot { last_contact_threshold = "0s" }`, "autopilot.last_contact_threshold"},
 		{`autopilot { last_contact_threshold = "fast" }`, "autopilot.last_contact_threshold"},
 		{`autopilot { max_trailing_logs = -1 }`, "autopilot.max_trailing_logs"},
