@@ -203,7 +203,7 @@ func TestClusterWithClients(t *testing.T) {
 		}
 		for _, e := range entries {
 			for _, ch := range e.Checks {
-				if e.Node.Node == "ca" && ch.CheckID == "gossip" && ch.Status == "critical" {
+				if e.Node.Node == "ca" && ch.CheckID == "serfHealth" && ch.Status == "critical" {
 					return nil
 				}
 			}

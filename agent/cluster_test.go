@@ -114,7 +114,7 @@ func TestClusterOfThreeServers(t *testing.T) {
 		var nodes []string
 		for _, e := range entries {
 			for _, ch := range e.Checks {
-				if ch.CheckID == "gossip" && ch.Status == "passing" {
+				if ch.CheckID == "serfHealth" && ch.Status == "passing" {
 					nodes = append(nodes, e.Node.Node)
 				}
 			}

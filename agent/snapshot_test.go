@@ -170,7 +170,7 @@ func TestSnapshotSaveRestoreBetweenClusters(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if !slices.ContainsFunc(checks, func(c *api.HealthCheck) bool { return c.CheckID == "gossip" }) {
+			if !slices.ContainsFunc(checks, func(c *api.HealthCheck) bool { return c.CheckID == "serfHealth" }) {
 				return fmt.Errorf("%s has no gossip check: %+v", n, checks)
 			}
 		}

@@ -123,7 +123,7 @@ func TestSameBehaviourOnEveryTopology(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						if !slices.ContainsFunc(checks, func(ch *api.HealthCheck) bool { return ch.CheckID == "gossip" && ch.Status == "passing" }) {
+						if !slices.ContainsFunc(checks, func(ch *api.HealthCheck) bool { return ch.CheckID == "serfHealth" && ch.Status == "passing" }) {
 							return fmt.Errorf("node %s has checks %v, want gossip passing", n, checks)
 						}
 					}

@@ -42,7 +42,7 @@ func blockingAgents(t *testing.T) map[string]func(t *testing.T) string {
 				_, cairn, _ := get(t, base+"/v1/catalog/service/cairn")
 				_, passing, _ := get(t, base+"/v1/health/state/passing")
 				if code == http.StatusOK && body != "null\n" && strings.Count(cairn, `"ServiceID":"cairn"`) == 3 &&
-					strings.Count(passing, `"CheckID":"gossip"`) == 4 {
+					strings.Count(passing, `"CheckID":"serfHealth"`) == 4 {
 					return base
 				}
 				if time.Now().After(deadline) {

@@ -31,10 +31,10 @@ func registerHealthFixture(t *testing.T, h *endpointHarness) {
 	t.Helper()
 	h.register(t, "n2", "10.0.0.2", &catalog.Service{Service: "web"},
 		&catalog.Check{CheckID: "web-http", Name: "web http", Type: "http", Status: catalog.HealthCritical, Output: "HTTP GET: 503", ServiceID: "web"},
-		&catalog.Check{CheckID: "gossip", Type: "gossip", Status: catalog.HealthPassing})
+		&catalog.Check{CheckID: "serfHealth", Type: "gossip", Status: catalog.HealthPassing})
 	h.register(t, "n1", "10.0.0.1", &catalog.Service{Service: "web"},
 		&catalog.Check{CheckID: "web-ttl", Type: "ttl", Status: catalog.HealthPassing, ServiceID: "web"},
-		&catalog.Check{CheckID: "gossip", Type: "gossip", Status: catalog.HealthCritical})
+		&catalog.Check{CheckID: "serfHealth", Type: "gossip", Status: catalog.HealthCritical})
 	h.register(t, "n2", "10.0.0.2", &catalog.Service{Service: "db"},
 		&catalog.Check{CheckID: "db-tcp", Type: "tcp", Status: catalog.HealthWarning, ServiceID: "db"})
 }
@@ -59,7 +59,7 @@ func TestCatalogEndpointHealthReads(t *testing.T) {
 	}{
 		{"NodeChecks(n2)", rpc.MethodCatalogNodeChecks,
 			func(q rpc.QueryOptions) any { return &rpc.NodeChecksRequest{QueryOptions: q, Node: "N2"} },
-			[]string{"n2/db-tcp", "n2/gossip", "n2/web-http"},
+			[]string{"n2/db-tcp", "n2/serfHealth", "n2/web-http"},
 			func() (uint64, []*catalog.Check, error) { return store.NodeChecks(nil, "n2") }},
 		{"NodeChecks(ghost)", rpc.MethodCatalogNodeChecks,
 			func(q rpc.QueryOptions) any { return &rpc.NodeChecksRequest{QueryOptions: q, Node: "ghost"} },
@@ -71,11 +71,11 @@ func TestCatalogEndpointHealthReads(t *testing.T) {
 			func() (uint64, []*catalog.Check, error) { return store.ServiceChecks(nil, "web") }},
 		{"ChecksInState(critical)", rpc.MethodCatalogChecksInState,
 			func(q rpc.QueryOptions) any { return &rpc.ChecksInStateRequest{QueryOptions: q, State: "critical"} },
-			[]string{"n1/gossip", "n2/web-http"},
+			[]string{"n1/serfHealth", "n2/web-http"},
 			func() (uint64, []*catalog.Check, error) { return store.ChecksInState(nil, catalog.HealthCritical) }},
 		{"ChecksInState(any)", rpc.MethodCatalogChecksInState,
 			func(q rpc.QueryOptions) any { return &rpc.ChecksInStateRequest{QueryOptions: q, State: "any"} },
-			[]string{"n1/gossip", "n1/web-ttl", "n2/db-tcp", "n2/gossip", "n2/web-http"},
+			[]string{"n1/serfHealth", "n1/web-ttl", "n2/db-tcp", "n2/serfHealth", "n2/web-http"},
 			func() (uint64, []*catalog.Check, error) { return store.ChecksInState(nil, catalog.HealthAny) }},
 		{"ChecksInState(maintenance)", rpc.MethodCatalogChecksInState,
 			func(q rpc.QueryOptions) any { return &rpc.ChecksInStateRequest{QueryOptions: q, State: "maintenance"} },
@@ -189,7 +189,7 @@ func TestCatalogEndpointHealthBlocking(t *testing.T) {
 		h.register(t, "n2", "10.0.0.2", &catalog.Service{Service: "db"},
 			&catalog.Check{CheckID: "db-tcp", Type: "tcp", Status: catalog.HealthCritical, ServiceID: "db"})
 		got := awaitChecks(t, ch, 10*time.Second)
-		if want := []string{"n1/gossip", "n2/db-tcp", "n2/web-http"}; got.Index <= cur.Index || !reflect.DeepEqual(checkIDs(got.Checks), want) {
+		if want := []string{"n1/serfHealth", "n2/db-tcp", "n2/web-http"}; got.Index <= cur.Index || !reflect.DeepEqual(checkIDs(got.Checks), want) {
 			t.Errorf("got %v at index %d, want %v past %d", checkIDs(got.Checks), got.Index, want, cur.Index)
 		}
 	})
@@ -208,10 +208,10 @@ func TestCatalogEndpointHealthBlocking(t *testing.T) {
 	t.Run("NodeChecks returns when the node's check changes", func(t *testing.T) {
 		cur := h.checks(t, rpc.MethodCatalogNodeChecks, &rpc.NodeChecksRequest{Node: "n1"})
 		ch := h.startChecksCall(rpc.MethodCatalogNodeChecks, &rpc.NodeChecksRequest{QueryOptions: wait(cur.Index, time.Minute), Node: "n1"})
-		h.register(t, "n1", "10.0.0.1", nil, &catalog.Check{CheckID: "gossip", Type: "gossip", Status: catalog.HealthPassing})
+		h.register(t, "n1", "10.0.0.1", nil, &catalog.Check{CheckID: "serfHealth", Type: "gossip", Status: catalog.HealthPassing})
 		got := awaitChecks(t, ch, 10*time.Second)
 		if got.Index <= cur.Index || len(got.Checks) != 2 || got.Checks[0].Status != catalog.HealthPassing {
-			t.Errorf("got %s at index %d, want n1/gossip passing past %d", dump(got.Checks), got.Index, cur.Index)
+			t.Errorf("got %s at index %d, want n1/serfHealth passing past %d", dump(got.Checks), got.Index, cur.Index)
 		}
 	})
 

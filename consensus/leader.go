@@ -22,7 +22,11 @@ const (
 	// member: passing while the member is alive, critical once it failed.
 	// A catalog node carrying it is managed by the leader, which
 	// deregisters it when the member leaves or is forgotten by gossip.
-	GossipCheckID = "gossip"
+	// Its ID and name are Consul's, where tools and dashboards look for
+	// them. (Catalogs written before it had this name carry a check
+	// "gossip", which each node's anti-entropy removes as one it does not
+	// know.)
+	GossipCheckID = "serfHealth"
 	// GossipCheckType is the Type of that check.
 	GossipCheckType = "gossip"
 	// ServerServiceName is the service every server's agent registers on
@@ -31,7 +35,7 @@ const (
 	// gossip check) is what the node's anti-entropy leaves alone.
 	ServerServiceName = "cairn"
 
-	gossipCheckName = "Gossip health"
+	gossipCheckName = "Serf Health Status"
 	outputAlive     = "Agent alive and reachable"
 	outputFailed    = "Agent not live or unreachable"
 )
@@ -142,7 +146,7 @@ func (c LeaderConfig) Validate() error {
 }
 
 // Leader carries out a server's leader duties while it leads: it turns LAN
-// gossip membership into node registrations with a "gossip" check, keeps
+// gossip membership into node registrations with a serfHealth check, keeps
 // the cairn service on every server's node, and grows and shrinks the Raft
 // configuration as servers join, leave and fail: a server joining a
 // running cluster comes in as a non-voter, which autopilot (autopilot.go)

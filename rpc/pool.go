@@ -151,13 +151,15 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	switch {
 	case err == nil:
 		return nil
+	case deadlinePassed(ctx):
+		// The server ran the method under this same deadline (it goes
+		// with the request), so its failure at the deadline is the
+		// caller's own deadline passing, whichever timer fired first.
+		return context.DeadlineExceeded
 	case errors.As(err, &remote), errors.Is(err, ErrCodec), errors.Is(err, ErrMessageTooLarge):
 		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, yamux.ErrTimeout) && deadlinePassed(ctx):
-		// The stream's deadline can fire a moment before ctx's timer.
-		return context.DeadlineExceeded
 	}
 	if sess.IsClosed() {
 		p.drop(key, sess)

@@ -143,7 +143,7 @@ func TestMaintenanceMode(t *testing.T) {
 func TestSyncFullRestoresAndRemovesChecks(t *testing.T) {
 	cat := newFakeCatalog(t)
 	cfg := testConfig(t.TempDir())
-	cfg.ServerChecks = []string{"gossip"}
+	cfg.ServerChecks = []string{"serfHealth"}
 	st := newState(t, cfg, cat)
 	ctx := context.Background()
 	if err := st.AddService(ctx, svc("web", "web", 80), []*checks.Definition{ttl("web-ttl", time.Minute)}); err != nil {
@@ -156,14 +156,16 @@ func TestSyncFullRestoresAndRemovesChecks(t *testing.T) {
 	}
 	cat.seed(t, &catalog.RegisterRequest{Node: nodeName, SkipNodeUpdate: true, Checks: []*catalog.Check{
 		{CheckID: "stranger", Name: "x", Status: catalog.HealthPassing},
+		{CheckID: "serfHealth", Name: "Serf Health Status", Status: catalog.HealthPassing, Type: "gossip"},
+		// A leader of an older version named it "gossip": a stranger now.
 		{CheckID: "gossip", Name: "Gossip health", Status: catalog.HealthPassing, Type: "gossip"},
 	}})
 	if err := st.SyncFull(ctx); err != nil {
 		t.Fatalf("SyncFull: %v", err)
 	}
 	got := cat.checks(t, nodeName)
-	if got["web-ttl"] == nil || got["gossip"] == nil || got["stranger"] != nil {
-		t.Errorf("checks after sync: got %v, want web-ttl restored, gossip kept, stranger removed", sortedKeys(got))
+	if got["web-ttl"] == nil || got["serfHealth"] == nil || got["stranger"] != nil || got["gossip"] != nil {
+		t.Errorf("checks after sync: got %v, want web-ttl restored, serfHealth kept, stranger and the old gossip check removed", sortedKeys(got))
 	}
 }
 
