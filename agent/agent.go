@@ -85,6 +85,11 @@ type Agent struct {
 	// stop as a killed process would, before Shutdown.
 	skipLeave bool
 
+	// reloading is how Reload re-reads the configuration; reloadMu
+	// guards it and serializes reloads (reload.go).
+	reloading Reloading
+	reloadMu  sync.Mutex
+
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
 	shutdown  sync.Once
@@ -92,13 +97,15 @@ type Agent struct {
 
 // Run starts an agent and blocks until ctx ends, then shuts it down in
 // order. Each value received on reload (nil: none; the CLI sends one on
-// SIGHUP) reloads what can change without a restart: the TLS
-// certificates. It returns nil after a clean shutdown.
-func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, reload <-chan struct{}) error {
+// SIGHUP) reloads what can change without a restart, as PUT
+// /v1/agent/reload does, the way rl says (Reload). It returns nil after a
+// clean shutdown.
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, reload <-chan struct{}, rl Reloading) error {
 	a, err := New(cfg, logger)
 	if err != nil {
 		return err
 	}
+	a.SetReloading(rl)
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
@@ -111,9 +118,9 @@ wait:
 			break wait
 		case <-reload:
 			if err := a.Reload(); err != nil {
-				logger.Error("reload failed; keeping the certificates in use", "err", err)
+				logger.Error("reload failed; keeping the configuration in use", "err", err)
 			} else {
-				logger.Info("reloaded TLS certificates")
+				logger.Info("reloaded the configuration")
 			}
 		}
 	}
@@ -130,15 +137,7 @@ wait:
 // New validates cfg and builds the agent's components without starting
 // anything that listens.
 func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
-	if cfg.Dev {
-		// A dev agent is a server of a datacenter of one, like any
-		// other; only its timers are short and its Raft is in memory.
-		cfg.Server, cfg.BootstrapExpect = true, 1
-	}
-	// DNS names are compared lowercase; the datacenter and domain are kept
-	// that way everywhere so a "DC1" in the config matches dc1 in a name.
-	cfg.Datacenter, cfg.Domain = strings.ToLower(cfg.Datacenter), strings.ToLower(cfg.Domain)
-	cfg.AltDomain = strings.ToLower(cfg.AltDomain)
+	normalize(&cfg)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -162,7 +161,24 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
 	}
+	if a.cfg.NodeID, err = resolveNodeID(cfg); err != nil { // nodeid.go
+		return nil, err
+	}
 	return a, nil
+}
+
+// normalize completes cfg as the agent runs it, before validation.
+func normalize(cfg *config.Config) {
+	if cfg.Dev {
+		// A dev agent is a server of a datacenter of one, like any
+		// other; only its timers are short and its Raft is in memory.
+		cfg.Server, cfg.BootstrapExpect = true, 1
+	}
+	// DNS names are compared lowercase; the datacenter and domain are kept
+	// that way everywhere so a "DC1" in the config matches dc1 in a name.
+	cfg.Datacenter, cfg.Domain = strings.ToLower(cfg.Datacenter), strings.ToLower(cfg.Domain)
+	cfg.AltDomain = strings.ToLower(cfg.AltDomain)
+	cfg.NodeID = strings.ToLower(cfg.NodeID)
 }
 
 // advertiseAddr picks the address this node is known by.
@@ -254,7 +270,7 @@ func (a *Agent) waitSynced(ctx context.Context) {
 // nothing on a node but the node and its gossip check.
 func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc := local.DefaultConfig()
-	lc.NodeName, lc.Address, lc.Datacenter = a.cfg.NodeName, a.advertise, a.cfg.Datacenter
+	lc.NodeName, lc.NodeID, lc.Address, lc.Datacenter = a.cfg.NodeName, a.cfg.NodeID, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
 	lc.ServerChecks = []string{consensus.GossipCheckID}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
@@ -283,7 +299,7 @@ func (a *Agent) startHTTP() error {
 	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
 	hc.Datacenter = a.cfg.Datacenter
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
-	hc.NodeName, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.Server, agentVersion()
+	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, agentVersion()
 	hc.AllowedHosts, hc.ReadTimeout = a.cfg.HTTP.AllowedHosts, a.cfg.HTTP.ReadTimeout
 	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.httpMaxConns()
 	if a.cfg.Ports.HTTPS >= 0 {
@@ -296,6 +312,7 @@ func (a *Agent) startHTTP() error {
 		return err
 	}
 	srv.SetMetrics(agentMetrics{a}) // metrics.go
+	srv.SetSelf(agentSelf{a})       // self.go, reload.go
 	if a.cfg.ACL.Enabled {
 		srv.SetACL(newACLBackend(a.door, a.cfg.ACL.TokenTTL)) // acl.go
 	}

@@ -83,10 +83,16 @@ func TestAutopilot(t *testing.T) {
 	// The leader stored the servers' autopilot block (the defaults, but
 	// for agenttest's short stabilization time); an operator changes the
 	// stabilization time through the client.
-	conf, err := op.AutopilotGetConfiguration(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The leader stores it in its reconcile, which may come after
+	// autopilot's first health report.
+	var conf *api.AutopilotConfiguration
+	waittest.For(t, 10*time.Second, "the autopilot configuration stored", func() error {
+		var err error
+		if conf, err = op.AutopilotGetConfiguration(ctx); err == nil && conf.ModifyIndex == 0 {
+			err = errors.New("not stored yet")
+		}
+		return err
+	})
 	if !conf.CleanupDeadServers || conf.LastContactThreshold != api.Duration(200*time.Millisecond) ||
 		conf.MaxTrailingLogs != 250 || conf.ServerStabilizationTime != api.Duration(c.Configs[0].Autopilot.ServerStabilizationTime) || conf.ModifyIndex == 0 {
 		t.Fatalf("initial configuration: got %+v, want the servers' autopilot block, stored", conf)
@@ -99,10 +105,16 @@ func TestAutopilot(t *testing.T) {
 	if ok, err := op.AutopilotCASConfiguration(ctx, conf); err != nil || ok {
 		t.Errorf("set-config with the index it replaced: got %v, %v; want not updated", ok, err)
 	}
-	got, err := client(t, c.Agents[1]).Operator().AutopilotGetConfiguration(ctx, &api.QueryOptions{AllowStale: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A stale read from any server sees it once that server has applied
+	// the write.
+	var got *api.AutopilotConfiguration
+	waittest.For(t, 10*time.Second, "the new configuration on another server", func() error {
+		var err error
+		if got, err = client(t, c.Agents[1]).Operator().AutopilotGetConfiguration(ctx, &api.QueryOptions{AllowStale: true}); err == nil && got.ModifyIndex <= conf.ModifyIndex {
+			err = fmt.Errorf("still at index %d", got.ModifyIndex)
+		}
+		return err
+	})
 	if got.ServerStabilizationTime != api.Duration(stabilization) || got.MinQuorum != 3 || got.ModifyIndex <= conf.ModifyIndex || got.CreateIndex != conf.CreateIndex {
 		t.Errorf("read back through a server: got %+v, want the new values at a new index", got)
 	}

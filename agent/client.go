@@ -37,6 +37,7 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 	gc := gossip.DefaultLANConfig()
 	gc.NodeName, gc.Datacenter, gc.Role = a.cfg.NodeName, a.cfg.Datacenter, role
+	gc.NodeID, gc.Build = a.cfg.NodeID, agentBuild() // identity.go
 	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfLAN
 	gc.AdvertiseAddr = a.advertise
 	gc.RPCAddr = rpcAddr

@@ -62,6 +62,12 @@ func (h httpBackend) Services(ctx context.Context, opts httpapi.QueryOptions) (m
 	return reply.Services, toMeta(reply.QueryMeta), err
 }
 
+func (h httpBackend) ServiceNodes(ctx context.Context, opts httpapi.QueryOptions) ([]catalog.ServiceInstance, httpapi.QueryMeta, error) {
+	var reply rpc.ServicesResponse
+	err := h.door.RPC(ctx, rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: rpcOptions(opts), Instances: true}, &reply)
+	return reply.Instances, toMeta(reply.QueryMeta), err
+}
+
 func (h httpBackend) ServiceInstances(ctx context.Context, opts httpapi.QueryOptions, name, tag string) ([]catalog.ServiceInstance, httpapi.QueryMeta, error) {
 	var reply rpc.ServiceInstancesResponse
 	args := &rpc.ServiceInstancesRequest{QueryOptions: rpcOptions(opts), Service: name, Tag: tag}

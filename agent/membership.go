@@ -56,6 +56,7 @@ func toHTTPMembers(members []gossip.Member, kind gossip.Kind) []httpapi.Member {
 		out = append(out, httpapi.Member{
 			Name: name, Addr: gm.Addr.String(), Port: gm.Port, Status: gm.Status.String(),
 			Role: role, Datacenter: gm.Datacenter, RPCAddr: gm.RPCAddr, ProtocolVersion: gm.ProtocolVersion,
+			ID: gm.ID, Build: gm.Build, ProtocolMin: gm.ProtocolMin, ProtocolMax: gm.ProtocolMax,
 		})
 	}
 	return out

@@ -161,6 +161,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		rpc.StatusEndpoint:        status,
 		rpc.PreparedQueryEndpoint: pq,
 		rpc.ACLEndpoint:           consensus.NewACL(a.catalogEP),
+		rpc.KVSEndpoint:           consensus.NewKVS(a.catalogEP),
 	} {
 		if err := rs.Register(name, ep); err != nil {
 			return err

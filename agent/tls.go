@@ -28,18 +28,16 @@ func newTLS(cfg tlsutil.Config, dc, domain string) (*tlsutil.Configurator, error
 	return tlsutil.NewConfigurator(cfg)
 }
 
-// Reload reads the certificate files again (the CLI calls it on SIGHUP):
-// new connections use the new certificates; open ones keep theirs.
-func (a *Agent) Reload() error {
+// tlsConfigurators returns the agent's TLS configurations, those it has:
+// the server port's and the HTTPS API's.
+func (a *Agent) tlsConfigurators() []*tlsutil.Configurator {
+	var out []*tlsutil.Configurator
 	for _, c := range []*tlsutil.Configurator{a.tlsRPC, a.tlsHTTPS} {
-		if c == nil {
-			continue
-		}
-		if err := c.Reload(); err != nil {
-			return fmt.Errorf("reload TLS: %w", err)
+		if c != nil {
+			out = append(out, c)
 		}
 	}
-	return nil
+	return out
 }
 
 // watchTLS reloads the certificates when their files change, until ctx

@@ -19,6 +19,7 @@ import (
 func (a *Agent) startWAN(loopCtx context.Context, rpcAddr string) error {
 	gc := gossip.DefaultWANConfig()
 	gc.NodeName, gc.Datacenter = a.cfg.NodeName, a.cfg.Datacenter
+	gc.NodeID, gc.Build = a.cfg.NodeID, agentBuild()
 	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfWAN
 	gc.AdvertiseAddr = a.advertise
 	gc.RPCAddr = rpcAddr

@@ -94,8 +94,8 @@ func (a *Agent) Members(ctx context.Context) ([]Member, error) {
 
 // MembersWAN lists the members of the WAN gossip pool the agent (a
 // server) is in: the servers of every datacenter, named "<node>.<dc>":
-// GET /v1/agent/members?wan=1. A client agent, in no WAN pool, answers 400,
-// returned as a *StatusError.
+// GET /v1/agent/members?wan=1. A client agent, in no WAN pool, lists
+// none, as Consul's.
 func (a *Agent) MembersWAN(ctx context.Context) ([]Member, error) {
 	return a.members(ctx, url.Values{"wan": {"1"}})
 }
@@ -138,6 +138,15 @@ func (a *Agent) join(ctx context.Context, addr string, query url.Values) error {
 		path:   "/v1/agent/join/" + url.PathEscape(addr),
 		query:  query,
 	}, nil)
+	return err
+}
+
+// Reload asks the agent to read its configuration again and apply what
+// can change while it runs (log_level, the TLS certificates): PUT
+// /v1/agent/reload. A bad configuration is an error naming the field, and
+// the agent keeps the one it runs with.
+func (a *Agent) Reload(ctx context.Context) error {
+	_, err := a.c.do(ctx, request{method: http.MethodPut, path: "/v1/agent/reload"}, nil)
 	return err
 }
 

@@ -222,6 +222,12 @@ type request struct {
 	path   string
 	query  url.Values
 	body   any
+	// raw, when set, is the body as it is (a KV value), instead of body.
+	raw []byte
+	// notFoundOK makes a 404 return the answer's QueryMeta with
+	// errNotFound instead of a *StatusError (a missing key: its index is
+	// what a blocking read waits on).
+	notFoundOK bool
 }
 
 // readRetries is how many times more an idempotent read (GET) is sent
@@ -281,6 +287,13 @@ func (c *Client) doOnce(ctx context.Context, r request, out any) (*QueryMeta, er
 	if len(body) > maxResponseBytes {
 		return nil, fmt.Errorf("%s %s: response larger than %d bytes", r.method, r.path, maxResponseBytes)
 	}
+	if resp.StatusCode == http.StatusNotFound && r.notFoundOK {
+		meta, err := parseQueryMeta(resp.Header)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+		}
+		return meta, errNotFound
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, decodeStatusError(resp.StatusCode, body)
 	}
@@ -302,7 +315,9 @@ func (c *Client) newRequest(ctx context.Context, r request) (*http.Request, erro
 		u += "?" + r.query.Encode()
 	}
 	var body io.Reader
-	if r.body != nil {
+	if r.raw != nil {
+		body = bytes.NewReader(r.raw)
+	} else if r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: encode request: %w", r.method, r.path, err)
@@ -317,7 +332,7 @@ func (c *Client) newRequest(ctx context.Context, r request) (*http.Request, erro
 	if c.token != "" {
 		req.Header.Set("X-Consul-Token", c.token)
 	}
-	if body != nil {
+	if body != nil && r.raw == nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil

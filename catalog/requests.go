@@ -8,8 +8,10 @@ type RegisterRequest struct {
 	Node       string
 	Address    string
 	NodeMeta   map[string]string
-	Service    *Service // optional
-	Checks     []*Check // optional; Node is filled in from the request
+	// TaggedAddresses are the node's (Node.TaggedAddresses).
+	TaggedAddresses map[string]string
+	Service         *Service // optional
+	Checks          []*Check // optional; Node is filled in from the request
 	// SkipNodeUpdate leaves an existing node row as it is (used when an
 	// agent re-syncs its services and must not overwrite fresher node data).
 	SkipNodeUpdate bool

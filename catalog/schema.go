@@ -105,5 +105,8 @@ func schema() *memdb.DBSchema {
 	for name, t := range aclTables() {
 		tables[name] = t
 	}
+	for name, t := range kvTables() { // kvs.go
+		tables[name] = t
+	}
 	return &memdb.DBSchema{Tables: tables}
 }

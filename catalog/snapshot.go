@@ -22,6 +22,9 @@ type Dump struct {
 	ACLPolicies       []*ACLPolicy
 	ACLTokens         []*ACLToken
 	ACLBootstrapIndex uint64
+	// KVs are the key/value store's entries; a snapshot written before
+	// it existed has none.
+	KVs []*KVEntry
 }
 
 // DumpService is a service with the node it is registered on.
@@ -33,7 +36,7 @@ type DumpService struct {
 // Dump copies the current catalog out of one consistent read.
 func (s *Store) Dump() (*Dump, error) {
 	tx := s.read(nil)
-	d := &Dump{Index: maxIndex(tx, tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens)}
+	d := &Dump{Index: maxIndex(tx, allTables()...)}
 	err := eachRow(tx, tableNodes, func(raw any) { d.Nodes = append(d.Nodes, raw.(*Node)) })
 	if err == nil {
 		err = eachRow(tx, tableServices, func(raw any) {
@@ -52,6 +55,9 @@ func (s *Store) Dump() (*Dump, error) {
 	}
 	if err == nil {
 		err = eachRow(tx, tableACLTokens, func(raw any) { d.ACLTokens = append(d.ACLTokens, raw.(*ACLToken)) })
+	}
+	if err == nil {
+		err = eachRow(tx, tableKVS, func(raw any) { d.KVs = append(d.KVs, raw.(*KVEntry)) })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dump catalog: %w", err)
@@ -112,12 +118,19 @@ func (s *Store) Restore(d *Dump) error {
 			return fmt.Errorf("restore ACL token %q: %w", t.AccessorID, err)
 		}
 	}
+	for _, e := range d.KVs {
+		if err := tx.Insert(tableKVS, e); err != nil {
+			return fmt.Errorf("restore key %q: %w", e.Key, err)
+		}
+	}
 	if d.ACLBootstrapIndex > 0 {
 		if err := tx.Insert(tableIndex, &indexRow{Table: aclBootstrapRow, Index: d.ACLBootstrapIndex}); err != nil {
 			return fmt.Errorf("restore ACL bootstrap: %w", err)
 		}
 	}
-	for _, t := range []string{tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens} {
+	// The last delete of a key is not in the dump: the snapshot's index
+	// stands for it (kvs.go), which can only make a list's index higher.
+	for _, t := range append(allTables(), kvsDeletedRow) {
 		if err := bumpIndex(tx, t, d.Index); err != nil {
 			return err
 		}

@@ -105,7 +105,8 @@ func registerTxn(tx *memdb.Txn, idx uint64, req *RegisterRequest) error {
 	case existing == nil && req.Address == "":
 		return fmt.Errorf("node %q: %w", req.Node, ErrNotFound)
 	default:
-		n := &Node{ID: req.ID, Node: req.Node, Address: req.Address, Datacenter: req.Datacenter, Meta: maps.Clone(req.NodeMeta)}
+		n := &Node{ID: req.ID, Node: req.Node, Address: req.Address, Datacenter: req.Datacenter, Meta: maps.Clone(req.NodeMeta),
+			TaggedAddresses: maps.Clone(req.TaggedAddresses)}
 		if existing == nil || !sameNode(existing, n) {
 			n.CreateIndex, n.ModifyIndex = idx, idx
 			if existing != nil {
@@ -134,7 +135,7 @@ func registerTxn(tx *memdb.Txn, idx uint64, req *RegisterRequest) error {
 
 func sameNode(a, b *Node) bool {
 	return a.ID == b.ID && a.Node == b.Node && a.Address == b.Address &&
-		a.Datacenter == b.Datacenter && maps.Equal(a.Meta, b.Meta)
+		a.Datacenter == b.Datacenter && maps.Equal(a.Meta, b.Meta) && maps.Equal(a.TaggedAddresses, b.TaggedAddresses)
 }
 
 // SameAs reports whether two services are registered with the same fields,
@@ -143,7 +144,8 @@ func (a *Service) SameAs(b *Service) bool { return sameService(a, b) }
 
 func sameService(a, b *Service) bool {
 	return a.ID == b.ID && a.Service == b.Service && slices.Equal(a.Tags, b.Tags) &&
-		a.Address == b.Address && a.Port == b.Port && maps.Equal(a.Meta, b.Meta) && a.Weights == b.Weights
+		a.Address == b.Address && a.Port == b.Port && maps.Equal(a.Meta, b.Meta) && a.Weights == b.Weights &&
+		maps.Equal(a.TaggedAddresses, b.TaggedAddresses)
 }
 
 func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {

@@ -67,7 +67,18 @@ type Node struct {
 	Address    string            // IP address the node is reached at
 	Datacenter string            // datacenter the node belongs to
 	Meta       map[string]string // free-form metadata
+	// TaggedAddresses are the node's addresses on other networks, by
+	// Consul's tags ("lan", "wan", "lan_ipv4", ...). The catalog keeps
+	// and gives them out; it answers DNS with Address.
+	TaggedAddresses map[string]string
 	RaftIndex
+}
+
+// ServiceAddress is one of a service's tagged addresses: where it is
+// reached on another network (Consul's ServiceAddress).
+type ServiceAddress struct {
+	Address string
+	Port    int
 }
 
 // Weights are the SRV weights given to an instance while its checks are
@@ -89,6 +100,10 @@ type Service struct {
 	Port    int               // 0–65535
 	Meta    map[string]string // free-form metadata
 	Weights Weights
+	// TaggedAddresses are the service's addresses on other networks, by
+	// Consul's tags ("lan", "wan", "lan_ipv4", ...), kept and given out
+	// as Node.TaggedAddresses are.
+	TaggedAddresses map[string]ServiceAddress
 	RaftIndex
 }
 

@@ -71,6 +71,25 @@ func ValidateID(field, id string) error {
 	return nil
 }
 
+// validateTagged checks tagged addresses, whose address addr reads: tags
+// as metadata keys, addresses not empty and as long as metadata values at
+// most (an IP address or a host name: the catalog does not resolve them).
+func validateTagged[V any](field string, tagged map[string]V, addr func(V) string) error {
+	if len(tagged) > MaxMetaPairs {
+		return fieldErr(field, "at most %d addresses are allowed, got %d", MaxMetaPairs, len(tagged))
+	}
+	for k, v := range tagged {
+		addr := addr(v)
+		if len(k) > MaxMetaKeyLen || !metaKeyRE.MatchString(k) {
+			return fieldErr(field+"["+k+"]", "tag must be 1–%d letters, digits, '_' or '-'", MaxMetaKeyLen)
+		}
+		if addr == "" || len(addr) > MaxMetaValueLen {
+			return fieldErr(field+"["+k+"]", "address must be 1–%d characters, got %d", MaxMetaValueLen, len(addr))
+		}
+	}
+	return nil
+}
+
 // ValidateMeta checks metadata keys and values.
 func ValidateMeta(field string, meta map[string]string) error {
 	if len(meta) > MaxMetaPairs {
@@ -124,6 +143,14 @@ func NormalizeService(s *Service) error {
 	if err := ValidateMeta("Meta", s.Meta); err != nil {
 		return err
 	}
+	if err := validateTagged("TaggedAddresses", s.TaggedAddresses, func(a ServiceAddress) string { return a.Address }); err != nil {
+		return err
+	}
+	for k, a := range s.TaggedAddresses {
+		if a.Port < 0 || a.Port > 65535 {
+			return fieldErr("TaggedAddresses["+k+"].Port", "must be between 0 and 65535, got %d", a.Port)
+		}
+	}
 	if s.Weights == (Weights{}) {
 		s.Weights = DefaultWeights
 	}
@@ -152,6 +179,9 @@ func ValidateRegister(r *RegisterRequest) error {
 		r.Address = a
 	}
 	if err := ValidateMeta("NodeMeta", r.NodeMeta); err != nil {
+		return err
+	}
+	if err := validateTagged("TaggedAddresses", r.TaggedAddresses, func(a string) string { return a }); err != nil {
 		return err
 	}
 	if r.Service != nil {

@@ -68,6 +68,9 @@ func TestNormalizeServiceRejects(t *testing.T) {
 		{"port too large", catalog.Service{Service: "web", Port: 65536}, "Port"},
 		{"meta key with space", catalog.Service{Service: "web", Meta: map[string]string{"bad key": "v"}}, "Meta[bad key]"},
 		{"meta value too long", catalog.Service{Service: "web", Meta: map[string]string{"k": strings.Repeat("v", 513)}}, "Meta[k]"},
+		{"tagged address with a bad tag", catalog.Service{Service: "web", TaggedAddresses: map[string]catalog.ServiceAddress{"a b": {Address: "10.0.0.1"}}}, "TaggedAddresses[a b]"},
+		{"tagged address without address", catalog.Service{Service: "web", TaggedAddresses: map[string]catalog.ServiceAddress{"wan": {Port: 80}}}, "TaggedAddresses[wan]"},
+		{"tagged address port too large", catalog.Service{Service: "web", TaggedAddresses: map[string]catalog.ServiceAddress{"wan": {Address: "10.0.0.1", Port: 65536}}}, "TaggedAddresses[wan].Port"},
 		{"too many meta pairs", catalog.Service{Service: "web", Meta: manyMeta(65)}, "Meta"},
 		{"zero passing weight", catalog.Service{Service: "web", Weights: catalog.Weights{Passing: 0, Warning: 1}}, "Weights.Passing"},
 		{"passing weight too large", catalog.Service{Service: "web", Weights: catalog.Weights{Passing: 65536, Warning: 1}}, "Weights.Passing"},
@@ -173,6 +176,11 @@ func TestValidateRegisterRejects(t *testing.T) {
 		{"address is a host name", func(r *catalog.RegisterRequest) { r.Address = "node1.example.com" }, "Address"},
 		{"bad address with SkipNodeUpdate", func(r *catalog.RegisterRequest) { r.Address = "x"; r.SkipNodeUpdate = true }, "Address"},
 		{"bad node meta key", func(r *catalog.RegisterRequest) { r.NodeMeta = map[string]string{"a.b": "v"} }, "NodeMeta[a.b]"},
+		{"bad tagged address tag", func(r *catalog.RegisterRequest) { r.TaggedAddresses = map[string]string{"a.b": "10.0.0.1"} }, "TaggedAddresses[a.b]"},
+		{"empty tagged address", func(r *catalog.RegisterRequest) { r.TaggedAddresses = map[string]string{"wan": ""} }, "TaggedAddresses[wan]"},
+		{"bad service tagged address", func(r *catalog.RegisterRequest) {
+			r.Service.TaggedAddresses = map[string]catalog.ServiceAddress{"wan": {Address: "x", Port: -1}}
+		}, "Service.TaggedAddresses[wan].Port"},
 		{"service without name", func(r *catalog.RegisterRequest) { r.Service.Service = "" }, "Service.Name"},
 		{"bad service name", func(r *catalog.RegisterRequest) { r.Service.Service = "web api" }, "Service.Name"},
 		{"bad service ID", func(r *catalog.RegisterRequest) { r.Service.ID = "a#b" }, "Service.ID"},

@@ -30,7 +30,8 @@ func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterReque
 		return err
 	}
 	nodeChanges := node == nil || (!reg.SkipNodeUpdate &&
-		(node.Address != reg.Address || node.ID != reg.ID || !maps.Equal(node.Meta, reg.NodeMeta)))
+		(node.Address != reg.Address || node.ID != reg.ID || !maps.Equal(node.Meta, reg.NodeMeta) ||
+			!maps.Equal(node.TaggedAddresses, reg.TaggedAddresses)))
 	if nodeChanges && !authz.NodeWrite(reg.Node) {
 		return denied("node", "write", reg.Node)
 	}
@@ -134,8 +135,10 @@ func findService(services []*catalog.Service, id string) *catalog.Service {
 // member's agent holds the name, and a second agent started with the same
 // node_name (by mistake or not) must be told so, not take the name over
 // and have the real node's services deregistered by its anti-entropy.
-// Nodes that are not gossip members (external ones registered through
-// /v1/catalog/register) are not checked.
+// Likewise a registration with the node ID of a live member of another
+// name is refused, as Consul refuses it. Nodes that are not gossip members
+// (external ones registered through /v1/catalog/register) are not checked
+// by name.
 func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
 	if c.cfg.Members == nil || reg.SkipNodeUpdate || reg.Address == "" {
 		return nil
@@ -145,7 +148,14 @@ func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
 		return nil // not an IP: not a gossip member's address either
 	}
 	for _, m := range c.cfg.Members() {
-		if !strings.EqualFold(m.Node, reg.Node) || m.Status != gossip.StatusAlive {
+		if m.Status != gossip.StatusAlive {
+			continue
+		}
+		if reg.ID != "" && strings.EqualFold(m.ID, reg.ID) && !strings.EqualFold(m.Node, reg.Node) {
+			return &catalog.FieldError{Field: "ID", Reason: fmt.Sprintf(
+				"node ID %s is held by the live member %q; node IDs must be unique: give this agent another node_id (or delete <data_dir>/node-id)", reg.ID, m.Node)}
+		}
+		if !strings.EqualFold(m.Node, reg.Node) {
 			continue
 		}
 		if m.Addr.Unmap() != addr.Unmap() {

@@ -247,6 +247,11 @@ func checkDump(meta *SnapshotMeta, d *catalog.Dump) error {
 			return badArchive("check %q is on node %q, which is not in the snapshot", c.CheckID, c.Node)
 		}
 	}
+	for i, e := range d.KVs {
+		if e == nil || e.Key == "" {
+			return badArchive("key %d is empty", i)
+		}
+	}
 	return nil
 }
 

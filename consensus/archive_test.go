@@ -20,12 +20,14 @@ func testDump() *catalog.Dump {
 	return &catalog.Dump{
 		Index: 42,
 		Nodes: []*catalog.Node{
-			{Node: "n1", Address: "10.0.0.1", Datacenter: "dc1", Meta: map[string]string{"rack": "r1"}, RaftIndex: catalog.RaftIndex{CreateIndex: 3, ModifyIndex: 40}},
+			{Node: "n1", Address: "10.0.0.1", Datacenter: "dc1", Meta: map[string]string{"rack": "r1"},
+				TaggedAddresses: map[string]string{"wan": "192.0.2.1"}, RaftIndex: catalog.RaftIndex{CreateIndex: 3, ModifyIndex: 40}},
 			{Node: "n2", Address: "10.0.0.2", Datacenter: "dc1", RaftIndex: catalog.RaftIndex{CreateIndex: 5, ModifyIndex: 5}},
 		},
 		Services: []catalog.DumpService{{Node: "n1", Service: &catalog.Service{
 			ID: "web-1", Service: "web", Tags: []string{"v1"}, Port: 80, Weights: catalog.DefaultWeights,
-			RaftIndex: catalog.RaftIndex{CreateIndex: 7, ModifyIndex: 42},
+			TaggedAddresses: map[string]catalog.ServiceAddress{"wan": {Address: "192.0.2.1", Port: 8080}},
+			RaftIndex:       catalog.RaftIndex{CreateIndex: 7, ModifyIndex: 42},
 		}}},
 		Checks: []*catalog.Check{{Node: "n1", CheckID: "service:web-1", Name: "web", Status: catalog.HealthPassing,
 			ServiceID: "web-1", ServiceName: "web", Type: "ttl", RaftIndex: catalog.RaftIndex{CreateIndex: 7, ModifyIndex: 41}}},

@@ -299,6 +299,11 @@ func (c *Catalog) Services(ctx context.Context, args *rpc.ServicesRequest, reply
 	if err != nil {
 		return err
 	}
+	if args.Instances {
+		return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+			return c.serviceNodes(ws, authz, reply)
+		})
+	}
 	return c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, services, err := c.srv.Store().Services(ws)
 		reply.Services, reply.ResultsFilteredByACLs = services, false
@@ -313,6 +318,24 @@ func (c *Catalog) Services(ctx context.Context, args *rpc.ServicesRequest, reply
 		}
 		return idx, err
 	})
+}
+
+// serviceNodes answers a Services request that asks for Instances: the
+// instances a may read (and no Services map).
+func (c *Catalog) serviceNodes(ws catalog.WatchSet, a authorizer, reply *rpc.ServicesResponse) (uint64, error) {
+	idx, all, err := c.srv.Store().ServiceNodes(ws)
+	if err != nil {
+		return 0, err
+	}
+	reply.Instances, reply.ResultsFilteredByACLs = all[:0:0], false
+	for _, inst := range all {
+		if instanceReadable(a, inst) {
+			reply.Instances = append(reply.Instances, inst)
+		} else {
+			reply.ResultsFilteredByACLs = true
+		}
+	}
+	return idx, nil
 }
 
 // NodeServices returns a node and the services on it.
@@ -434,7 +457,7 @@ func (c *Catalog) query(ctx context.Context, opts rpc.QueryOptions, meta *rpc.Qu
 	// waiting out its whole wait. A follower may merely be behind, and the
 	// caller wants it to catch up first (the agents' caches ask for the
 	// index the change feed reported), so it waits as usual.
-	if opts.MinQueryIndex > c.srv.Store().Index() && c.srv.IsLeader() {
+	if opts.MinQueryIndex > c.srv.Store().LastIndex() && c.srv.IsLeader() {
 		opts.MinQueryIndex = 0
 	}
 	if err := blockingQuery(ctx, c.cfg.Blocking, opts, meta, run); err != nil {

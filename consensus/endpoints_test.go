@@ -166,6 +166,13 @@ func TestCatalogEndpointRegisterAndRead(t *testing.T) {
 	if want := map[string][]string{"web": {"primary", "v1"}}; !reflect.DeepEqual(services.Services, want) {
 		t.Errorf("Services: got %v, want %v", services.Services, want)
 	}
+	var withInstances rpc.ServicesResponse
+	h.mustCall(t, rpc.MethodCatalogServices, &rpc.ServicesRequest{Instances: true}, &withInstances)
+	if is := withInstances.Instances; len(is) != 1 || is[0].Node.Node != "n1" || is[0].Service.ID != "web" ||
+		is[0].Checks != nil || withInstances.Services != nil || withInstances.Index == 0 {
+		t.Errorf("Services with Instances: got %s, services %v (index %d); want web on n1 without checks, no services map",
+			dump(is), withInstances.Services, withInstances.Index)
+	}
 
 	var ns rpc.NodeServicesResponse
 	h.mustCall(t, rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{Node: "n1"}, &ns)

@@ -30,6 +30,9 @@ const (
 	// cmdOnce wraps another command, applied at most once per request ID
 	// (onceCommand, once.go).
 	cmdOnce commandType = 5
+	// cmdKV writes to the key/value store (catalog.KVRequest); the FSM
+	// answers whether it was done (false: a CAS that did not match).
+	cmdKV commandType = 6
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -134,6 +137,16 @@ func (f *fsm) applyCommand(index uint64, data []byte) any {
 			return fmt.Errorf("decode autopilot configuration at index %d: %w", index, err)
 		}
 		return f.applyAutopilot(index, &req)
+	case cmdKV:
+		var req catalog.KVRequest
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode KV write at index %d: %w", index, err)
+		}
+		done, err := f.store.ApplyKV(index, &req)
+		if err != nil {
+			return err
+		}
+		return done
 	}
 	return fmt.Errorf("log index %d type %d: %w", index, data[0], ErrUnknownCommand)
 }

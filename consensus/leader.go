@@ -369,7 +369,8 @@ func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
 func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catalog.Node) error {
 	addr := m.Addr.String()
 	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Type: GossipCheckType, Status: catalog.HealthPassing, Output: outputAlive}
-	nodeOK := node != nil && node.Node == m.Node && node.Address == addr && node.Datacenter == l.cfg.Datacenter
+	nodeOK := node != nil && node.Node == m.Node && node.Address == addr && node.Datacenter == l.cfg.Datacenter &&
+		(m.ID == "" || node.ID == m.ID)
 	checkOK, err := l.hasCheck(m.Node, check)
 	if err != nil {
 		return err
@@ -377,8 +378,10 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 	if nodeOK && checkOK {
 		return nil
 	}
+	// The node ID is the one the member gossips, as Consul's leader
+	// registers it (an older member gossips none: its node keeps its own).
 	req := &catalog.RegisterRequest{
-		Datacenter: l.cfg.Datacenter, Node: m.Node, Address: addr,
+		Datacenter: l.cfg.Datacenter, ID: m.ID, Node: m.Node, Address: addr,
 		Checks: []*catalog.Check{check},
 	}
 	switch {
@@ -386,8 +389,11 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 		req.SkipNodeUpdate = true
 	case node != nil:
 		// Keep what the agent registered about its node; only the
-		// address and datacenter are gossip's.
-		req.ID, req.NodeMeta = node.ID, node.Meta
+		// address, datacenter and ID are gossip's.
+		req.NodeMeta, req.TaggedAddresses = node.Meta, node.TaggedAddresses
+		if m.ID == "" {
+			req.ID = node.ID
+		}
 	}
 	return l.s.Register(ctx, req)
 }

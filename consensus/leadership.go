@@ -110,6 +110,12 @@ func (s *Server) LastContact() time.Duration {
 	return time.Since(last)
 }
 
+// RaftStats returns hashicorp/raft's statistics of this server (state,
+// term, last_log_index, commit_index, applied_index, num_peers,
+// last_contact, …): the "raft" section of Consul's /v1/agent/self Stats,
+// whose keys they are.
+func (s *Server) RaftStats() map[string]string { return s.raft.Stats() }
+
 // Term returns the Raft term this server is in.
 func (s *Server) Term() uint64 {
 	t, _ := strconv.ParseUint(s.raft.Stats()["term"], 10, 64)

@@ -214,32 +214,40 @@ func (s *Server) Deregister(ctx context.Context, req *catalog.DeregisterRequest)
 // returning earlier would leave the write's fate unknown to the caller,
 // and a snapshot restore relies on writeMu being held until it lands.
 func (s *Server) apply(ctx context.Context, t commandType, req any) error {
+	_, err := s.applyResponse(ctx, t, req)
+	return err
+}
+
+// applyResponse is apply, also returning what the FSM answered when it
+// was not an error (a KV write's outcome, fsm.go).
+func (s *Server) applyResponse(ctx context.Context, t commandType, req any) (any, error) {
 	s.writeMu.RLock()
 	defer s.writeMu.RUnlock()
 	data, err := encodeCommand(t, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if id := writeIDFrom(ctx); id != "" {
 		if data, err = encodeCommand(cmdOnce, &onceCommand{ID: id, Data: data}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	timeout, err := s.waitBound(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f := s.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return fmt.Errorf("%w: %w", ErrNotLeader, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotLeader, err)
 		}
-		return fmt.Errorf("raft apply: %w", err)
+		return nil, fmt.Errorf("raft apply: %w", err)
 	}
-	if resp, ok := f.Response().(error); ok && resp != nil {
-		return resp
+	resp := f.Response()
+	if err, ok := resp.(error); ok && err != nil {
+		return nil, err
 	}
-	return nil
+	return resp, nil
 }
 
 // Snapshot forces a Raft snapshot now (used by tests and operators).

@@ -163,6 +163,13 @@ type Config struct {
 	// WANPort is, in a server's LAN pool, the port of its WAN pool, so
 	// that the other servers of its datacenter can join it there. 0: none.
 	WANPort int
+	// NodeID is the agent's node ID (a UUID), gossiped in metadata; on the
+	// LAN a peer with this ID under another name is refused, as Consul
+	// refuses it. Default "": none.
+	NodeID string
+	// Build is the agent's version, "<version>:<revision>", gossiped in
+	// metadata (Consul's "build" tag). Default "": none.
+	Build string
 	// ProtocolVersion is the cairn protocol version gossiped in metadata.
 	// Default ProtocolVersionMax.
 	ProtocolVersion uint8
@@ -346,7 +353,10 @@ func (t Timing) validate() []error {
 
 // meta is the metadata this config gossips.
 func (c Config) meta() meta {
-	return meta{Role: c.Role, Datacenter: c.Datacenter, RPCAddr: c.RPCAddr, ProtocolVersion: c.ProtocolVersion, WANPort: uint16(c.WANPort)}
+	return meta{
+		Role: c.Role, Datacenter: c.Datacenter, RPCAddr: c.RPCAddr, ProtocolVersion: c.ProtocolVersion, WANPort: uint16(c.WANPort),
+		NodeID: c.NodeID, Build: c.Build, ProtocolMin: ProtocolVersionMin, ProtocolMax: ProtocolVersionMax,
+	}
 }
 
 // memberlistConfig builds memberlist's config; the delegates and the

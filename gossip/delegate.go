@@ -77,6 +77,9 @@ func (d eventDelegate) NotifyLeave(n *memberlist.Node) { d.p.observe(n, StatusFa
 type peerFilter struct {
 	kind Kind
 	dc   string // the pool's datacenter
+	// name and id are this member's name and node ID ("" for none): on
+	// the LAN, a peer with this ID under another name is refused.
+	name, id string
 }
 
 var (
@@ -85,15 +88,46 @@ var (
 )
 
 func (f peerFilter) NotifyAlive(peer *memberlist.Node) error {
-	_, err := f.check(peer)
-	return err
+	md, err := f.check(peer)
+	if err != nil {
+		return err
+	}
+	return f.checkID(peer, md)
 }
 
+// checkID refuses, on the LAN, a peer that has this member's node ID
+// under another name.
+func (f peerFilter) checkID(n *memberlist.Node, md meta) error {
+	if f.kind == LAN && f.id != "" && strings.EqualFold(md.NodeID, f.id) && !strings.EqualFold(n.Name, f.name) {
+		return fmt.Errorf("%w: %q has this agent's node ID %s; node IDs must be unique (delete <data_dir>/node-id of one, or set another node_id)",
+			ErrIncompatiblePeer, n.Name, md.NodeID)
+	}
+	return nil
+}
+
+// NotifyMerge also refuses, on the LAN, two alive peers with one node ID
+// under different names, or one with this member's, as Consul's merge
+// delegate does: node IDs identify nodes, and a cluster is joined only
+// while they are unique. A dead or left member may share the ID of an
+// alive one: a node restarted under a new name.
 func (f peerFilter) NotifyMerge(peers []*memberlist.Node) error {
+	ids := make(map[string]string, len(peers))
 	for _, p := range peers {
-		if _, err := f.check(p); err != nil {
+		md, err := f.check(p)
+		if err != nil {
 			return err
 		}
+		if f.kind != LAN || md.NodeID == "" || p.State != memberlist.StateAlive {
+			continue
+		}
+		if err := f.checkID(p, md); err != nil {
+			return err
+		}
+		if other, ok := ids[md.NodeID]; ok && !strings.EqualFold(other, p.Name) {
+			return fmt.Errorf("%w: %q has the node ID %s of member %q; node IDs must be unique",
+				ErrIncompatiblePeer, p.Name, md.NodeID, other)
+		}
+		ids[md.NodeID] = p.Name
 	}
 	return nil
 }

@@ -62,6 +62,11 @@ type Member struct {
 	ProtocolVersion uint8
 	// WANPort is a LAN member's WAN gossip port (servers), 0 when unknown.
 	WANPort uint16
+	// ID is the member's node ID and Build its "<version>:<revision>",
+	// "" when unknown; ProtocolMin and ProtocolMax the range of protocol
+	// versions it speaks, 0 when unknown.
+	ID, Build                string
+	ProtocolMin, ProtocolMax uint8
 }
 
 // IsServer reports whether the member is a server.
@@ -86,5 +91,9 @@ func memberOf(kind Kind, n *memberlist.Node, md meta, status Status, now time.Ti
 		RPCAddr:         md.RPCAddr,
 		ProtocolVersion: md.ProtocolVersion,
 		WANPort:         md.WANPort,
+		ID:              md.NodeID,
+		Build:           md.Build,
+		ProtocolMin:     md.ProtocolMin,
+		ProtocolMax:     md.ProtocolMax,
 	}
 }

@@ -24,6 +24,9 @@ const (
 	keyProtocol = 'p'
 	keyWANPort  = 'w' // a server's WAN gossip port, in its LAN metadata (flood join)
 	keyKeys     = 'k' // the fingerprints of the member's gossip keys, primary first (keyring.go)
+	keyNodeID   = 'i' // the agent's node ID, a UUID
+	keyBuild    = 'b' // the agent's "<version>:<revision>"
+	keyVersions = 'v' // two bytes: the lowest and highest protocol versions the member speaks
 )
 
 // meta is what one member tells the others about itself.
@@ -36,11 +39,17 @@ type meta struct {
 	// Keys are the fingerprints of the member's gossip keys, primary
 	// first; "" for a member gossiping in clear text.
 	Keys fingerprints
+	// NodeID and Build are the agent's node ID and "<version>:<revision>";
+	// "" when unknown.
+	NodeID, Build string
+	// ProtocolMin and ProtocolMax are the range of protocol versions the
+	// member speaks; 0 when unknown (an older member).
+	ProtocolMin, ProtocolMax uint8
 }
 
 // encodeMeta encodes m, or fails when it does not fit memberlist's limit.
 func encodeMeta(m meta) ([]byte, error) {
-	buf := make([]byte, 0, 4+len(m.Role)+len(m.Datacenter)+len(m.RPCAddr)+len(m.Keys)+14)
+	buf := make([]byte, 0, 4+len(m.Role)+len(m.Datacenter)+len(m.RPCAddr)+len(m.Keys)+len(m.NodeID)+len(m.Build)+24)
 	buf = append(buf, metaVersion)
 	for _, f := range []struct {
 		key byte
@@ -50,8 +59,11 @@ func encodeMeta(m meta) ([]byte, error) {
 		{keyProtocol, string([]byte{m.ProtocolVersion})},
 		{keyWANPort, string([]byte{byte(m.WANPort >> 8), byte(m.WANPort)})},
 		{keyKeys, string(m.Keys)},
+		{keyNodeID, m.NodeID}, {keyBuild, m.Build},
+		{keyVersions, string([]byte{m.ProtocolMin, m.ProtocolMax})},
 	} {
-		if f.key == keyRPCAddr && f.val == "" || f.key == keyWANPort && m.WANPort == 0 || f.key == keyKeys && m.Keys == "" {
+		if f.key == keyRPCAddr && f.val == "" || f.key == keyWANPort && m.WANPort == 0 || f.key == keyKeys && m.Keys == "" ||
+			f.key == keyNodeID && f.val == "" || f.key == keyBuild && f.val == "" || f.key == keyVersions && m.ProtocolMin == 0 && m.ProtocolMax == 0 {
 			continue
 		}
 		if f.key == keyKeys {
@@ -118,6 +130,15 @@ func decodeMeta(b []byte) (meta, error) {
 				return m, fmt.Errorf("%w: WAN port is %d bytes, want 2", ErrBadMeta, n)
 			}
 			m.WANPort = uint16(val[0])<<8 | uint16(val[1])
+		case keyNodeID:
+			m.NodeID = string(val)
+		case keyBuild:
+			m.Build = string(val)
+		case keyVersions:
+			if n != 2 {
+				return m, fmt.Errorf("%w: protocol versions are %d bytes, want 2", ErrBadMeta, n)
+			}
+			m.ProtocolMin, m.ProtocolMax = val[0], val[1]
 		case keyKeys:
 			m.Keys = fingerprints(val)
 			if err := m.Keys.check(); err != nil {

@@ -15,6 +15,9 @@ func TestMetaRoundTrip(t *testing.T) {
 		{Role: RoleClient, Datacenter: "eu-west-2", ProtocolVersion: 1},
 		{Role: RoleServer, Datacenter: strings.Repeat("d", 63), RPCAddr: "[2001:db8::1]:8300", ProtocolVersion: 200},
 		{Role: RoleServer, Datacenter: "dc1", RPCAddr: "server-1.example.com:8300", ProtocolVersion: 1, WANPort: 65535},
+		{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: 1, NodeID: "adf4238a-882b-9ddc-4a9d-5b6758e4159e",
+			Build: "v1.2.3:abcdef12", ProtocolMin: 1, ProtocolMax: 2},
+		{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: 1, ProtocolMin: 5},
 	} {
 		b, err := encodeMeta(m)
 		if err != nil {
@@ -80,6 +83,7 @@ func TestDecodeMetaRejects(t *testing.T) {
 		{"client with rpc", cat(v, role, dc, proto, field(keyRPCAddr, "10.0.0.1:8300"))},
 		{"rpc without port", cat(v, field(keyRole, "server"), dc, proto, field(keyRPCAddr, "10.0.0.1"))},
 		{"rpc port 0", cat(v, field(keyRole, "server"), dc, proto, field(keyRPCAddr, "10.0.0.1:0"))},
+		{"versions 1 byte", cat(v, role, dc, proto, field(keyVersions, "\x01"))},
 	} {
 		if got, err := decodeMeta(tc.in); !errors.Is(err, ErrBadMeta) {
 			t.Errorf("%s: decodeMeta(%q) = %+v, %v; want ErrBadMeta", tc.name, tc.in, got, err)

@@ -124,7 +124,7 @@ func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*P
 		p.keys = keys
 		mlc.Keyring = p.keyring
 	}
-	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter}
+	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter, name: cfg.MemberName(), id: cfg.NodeID}
 	mlc.Delegate = delegate{p: p}
 	mlc.Events = eventDelegate{p: p}
 	mlc.Conflict = conflictDelegate{p: p}
@@ -153,6 +153,14 @@ func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*P
 // minute per kind and source address, so that a flood of bad packets does
 // not flood the log (logger.go). Export it as a counter.
 func (p *Pool) DroppedLogLines() uint64 { return p.limiter.Dropped() }
+
+// HealthScore is memberlist's awareness of this member's own health: 0
+// when it keeps up with the protocol, more when it falls behind (Consul's
+// serf health_score).
+func (p *Pool) HealthScore() int { return p.ml.GetHealthScore() }
+
+// Encrypted reports whether the pool's gossip is encrypted.
+func (p *Pool) Encrypted() bool { return p.keyring != nil }
 
 // Join contacts each of addrs ("host" or "host:port"; the port defaults to
 // this pool's bind port) and merges state with every one that answers. It

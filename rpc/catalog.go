@@ -93,6 +93,10 @@ type NodesResponse struct {
 type ServicesRequest struct {
 	QueryOptions
 	Forwarded bool
+	// Instances asks for every instance instead of the names and tags,
+	// for the HTTP API to evaluate a ?filter on (Consul filters the list
+	// of services by its instances' fields).
+	Instances bool
 }
 
 // ServicesResponse maps each service name to the sorted union of its
@@ -100,6 +104,10 @@ type ServicesRequest struct {
 type ServicesResponse struct {
 	QueryMeta
 	Services map[string][]string
+	// Instances, when asked for (Services is then nil), holds every
+	// instance the caller may read, with its node and without checks
+	// (catalog.Store.ServiceNodes).
+	Instances []catalog.ServiceInstance
 }
 
 // NodeServicesRequest asks for one node and the services on it.

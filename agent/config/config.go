@@ -21,6 +21,11 @@ type Config struct {
 	// NodeName names this node in the catalog and in DNS
 	// (<node>.node.<dc>.<domain>). Default: the host name, cut at the first dot.
 	NodeName string
+	// NodeID is this node's unique identifier, a UUID, as Consul's
+	// node_id: the catalog node's ID and the "id" tag of its gossip
+	// member. Default "": the agent generates one and keeps it in
+	// <data_dir>/node-id (random per run without a data dir).
+	NodeID string
 	// Datacenter this agent belongs to. Default: zones.DefaultConfig's
 	// ("dc1").
 	Datacenter string

@@ -122,6 +122,8 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"encrypt", "not base64", func(c *Config) { c.EncryptKey = "not base64!" }},
 		{"encrypt", "10 bytes", func(c *Config) { c.EncryptKey = "MDEyMzQ1Njc4OQ==" }},
 		{"node_name", "a.b", func(c *Config) { c.NodeName = "a.b" }},
+		{"node_id", "web-1", func(c *Config) { c.NodeID = "web-1" }},
+		{"node_id", "a UUID without dashes", func(c *Config) { c.NodeID = "adf4238a882b9ddc4a9d5b6758e4159e" }},
 		{"node_name", "a_b", func(c *Config) { c.NodeName = "a_b" }},
 		{"node_name", "-a", func(c *Config) { c.NodeName = "-a" }},
 		{"node_name", "a-", func(c *Config) { c.NodeName = "a-" }},
@@ -287,6 +289,7 @@ func writeConfig(t *testing.T, name, content string) string {
 func everyKey() Config {
 	c := Default()
 	c.NodeName, c.Datacenter, c.Domain = "n7", "dc2", "corp."
+	c.NodeID = "adf4238a-882b-9ddc-4a9d-5b6758e4159e"
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
 	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301, SerfWAN: 9302, HTTPS: -1}
@@ -313,6 +316,7 @@ func TestLoadFileEveryKey(t *testing.T) {
 	for name, content := range map[string]string{
 		"cairn.hcl": `
 node_name      = "n7"
+node_id        = "adf4238a-882b-9ddc-4a9d-5b6758e4159e"
 datacenter     = "dc2"
 domain         = "corp."
 bind_addr      = "10.0.0.7"
@@ -363,6 +367,7 @@ dns_config {
 `,
 		"assigned.hcl": `
 node_name = "n7"
+node_id = "adf4238a-882b-9ddc-4a9d-5b6758e4159e"
 datacenter = "dc2"
 domain = "corp."
 bind_addr = "10.0.0.7"
@@ -407,6 +412,7 @@ dns_config {
 `,
 		"cairn.json": `{
   "node_name": "n7",
+  "node_id": "adf4238a-882b-9ddc-4a9d-5b6758e4159e",
   "datacenter": "dc2",
   "domain": "corp.",
   "bind_addr": "10.0.0.7",

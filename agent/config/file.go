@@ -19,6 +19,7 @@ import (
 // that is absent from one set to its zero value.
 type fileConfig struct {
 	NodeName      *string           `hcl:"node_name"`
+	NodeID        *string           `hcl:"node_id"`
 	Datacenter    *string           `hcl:"datacenter"`
 	Domain        *string           `hcl:"domain"`
 	BindAddr      *string           `hcl:"bind_addr"`
@@ -92,7 +93,7 @@ type filePorts struct {
 }
 
 var knownKeys = map[string]bool{
-	"node_name": true, "datacenter": true, "domain": true, "bind_addr": true,
+	"node_name": true, "node_id": true, "datacenter": true, "domain": true, "bind_addr": true,
 	"advertise_addr": true, "client_addr": true, "data_dir": true, "server": true,
 	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true, "ports.server": true,
 	"alt_domain": true, "recursors": true, "dns_config": true, "node_meta": true,
@@ -152,6 +153,7 @@ func applyFile(path string, data []byte, c *Config) error {
 // apply sets every key of the file onto c.
 func (fc *fileConfig) apply(c *Config) error {
 	setIf(&c.NodeName, fc.NodeName)
+	setIf(&c.NodeID, fc.NodeID)
 	setIf(&c.Datacenter, fc.Datacenter)
 	setIf(&c.Domain, fc.Domain)
 	setIf(&c.BindAddr, fc.BindAddr)

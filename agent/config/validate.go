@@ -23,6 +23,9 @@ func (c *Config) Validate() error {
 	if r := labelProblem(c.NodeName); r != "" {
 		bad("node_name", "%q %s", c.NodeName, r)
 	}
+	if c.NodeID != "" && !catalog.IsQueryID(c.NodeID) {
+		bad("node_id", "%q is not a UUID such as \"adf4238a-882b-9ddc-4a9d-5b6758e4159e\"", c.NodeID)
+	}
 	if r := labelProblem(c.Datacenter); r != "" {
 		bad("datacenter", "%q %s", c.Datacenter, r)
 	} else if reservedLabels[strings.ToLower(c.Datacenter)] {

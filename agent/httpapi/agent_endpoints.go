@@ -23,6 +23,8 @@ type serviceRegistration struct {
 	Port    int
 	Meta    map[string]string
 	Weights *weights
+	// TaggedAddresses are the service's addresses on other networks.
+	TaggedAddresses map[string]catalog.ServiceAddress
 	// Check and Checks are the service's health checks (Consul's
 	// AgentServiceCheck); both may be given.
 	Check  *checkBody
@@ -31,14 +33,15 @@ type serviceRegistration struct {
 
 // agentService is a service as GET /v1/agent/services lists it.
 type agentService struct {
-	ID         string
-	Service    string
-	Tags       []string
-	Meta       map[string]string
-	Port       int
-	Address    string
-	Weights    weights
-	Datacenter string
+	ID              string
+	Service         string
+	Tags            []string
+	Meta            map[string]string
+	Port            int
+	Address         string
+	TaggedAddresses map[string]catalog.ServiceAddress `json:",omitempty"`
+	Weights         weights
+	Datacenter      string
 }
 
 func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) error {
@@ -48,7 +51,7 @@ func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) er
 	}
 	svc := &catalog.Service{
 		ID: reg.ID, Service: reg.Name, Tags: reg.Tags, Address: reg.Address,
-		Port: reg.Port, Meta: reg.Meta,
+		Port: reg.Port, Meta: reg.Meta, TaggedAddresses: reg.TaggedAddresses,
 	}
 	if reg.Weights != nil {
 		svc.Weights = catalog.Weights{Passing: reg.Weights.Passing, Warning: reg.Weights.Warning}
@@ -111,7 +114,7 @@ func (s *Server) agentServices(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) toAgentService(svc *catalog.Service) *agentService {
 	return &agentService{
 		ID: svc.ID, Service: svc.Service, Tags: nonNil(svc.Tags), Meta: nonNilMap(svc.Meta),
-		Port: svc.Port, Address: svc.Address,
+		Port: svc.Port, Address: svc.Address, TaggedAddresses: svc.TaggedAddresses,
 		Weights:    weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
 		Datacenter: s.cfg.Datacenter,
 	}

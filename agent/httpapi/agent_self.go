@@ -1,14 +1,35 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 )
 
+// Self is the running agent as GET /v1/agent/self and PUT
+// /v1/agent/reload see it. Its methods are called from request goroutines,
+// concurrently.
+type Self interface {
+	// Stats returns the sections of Consul's Stats (agent, build,
+	// consul, raft on a server, runtime, serf_lan, serf_wan on a
+	// server), every value a string, as `consul info` prints them.
+	Stats() map[string]map[string]string
+	// Reload re-reads the configuration the agent was started with and
+	// applies what can change without a restart. A bad configuration is a
+	// *catalog.FieldError naming the field, and changes nothing.
+	Reload(ctx context.Context) error
+}
+
+// SetSelf sets the agent behind Stats and reload. Call it before Start;
+// without it /v1/agent/self has no Stats and /v1/agent/reload is a 404.
+func (s *Server) SetSelf(a Self) { s.self = a }
+
 // agentSelf is the body of GET /v1/agent/self: the part of Consul's that
-// its clients read (Config.NodeName, Config.Datacenter, Member).
+// its clients read (Config.NodeName, Config.Datacenter, Member, and the
+// Stats `consul info` prints).
 type agentSelf struct {
 	Config selfConfig
 	Member agentMember
+	Stats  map[string]map[string]string `json:",omitempty"`
 }
 
 // selfConfig is the Config section of GET /v1/agent/self.
@@ -33,6 +54,9 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 			Version: s.cfg.Version,
 		},
 	}
+	if s.self != nil {
+		out.Stats = s.self.Stats()
+	}
 	// The agent is a member of its own LAN pool.
 	for _, m := range s.cluster.Members() {
 		if m.Name == s.cfg.NodeName {
@@ -40,6 +64,24 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	writeJSONPretty(w, r, out)
+	return nil
+}
+
+// agentReload answers PUT /v1/agent/reload: the agent re-reads its
+// configuration and applies what can change while it runs. It needs
+// agent:write, as Consul's. A bad configuration is a 400 naming the field,
+// and the agent keeps the one it runs with.
+func (s *Server) agentReload(w http.ResponseWriter, r *http.Request) error {
+	if s.self == nil {
+		return notFound("reload is not available on this agent")
+	}
+	if err := s.mayWriteAgent(r); err != nil {
+		return err
+	}
+	if err := s.self.Reload(r.Context()); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -15,12 +16,13 @@ import (
 
 // The exact JSON field names Consul gives for each shape.
 var (
-	nodeKeys           = sorted("ID", "Node", "Address", "Datacenter", "Meta", "CreateIndex", "ModifyIndex")
-	catalogServiceKeys = sorted("ID", "Node", "Address", "Datacenter", "NodeMeta", "ServiceID", "ServiceName",
-		"ServiceTags", "ServiceAddress", "ServicePort", "ServiceMeta", "ServiceWeights", "CreateIndex", "ModifyIndex")
+	nodeKeys           = sorted("ID", "Node", "Address", "Datacenter", "TaggedAddresses", "Meta", "CreateIndex", "ModifyIndex")
+	catalogServiceKeys = sorted("ID", "Node", "Address", "Datacenter", "TaggedAddresses", "NodeMeta", "ServiceKind",
+		"ServiceID", "ServiceName", "ServiceTags", "ServiceAddress", "ServicePort", "ServiceMeta", "ServiceWeights",
+		"ServiceEnableTagOverride", "CreateIndex", "ModifyIndex")
 	healthEntryKeys   = sorted("Node", "Service", "Checks")
-	healthServiceKeys = sorted("ID", "Service", "Tags", "Meta", "Port", "Address", "Weights", "Datacenter",
-		"CreateIndex", "ModifyIndex")
+	healthServiceKeys = sorted("ID", "Service", "Tags", "Meta", "Port", "Address", "Weights", "EnableTagOverride",
+		"Datacenter", "CreateIndex", "ModifyIndex")
 	healthCheckKeys = sorted("Node", "CheckID", "Name", "Status", "Notes", "Output", "ServiceID", "ServiceName",
 		"Type", "CreateIndex", "ModifyIndex")
 	// taggedCheckKeys are those of a check in GET /v1/health/service/<name>.
@@ -89,7 +91,7 @@ func TestCatalogNodes(t *testing.T) {
 		}
 	}
 	want := map[string]any{"ID": "id-1", "Node": "n1", "Address": "10.0.0.1", "Datacenter": "dc1",
-		"Meta": map[string]any{"rack": "a"}, "CreateIndex": 1.0, "ModifyIndex": 2.0}
+		"TaggedAddresses": map[string]any{}, "Meta": map[string]any{"rack": "a"}, "CreateIndex": 1.0, "ModifyIndex": 2.0}
 	if !reflect.DeepEqual(got[0], want) {
 		t.Errorf("got first node %v, want %v", got[0], want)
 	}
@@ -146,6 +148,7 @@ func TestCatalogServiceFields(t *testing.T) {
 	got := decode[[]map[string]any](t, rec)
 	want := map[string]any{
 		"ID": "id-1", "Node": "n1", "Address": "10.0.0.1", "Datacenter": "dc1", "NodeMeta": map[string]any{"rack": "a"},
+		"TaggedAddresses": map[string]any{}, "ServiceKind": "", "ServiceEnableTagOverride": false,
 		"ServiceID": "web-1", "ServiceName": "web", "ServiceTags": []any{"primary", "v1"},
 		"ServiceAddress": "10.1.0.1", "ServicePort": 8080.0, "ServiceMeta": map[string]any{"version": "1"},
 		"ServiceWeights": map[string]any{"Passing": 10.0, "Warning": 1.0},
@@ -222,10 +225,10 @@ func TestHealthServiceFields(t *testing.T) {
 	got := decode[[]map[string]any](t, rec)
 	want := map[string]any{
 		"Node": map[string]any{"ID": "id-1", "Node": "n1", "Address": "10.0.0.1", "Datacenter": "dc1",
-			"Meta": map[string]any{"rack": "a"}, "CreateIndex": 1.0, "ModifyIndex": 2.0},
+			"TaggedAddresses": map[string]any{}, "Meta": map[string]any{"rack": "a"}, "CreateIndex": 1.0, "ModifyIndex": 2.0},
 		"Service": map[string]any{"ID": "web-1", "Service": "web", "Tags": []any{"primary", "v1"},
 			"Meta": map[string]any{"version": "1"}, "Port": 8080.0, "Address": "10.1.0.1",
-			"Weights": map[string]any{"Passing": 10.0, "Warning": 1.0}, "Datacenter": "dc1",
+			"Weights": map[string]any{"Passing": 10.0, "Warning": 1.0}, "EnableTagOverride": false, "Datacenter": "dc1",
 			"CreateIndex": 3.0, "ModifyIndex": 4.0},
 		"Checks": []any{map[string]any{"Node": "n1", "CheckID": "web-1-http", "Name": "web-1-http check",
 			"Status": "passing", "Notes": "notes", "Output": "out web-1-http", "ServiceID": "web-1",
@@ -336,5 +339,48 @@ func wantIndex(t testing.TB, rec interface{ Header() http.Header }, want string)
 	}
 	if got := rec.Header().Get("X-Consul-KnownLeader"); got != "true" {
 		t.Errorf("got X-Consul-KnownLeader %q, want true", got)
+	}
+}
+
+// TestTaggedAddressesKept: the tagged addresses of a catalog registration
+// (the node's, the service's) and of an agent registration reach the
+// catalog and the agent, and the reads give them back in Consul's shapes.
+func TestTaggedAddressesKept(t *testing.T) {
+	cat, l := &fakeCatalog{}, &fakeLocal{}
+	h := newServer(t, l, cat)
+	body := `{"Node":"ext","Address":"192.0.2.1","TaggedAddresses":{"wan":"198.51.100.1"},
+		"Service":{"ID":"db1","Service":"db","Port":5432,"TaggedAddresses":{"wan":{"Address":"198.51.100.1","Port":15432}}}}`
+	wantStatus(t, serve(h, http.MethodPut, "/v1/catalog/register", body), http.StatusOK)
+	wantSvc := map[string]catalog.ServiceAddress{"wan": {Address: "198.51.100.1", Port: 15432}}
+	if reg := cat.registered[0]; reg.TaggedAddresses["wan"] != "198.51.100.1" || !maps.Equal(reg.Service.TaggedAddresses, wantSvc) {
+		t.Errorf("catalog registration: got node %v, service %v", reg.TaggedAddresses, reg.Service.TaggedAddresses)
+	}
+	body = `{"ID":"web1","Name":"web","Port":80,"TaggedAddresses":{"lan":{"Address":"10.0.0.1","Port":8080}}}`
+	wantStatus(t, serve(h, http.MethodPut, "/v1/agent/service/register", body), http.StatusOK)
+	if got := l.added[0].TaggedAddresses; !maps.Equal(got, map[string]catalog.ServiceAddress{"lan": {Address: "10.0.0.1", Port: 8080}}) {
+		t.Errorf("agent registration: got %v", got)
+	}
+
+	n := &catalog.Node{Node: "ext", Address: "192.0.2.1", Datacenter: "dc1", TaggedAddresses: map[string]string{"wan": "198.51.100.1"}}
+	svc := &catalog.Service{ID: "db1", Service: "db", Port: 5432, Weights: catalog.DefaultWeights, TaggedAddresses: wantSvc}
+	h = newServer(t, &fakeLocal{services: []*catalog.Service{svc}}, &fakeCatalog{index: 1, nodes: []*catalog.Node{n},
+		instances: []catalog.ServiceInstance{{Node: n, Service: svc}}})
+	wantNode := map[string]any{"wan": "198.51.100.1"}
+	wantService := map[string]any{"wan": map[string]any{"Address": "198.51.100.1", "Port": 15432.0}}
+	cs := decode[[]map[string]any](t, serve(h, http.MethodGet, "/v1/catalog/service/db", ""))[0]
+	if !reflect.DeepEqual(cs["TaggedAddresses"], wantNode) || !reflect.DeepEqual(cs["ServiceTaggedAddresses"], wantService) {
+		t.Errorf("catalog/service: got %v and %v", cs["TaggedAddresses"], cs["ServiceTaggedAddresses"])
+	}
+	e := decode[[]struct{ Node, Service map[string]any }](t, serve(h, http.MethodGet, "/v1/health/service/db", ""))[0]
+	if !reflect.DeepEqual(e.Node["TaggedAddresses"], wantNode) || !reflect.DeepEqual(e.Service["TaggedAddresses"], wantService) {
+		t.Errorf("health/service: got %v and %v", e.Node["TaggedAddresses"], e.Service["TaggedAddresses"])
+	}
+	nodes := decode[[]map[string]any](t, serve(h, http.MethodGet, "/v1/catalog/nodes", ""))
+	if !reflect.DeepEqual(nodes[0]["TaggedAddresses"], wantNode) {
+		t.Errorf("catalog/nodes: got %v", nodes[0]["TaggedAddresses"])
+	}
+	as := decode[map[string]map[string]any](t, serve(h, http.MethodGet, "/v1/agent/services", ""))
+	if !reflect.DeepEqual(as["db1"]["TaggedAddresses"], wantService) {
+		t.Errorf("agent/services: got %v", as["db1"]["TaggedAddresses"])
 	}
 }

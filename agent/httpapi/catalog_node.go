@@ -83,31 +83,33 @@ func (s *Server) catalogNodeServices(w http.ResponseWriter, r *http.Request) err
 
 // catalogRegistration is the body of PUT /v1/catalog/register (Consul's
 // CatalogRegistration). Consul's clients send every field of it, most of
-// them empty, and fields cairn has no use for (TaggedAddresses, Locality,
+// them empty, and fields cairn has no use for (Locality,
 // the service's Proxy and Connect, ...); the body is decoded leniently,
 // so those are ignored, as Consul ignores fields it does not know.
 type catalogRegistration struct {
-	ID             string
-	Node           string
-	Address        string
-	NodeMeta       map[string]string
-	Datacenter     string
-	Service        *registrationService
-	Check          *registrationCheck
-	Checks         []*registrationCheck
-	SkipNodeUpdate bool
+	ID              string
+	Node            string
+	Address         string
+	NodeMeta        map[string]string
+	TaggedAddresses map[string]string
+	Datacenter      string
+	Service         *registrationService
+	Check           *registrationCheck
+	Checks          []*registrationCheck
+	SkipNodeUpdate  bool
 }
 
 // registrationService is the service of a catalogRegistration (Consul's
 // AgentService).
 type registrationService struct {
-	ID      string
-	Service string
-	Tags    []string
-	Meta    map[string]string
-	Port    int
-	Address string
-	Weights *weights
+	ID              string
+	Service         string
+	Tags            []string
+	Meta            map[string]string
+	Port            int
+	Address         string
+	TaggedAddresses map[string]catalog.ServiceAddress
+	Weights         *weights
 }
 
 // registrationCheck is a check of a catalogRegistration (Consul's
@@ -139,10 +141,11 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	req := &catalog.RegisterRequest{
 		ID: body.ID, Node: body.Node, Address: body.Address, NodeMeta: body.NodeMeta,
-		SkipNodeUpdate: body.SkipNodeUpdate,
+		TaggedAddresses: body.TaggedAddresses, SkipNodeUpdate: body.SkipNodeUpdate,
 	}
 	if sv := body.Service; sv != nil {
-		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address}
+		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
+			TaggedAddresses: sv.TaggedAddresses}
 		// Consul's clients send zero weights for "not set".
 		if sv.Weights != nil && *sv.Weights != (weights{}) {
 			svc.Weights = catalog.Weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning}

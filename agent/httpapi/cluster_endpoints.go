@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -54,6 +55,10 @@ type raftServer struct {
 	Leader          bool
 	ProtocolVersion string
 	Voter           bool
+	// LastIndex is the last index of the server's Raft log as the
+	// leader's autopilot last saw it: the Commit Index `consul operator
+	// raft list-peers` shows. 0 when unknown.
+	LastIndex uint64
 }
 
 // raftConfiguration is the body of GET /v1/operator/raft/configuration.
@@ -82,7 +87,8 @@ func (s *Server) agentMembers(w http.ResponseWriter, r *http.Request) error {
 	var members []Member
 	if boolParam(r, "wan") {
 		var err error
-		if members, err = s.cluster.WANMembers(); err != nil {
+		// A client is in no WAN pool: Consul lists no members for it.
+		if members, err = s.cluster.WANMembers(); err != nil && !errors.Is(err, ErrNotInWAN) {
 			return fmt.Errorf("list WAN members: %w", err)
 		}
 	} else {
@@ -101,12 +107,23 @@ func (s *Server) agentMembers(w http.ResponseWriter, r *http.Request) error {
 }
 
 // toAgentMember gives m Consul's tags: role ("consul" for a server, "node"
-// for a client), dc, vsn, and for a server the RPC port.
+// for a client), dc, vsn, vsn_min, vsn_max, id, build (which `consul
+// members` shows as Build up to its ':'), and for a server the RPC port.
+// Tags a member does not gossip are left out.
 func toAgentMember(m Member) agentMember {
 	tags := map[string]string{
 		"role": "node",
 		"dc":   m.Datacenter,
 		"vsn":  strconv.Itoa(int(m.ProtocolVersion)),
+	}
+	if m.ProtocolMax != 0 {
+		tags["vsn_min"], tags["vsn_max"] = strconv.Itoa(int(m.ProtocolMin)), strconv.Itoa(int(m.ProtocolMax))
+	}
+	if m.ID != "" {
+		tags["id"] = m.ID
+	}
+	if m.Build != "" {
+		tags["build"] = m.Build
 	}
 	if m.Role == "server" {
 		tags["role"] = "consul"
@@ -187,14 +204,38 @@ func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Reques
 	out := raftConfiguration{Servers: []raftServer{}}
 	if cfg != nil {
 		out.Index = cfg.Index
+		last := s.lastIndexes(r)
 		for _, srv := range cfg.Servers {
 			// cairn's Raft IDs are node names.
 			out.Servers = append(out.Servers, raftServer{
 				ID: srv.ID, Node: srv.ID, Address: srv.Address,
 				Leader: srv.Leader, ProtocolVersion: raftProtocolVersion, Voter: srv.Voter,
+				LastIndex: last[srv.ID],
 			})
 		}
 	}
 	writeJSONPretty(w, r, out)
 	return nil
+}
+
+// lastIndexes maps the Raft ID of each server of the agent's datacenter
+// to the last index of its log, as the leader's autopilot last saw it (as
+// Consul fills RaftServer.LastIndex); nil when that is not known (no
+// autopilot on this agent, or no leader to ask: the configuration is
+// answered all the same).
+func (s *Server) lastIndexes(r *http.Request) map[string]uint64 {
+	ap, ok := s.cluster.(Autopilot)
+	if !ok {
+		return nil
+	}
+	health, err := ap.ServerHealth(r.Context(), "")
+	if err != nil {
+		s.logger.Debug("raft configuration without the servers' last indexes", "err", err)
+		return nil
+	}
+	out := make(map[string]uint64, len(health.Servers))
+	for _, h := range health.Servers {
+		out[h.ID] = h.LastIndex
+	}
+	return out
 }

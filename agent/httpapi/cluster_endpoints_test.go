@@ -47,7 +47,8 @@ func testCluster() *fakeCluster {
 		members: []httpapi.Member{
 			{Name: "web-3", Addr: "10.0.0.13", Port: 8301, Status: "failed", Role: "client", Datacenter: "dc1", ProtocolVersion: 1},
 			{Name: "srv-1", Addr: "10.0.0.1", Port: 8301, Status: "alive", Role: "server", Datacenter: "dc1",
-				RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1},
+				RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1, ID: "adf4238a-882b-9ddc-4a9d-5b6758e4159e",
+				Build: "v0.4.0:abcdef12", ProtocolMin: 1, ProtocolMax: 2},
 			{Name: "web-1", Addr: "10.0.0.11", Port: 8301, Status: "leaving", Role: "client", Datacenter: "dc1", ProtocolVersion: 1},
 			{Name: "web-2", Addr: "10.0.0.12", Port: 18301, Status: "left", Role: "client", Datacenter: "dc1", ProtocolVersion: 2},
 			{Name: "odd", Addr: "::1", Port: 8301, Status: "reaped", Role: "server", Datacenter: "dc2", ProtocolVersion: 1},
@@ -76,7 +77,8 @@ func TestAgentMembers(t *testing.T) {
 			{Name: "odd", Addr: "::1", Port: 8301, Status: 0,
 				Tags: map[string]string{"role": "consul", "dc": "dc2", "vsn": "1"}},
 			{Name: "srv-1", Addr: "10.0.0.1", Port: 8301, Status: 1,
-				Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}},
+				Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1", "vsn_min": "1", "vsn_max": "2",
+					"id": "adf4238a-882b-9ddc-4a9d-5b6758e4159e", "build": "v0.4.0:abcdef12"}},
 			{Name: "web-1", Addr: "10.0.0.11", Port: 8301, Status: 2,
 				Tags: map[string]string{"role": "node", "dc": "dc1", "vsn": "1"}},
 			{Name: "web-2", Addr: "10.0.0.12", Port: 18301, Status: 3,
@@ -121,16 +123,25 @@ func TestAgentMembersPretty(t *testing.T) {
 	}
 }
 
+// TestAgentMembersWANOnClient: a client agent is in no WAN pool; as
+// Consul's, it lists no WAN members.
+func TestAgentMembersWANOnClient(t *testing.T) {
+	for _, target := range []string{"/v1/agent/members?wan=1", "/v1/agent/members?wan", "/v1/agent/members?wan=true"} {
+		rec := serve(newClusterServer(t, testCluster()), http.MethodGet, target, "")
+		wantStatus(t, rec, http.StatusOK)
+		if got := strings.TrimSpace(rec.Body.String()); got != "[]" {
+			t.Errorf("%s: got body %s, want []", target, got)
+		}
+	}
+}
+
 // TestOtherPoolsRejected: network segments are not served, and a client
-// agent is in no WAN pool; asking for them is a 400 naming the parameter,
-// and nothing is joined.
+// agent cannot join a WAN pool; asking for them is a 400 naming the
+// parameter, and nothing is joined.
 func TestOtherPoolsRejected(t *testing.T) {
 	tests := []struct {
 		method, target, field string
 	}{
-		{http.MethodGet, "/v1/agent/members?wan=1", "wan"},
-		{http.MethodGet, "/v1/agent/members?wan", "wan"},
-		{http.MethodGet, "/v1/agent/members?wan=true", "wan"},
 		{http.MethodGet, "/v1/agent/members?segment=alpha", "segment"},
 		{http.MethodPut, "/v1/agent/join/10.0.0.2?wan=1", "wan"},
 	}
@@ -334,7 +345,7 @@ func TestOperatorRaftConfiguration(t *testing.T) {
 		t.Errorf("got keys %v, want %v", got, want)
 	}
 	first := m["Servers"].([]any)[0]
-	if got, want := keys(t, first), sorted("ID", "Node", "Address", "Leader", "ProtocolVersion", "Voter"); !slices.Equal(got, want) {
+	if got, want := keys(t, first), sorted("ID", "Node", "Address", "Leader", "ProtocolVersion", "Voter", "LastIndex"); !slices.Equal(got, want) {
 		t.Errorf("got server keys %v, want %v", got, want)
 	}
 }
@@ -355,5 +366,31 @@ func TestOperatorRaftConfigurationFails(t *testing.T) {
 	wantStatus(t, rec, http.StatusInternalServerError)
 	if msg := errorBody(t, rec)["error"].(string); !strings.Contains(msg, "no cluster leader") {
 		t.Errorf("got error %q, want it to contain the cause", msg)
+	}
+}
+
+// TestOperatorRaftConfigurationLastIndex: each server's LastIndex is the
+// one the leader's autopilot saw (what `consul operator raft list-peers`
+// shows as Commit Index); a server autopilot does not know has 0.
+func TestOperatorRaftConfigurationLastIndex(t *testing.T) {
+	cl := &autopilotCluster{fakeCluster: *testCluster(), health: rpc.ServerHealthResponse{Servers: []rpc.ServerHealth{
+		{ID: "srv-1", LastIndex: 46}, {ID: "srv-2", LastIndex: 45},
+	}}}
+	rec := serve(newClusterServer(t, cl), http.MethodGet, "/v1/operator/raft/configuration", "")
+	wantStatus(t, rec, http.StatusOK)
+	got := decode[struct {
+		Servers []struct {
+			ID        string
+			LastIndex uint64
+		}
+	}](t, rec)
+	want := map[string]uint64{"srv-1": 46, "srv-2": 45, "srv-3": 0}
+	if len(got.Servers) != len(want) {
+		t.Fatalf("got %d servers, want %d", len(got.Servers), len(want))
+	}
+	for _, s := range got.Servers {
+		if s.LastIndex != want[s.ID] {
+			t.Errorf("server %s: got LastIndex %d, want %d", s.ID, s.LastIndex, want[s.ID])
+		}
 	}
 }

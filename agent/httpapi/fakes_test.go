@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,6 +215,23 @@ func (f *fakeCatalog) Services(_ context.Context, opts httpapi.QueryOptions) (ma
 		return nil, httpapi.QueryMeta{}, f.err
 	}
 	return f.services, meta, nil
+}
+
+// ServiceNodes returns every instance, without checks, in the store's order.
+func (f *fakeCatalog) ServiceNodes(_ context.Context, opts httpapi.QueryOptions) ([]catalog.ServiceInstance, httpapi.QueryMeta, error) {
+	meta := f.meta(opts)
+	if f.err != nil {
+		return nil, httpapi.QueryMeta{}, f.err
+	}
+	out := make([]catalog.ServiceInstance, 0, len(f.instances))
+	for _, in := range f.instances {
+		out = append(out, catalog.ServiceInstance{Node: in.Node, Service: in.Service})
+	}
+	slices.SortFunc(out, func(a, b catalog.ServiceInstance) int {
+		return cmp.Or(cmp.Compare(a.Service.Service, b.Service.Service),
+			cmp.Compare(a.Node.Node, b.Node.Node), cmp.Compare(a.Service.ID, b.Service.ID))
+	})
+	return out, meta, nil
 }
 
 // ServiceInstances filters as the store does: name case-insensitively, then

@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/go-bexpr"
+	"github.com/hashicorp/go-bexpr/grammar"
 )
 
 // Bounds on a ?filter expression. go-bexpr's parser (a PEG without
@@ -33,16 +35,21 @@ const (
 	maxFilterSteps = 100_000
 )
 
-// filterable reports whether the endpoint of pattern applies ?filter. A
-// ?filter on any other endpoint is refused rather than silently ignored:
-// a client that asked for a subset must not take the whole for it.
-func filterable(pattern string) bool {
-	switch pattern {
-	case "/v1/catalog/nodes", "/v1/catalog/service/{name}", "/v1/catalog/node-services/{node}",
-		"/v1/health/service/{name}", "/v1/health/checks/{service}", "/v1/health/node/{node}", "/v1/health/state/{state}":
-		return true
-	}
-	return false
+// filterTypes maps the pattern of each endpoint that applies ?filter to
+// the type of the items it filters (what it passes to applyFilter), whose
+// field names and types are Consul's: a selector is checked against it
+// when the request arrives. A ?filter on any other endpoint is refused
+// rather than silently ignored: a client that asked for a subset must not
+// take the whole for it.
+var filterTypes = map[string]reflect.Type{
+	"/v1/catalog/nodes":                reflect.TypeFor[*node](),
+	"/v1/catalog/services":             reflect.TypeFor[*catalogService](), // Consul filters the instances, then lists their services
+	"/v1/catalog/service/{name}":       reflect.TypeFor[*catalogService](),
+	"/v1/catalog/node-services/{node}": reflect.TypeFor[*entryService](),
+	"/v1/health/service/{name}":        reflect.TypeFor[*serviceEntry](),
+	"/v1/health/checks/{service}":      reflect.TypeFor[*healthCheck](),
+	"/v1/health/node/{node}":           reflect.TypeFor[*healthCheck](),
+	"/v1/health/state/{state}":         reflect.TypeFor[*healthCheck](),
 }
 
 // filterKey is the context key of a request's parsed ?filter.
@@ -50,34 +57,43 @@ type filterKey struct{}
 
 // withFilter checks the request's ?filter, if any, before the endpoint of
 // pattern reads anything (a blocking read could otherwise wait minutes
-// before failing), and returns the request carrying it parsed, for
+// before failing), and returns the request carrying it compiled, for
 // applyFilter. A ?filter on an endpoint that does not filter, or one
-// that is too long, too deep, unbalanced, too costly to parse or that
-// does not parse, is a 400 naming "filter".
+// that is too long, too deep, unbalanced, too costly to parse, that does
+// not parse or that selects a field the endpoint's items do not have, is
+// a 400 naming "filter".
 func withFilter(pattern string, r *http.Request) (*http.Request, error) {
 	expr := r.URL.Query().Get("filter")
 	if expr == "" {
 		return r, nil
 	}
-	if !filterable(pattern) {
+	typ, ok := filterTypes[pattern]
+	if !ok {
 		return r, badRequest("filter", "is not supported by %s", pattern)
 	}
-	eval, err := parseFilter(expr)
+	f, err := parseFilter(expr, typ)
 	if err != nil {
 		return r, err
 	}
-	return r.WithContext(context.WithValue(r.Context(), filterKey{}, eval)), nil
+	return r.WithContext(context.WithValue(r.Context(), filterKey{}, f)), nil
 }
 
-// parseFilter parses expr within the bounds above.
-func parseFilter(expr string) (*bexpr.Evaluator, error) {
+// hasFilter reports whether the request carries a ?filter.
+func hasFilter(r *http.Request) bool {
+	_, ok := r.Context().Value(filterKey{}).(*filterExpr)
+	return ok
+}
+
+// parseFilter parses expr within the bounds above and compiles it for
+// items of type typ (filter_eval.go).
+func parseFilter(expr string, typ reflect.Type) (*filterExpr, error) {
 	if len(expr) > maxFilterBytes {
 		return nil, badRequest("filter", "must be at most %d bytes, got %d", maxFilterBytes, len(expr))
 	}
 	if reason := checkNesting(expr); reason != "" {
 		return nil, badRequest("filter", "%s", reason)
 	}
-	eval, err := bexpr.CreateEvaluator(expr, bexpr.WithMaxExpressions(maxFilterSteps))
+	ast, err := grammar.Parse("", []byte(slashLiterals(expr)), grammar.MaxExpressions(maxFilterSteps))
 	if err != nil {
 		// go-bexpr does not export the error of a spent budget.
 		if strings.Contains(err.Error(), "max number of expressions parsed") {
@@ -85,7 +101,45 @@ func parseFilter(expr string) (*bexpr.Evaluator, error) {
 		}
 		return nil, badRequest("filter", "%s", oneLine(err.Error()))
 	}
-	return eval, nil
+	f, err := compileFilter(ast.(grammar.Expression), typ)
+	if err != nil {
+		return nil, badRequest("filter", "%s", oneLine(err.Error()))
+	}
+	return f, nil
+}
+
+// slashLiterals rewrites each double-quoted literal that starts with a
+// slash ("/metrics") as a raw one (`/metrics`). go-bexpr reads the former
+// as a JSON pointer, which as a value compares as the pointer's parts
+// joined without the leading slash ("metrics"), so
+// `ServiceMeta.metrics_path == "/metrics"` never matched; Consul's
+// go-bexpr has no JSON pointers and compares "/metrics". So, as in
+// Consul, a selector is a dotted name, never a quoted JSON pointer. A
+// literal holding a backslash (an escape) or a backquote is left alone.
+func slashLiterals(expr string) string {
+	var b []byte // the rewritten expression, once something is rewritten
+	for i := 0; i < len(expr); i++ {
+		c := expr[i]
+		if c != '"' && c != '`' {
+			continue
+		}
+		end := strings.IndexByte(expr[i+1:], c)
+		if end < 0 {
+			break // unterminated: the parser reports it
+		}
+		end += i + 1
+		if lit := expr[i+1 : end]; c == '"' && strings.HasPrefix(lit, "/") && !strings.ContainsAny(lit, "\\`") {
+			if b == nil {
+				b = []byte(expr)
+			}
+			b[i], b[end] = '`', '`'
+		}
+		i = end
+	}
+	if b == nil {
+		return expr
+	}
+	return string(b)
 }
 
 // checkNesting returns why expr's parentheses and braces are unbalanced,
@@ -138,19 +192,23 @@ func closerOf(closer byte) byte {
 
 // applyFilter keeps the items that the request's ?filter expression (in
 // Consul's filter language, go-bexpr's) matches; without one it returns
-// items unchanged. Selectors are the JSON field names of the items, as
-// Consul's: Service.Tags, Node.Node, Checks, ServiceMeta.version, ...
-// The expression was parsed by withFilter before the endpoint ran (an
-// endpoint calling applyFilter must be listed in filterable). One that
-// names a field the items do not have is a 400 naming "filter".
+// items unchanged. Selectors are the field names of the items, as
+// Consul's: Service.Tags, Node.Node, Checks.Status, ServiceMeta.version,
+// ... The expression was compiled by withFilter for the type filterTypes
+// gives the endpoint, which must be T. An item the expression cannot be
+// evaluated on (a comparison of a number with a word, ...) is a 400
+// naming "filter".
 func applyFilter[T any](r *http.Request, items []T) ([]T, error) {
-	eval, _ := r.Context().Value(filterKey{}).(*bexpr.Evaluator)
-	if eval == nil {
+	f, _ := r.Context().Value(filterKey{}).(*filterExpr)
+	if f == nil {
 		return items, nil
+	}
+	if t := reflect.TypeFor[T](); t != f.typ {
+		return nil, fmt.Errorf("filter compiled for %s applied to %s", f.typ, t)
 	}
 	kept := items[:0:0]
 	for _, it := range items {
-		ok, err := eval.Evaluate(it)
+		ok, err := f.match(it)
 		if err != nil {
 			return nil, badRequest("filter", "%s", oneLine(err.Error()))
 		}

@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,19 +102,25 @@ func TestFilterBounds(t *testing.T) {
 
 // TestFilterUnsupported: ?filter on an endpoint that does not filter is a
 // 400, not a silently unfiltered answer; every endpoint that filters takes
-// it.
+// it, with the selectors of its items.
 func TestFilterUnsupported(t *testing.T) {
 	h := newServer(t, nil, &fakeCatalog{index: 1})
 	filter := "?filter=" + url.QueryEscape(`Node == "x"`)
-	for _, target := range []string{
-		"/v1/catalog/nodes", "/v1/catalog/service/web", "/v1/catalog/node-services/n1",
-		"/v1/health/service/web", "/v1/health/checks/web", "/v1/health/node/n1", "/v1/health/state/any",
+	for target, expr := range map[string]string{
+		"/v1/catalog/nodes":            `Node == "x"`,
+		"/v1/catalog/services":         `Node == "x"`,
+		"/v1/catalog/service/web":      `Node == "x"`,
+		"/v1/catalog/node-services/n1": `Service == "x"`,
+		"/v1/health/service/web":       `Node.Node == "x"`,
+		"/v1/health/checks/web":        `Node == "x"`,
+		"/v1/health/node/n1":           `Node == "x"`,
+		"/v1/health/state/any":         `Node == "x"`,
 	} {
-		if rec := serve(h, http.MethodGet, target+filter, ""); rec.Code != http.StatusOK {
+		if rec := serve(h, http.MethodGet, target+"?filter="+url.QueryEscape(expr), ""); rec.Code != http.StatusOK {
 			t.Errorf("%s: got %d %s, want 200", target, rec.Code, rec.Body)
 		}
 	}
-	for _, target := range []string{"/v1/agent/services", "/v1/agent/checks", "/v1/catalog/services", "/v1/agent/members"} {
+	for _, target := range []string{"/v1/agent/services", "/v1/agent/checks", "/v1/agent/members"} {
 		rec := serve(h, http.MethodGet, target+filter, "")
 		if rec.Code != http.StatusBadRequest {
 			t.Errorf("%s: got %d %s, want 400", target, rec.Code, rec.Body)
@@ -124,6 +132,146 @@ func TestFilterUnsupported(t *testing.T) {
 		// An empty ?filter is no filter.
 		if rec := serve(h, http.MethodGet, target+"?filter=", ""); rec.Code != http.StatusOK {
 			t.Errorf("%s?filter=: got %d %s, want 200", target, rec.Code, rec.Body)
+		}
+	}
+}
+
+// TestFilterConsulSelectors: every selector Consul documents for the
+// endpoints Prometheus' consul_sd reads is accepted with Consul's types,
+// and a selector through the list of checks holds when it holds for any
+// check (Consul's go-bexpr), so `Checks.Status == "passing"` is not read
+// as an index into the list.
+func TestFilterConsulSelectors(t *testing.T) {
+	h := newServer(t, nil, testCatalog())
+	for _, tc := range []struct {
+		target, expr string
+		want         []string // Service.ID / ServiceID of the answer, in order
+	}{
+		{"/v1/health/service/web", `Checks.Status == "passing"`, []string{"web-1"}},
+		{"/v1/health/service/web", `Checks.Status != "passing"`, []string{"web-2", "web-3"}},
+		{"/v1/health/service/web", `Checks.Status matches "^(warning|critical)$"`, []string{"web-2", "web-3"}},
+		{"/v1/health/service/web", `not Checks.Status == "critical"`, []string{"web-1", "web-2"}},
+		{"/v1/health/service/web", `Checks.CheckID == "serfHealth"`, []string{"web-2"}},
+		{"/v1/health/service/web", `Checks.Name contains "web-3"`, []string{"web-3"}},
+		{"/v1/health/service/web", `Checks.ServiceName == "web" and Checks.Output == "out web-1-http"`, []string{"web-1"}},
+		{"/v1/health/service/web", `"primary" in Checks.ServiceTags`, []string{"web-1"}},
+		{"/v1/health/service/web", `Checks is empty`, []string{}},
+		{"/v1/health/service/web", `Checks.0.Status == "warning"`, []string{"web-2"}},
+		{"/v1/health/service/web", `Checks.Notes == "notes" and Checks.Node == "n3"`, []string{"web-3"}},
+		{"/v1/health/service/web", `any Checks as c { c.Status == "critical" }`, []string{"web-3"}},
+		{"/v1/health/service/web", `all Checks as c { c.Status != "critical" }`, []string{"web-1", "web-2"}},
+		{"/v1/health/service/web", `Node.Node == "n2" or Node.Datacenter == "dc2"`, []string{"web-2", "web-3"}},
+		{"/v1/health/service/web", `Node.Meta.rack == "a" and Node.Address == "10.0.0.1" and Node.ID == "id-1"`, []string{"web-1"}},
+		{"/v1/health/service/web", `Node.TaggedAddresses is empty and Node.TaggedAddresses.wan != "x"`, []string{"web-1", "web-2", "web-3"}},
+		{"/v1/health/service/web", `Service.Port == 8080 and Service.Weights.Passing == 10`, []string{"web-1"}},
+		{"/v1/health/service/web", `Service.Meta.version == "1" and Service.Address == "10.1.0.1"`, []string{"web-1"}},
+		{"/v1/health/service/web", `"v1" in Service.Tags and Service.Service == "web" and Service.ID != "web-2"`, []string{"web-1"}},
+		{"/v1/health/service/web", `Service.Kind == "" and Service.EnableTagOverride == false and Service.TaggedAddresses is empty`, []string{"web-1", "web-2", "web-3"}},
+		{"/v1/catalog/service/web", `ServiceTags contains "v1" and ServicePort == 8080`, []string{"web-1", "web-2"}},
+		{"/v1/catalog/service/web", `NodeMeta.rack == "a" or Datacenter == "dc2"`, []string{"web-1", "web-3"}},
+		{"/v1/catalog/service/web", `Node matches "n[23]" and Address != "10.0.0.2"`, []string{"web-3"}},
+		{"/v1/catalog/service/web", `ServiceMeta.version == "1" and ServiceAddress == "10.1.0.1" and ServiceName == "web" and ServiceID == "web-1"`, []string{"web-1"}},
+		{"/v1/catalog/service/web", `TaggedAddresses is empty and ServiceTaggedAddresses is empty and ServiceTaggedAddresses.lan.Port != 1`, []string{"web-1", "web-2", "web-3"}},
+		{"/v1/catalog/service/web", `ServiceKind == "" and ServiceEnableTagOverride == false and ServiceWeights.Warning == 1 and ID == "id-1"`, []string{"web-1"}},
+	} {
+		rec := serve(h, http.MethodGet, tc.target+"?filter="+url.QueryEscape(tc.expr), "")
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s %s: got %d %s, want 200", tc.target, tc.expr, rec.Code, rec.Body)
+			continue
+		}
+		got := []string{}
+		for _, e := range decode[[]map[string]any](t, rec) {
+			switch {
+			case e["Service"] != nil:
+				got = append(got, e["Service"].(map[string]any)["ID"].(string))
+			default:
+				got = append(got, e["ServiceID"].(string))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s: got %v, want %v", tc.target, tc.expr, got, tc.want)
+		}
+	}
+}
+
+// TestFilterUnknownSelector: a selector the endpoint's items do not have
+// is a 400 naming it, even when there is nothing to filter; so is a name
+// after a list of strings.
+func TestFilterUnknownSelector(t *testing.T) {
+	h := newServer(t, nil, &fakeCatalog{index: 1})
+	for _, tc := range []struct{ target, expr, want string }{
+		{"/v1/health/service/web", `Checks.Nope == "x"`, `no field "Nope"`},
+		{"/v1/health/service/web", `Service.Tags.x == "x"`, `"x" is not an index`},
+		{"/v1/catalog/services", `Nope == "x"`, `no field "Nope"`},
+		{"/v1/catalog/node-services/n1", `Node == "x"`, `no field "Node"`},
+		{"/v1/health/service/web", `any Service.Port as p { p == 1 }`, `is not a list or a map`},
+		{"/v1/health/service/web", `any Checks as i, c { i.Status == "x" }`, `is an index or a key`},
+	} {
+		rec := serve(h, http.MethodGet, tc.target+"?filter="+url.QueryEscape(tc.expr), "")
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s %s: got %d %s, want 400", tc.target, tc.expr, rec.Code, rec.Body)
+			continue
+		}
+		if body := errorBody(t, rec); body["field"] != "filter" || !strings.Contains(body["reason"].(string), tc.want) {
+			t.Errorf("%s %s: got %v, want field filter and a reason with %q", tc.target, tc.expr, body, tc.want)
+		}
+	}
+}
+
+// TestCatalogServicesFilter: ?filter on the list of services selects
+// among the instances, as Consul's: the services with an instance
+// selected, with the selected instances' tags; a filter that does not
+// parse is a 400, not everything.
+func TestCatalogServicesFilter(t *testing.T) {
+	h := newServer(t, nil, testCatalog())
+	for _, tc := range []struct {
+		expr string
+		want map[string]any
+	}{
+		{`ServiceName == "web"`, map[string]any{"web": []any{"primary", "v1"}}},
+		{`Node == "n2"`, map[string]any{"web": []any{"v1"}}},
+		{`NodeMeta.rack == "a"`, map[string]any{"web": []any{"primary", "v1"}, "db": []any{}}},
+		{`ServicePort == 5432 or "primary" in ServiceTags`, map[string]any{"web": []any{"primary", "v1"}, "db": []any{}}},
+		{`ServiceTags is empty`, map[string]any{"web": []any{}, "db": []any{}}},
+		{`Datacenter == "dc9"`, map[string]any{}},
+	} {
+		rec := serve(h, http.MethodGet, "/v1/catalog/services?filter="+url.QueryEscape(tc.expr), "")
+		wantStatus(t, rec, http.StatusOK)
+		wantIndex(t, rec, "42")
+		if got := decode[map[string]any](t, rec); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %s, want %v", tc.expr, rec.Body, tc.want)
+		}
+	}
+	rec := serve(h, http.MethodGet, "/v1/catalog/services?filter="+url.QueryEscape("garbage((("), "")
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("garbage: got %d %s, want 400", rec.Code, rec.Body)
+	}
+}
+
+// TestFilterSlashValue: a double-quoted value starting with a slash is the
+// string it reads, as in Consul, not a JSON pointer go-bexpr would compare
+// without its leading slash.
+func TestFilterSlashValue(t *testing.T) {
+	cat := filterCatalog(2)
+	cat.nodes[0].Meta = map[string]string{"metrics_path": "/metrics"}
+	cat.nodes[1].Meta = map[string]string{"metrics_path": "metrics"}
+	h := newServer(t, nil, cat)
+	for expr, want := range map[string][]string{
+		`Meta.metrics_path == "/metrics"`:     {"node0"},
+		`Meta.metrics_path == "metrics"`:      {"node1"},
+		"Meta.metrics_path == `/metrics`":     {"node0"},
+		`"/met" in Meta.metrics_path`:         {"node0"},
+		`Meta.metrics_path matches "^/m.*s$"`: {"node0"},
+		`Meta.metrics_path != "/x\n"`:         {"node0", "node1"},
+	} {
+		rec := serve(h, http.MethodGet, "/v1/catalog/nodes?filter="+url.QueryEscape(expr), "")
+		wantStatus(t, rec, http.StatusOK)
+		got := []string{}
+		for _, n := range decode[[]map[string]any](t, rec) {
+			got = append(got, n["Node"].(string))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", expr, got, want)
 		}
 	}
 }

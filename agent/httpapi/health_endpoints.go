@@ -64,16 +64,19 @@ type serviceEntry struct {
 // indexes, written out flat so that ?filter selectors (Service.Tags, ...)
 // reach every field.
 type entryService struct {
-	ID          string
-	Service     string
-	Tags        []string
-	Meta        map[string]string
-	Port        int
-	Address     string
-	Weights     weights
-	Datacenter  string
-	CreateIndex uint64
-	ModifyIndex uint64
+	Kind              string `json:",omitempty"`
+	ID                string
+	Service           string
+	Tags              []string
+	Meta              map[string]string
+	Port              int
+	Address           string
+	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
+	Weights           weights
+	EnableTagOverride bool
+	Datacenter        string
+	CreateIndex       uint64
+	ModifyIndex       uint64
 }
 
 // healthStates are the values of /v1/health/state/<state>.
@@ -127,7 +130,7 @@ func toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
 func toEntryService(sv *catalog.Service, dc string) *entryService {
 	return &entryService{
 		ID: sv.ID, Service: sv.Service, Tags: nonNil(sv.Tags), Meta: nonNilMap(sv.Meta),
-		Port: sv.Port, Address: sv.Address,
+		Port: sv.Port, Address: sv.Address, TaggedAddresses: sv.TaggedAddresses,
 		Weights:    weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
 		Datacenter: dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
 	}

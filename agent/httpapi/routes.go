@@ -31,6 +31,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/agent/members", s.agentMembers, http.MethodGet)
 	s.handle(mux, "/v1/agent/join/{address...}", s.agentJoin, http.MethodPut)
 	s.handle(mux, "/v1/agent/leave", s.agentLeave, http.MethodPut)
+	s.handle(mux, "/v1/agent/reload", s.agentReload, http.MethodPut) // agent_self.go
 	s.handle(mux, "/v1/agent/metrics", s.agentMetrics, http.MethodGet)
 	s.handle(mux, "/v1/catalog/services", s.catalogServices, http.MethodGet)
 	s.handle(mux, "/v1/catalog/service/{name}", s.catalogService, http.MethodGet)
@@ -47,6 +48,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/query", s.queryCollection, http.MethodGet, http.MethodPost)
 	s.handle(mux, "/v1/query/{id}", s.queryItem, http.MethodGet, http.MethodPut, http.MethodDelete)
 	s.handle(mux, "/v1/query/{id}/execute", s.queryExecute, http.MethodGet)
+	s.handle(mux, "/v1/kv/{key...}", s.kv, http.MethodGet, http.MethodPut, http.MethodDelete) // kv_endpoints.go
 	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
 	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)

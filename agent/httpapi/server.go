@@ -61,6 +61,10 @@ type Catalog interface {
 	Nodes(ctx context.Context, opts QueryOptions) ([]*catalog.Node, QueryMeta, error)
 	// Services maps each service name to the union of its tags.
 	Services(ctx context.Context, opts QueryOptions) (map[string][]string, QueryMeta, error)
+	// ServiceNodes returns every instance of every service with its node
+	// and without checks, sorted by service name, node, then service ID:
+	// what a ?filter on the list of services selects from.
+	ServiceNodes(ctx context.Context, opts QueryOptions) ([]catalog.ServiceInstance, QueryMeta, error)
 	// ServiceInstances returns the instances of a service (only those
 	// with tag, when tag is not ""), sorted by node then service ID.
 	ServiceInstances(ctx context.Context, opts QueryOptions, name, tag string) ([]catalog.ServiceInstance, QueryMeta, error)
@@ -136,6 +140,11 @@ type Member struct {
 	Datacenter      string
 	RPCAddr         string // host:port of a server's RPC; "" for a client
 	ProtocolVersion uint8
+	// ID is the member's node ID, Build its "<version>:<revision>", and
+	// ProtocolMin and ProtocolMax the protocol versions it speaks: ""
+	// and 0 when unknown.
+	ID, Build                string
+	ProtocolMin, ProtocolMax uint8
 }
 
 // Config configures the HTTP listener.
@@ -248,6 +257,7 @@ type Server struct {
 	status  Status
 	cluster Cluster
 	metrics Metrics // nil until SetMetrics
+	self    Self    // nil until SetSelf (agent_self.go)
 	aclMu   sync.Mutex
 	acl     ACL // nil until SetACL: ACLs off
 	logger  *slog.Logger

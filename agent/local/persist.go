@@ -39,6 +39,8 @@ type persistedService struct {
 	Port    int               `json:",omitempty"`
 	Meta    map[string]string `json:",omitempty"`
 	Weights catalog.Weights
+	// TaggedAddresses are the service's (catalog.Service.TaggedAddresses).
+	TaggedAddresses map[string]catalog.ServiceAddress `json:",omitempty"`
 	// Token is the ACL token the service was registered with, which
 	// anti-entropy syncs it with (as Consul keeps it): the file is 0600.
 	Token string `json:",omitempty"`
@@ -128,7 +130,7 @@ func load[T any](p persister, add func(fileID string, v *T) error) error {
 func saveService(p persister, svc *catalog.Service, token string) error {
 	return p.save(svc.ID, persistedService{
 		ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
-		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights, Token: token,
+		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights, TaggedAddresses: svc.TaggedAddresses, Token: token,
 	})
 }
 
@@ -140,7 +142,7 @@ func loadServices(p persister) ([]*catalog.Service, map[string]string, error) {
 	err := load(p, func(fileID string, ps *persistedService) error {
 		svc := &catalog.Service{
 			ID: ps.ID, Service: ps.Service, Tags: ps.Tags, Address: ps.Address,
-			Port: ps.Port, Meta: ps.Meta, Weights: ps.Weights,
+			Port: ps.Port, Meta: ps.Meta, Weights: ps.Weights, TaggedAddresses: ps.TaggedAddresses,
 		}
 		if err := catalog.NormalizeService(svc); err != nil {
 			return err

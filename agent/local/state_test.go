@@ -201,7 +201,8 @@ func TestNewReloadsPersistedServices(t *testing.T) {
 	added := []*catalog.Service{
 		{ID: "web-1", Service: "web", Tags: []string{"a"}, Port: 80, Meta: map[string]string{"k": "v"},
 			Weights: catalog.Weights{Passing: 5, Warning: 2}},
-		{ID: "api:9000", Service: "api", Address: "fd00::1", Port: 9000},
+		{ID: "api:9000", Service: "api", Address: "fd00::1", Port: 9000,
+			TaggedAddresses: map[string]catalog.ServiceAddress{"wan": {Address: "192.0.2.1", Port: 19000}}},
 		{ID: "gone", Service: "gone"},
 	}
 	for _, s := range added {

@@ -30,7 +30,7 @@ func aclCommand() *cli.Command {
 				Description: "Works once per cluster; the agent refuses it afterwards. FILE, when given,\n" +
 					"holds the secret (a UUID) the token is to have, so that it never appears\n" +
 					"in the process list; without it the servers choose one. Keep the printed\n" +
-					"SecretID: it is not shown again. Flags must come before FILE.",
+					"SecretID: it is not shown again.",
 				ArgsUsage:    "[FILE]",
 				OnUsageError: onUsageError("cairn acl bootstrap"),
 				Flags:        agentFlags(formatFlag()),

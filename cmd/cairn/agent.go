@@ -37,6 +37,7 @@ func agentCommand() *cli.Command {
 			&cli.BoolFlag{Name: "server", Usage: "run as a server holding the catalog (implied by -dev)"},
 			&cli.StringFlag{Name: "config-file", Usage: "read settings from an HCL or JSON `FILE`"},
 			&cli.StringFlag{Name: "node", Usage: "node `NAME` in the catalog and in DNS", DefaultText: "host name"},
+			&cli.StringFlag{Name: "node-id", Usage: "node `UUID` of this agent", DefaultText: "generated once, kept in <data-dir>/node-id"},
 			&cli.StringFlag{Name: "datacenter", Usage: "`DC` this agent belongs to", Value: def.Datacenter},
 			&cli.StringFlag{Name: "domain", Usage: "DNS `ZONE` cairn answers for", Value: def.Domain},
 			&cli.StringFlag{Name: "bind", Usage: "`IP` cluster traffic binds to", Value: def.BindAddr},
@@ -78,7 +79,12 @@ func runAgent(c *cli.Context) error {
 	if err != nil { // Validate has checked it; kept for safety
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	// A reload (SIGHUP, PUT /v1/agent/reload) reads the config file and
+	// the flags again, and may change the level.
+	var lvl slog.LevelVar
+	lvl.Set(level)
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: &lvl}))
+	rl := agent.Reloading{Load: func() (config.Config, error) { return buildAgentConfig(c) }, Level: &lvl}
 
 	// SIGINT and SIGTERM end ctx with the signal as its cause, which
 	// tells the agent whether to leave the cluster (stopCause).
@@ -88,7 +94,7 @@ func runAgent(c *cli.Context) error {
 	signal.Notify(stopSig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(stopSig)
 
-	// SIGHUP reloads the TLS certificates, as it does Consul's.
+	// SIGHUP reloads the configuration, as it does Consul's.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -113,7 +119,7 @@ func runAgent(c *cli.Context) error {
 			}
 		}
 	}()
-	if err := agent.Run(ctx, cfg, logger, reload); err != nil {
+	if err := agent.Run(ctx, cfg, logger, reload, rl); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return nil
@@ -150,7 +156,7 @@ func flagForField(field string) (string, bool) {
 		return "serf-lan-port", true
 	case "ports.serf_wan":
 		return "serf-wan-port", true
-	case "datacenter", "domain", "data_dir", "log_level", "alt_domain",
+	case "node_id", "datacenter", "domain", "data_dir", "log_level", "alt_domain",
 		"bootstrap_expect", "retry_interval", "retry_max", "encrypt":
 		return strings.ReplaceAll(field, "_", "-"), true
 	}
@@ -173,6 +179,19 @@ func flagForField(field string) (string, bool) {
 // the config file, then every flag the user gave (flags win over the file),
 // then validation.
 func agentConfig(c *cli.Context) (config.Config, error) {
+	cfg, err := buildAgentConfig(c)
+	if err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, explainConfigError(c, err)
+	}
+	return cfg, nil
+}
+
+// buildAgentConfig is agentConfig without the validation: what a reload
+// reads again (the agent validates it, and names the file's keys).
+func buildAgentConfig(c *cli.Context) (config.Config, error) {
 	cfg := config.Default()
 	if c.Bool("dev") {
 		cfg.Dev = true
@@ -187,7 +206,7 @@ func agentConfig(c *cli.Context) (config.Config, error) {
 		flag string
 		dst  *string
 	}{
-		{"node", &cfg.NodeName}, {"datacenter", &cfg.Datacenter}, {"domain", &cfg.Domain},
+		{"node", &cfg.NodeName}, {"node-id", &cfg.NodeID}, {"datacenter", &cfg.Datacenter}, {"domain", &cfg.Domain},
 		{"bind", &cfg.BindAddr}, {"advertise", &cfg.AdvertiseAddr}, {"client", &cfg.ClientAddr},
 		{"data-dir", &cfg.DataDir}, {"log-level", &cfg.LogLevel}, {"alt-domain", &cfg.AltDomain},
 	} {
@@ -220,9 +239,6 @@ func agentConfig(c *cli.Context) (config.Config, error) {
 			return cfg, usagef("-server=false cannot be combined with -dev: a dev agent is always a server")
 		}
 		cfg.Server = true // a config file's "server = false" yields to -dev
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, explainConfigError(c, err)
 	}
 	return cfg, nil
 }

@@ -109,7 +109,8 @@ func TestAgentConfigFlagsWinOverFile(t *testing.T) {
 	got, err := configFromArgs(t, "-config-file", path,
 		"-datacenter", "dc3", "-http-port", "0", "-server=false", "-node", "n7",
 		"-bind", "10.0.0.7", "-advertise", "10.0.0.8", "-client", "0.0.0.0", "-log-level", "warn",
-		"-alt-domain", "consul.", "-recursor", "10.0.0.53", "-recursor", "10.0.0.54:5353", "-node-meta", "rack=r1")
+		"-alt-domain", "consul.", "-recursor", "10.0.0.53", "-recursor", "10.0.0.54:5353", "-node-meta", "rack=r1",
+		"-node-id", "adf4238a-882b-9ddc-4a9d-5b6758e4159e")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +119,7 @@ func TestAgentConfigFlagsWinOverFile(t *testing.T) {
 	want.NodeMeta = map[string]string{"rack": "r1"}
 	want.Datacenter, want.Domain, want.DataDir, want.Server, want.LogLevel = "dc3", "corp.", "/data/file", false, "warn"
 	want.NodeName, want.BindAddr, want.AdvertiseAddr, want.ClientAddr = "n7", "10.0.0.7", "10.0.0.8", "0.0.0.0"
+	want.NodeID = "adf4238a-882b-9ddc-4a9d-5b6758e4159e"
 	want.Ports.DNS, want.Ports.HTTP = 5353, 0 // -http-port 0 wins although it is the zero value
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -174,6 +176,7 @@ func TestAgentConfigErrors(t *testing.T) {
 		{[]string{"-dev", "-http-port", "-1"}, []string{"-http-port: ", "-1"}},
 		{[]string{"-dev", "-datacenter", "dc_1"}, []string{"-datacenter: ", "dc_1"}},
 		{[]string{"-dev", "-node", "a.b"}, []string{"-node: ", "a.b"}},
+		{[]string{"-dev", "-node-id", "web-1"}, []string{"-node-id: ", "web-1", "UUID"}},
 		{[]string{"-dev", "-domain", "bad..domain"}, []string{"-domain: "}},
 		{[]string{"-dev", "-bind", "nowhere"}, []string{"-bind: ", "nowhere"}},
 		{[]string{"-dev", "-advertise", "0.0.0.0"}, []string{"-advertise: "}},

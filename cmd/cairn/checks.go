@@ -119,7 +119,7 @@ func checksCommand() *cli.Command {
 			UsageText: path + " [-note TEXT] [-http-addr ADDRESS] CHECK-ID",
 			Description: "Sets the status of the TTL check CHECK-ID (a service's own check is\n" +
 				"\"service:<service-id>\") to " + status + " until its TTL runs out; -note\n" +
-				"becomes its output. Flags must come before CHECK-ID.",
+				"becomes its output.",
 			ArgsUsage:    "CHECK-ID",
 			OnUsageError: onUsageError(path),
 			Flags: agentFlags(
@@ -207,8 +207,7 @@ func oneArg(c *cli.Context, path, what string) (string, error) {
 	case c.NArg() == 0:
 		return "", usagef("missing %s (see \"%s -h\")", what, path)
 	case c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-"):
-		return "", usagef("flags must come before %s: got %q after %q (see \"%s -h\")",
-			what, c.Args().Get(1), c.Args().First(), path)
+		return "", usagef("unknown flag %q after %s %q (see \"%s -h\")", c.Args().Get(1), what, c.Args().First(), path)
 	case c.NArg() > 1:
 		return "", usagef("want one %s, got %d arguments (see \"%s -h\")", what, c.NArg(), path)
 	case strings.TrimSpace(c.Args().First()) == "":

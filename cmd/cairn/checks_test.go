@@ -262,7 +262,7 @@ func TestChecksTTL(t *testing.T) {
 	}{
 		{[]string{"pass"}, []string{"missing CHECK-ID", `"cairn checks pass -h"`}},
 		{[]string{"warn", "a", "b"}, []string{"want one CHECK-ID, got 2 arguments"}},
-		{[]string{"fail", "a", "-note", "x"}, []string{"flags must come before CHECK-ID"}},
+		{[]string{"fail", "a", "-nope", "x"}, []string{`unknown flag "-nope" after CHECK-ID "a"`}},
 		{[]string{"pass", " "}, []string{"CHECK-ID is empty"}},
 	} {
 		args := append([]string{"checks", tc.args[0], "-http-addr", agent.URL}, tc.args[1:]...)
@@ -395,7 +395,7 @@ func TestHealthErrors(t *testing.T) {
 		want []string
 	}{
 		{nil, []string{"missing SERVICE", `"cairn health -h"`}},
-		{[]string{"web", "-passing"}, []string{"flags must come before SERVICE"}},
+		{[]string{"web", "-nope"}, []string{`unknown flag "-nope" after SERVICE "web"`}},
 		{[]string{"web", "db"}, []string{"want one SERVICE"}},
 		{[]string{"-format", "xml", "web"}, []string{`-format "xml"`}},
 	} {

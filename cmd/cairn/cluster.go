@@ -90,8 +90,7 @@ func joinCommand() *cli.Command {
 			"spreads the membership. Fails only when no address could be joined.\n" +
 			"With -wan, the local agent (a server) joins the WAN pool of the servers\n" +
 			"at each ADDRESS (WAN port, 8302 by default): one server of another\n" +
-			"datacenter is enough to know them all.\n" +
-			"Flags must come before the addresses.",
+			"datacenter is enough to know them all.",
 		ArgsUsage:    "ADDRESS...",
 		OnUsageError: onUsageError("cairn join"),
 		Flags: agentFlags(
@@ -109,7 +108,7 @@ func joinAgents(c *cli.Context) error {
 	for i, a := range addrs {
 		switch {
 		case i > 0 && strings.HasPrefix(a, "-"):
-			return usagef(`flags must come before the addresses: got %q after %q (see "cairn join -h")`, a, addrs[0])
+			return usagef(`unknown flag %q after address %q (see "cairn join -h")`, a, addrs[0])
 		case strings.TrimSpace(a) == "":
 			return usagef(`address %d is empty (see "cairn join -h")`, i+1)
 		}

@@ -171,7 +171,7 @@ func TestJoinUsageErrors(t *testing.T) {
 		want []string
 	}{
 		{nil, []string{"missing ADDRESS", `"cairn join -h"`}},
-		{[]string{"10.0.0.2", "-http-addr", "x:1"}, []string{"flags must come before the addresses", `"-http-addr"`}},
+		{[]string{"10.0.0.2", "-nope", "x:1"}, []string{`unknown flag "-nope" after address "10.0.0.2"`}},
 		{[]string{"10.0.0.2", ""}, []string{"address 2 is empty"}},
 	} {
 		args := append([]string{"join", "-http-addr", agent.URL}, tc.args...)

@@ -86,8 +86,7 @@ func healthCommand() *cli.Command {
 			"the worst of its checks and its node's (maintenance, then critical, then\n" +
 			"warning, then passing; passing when it has none). With -passing, only\n" +
 			"instances whose checks all pass. With -format json, prints an array of\n" +
-			"objects with Node, ServiceID, Address, Port, Status and Checks.\n" +
-			"Flags must come before SERVICE.",
+			"objects with Node, ServiceID, Address, Port, Status and Checks.",
 		ArgsUsage:    "SERVICE",
 		OnUsageError: onUsageError("cairn health"),
 		Flags: agentFlags(

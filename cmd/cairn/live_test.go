@@ -267,7 +267,7 @@ func TestNewCommandsUsageErrors(t *testing.T) {
 		{[]string{"snapshot"}, nil},
 		{[]string{"snapshot", "nope"}, []string{`unknown command "cairn snapshot nope"`}},
 		{[]string{"snapshot", "save"}, []string{"missing FILE", `"cairn snapshot save -h"`}},
-		{[]string{"snapshot", "save", file, "-http-addr", "x:1"}, []string{"flags must come before FILE"}},
+		{[]string{"snapshot", "save", file, "-nope", "x:1"}, []string{`unknown flag "-nope" after FILE`}},
 		{[]string{"snapshot", "restore", file, file}, []string{"want one FILE"}},
 		{[]string{"snapshot", "inspect", "-format", "xml", file}, []string{`-format "xml"`}},
 		{[]string{"snapshot", "save", "-bogus", file}, []string{"-bogus", `"cairn snapshot save -h"`}},

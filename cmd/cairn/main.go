@@ -39,7 +39,8 @@ const (
 // run runs the CLI and returns the process exit code. An error is printed
 // to stderr as one line, "Error: …".
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).RunContext(ctx, args)
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, flagsFirst(app, args)) // args.go: flags anywhere
 	if err == nil {
 		return exitOK
 	}
@@ -93,9 +94,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			healthCommand(),
 			catalogCommand(),
 			queryCommand(),
+			kvCommand(),
 			membersCommand(),
 			joinCommand(),
 			leaveCommand(),
+			reloadCommand(), // reload.go
 			operatorCommand(),
 			snapshotCommand(),
 			keygenCommand(),

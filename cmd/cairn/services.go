@@ -41,8 +41,7 @@ func registerCommand() *cli.Command {
 			"a check's keys as in Consul: http, tcp, ttl, args, interval,\n" +
 			"deregister_critical_service_after, …).\n" +
 			"The -check flags give the service one health check (its ID is\n" +
-			"\"service:<id>\"); -check-interval is required for all but -check-ttl.\n" +
-			"Flags must come before FILE.",
+			"\"service:<id>\"); -check-interval is required for all but -check-ttl.",
 		ArgsUsage:    "[FILE]",
 		OnUsageError: onUsageError("cairn services register"),
 		Flags: append(agentFlags(
@@ -130,8 +129,7 @@ func fileArg(c *cli.Context, path string) (string, error) {
 		return c.Args().First(), nil
 	}
 	if strings.HasPrefix(c.Args().Get(1), "-") {
-		return "", usagef("flags must come before FILE: got %q after %q (see \"%s -h\")",
-			c.Args().Get(1), c.Args().First(), path)
+		return "", usagef("unknown flag %q after FILE %q (see \"%s -h\")", c.Args().Get(1), c.Args().First(), path)
 	}
 	return "", usagef("want at most one FILE, got %d arguments (see \"%s -h\")", c.NArg(), path)
 }

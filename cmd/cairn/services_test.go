@@ -182,7 +182,8 @@ func TestRegisterUsageErrors(t *testing.T) {
 		{[]string{"-port", "80"}, []string{"missing -name"}},
 		{[]string{"-name", "web", file}, []string{"either FILE or -name", "not both"}},
 		{[]string{"-tag", "v1", file}, []string{"either FILE or -tag"}},
-		{[]string{file, "-name", "web"}, []string{"flags must come before FILE"}},
+		{[]string{file, "-name", "web"}, []string{"either FILE or -name", "not both"}},
+		{[]string{file, "-nope"}, []string{`unknown flag "-nope" after FILE`}},
 		{[]string{file, file}, []string{"at most one FILE"}},
 	} {
 		args := append([]string{"services", "register", "-http-addr", agent.URL}, tc.args...)

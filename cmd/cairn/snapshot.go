@@ -27,7 +27,7 @@ func snapshotCommand() *cli.Command {
 					"checks), checks it, and writes it to FILE, replacing it only once the\n" +
 					"whole archive is there. The archive is a gzip'ed tar of meta.json,\n" +
 					"state.bin and SHA256SUMS: \"tar xzf FILE && sha256sum -c SHA256SUMS\"\n" +
-					"checks it by hand. Flags must come before FILE.",
+					"checks it by hand.",
 				ArgsUsage:    "FILE",
 				OnUsageError: onUsageError("cairn snapshot save"),
 				Flags:        agentFlags(),
@@ -40,7 +40,7 @@ func snapshotCommand() *cli.Command {
 				Description: "Checks the archive, then sends it to the servers, which check it again\n" +
 					"and restore it on every server through Raft. Everything written since\n" +
 					"the archive was saved is lost; the agents then register their own\n" +
-					"services again. For disaster recovery. Flags must come before FILE.",
+					"services again. For disaster recovery.",
 				ArgsUsage:    "FILE",
 				OnUsageError: onUsageError("cairn snapshot restore"),
 				Flags:        agentFlags(),

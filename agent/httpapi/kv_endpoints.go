@@ -1,0 +1,253 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cairndns/cairn/catalog"
+)
+
+// KV is the key/value store, kept by the servers. A Catalog that also
+// implements it gets the /v1/kv endpoints; without it they answer 404.
+// Errors: a *catalog.FieldError for a bad key or value (a 400 naming the
+// field), permission errors as for the catalog.
+type KV interface {
+	// KVGet returns the entry of key, nil when there is none (meta
+	// still says what to block on).
+	KVGet(ctx context.Context, opts QueryOptions, key string) (*catalog.KVEntry, QueryMeta, error)
+	// KVList returns the entries whose keys start with prefix.
+	KVList(ctx context.Context, opts QueryOptions, prefix string) ([]*catalog.KVEntry, QueryMeta, error)
+	// KVKeys returns the keys starting with prefix, cut after the first
+	// separator past it when one is given.
+	KVKeys(ctx context.Context, opts QueryOptions, prefix, separator string) ([]string, QueryMeta, error)
+	// KVApply writes to the store of datacenter dc ("" for the agent's)
+	// once committed, and reports whether it was done (false: a CAS
+	// that did not match). For the CAS operations e.ModifyIndex is the
+	// index compared.
+	KVApply(ctx context.Context, dc string, op catalog.KVOp, e *catalog.KVEntry) (bool, error)
+}
+
+// kvEntry is an entry as GET /v1/kv gives it: Consul's DirEntry, the value
+// in base64 (encoding/json's []byte).
+type kvEntry struct {
+	LockIndex   uint64
+	Key         string
+	Flags       uint64
+	Value       []byte
+	Session     string `json:",omitempty"`
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+func toKVEntry(e *catalog.KVEntry) *kvEntry {
+	return &kvEntry{
+		LockIndex: e.LockIndex, Key: e.Key, Flags: e.Flags, Value: e.Value, Session: e.Session,
+		CreateIndex: e.CreateIndex, ModifyIndex: e.ModifyIndex,
+	}
+}
+
+// kv answers GET, PUT and DELETE /v1/kv/<key>.
+func (s *Server) kv(w http.ResponseWriter, r *http.Request) error {
+	kv, ok := s.catalog.(KV)
+	if !ok {
+		return notFound("no endpoint %s: the key/value store is not served by this agent", r.URL.Path)
+	}
+	key := r.PathValue("key")
+	switch r.Method {
+	case http.MethodPut:
+		return s.kvPut(w, r, kv, key)
+	case http.MethodDelete:
+		return s.kvDelete(w, r, kv, key)
+	}
+	return s.kvGet(w, r, kv, key)
+}
+
+// kvGet answers GET /v1/kv/<key>: the entry in a list of one, with
+// ?recurse every entry under the key, with ?keys the keys under it (cut
+// at ?separator), with ?raw the value alone. What does not exist is a 404
+// with an empty body and the index to block on, as Consul answers; a
+// ?keys list of the root is an empty list instead.
+func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	switch {
+	case boolParam(r, "keys"):
+		keys, meta, err := kv.KVKeys(r.Context(), opts, key, r.URL.Query().Get("separator"))
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 && key != "" {
+			return kvNotFound(w, meta)
+		}
+		writeRead(w, r, meta, nonNil(keys))
+		return nil
+	case boolParam(r, "recurse"):
+		entries, meta, err := kv.KVList(r.Context(), opts, key)
+		if err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			return kvNotFound(w, meta)
+		}
+		out := make([]*kvEntry, 0, len(entries))
+		for _, e := range entries {
+			out = append(out, toKVEntry(e))
+		}
+		writeRead(w, r, meta, out)
+		return nil
+	}
+	if key == "" {
+		return badRequest("key", "is required (the path /v1/kv/<key>); use ?recurse or ?keys to list from the root")
+	}
+	e, meta, err := kv.KVGet(r.Context(), opts, key)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return kvNotFound(w, meta)
+	}
+	if boolParam(r, "raw") {
+		setMetaHeaders(w, meta)
+		h := w.Header()
+		h.Set("Content-Type", "text/plain")
+		h.Set("X-Content-Type-Options", "nosniff") // never rendered as HTML
+		h.Set("Content-Length", strconv.Itoa(len(e.Value)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(e.Value)
+		return nil
+	}
+	writeRead(w, r, meta, []*kvEntry{toKVEntry(e)})
+	return nil
+}
+
+func kvNotFound(w http.ResponseWriter, meta QueryMeta) error {
+	setMetaHeaders(w, meta)
+	w.WriteHeader(http.StatusNotFound)
+	return nil
+}
+
+// kvPut answers PUT /v1/kv/<key>: the body is the value; ?flags sets the
+// flags, ?cas makes it a check-and-set (0: only if absent). The answer is
+// true, or false for a CAS that did not match. A value over
+// catalog.MaxKVValueSize is a 413.
+func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
+	dc, err := kvDatacenter(r)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		return badRequest("key", "is required (the path /v1/kv/<key>)")
+	}
+	for _, p := range []string{"acquire", "release"} {
+		if _, ok := r.URL.Query()[p]; ok {
+			return badRequest(p, "sessions and locks are not supported yet")
+		}
+	}
+	e := &catalog.KVEntry{Key: key}
+	if e.Flags, err = uintParam(r, "flags"); err != nil {
+		return err
+	}
+	op := catalog.KVSet
+	if _, ok := r.URL.Query()["cas"]; ok {
+		op = catalog.KVCAS
+		if e.ModifyIndex, err = uintParam(r, "cas"); err != nil {
+			return err
+		}
+	}
+	if e.Value, err = readValue(w, r); err != nil {
+		return err
+	}
+	done, err := kv.KVApply(r.Context(), dc, op, e)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, done)
+	return nil
+}
+
+// kvDelete answers DELETE /v1/kv/<key>: ?recurse deletes every key under
+// it (from the root when the key is empty), ?cas only if the key's
+// ModifyIndex matches. The answer is true, or false for a CAS that did not
+// match.
+func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
+	dc, err := kvDatacenter(r)
+	if err != nil {
+		return err
+	}
+	e := &catalog.KVEntry{Key: key}
+	op := catalog.KVDelete
+	switch _, cas := r.URL.Query()["cas"]; {
+	case cas && boolParam(r, "recurse"):
+		return badRequest("cas", "cannot be combined with recurse: a check-and-set deletes one key")
+	case boolParam(r, "recurse"):
+		op = catalog.KVDeleteTree
+	case cas:
+		op = catalog.KVDeleteCAS
+		if e.ModifyIndex, err = uintParam(r, "cas"); err != nil {
+			return err
+		}
+	}
+	if key == "" && op != catalog.KVDeleteTree {
+		return badRequest("key", "is required (the path /v1/kv/<key>); use ?recurse to delete every key")
+	}
+	done, err := kv.KVApply(r.Context(), dc, op, e)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, done)
+	return nil
+}
+
+// kvDatacenter reads a write's ?dc.
+func kvDatacenter(r *http.Request) (string, error) {
+	dc := r.URL.Query().Get("dc")
+	if dc != "" {
+		if reason := catalog.ValidLabel(dc); reason != "" {
+			return "", badRequest("dc", "%s", reason)
+		}
+	}
+	return strings.ToLower(dc), nil
+}
+
+// uintParam reads an unsigned integer query parameter, 0 when absent.
+func uintParam(r *http.Request, name string) (uint64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, badRequest(name, "must be a non-negative integer, got %q", v)
+	}
+	return n, nil
+}
+
+// readValue reads a PUT's body, the value, refusing one over
+// catalog.MaxKVValueSize with a 413.
+func readValue(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	const limit = catalog.MaxKVValueSize
+	tooLarge := &httpError{code: http.StatusRequestEntityTooLarge, body: errorBody{
+		Error: "Value: must be at most " + strconv.Itoa(limit) + " bytes", Field: "Value",
+		Reason: "must be at most " + strconv.Itoa(limit) + " bytes",
+	}}
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	v, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge
+		}
+		return nil, badRequest("body", "could not be read: %v", err)
+	}
+	if len(v) == 0 {
+		return nil, nil
+	}
+	return v, nil
+}

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+
+	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/catalog"
+)
+
+// Reloading says how an agent re-reads its configuration: on PUT
+// /v1/agent/reload (`cairn reload`) and on SIGHUP. Its zero value reloads
+// the TLS certificates only.
+type Reloading struct {
+	// Load builds the configuration afresh as the agent was started
+	// with it (the CLI reads its -config-file again and applies its flags
+	// over it). Nil: there is nothing to re-read.
+	Load func() (config.Config, error)
+	// Level is the level of the agent's logger, which a reload sets to
+	// the new log_level. Nil: log_level changes only on restart.
+	Level *slog.LevelVar
+}
+
+// SetReloading sets how Reload re-reads the configuration.
+func (a *Agent) SetReloading(r Reloading) {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	a.reloading = r
+}
+
+// Reload re-reads the configuration and applies what can change while the
+// agent runs: log_level, and the TLS certificates (read again from their
+// files). A configuration that does not load or validate is an error
+// naming the field (a *catalog.FieldError, which the HTTP API answers
+// with a 400) and changes nothing. Settings that change only on restart
+// are logged and left as they are. Reloads are serialized.
+func (a *Agent) Reload() error {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	var level slog.Level
+	if a.reloading.Load != nil {
+		cfg, err := a.reloading.Load()
+		if err == nil {
+			normalize(&cfg)
+			if cfg.NodeID == "" {
+				cfg.NodeID = a.cfg.NodeID // generated at start, kept in the data dir
+			}
+			err = cfg.Validate()
+		}
+		if err != nil {
+			return reloadError(err)
+		}
+		if level, err = config.ParseLogLevel(cfg.LogLevel); err != nil {
+			return reloadError(err) // not reached: Validate checked it
+		}
+		if fields := restartOnly(a.cfg, cfg); len(fields) > 0 {
+			a.logger.Warn("reload: these settings change only on restart; keeping the running values", "fields", strings.Join(fields, ", "))
+		}
+	}
+	// The certificates first: a reload that fails there changes nothing.
+	for _, c := range a.tlsConfigurators() {
+		if err := c.Reload(); err != nil {
+			return fmt.Errorf("reload TLS: %w", err)
+		}
+	}
+	if a.reloading.Load != nil && a.reloading.Level != nil {
+		if old := a.reloading.Level.Level(); old != level {
+			a.reloading.Level.Set(level)
+			a.logger.Info("reload: log level changed", "from", old.String(), "to", level.String())
+		}
+	}
+	return nil
+}
+
+// reloadError turns the first *config.FieldError of err into a
+// *catalog.FieldError, which the HTTP API answers with a 400 naming the
+// field; other errors (a file that does not parse) are returned wrapped.
+func reloadError(err error) error {
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("reload: %w", &catalog.FieldError{Field: fe.Field, Reason: fe.Reason})
+	}
+	return fmt.Errorf("reload: %w", err)
+}
+
+// liveFields are the Config fields a reload applies
+// (the TLS certificates are re-read from the files the running
+// configuration names: a changed tls block needs a restart).
+var liveFields = map[string]bool{"LogLevel": true}
+
+// restartOnly names the fields of Config that differ between running and
+// loaded and that only a restart applies.
+func restartOnly(running, loaded config.Config) []string {
+	var out []string
+	rv, lv := reflect.ValueOf(running), reflect.ValueOf(loaded)
+	for i := range rv.NumField() {
+		name := rv.Type().Field(i).Name
+		if liveFields[name] {
+			continue
+		}
+		if !reflect.DeepEqual(rv.Field(i).Interface(), lv.Field(i).Interface()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Reload re-reads the agent's configuration (httpapi.Self).
+func (s agentSelf) Reload(context.Context) error { return s.a.Reload() }

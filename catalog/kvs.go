@@ -1,0 +1,342 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+// This file holds the key/value store (Consul's KV): a table of entries
+// beside the catalog's, written through the same Raft log and read with
+// the same blocking queries. Sessions and locks are not there yet: every
+// entry has LockIndex 0 and no Session.
+
+// MaxKVValueSize is the largest value an entry may hold, in bytes:
+// Consul's default (kv_max_value_size, 512 KiB).
+const MaxKVValueSize = 512 * 1024
+
+const (
+	tableKVS = "kvs"
+	// kvsDeletedRow is a row of the index table whose Index is the Raft
+	// index of the last delete of any key. A list's index is at least
+	// that (see KVList).
+	kvsDeletedRow = "kvs-deleted"
+)
+
+// KVEntry is one key and its value: Consul's DirEntry.
+type KVEntry struct {
+	// Key is the entry's name: case-sensitive, not empty, not starting
+	// with "/". "/" is only a convention for hierarchy (see KVKeys).
+	Key string
+	// Value is opaque, at most MaxKVValueSize bytes.
+	Value []byte
+	// Flags is an opaque number clients use as they like.
+	Flags uint64
+	// LockIndex counts the times the key was locked by a session; 0
+	// until sessions exist.
+	LockIndex uint64
+	// Session is the ID of the session holding the key's lock; "" until
+	// sessions exist.
+	Session string
+	RaftIndex
+}
+
+// KVOp is what a KVRequest does.
+type KVOp string
+
+// The operations on the key/value store.
+const (
+	// KVSet writes an entry.
+	KVSet KVOp = "set"
+	// KVCAS writes an entry only if its ModifyIndex is
+	// Entry.ModifyIndex (0: only if the key does not exist).
+	KVCAS KVOp = "cas"
+	// KVDelete deletes a key.
+	KVDelete KVOp = "delete"
+	// KVDeleteCAS deletes a key only if its ModifyIndex is
+	// Entry.ModifyIndex.
+	KVDeleteCAS KVOp = "delete-cas"
+	// KVDeleteTree deletes every key starting with Entry.Key.
+	KVDeleteTree KVOp = "delete-tree"
+)
+
+// KVRequest is one write to the key/value store: the command the Raft log
+// carries. For the CAS operations Entry.ModifyIndex is the index the entry
+// must have (Consul's shape); for the deletes only Entry.Key is read.
+type KVRequest struct {
+	Op    KVOp
+	Entry KVEntry
+}
+
+// kvTables is the schema of the key/value store.
+func kvTables() map[string]*memdb.TableSchema {
+	return map[string]*memdb.TableSchema{
+		tableKVS: {
+			Name: tableKVS,
+			Indexes: map[string]*memdb.IndexSchema{
+				// id is exact (keys are case-sensitive); its prefix
+				// form ("id_prefix") answers lists.
+				"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Key"}},
+			},
+		},
+	}
+}
+
+// ValidateKV checks a write before it enters the log, and returns a
+// *FieldError naming the first bad field: the key ("Key"; an empty one is
+// allowed only for a delete-tree, which then deletes everything) and the
+// value's size ("Value"). An unknown Op is an "Op" error.
+func ValidateKV(req *KVRequest) error {
+	switch req.Op {
+	case KVSet, KVCAS, KVDelete, KVDeleteCAS:
+		if req.Entry.Key == "" {
+			return fieldErr("Key", "is required")
+		}
+	case KVDeleteTree:
+	default:
+		return fieldErr("Op", "must be set, cas, delete, delete-cas or delete-tree, got %q", req.Op)
+	}
+	if strings.HasPrefix(req.Entry.Key, "/") {
+		return fieldErr("Key", "must not start with \"/\", got %q", req.Entry.Key)
+	}
+	if n := len(req.Entry.Value); n > MaxKVValueSize {
+		return fieldErr("Value", "must be at most %d bytes, got %d", MaxKVValueSize, n)
+	}
+	return nil
+}
+
+// ApplyKV applies a KVRequest at Raft index idx and reports whether it was
+// done: false only for a CAS operation whose index did not match. The
+// request is not validated here (servers validate before the write enters
+// the log, which must replay as it was applied), except that an unknown Op
+// is an error.
+func (s *Store) ApplyKV(idx uint64, req *KVRequest) (bool, error) {
+	switch req.Op {
+	case KVSet:
+		return true, s.KVSet(idx, &req.Entry)
+	case KVCAS:
+		return s.KVCAS(idx, &req.Entry, req.Entry.ModifyIndex)
+	case KVDelete:
+		return true, s.KVDelete(idx, req.Entry.Key)
+	case KVDeleteCAS:
+		return s.KVDeleteCAS(idx, req.Entry.Key, req.Entry.ModifyIndex)
+	case KVDeleteTree:
+		return true, s.KVDeleteTree(idx, req.Entry.Key)
+	}
+	return false, fieldErr("Op", "must be set, cas, delete, delete-cas or delete-tree, got %q", req.Op)
+}
+
+// KVSet writes e's key, value and flags at Raft index idx. Its
+// ModifyIndex becomes idx even when nothing else changed (Consul's rule:
+// a write is a change clients may wait for); CreateIndex, LockIndex and
+// Session are kept from the entry it replaces.
+func (s *Store) KVSet(idx uint64, e *KVEntry) error {
+	_, err := s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+		return true, kvsSetTxn(tx, idx, e)
+	})
+	return err
+}
+
+// KVCAS writes e as KVSet does if the key's ModifyIndex is cas, or, with
+// cas 0, if the key does not exist; it reports whether it wrote.
+func (s *Store) KVCAS(idx uint64, e *KVEntry, cas uint64) (bool, error) {
+	return s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+		old, err := kvsFirst(tx, e.Key)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case cas == 0 && old != nil, cas != 0 && (old == nil || old.ModifyIndex != cas):
+			return false, nil
+		}
+		return true, kvsSetTxn(tx, idx, e)
+	})
+}
+
+// KVDelete deletes key at Raft index idx; deleting a key that does not
+// exist changes nothing.
+func (s *Store) KVDelete(idx uint64, key string) error {
+	_, err := s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+		return true, kvsDeleteTxn(tx, idx, key)
+	})
+	return err
+}
+
+// KVDeleteCAS deletes key if its ModifyIndex is cas, and reports whether
+// the key is gone: true also when it did not exist (Consul's answer).
+func (s *Store) KVDeleteCAS(idx uint64, key string, cas uint64) (bool, error) {
+	return s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+		old, err := kvsFirst(tx, key)
+		if err != nil || old == nil {
+			return old == nil, err
+		}
+		if old.ModifyIndex != cas {
+			return false, nil
+		}
+		return true, kvsDeleteTxn(tx, idx, key)
+	})
+}
+
+// KVDeleteTree deletes every key starting with prefix ("" deletes all) at
+// Raft index idx.
+func (s *Store) KVDeleteTree(idx uint64, prefix string) error {
+	_, err := s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+		n, err := tx.DeletePrefix(tableKVS, "id_prefix", prefix)
+		if err != nil {
+			return false, fmt.Errorf("delete keys under %q: %w", prefix, err)
+		}
+		if n {
+			return true, kvsBumpDeleted(tx, idx)
+		}
+		return true, nil
+	})
+	return err
+}
+
+// kvWrite runs fn in a write transaction, committing it when fn reports
+// done without error.
+func (s *Store) kvWrite(idx uint64, fn func(tx *memdb.Txn) (bool, error)) (bool, error) {
+	st := s.state.Load()
+	tx := st.db.Txn(true)
+	defer tx.Abort()
+	tx.TrackChanges()
+	done, err := fn(tx)
+	if err != nil || !done {
+		return false, err
+	}
+	st.commit(tx, idx)
+	return true, nil
+}
+
+func kvsFirst(tx *memdb.Txn, key string) (*KVEntry, error) {
+	raw, err := tx.First(tableKVS, "id", key)
+	if err != nil {
+		return nil, fmt.Errorf("look up key %q: %w", key, err)
+	}
+	e, _ := raw.(*KVEntry)
+	return e, nil
+}
+
+func kvsSetTxn(tx *memdb.Txn, idx uint64, e *KVEntry) error {
+	if e.Key == "" {
+		return fieldErr("Key", "is required")
+	}
+	old, err := kvsFirst(tx, e.Key)
+	if err != nil {
+		return err
+	}
+	cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags}
+	cp.CreateIndex, cp.ModifyIndex = idx, idx
+	if old != nil {
+		cp.CreateIndex, cp.LockIndex, cp.Session = old.CreateIndex, old.LockIndex, old.Session
+	}
+	if err := tx.Insert(tableKVS, cp); err != nil {
+		return fmt.Errorf("insert key %q: %w", e.Key, err)
+	}
+	return bumpIndex(tx, tableKVS, idx)
+}
+
+func kvsDeleteTxn(tx *memdb.Txn, idx uint64, key string) error {
+	n, err := tx.DeleteAll(tableKVS, "id", key)
+	if err != nil {
+		return fmt.Errorf("delete key %q: %w", key, err)
+	}
+	if n > 0 {
+		return kvsBumpDeleted(tx, idx)
+	}
+	return nil
+}
+
+// kvsBumpDeleted records a delete at idx: in the table's index and in the
+// last-delete row.
+func kvsBumpDeleted(tx *memdb.Txn, idx uint64) error {
+	if err := bumpIndex(tx, tableKVS, idx); err != nil {
+		return err
+	}
+	return bumpIndex(tx, kvsDeletedRow, idx)
+}
+
+// KVGet returns the entry of key, or nil when there is none, and the index
+// to block on: the entry's ModifyIndex, or the table's index when there is
+// no entry (so that a delete, which moves it, ends a wait on the key).
+func (s *Store) KVGet(ws WatchSet, key string) (uint64, *KVEntry, error) {
+	tx := s.read(ws)
+	ch, raw, err := tx.FirstWatch(tableKVS, "id", key)
+	if err != nil {
+		return 0, nil, fmt.Errorf("look up key %q: %w", key, err)
+	}
+	ws.Add(ch)
+	if e, ok := raw.(*KVEntry); ok {
+		return e.ModifyIndex, e, nil
+	}
+	return maxIndex(tx, tableKVS), nil, nil
+}
+
+// KVList returns the entries whose keys start with prefix ("" for all),
+// sorted by key, and the index to block on: the highest ModifyIndex among
+// them, raised to the index of the last delete of any key, so that a
+// delete under the prefix moves it (Consul keeps tombstones for that; one
+// index for all deletes is coarser, as a delete elsewhere moves it too,
+// but bounded and never misses a delete). With no entries, the table's
+// index.
+func (s *Store) KVList(ws WatchSet, prefix string) (uint64, []*KVEntry, error) {
+	tx := s.read(ws)
+	var out []*KVEntry
+	idx, err := kvsEach(tx, ws, prefix, func(e *KVEntry) { out = append(out, e) })
+	return idx, out, err
+}
+
+// KVKeys returns the keys starting with prefix, sorted, and the index to
+// block on as KVList's. With a separator, a key with the separator after
+// the prefix is cut after its first one, and the duplicates this makes
+// are left out: "a/b/c" and "a/b/d" under "a/" with "/" are "a/b/" once.
+func (s *Store) KVKeys(ws WatchSet, prefix, separator string) (uint64, []string, error) {
+	tx := s.read(ws)
+	var out []string
+	idx, err := kvsEach(tx, ws, prefix, func(e *KVEntry) {
+		key := e.Key
+		if separator != "" {
+			if i := strings.Index(key[len(prefix):], separator); i >= 0 {
+				key = key[:len(prefix)+i+len(separator)]
+			}
+		}
+		// Keys come sorted, so the duplicates a cut makes are adjacent.
+		if n := len(out); n == 0 || out[n-1] != key {
+			out = append(out, key)
+		}
+	})
+	return idx, out, err
+}
+
+// kvsEach calls fn with every entry under prefix, in key order, and
+// returns the index of the list (see KVList).
+func kvsEach(tx *memdb.Txn, ws WatchSet, prefix string, fn func(*KVEntry)) (uint64, error) {
+	it, err := tx.Get(tableKVS, "id_prefix", prefix)
+	if err != nil {
+		return 0, fmt.Errorf("list keys under %q: %w", prefix, err)
+	}
+	ws.Add(it.WatchCh())
+	var idx uint64
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		e := raw.(*KVEntry)
+		idx = max(idx, e.ModifyIndex)
+		fn(e)
+	}
+	if idx == 0 {
+		return maxIndex(tx, tableKVS), nil
+	}
+	return max(idx, maxIndex(tx, kvsDeletedRow)), nil
+}
+
+// LastIndex returns the Raft index of the last write to any table of the
+// store (the catalog's, prepared queries, ACLs, the key/value store): how
+// far the store has applied the log, as far as its data shows.
+func (s *Store) LastIndex() uint64 {
+	return maxIndex(s.read(nil), allTables()...)
+}
+
+// allTables names every table with an index row.
+func allTables() []string {
+	return []string{tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens, tableKVS}
+}
