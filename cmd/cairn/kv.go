@@ -16,7 +16,7 @@ func kvCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "kv",
 		Usage:        "Read, write and delete keys of the key/value store",
-		UsageText:    "cairn kv <get|put|delete> [options]",
+		UsageText:    "cairn kv <get|put|delete|export|import> [options]",
 		OnUsageError: onUsageError("cairn kv"),
 		Action:       groupAction("cairn kv"),
 		Subcommands: []*cli.Command{
@@ -69,6 +69,8 @@ func kvCommand() *cli.Command {
 				),
 				Action: kvDelete,
 			},
+			kvExportCommand(), // kv_export.go
+			kvImportCommand(),
 		},
 	}
 }

@@ -113,3 +113,39 @@ func TestKVUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestKVExportImport: an export of a prefix, imported under another
+// prefix, gives the same keys, flags and values (binary ones too); bad
+// data writes nothing.
+func TestKVExportImport(t *testing.T) {
+	t.Parallel()
+	addr := devAgent(t, "kvexport")
+	run := func(args ...string) string {
+		t.Helper()
+		return mustRun(t, append([]string{"kv", args[0], "-http-addr", addr}, args[1:]...)...)
+	}
+	run("put", "-flags", "7", "src/a", "alpha")
+	run("put", "-base64", "src/b/bin", "AAEC")
+	run("put", "elsewhere", "x")
+
+	export := run("export", "src/")
+	file := filepath.Join(t.TempDir(), "export.json")
+	if err := os.WriteFile(file, []byte(export), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := run("import", "-prefix", "copy/", "@"+file); out != "Imported 2 keys\n" {
+		t.Errorf("import: got %q", out)
+	}
+	if out := run("get", "-recurse", "copy/"); out != "copy/src/a:alpha\ncopy/src/b/bin:\x00\x01\x02\n" {
+		t.Errorf("the imported keys: got %q", out)
+	}
+	if out := run("get", "-detailed", "copy/src/a"); !strings.Contains(out, "Flags        7\n") {
+		t.Errorf("the imported flags: got %q", out)
+	}
+
+	_, stderr, code := runCLI(t, "kv", "import", "-http-addr", addr, `[{"key": "bad/x", "value": "not base64!"}]`)
+	wantError(t, stderr, code, "not a cairn kv export")
+	if out := run("get", "-keys", "bad/"); out != "" {
+		t.Errorf("keys after a bad import: got %q, want none", out)
+	}
+}
