@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,52 +146,94 @@ func TestCommandsAgainstAgent(t *testing.T) {
 	}
 }
 
+// watchInto runs "cairn watch" against the agent at addr with args and a
+// handler that writes each view it gets to a file, which it returns with a
+// function that stops the watch and checks it exited cleanly.
+func watchInto(t *testing.T, addr string, args ...string) (string, func()) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	argv := append(append([]string{"cairn", "watch", "-http-addr", addr}, args...),
+		"--", "sh", "-c", `cat > "$1.tmp" && mv "$1.tmp" "$1"`, "sh", out)
+	go func() { done <- run(ctx, argv, &stdout, &stderr) }()
+	return out, func() {
+		t.Helper()
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 || stderr.Len() != 0 {
+				t.Errorf("watch: got exit code %d, stderr %q", code, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("watch did not stop when its context ended")
+		}
+	}
+}
+
+// handled waits until the watch handler's file satisfies ok.
+func handled(t *testing.T, out string, want string, ok func(data []byte) bool) {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second) // the watch may be backing off
+	for {
+		data, _ := os.ReadFile(out)
+		if ok(data) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handler output %q, want %s", data, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestWatchRunsHandler watches a service on a real agent and sees the
 // handler run with the instances, then again when a second one registers.
 func TestWatchRunsHandler(t *testing.T) {
 	addr := devAgent(t, "test")
 	mustRun(t, "services", "register", "-http-addr", addr, "-name", "web", "-id", "web-1", "-port", "80")
-	out := filepath.Join(t.TempDir(), "out.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var stdout, stderr bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"cairn", "watch", "-http-addr", addr, "-type", "service", "-service", "web", "--",
-			"sh", "-c", `cat > "$1.tmp" && mv "$1.tmp" "$1"`, "sh", out}, &stdout, &stderr)
-	}()
+	out, stop := watchInto(t, addr, "-type", "service", "-service", "web")
 	seen := func(ids ...string) {
 		t.Helper()
-		deadline := time.Now().Add(45 * time.Second) // the watch may be backing off
-		for {
-			data, _ := os.ReadFile(out)
+		handled(t, out, fmt.Sprintf("instances %v", ids), func(data []byte) bool {
 			var entries []api.ServiceEntry
-			if json.Unmarshal(data, &entries) == nil && len(entries) == len(ids) {
-				var got []string
-				for _, e := range entries {
-					got = append(got, e.Service.ID)
-				}
-				if strings.Join(got, ",") == strings.Join(ids, ",") {
-					return
-				}
+			if json.Unmarshal(data, &entries) != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("handler output %q, want instances %v", data, ids)
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Service.ID)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return strings.Join(got, ",") == strings.Join(ids, ",")
+		})
 	}
 	seen("web-1")
 	mustRun(t, "services", "register", "-http-addr", addr, "-name", "web", "-id", "web-2", "-port", "81")
 	seen("web-1", "web-2")
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 || stderr.Len() != 0 {
-			t.Errorf("watch: got exit code %d, stderr %q", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("watch did not stop when its context ended")
-	}
+	stop()
+}
+
+// TestWatchKey watches a key that does not exist yet (the handler gets
+// null), then sees it written, and a prefix.
+func TestWatchKey(t *testing.T) {
+	addr := devAgent(t, "watchkey")
+	out, stop := watchInto(t, addr, "-type", "key", "-key", "app/flag")
+	handled(t, out, "null", func(data []byte) bool { return strings.TrimSpace(string(data)) == "null" })
+	mustRun(t, "kv", "put", "-http-addr", addr, "app/flag", "on")
+	handled(t, out, `the key with value "on"`, func(data []byte) bool {
+		var pairs []api.KVPair
+		return json.Unmarshal(data, &pairs) == nil && len(pairs) == 1 && string(pairs[0].Value) == "on"
+	})
+	stop()
+
+	out, stop = watchInto(t, addr, "-type", "keyprefix", "-prefix", "app/")
+	mustRun(t, "kv", "put", "-http-addr", addr, "app/other", "x")
+	handled(t, out, "both keys under app/", func(data []byte) bool {
+		var pairs []api.KVPair
+		return json.Unmarshal(data, &pairs) == nil && len(pairs) == 2
+	})
+	stop()
 }
 
 // TestSnapshotCommands saves one agent's catalog, restores it into another

@@ -16,7 +16,7 @@ import (
 )
 
 // watchTypes are the values of "cairn watch -type".
-var watchTypes = []string{"service", "services", "nodes", "checks"}
+var watchTypes = []string{"service", "services", "nodes", "checks", "key", "keyprefix"}
 
 // Pacing of the watch loop. A blocking query returns when the data
 // changes or after -wait; an agent without blocking support (or a proxy in
@@ -35,19 +35,23 @@ func watchCommand() *cli.Command {
 		Usage: "Watch a view of the catalog and run a handler each time it changes",
 		UsageText: "cairn watch -type service -service NAME [-tag TAG] [-passing] [-http-addr ADDRESS] [--] [HANDLER ARG...]\n" +
 			"cairn watch -type services|nodes [-http-addr ADDRESS] [--] [HANDLER ARG...]\n" +
-			"cairn watch -type checks [-service NAME] [-state STATE] [-http-addr ADDRESS] [--] [HANDLER ARG...]",
+			"cairn watch -type checks [-service NAME] [-state STATE] [-http-addr ADDRESS] [--] [HANDLER ARG...]\n" +
+			"cairn watch -type key -key KEY | -type keyprefix -prefix PREFIX [-http-addr ADDRESS] [--] [HANDLER ARG...]",
 		Description: "Follows a view with blocking queries (?index=&wait=, X-Consul-Index) and,\n" +
 			"each time it changes, runs HANDLER with the view's JSON on its stdin: the\n" +
 			"same JSON as the HTTP API's (service: /v1/health/service/NAME; services:\n" +
 			"/v1/catalog/services; nodes: /v1/catalog/nodes; checks: /v1/health/checks/NAME,\n" +
-			"or /v1/health/state/STATE without -service). The handler runs once at the\n" +
+			"or /v1/health/state/STATE without -service; key: /v1/kv/KEY, null while it\n" +
+			"does not exist; keyprefix: /v1/kv/PREFIX?recurse). The handler runs once at the\n" +
 			"start, then only when the index moves. It runs until interrupted; a failing\n" +
 			"handler is reported and the watch goes on. Without HANDLER, prints the\n" +
 			"view's JSON once and exits. Flags must come before HANDLER.",
 		ArgsUsage:    "[HANDLER ARG...]",
 		OnUsageError: onUsageError("cairn watch"),
 		Flags: agentFlags(
-			&cli.StringFlag{Name: "type", Usage: "what to watch: `TYPE` service, services, nodes or checks"},
+			&cli.StringFlag{Name: "type", Usage: "what to watch: `TYPE` service, services, nodes, checks, key or keyprefix"},
+			&cli.StringFlag{Name: "key", Usage: "the `KEY` (required with -type key)"},
+			&cli.StringFlag{Name: "prefix", Usage: "the key `PREFIX` (with -type keyprefix; empty: every key)"},
 			&cli.StringFlag{Name: "service", Usage: "the service `NAME` (required with -type service)"},
 			&cli.StringFlag{Name: "tag", Usage: "only instances with `TAG` (with -type service)"},
 			&cli.BoolFlag{Name: "passing", Usage: "only instances whose checks pass (with -type service)"},
@@ -67,8 +71,8 @@ func watchQuery(c *cli.Context) (string, url.Values, error) {
 		}
 		return "", nil, usagef(`-type %q: want one of %s (see "cairn watch -h")`, typ, strings.Join(watchTypes, ", "))
 	}
-	only := map[string][]string{"service": {"service", "tag", "passing"}, "checks": {"service", "state"}}[typ]
-	for _, f := range []string{"service", "tag", "passing", "state"} {
+	only := map[string][]string{"service": {"service", "tag", "passing"}, "checks": {"service", "state"}, "key": {"key"}, "keyprefix": {"prefix"}}[typ]
+	for _, f := range []string{"service", "tag", "passing", "state", "key", "prefix"} {
 		if c.IsSet(f) && !slices.Contains(only, f) {
 			return "", nil, usagef(`-%s does not go with -type %s (see "cairn watch -h")`, f, typ)
 		}
@@ -94,6 +98,15 @@ func watchQuery(c *cli.Context) (string, url.Values, error) {
 		return "/v1/catalog/services", q, nil
 	case "nodes":
 		return "/v1/catalog/nodes", q, nil
+	case "key":
+		key := strings.TrimPrefix(c.String("key"), "/")
+		if key == "" {
+			return "", nil, usagef(`-type key needs -key KEY (see "cairn watch -h")`)
+		}
+		return "/v1/kv/" + key, q, nil
+	case "keyprefix":
+		q.Set("recurse", "true")
+		return "/v1/kv/" + strings.TrimPrefix(c.String("prefix"), "/"), q, nil
 	}
 	if c.IsSet("service") && c.IsSet("state") {
 		return "", nil, usagef("give -service or -state with -type checks, not both")
