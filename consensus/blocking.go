@@ -18,16 +18,20 @@ import (
 // Without MinQueryIndex, run runs once. With it, run runs again each time
 // something it read changes, until the index it returns is greater than
 // MinQueryIndex or the wait ends: opts.BlockingTimeout(limits), which
-// includes the jitter, or ctx (the request's, which the endpoint's Close
-// ends too) ends. Either way the
-// latest result is the answer and the error is nil: a query that waited in
-// vain returns the index it was given, and the caller asks again.
+// includes the jitter. Then the latest result is the answer and the error
+// is nil: a query that waited in vain returns the index it was given, and
+// the caller asks again. When ctx ends first (the caller went away, or the
+// endpoint's Close ended it as the server stops), its error is returned,
+// not the latest result: on a follower that result may predate what the
+// caller waits for (a cache catching up to a change it was told of), and
+// returned as an answer it would replace newer data the caller holds.
 //
 // meta.Index is set to the index of the answer, but never to 0: a client
 // that sends 0 back as MinQueryIndex would not block at all and would spin
 // (Consul's rule). The other fields of meta are the caller's.
 func blockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.QueryOptions, meta *rpc.QueryMeta, run func(ws catalog.WatchSet) (uint64, error)) error {
 	blocking := opts.IsBlocking()
+	request := ctx
 	if blocking {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.BlockingTimeout(limits))
@@ -49,7 +53,7 @@ func blockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.Quer
 		// A nil error means something read changed: read again. An error
 		// means the wait is over: the result just read is the answer.
 		if ws.WatchCtx(ctx) != nil {
-			return nil
+			return request.Err() // nil when the wait itself ended
 		}
 	}
 }

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -78,5 +79,34 @@ func TestBlockingQueryRerunsUntilPast(t *testing.T) {
 	}
 	if meta := <-done; meta.Index != 8 {
 		t.Errorf("got index %d, want 8", meta.Index)
+	}
+}
+
+// TestBlockingQueryEndedByItsRequestIsNoAnswer: a wait cut short by the
+// request's ctx (the server stopping, the caller gone) returns its error,
+// not the result read before the wait, which may be older than what the
+// caller waits for; a wait that runs out answers with the result.
+func TestBlockingQueryEndedByItsRequestIsNoAnswer(t *testing.T) {
+	store, err := catalog.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(ws catalog.WatchSet) (uint64, error) {
+		idx, _, err := store.Nodes(ws)
+		return idx, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		var meta rpc.QueryMeta
+		errc <- blockingQuery(ctx, rpc.DefaultBlockingLimits(), rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: time.Minute}, &meta, run)
+	}()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("wait ended by the request: got %v, want context.Canceled", err)
+	}
+	var meta rpc.QueryMeta
+	if err := blockingQuery(context.Background(), rpc.DefaultBlockingLimits(), rpc.QueryOptions{MinQueryIndex: 1, MaxQueryTime: 20 * time.Millisecond}, &meta, run); err != nil {
+		t.Errorf("wait that ran out: got %v, want the result", err)
 	}
 }
