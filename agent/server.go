@@ -162,6 +162,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		rpc.PreparedQueryEndpoint: pq,
 		rpc.ACLEndpoint:           consensus.NewACL(a.catalogEP),
 		rpc.KVSEndpoint:           consensus.NewKVS(a.catalogEP),
+		rpc.SessionEndpoint:       consensus.NewSession(a.catalogEP),
 	} {
 		if err := rs.Register(name, ep); err != nil {
 			return err

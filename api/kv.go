@@ -24,8 +24,7 @@ type KVPair struct {
 	// creation and last write; ModifyIndex is what CAS compares.
 	CreateIndex uint64
 	ModifyIndex uint64
-	// LockIndex counts the locks taken on the key (0: cairn has no
-	// sessions yet).
+	// LockIndex counts the locks taken on the key.
 	LockIndex uint64
 	// Flags is an opaque number for the application.
 	Flags uint64
@@ -151,6 +150,27 @@ func (k *KV) put(ctx context.Context, p *KVPair, v url.Values, w *WriteOptions) 
 	var done bool
 	_, err := k.c.do(ctx, request{method: http.MethodPut, path: kvPath(p.Key), query: v, raw: raw}, &done)
 	return done, err
+}
+
+// Acquire writes p's value and flags and locks p.Key for session
+// p.Session, and reports whether it did: the key was free or already held
+// by that session, and not within a lock-delay. PUT
+// /v1/kv/<key>?acquire=<session>.
+func (k *KV) Acquire(ctx context.Context, p *KVPair, w *WriteOptions) (bool, error) {
+	if p.Session == "" {
+		return false, errors.New("kv acquire: session is empty")
+	}
+	return k.put(ctx, p, url.Values{"acquire": {p.Session}}, w)
+}
+
+// Release writes p's value and flags and releases the lock on p.Key if
+// session p.Session holds it, and reports whether it did: PUT
+// /v1/kv/<key>?release=<session>.
+func (k *KV) Release(ctx context.Context, p *KVPair, w *WriteOptions) (bool, error) {
+	if p.Session == "" {
+		return false, errors.New("kv release: session is empty")
+	}
+	return k.put(ctx, p, url.Values{"release": {p.Session}}, w)
 }
 
 // Delete deletes key; deleting a key that does not exist is not an error:

@@ -3,14 +3,14 @@ package catalog
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-memdb"
 )
 
 // This file holds the key/value store (Consul's KV): a table of entries
 // beside the catalog's, written through the same Raft log and read with
-// the same blocking queries. Sessions and locks are not there yet: every
-// entry has LockIndex 0 and no Session.
+// the same blocking queries. Sessions (sessions.go) lock keys.
 
 // MaxKVValueSize is the largest value an entry may hold, in bytes:
 // Consul's default (kv_max_value_size, 512 KiB).
@@ -33,11 +33,10 @@ type KVEntry struct {
 	Value []byte
 	// Flags is an opaque number clients use as they like.
 	Flags uint64
-	// LockIndex counts the times the key was locked by a session; 0
-	// until sessions exist.
+	// LockIndex counts the times the key was locked by a session.
 	LockIndex uint64
-	// Session is the ID of the session holding the key's lock; "" until
-	// sessions exist.
+	// Session is the ID of the session holding the key's lock, "" for
+	// none.
 	Session string
 	RaftIndex
 }
@@ -59,6 +58,13 @@ const (
 	KVDeleteCAS KVOp = "delete-cas"
 	// KVDeleteTree deletes every key starting with Entry.Key.
 	KVDeleteTree KVOp = "delete-tree"
+	// KVLock writes an entry and locks it for Entry.Session: done if
+	// the key is free (LockIndex grows by one) or already held by that
+	// session, and not within a lock-delay.
+	KVLock KVOp = "lock"
+	// KVUnlock writes an entry and releases its lock: done only if
+	// Entry.Session holds it.
+	KVUnlock KVOp = "unlock"
 )
 
 // KVRequest is one write to the key/value store: the command the Raft log
@@ -78,6 +84,9 @@ func kvTables() map[string]*memdb.TableSchema {
 				// id is exact (keys are case-sensitive); its prefix
 				// form ("id_prefix") answers lists.
 				"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Key"}},
+				// session: the keys a session locks (unlocked keys
+				// are left out).
+				"session": {Name: "session", AllowMissing: true, Indexer: &memdb.StringFieldIndex{Field: "Session", Lowercase: true}},
 			},
 		},
 	}
@@ -93,9 +102,16 @@ func ValidateKV(req *KVRequest) error {
 		if req.Entry.Key == "" {
 			return fieldErr("Key", "is required")
 		}
+	case KVLock, KVUnlock:
+		if req.Entry.Key == "" {
+			return fieldErr("Key", "is required")
+		}
+		if req.Entry.Session == "" {
+			return fieldErr("Session", "is required to %s a key", req.Op)
+		}
 	case KVDeleteTree:
 	default:
-		return fieldErr("Op", "must be set, cas, delete, delete-cas or delete-tree, got %q", req.Op)
+		return fieldErr("Op", "must be set, cas, delete, delete-cas, delete-tree, lock or unlock, got %q", req.Op)
 	}
 	if strings.HasPrefix(req.Entry.Key, "/") {
 		return fieldErr("Key", "must not start with \"/\", got %q", req.Entry.Key)
@@ -106,12 +122,14 @@ func ValidateKV(req *KVRequest) error {
 	return nil
 }
 
-// ApplyKV applies a KVRequest at Raft index idx and reports whether it was
-// done: false only for a CAS operation whose index did not match. The
+// ApplyKV applies a KVRequest at Raft index idx, at time at (the log
+// entry's time stamp, against which lock-delays are compared; zero: none
+// is), and reports whether it was done: false for a CAS operation whose
+// index did not match, or a lock or unlock refused. The
 // request is not validated here (servers validate before the write enters
 // the log, which must replay as it was applied), except that an unknown Op
 // is an error.
-func (s *Store) ApplyKV(idx uint64, req *KVRequest) (bool, error) {
+func (s *Store) ApplyKV(idx uint64, at time.Time, req *KVRequest) (bool, error) {
 	switch req.Op {
 	case KVSet:
 		return true, s.KVSet(idx, &req.Entry)
@@ -123,8 +141,12 @@ func (s *Store) ApplyKV(idx uint64, req *KVRequest) (bool, error) {
 		return s.KVDeleteCAS(idx, req.Entry.Key, req.Entry.ModifyIndex)
 	case KVDeleteTree:
 		return true, s.KVDeleteTree(idx, req.Entry.Key)
+	case KVLock:
+		return s.KVLock(idx, at, &req.Entry)
+	case KVUnlock:
+		return s.KVUnlock(idx, &req.Entry)
 	}
-	return false, fieldErr("Op", "must be set, cas, delete, delete-cas or delete-tree, got %q", req.Op)
+	return false, fieldErr("Op", "must be set, cas, delete, delete-cas, delete-tree, lock or unlock, got %q", req.Op)
 }
 
 // KVSet writes e's key, value and flags at Raft index idx. Its
@@ -132,7 +154,7 @@ func (s *Store) ApplyKV(idx uint64, req *KVRequest) (bool, error) {
 // a write is a change clients may wait for); CreateIndex, LockIndex and
 // Session are kept from the entry it replaces.
 func (s *Store) KVSet(idx uint64, e *KVEntry) error {
-	_, err := s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
 		return true, kvsSetTxn(tx, idx, e)
 	})
 	return err
@@ -141,7 +163,7 @@ func (s *Store) KVSet(idx uint64, e *KVEntry) error {
 // KVCAS writes e as KVSet does if the key's ModifyIndex is cas, or, with
 // cas 0, if the key does not exist; it reports whether it wrote.
 func (s *Store) KVCAS(idx uint64, e *KVEntry, cas uint64) (bool, error) {
-	return s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
 		old, err := kvsFirst(tx, e.Key)
 		if err != nil {
 			return false, err
@@ -154,10 +176,70 @@ func (s *Store) KVCAS(idx uint64, e *KVEntry, cas uint64) (bool, error) {
 	})
 }
 
+// KVLock writes e's key, value and flags and locks the key for
+// e.Session, and reports whether it did: the key was free, or already
+// held by that session (then only the value and flags change), and its
+// lock-delay (from a session that held it) is over at at. A new lock
+// adds one to LockIndex. The session must exist, else a *FieldError.
+func (s *Store) KVLock(idx uint64, at time.Time, e *KVEntry) (bool, error) {
+	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
+		raw, err := tx.First(tableSessions, "id", e.Session)
+		if err != nil {
+			return false, fmt.Errorf("look up session %q: %w", e.Session, err)
+		}
+		sess, _ := raw.(*Session)
+		if sess == nil {
+			return false, fieldErr("Session", "no session %q", e.Session)
+		}
+		old, err := kvsFirst(tx, e.Key)
+		if err != nil {
+			return false, err
+		}
+		if old != nil && old.Session == sess.ID {
+			return true, kvsSetTxn(tx, idx, e)
+		}
+		if old != nil && old.Session != "" {
+			return false, nil
+		}
+		if delayed, err := lockDelayed(tx, at, e.Key); err != nil || delayed {
+			return false, err
+		}
+		if _, err := tx.DeleteAll(tableLockDelays, "id", e.Key); err != nil {
+			return false, fmt.Errorf("lock-delay of key %q: %w", e.Key, err)
+		}
+		cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags, LockIndex: 1, Session: sess.ID}
+		cp.CreateIndex, cp.ModifyIndex = idx, idx
+		if old != nil {
+			cp.CreateIndex, cp.LockIndex = old.CreateIndex, old.LockIndex+1
+		}
+		if err := tx.Insert(tableKVS, cp); err != nil {
+			return false, fmt.Errorf("insert key %q: %w", e.Key, err)
+		}
+		return true, bumpIndex(tx, tableKVS, idx)
+	})
+}
+
+// KVUnlock writes e's key, value and flags and releases its lock, if
+// e.Session holds it; it reports whether it did.
+func (s *Store) KVUnlock(idx uint64, e *KVEntry) (bool, error) {
+	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
+		old, err := kvsFirst(tx, e.Key)
+		if err != nil || old == nil || !strings.EqualFold(old.Session, e.Session) {
+			return false, err
+		}
+		cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags, LockIndex: old.LockIndex}
+		cp.CreateIndex, cp.ModifyIndex = old.CreateIndex, idx
+		if err := tx.Insert(tableKVS, cp); err != nil {
+			return false, fmt.Errorf("insert key %q: %w", e.Key, err)
+		}
+		return true, bumpIndex(tx, tableKVS, idx)
+	})
+}
+
 // KVDelete deletes key at Raft index idx; deleting a key that does not
 // exist changes nothing.
 func (s *Store) KVDelete(idx uint64, key string) error {
-	_, err := s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
 		return true, kvsDeleteTxn(tx, idx, key)
 	})
 	return err
@@ -166,7 +248,7 @@ func (s *Store) KVDelete(idx uint64, key string) error {
 // KVDeleteCAS deletes key if its ModifyIndex is cas, and reports whether
 // the key is gone: true also when it did not exist (Consul's answer).
 func (s *Store) KVDeleteCAS(idx uint64, key string, cas uint64) (bool, error) {
-	return s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
 		old, err := kvsFirst(tx, key)
 		if err != nil || old == nil {
 			return old == nil, err
@@ -181,7 +263,7 @@ func (s *Store) KVDeleteCAS(idx uint64, key string, cas uint64) (bool, error) {
 // KVDeleteTree deletes every key starting with prefix ("" deletes all) at
 // Raft index idx.
 func (s *Store) KVDeleteTree(idx uint64, prefix string) error {
-	_, err := s.kvWrite(idx, func(tx *memdb.Txn) (bool, error) {
+	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
 		n, err := tx.DeletePrefix(tableKVS, "id_prefix", prefix)
 		if err != nil {
 			return false, fmt.Errorf("delete keys under %q: %w", prefix, err)
@@ -194,9 +276,9 @@ func (s *Store) KVDeleteTree(idx uint64, prefix string) error {
 	return err
 }
 
-// kvWrite runs fn in a write transaction, committing it when fn reports
+// write runs fn in a write transaction, committing it when fn reports
 // done without error.
-func (s *Store) kvWrite(idx uint64, fn func(tx *memdb.Txn) (bool, error)) (bool, error) {
+func (s *Store) write(idx uint64, fn func(tx *memdb.Txn) (bool, error)) (bool, error) {
 	st := s.state.Load()
 	tx := st.db.Txn(true)
 	defer tx.Abort()
@@ -338,5 +420,5 @@ func (s *Store) LastIndex() uint64 {
 
 // allTables names every table with an index row.
 func allTables() []string {
-	return []string{tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens, tableKVS}
+	return []string{tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens, tableKVS, tableSessions}
 }

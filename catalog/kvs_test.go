@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
 )
@@ -95,7 +96,7 @@ func TestKVCAS(t *testing.T) {
 		t.Errorf("KVCAS(absent, 3): got %v, %v; want false", done, err)
 	}
 	// The same through ApplyKV, as the FSM calls it.
-	done, err := s.ApplyKV(17, &catalog.KVRequest{Op: catalog.KVCAS, Entry: catalog.KVEntry{Key: "k", RaftIndex: catalog.RaftIndex{ModifyIndex: 14}}})
+	done, err := s.ApplyKV(17, time.Time{}, &catalog.KVRequest{Op: catalog.KVCAS, Entry: catalog.KVEntry{Key: "k", RaftIndex: catalog.RaftIndex{ModifyIndex: 14}}})
 	if err != nil || done {
 		t.Errorf("ApplyKV(cas 14): got %v, %v; want false", done, err)
 	}
@@ -245,7 +246,10 @@ func TestValidateKV(t *testing.T) {
 		{"empty key delete", catalog.KVRequest{Op: catalog.KVDelete}, "Key"},
 		{"leading slash", catalog.KVRequest{Op: catalog.KVSet, Entry: catalog.KVEntry{Key: "/a"}}, "Key"},
 		{"value too large", catalog.KVRequest{Op: catalog.KVSet, Entry: catalog.KVEntry{Key: "a", Value: big}}, "Value"},
-		{"unknown op", catalog.KVRequest{Op: "lock", Entry: catalog.KVEntry{Key: "a"}}, "Op"},
+		{"unknown op", catalog.KVRequest{Op: "steal", Entry: catalog.KVEntry{Key: "a"}}, "Op"},
+		{"lock without a session", catalog.KVRequest{Op: catalog.KVLock, Entry: catalog.KVEntry{Key: "a"}}, "Session"},
+		{"unlock without a key", catalog.KVRequest{Op: catalog.KVUnlock, Entry: catalog.KVEntry{Session: "s"}}, "Key"},
+		{"lock", catalog.KVRequest{Op: catalog.KVLock, Entry: catalog.KVEntry{Key: "a", Session: "s"}}, ""},
 	} {
 		err := catalog.ValidateKV(&tt.req)
 		fe, ok := errors.AsType[*catalog.FieldError](err)

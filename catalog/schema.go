@@ -108,5 +108,8 @@ func schema() *memdb.DBSchema {
 	for name, t := range kvTables() { // kvs.go
 		tables[name] = t
 	}
+	for name, t := range sessionTables() { // sessions.go
+		tables[name] = t
+	}
 	return &memdb.DBSchema{Tables: tables}
 }

@@ -25,6 +25,11 @@ type Dump struct {
 	// KVs are the key/value store's entries; a snapshot written before
 	// it existed has none.
 	KVs []*KVEntry
+	// Sessions are the sessions, and LockDelays the keys' lock-delays
+	// (part of the state every server must agree on, since they decide
+	// locks); a snapshot written before they existed has none.
+	Sessions   []*Session
+	LockDelays []*KVLockDelay
 }
 
 // DumpService is a service with the node it is registered on.
@@ -58,6 +63,12 @@ func (s *Store) Dump() (*Dump, error) {
 	}
 	if err == nil {
 		err = eachRow(tx, tableKVS, func(raw any) { d.KVs = append(d.KVs, raw.(*KVEntry)) })
+	}
+	if err == nil {
+		err = eachRow(tx, tableSessions, func(raw any) { d.Sessions = append(d.Sessions, raw.(*Session)) })
+	}
+	if err == nil {
+		err = eachRow(tx, tableLockDelays, func(raw any) { d.LockDelays = append(d.LockDelays, raw.(*KVLockDelay)) })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dump catalog: %w", err)
@@ -121,6 +132,16 @@ func (s *Store) Restore(d *Dump) error {
 	for _, e := range d.KVs {
 		if err := tx.Insert(tableKVS, e); err != nil {
 			return fmt.Errorf("restore key %q: %w", e.Key, err)
+		}
+	}
+	for _, sess := range d.Sessions {
+		if err := tx.Insert(tableSessions, sess); err != nil {
+			return fmt.Errorf("restore session %q: %w", sess.ID, err)
+		}
+	}
+	for _, r := range d.LockDelays {
+		if err := tx.Insert(tableLockDelays, r); err != nil {
+			return fmt.Errorf("restore lock-delay of key %q: %w", r.Key, err)
 		}
 	}
 	if d.ACLBootstrapIndex > 0 {

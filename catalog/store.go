@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-memdb"
 )
@@ -79,22 +80,30 @@ func bumpIndex(tx *memdb.Txn, table string, idx uint64) error {
 	return nil
 }
 
-// Register applies a RegisterRequest at Raft index idx: the node, then its
-// service, then its checks, all or nothing. Rows that do not change keep
-// their ModifyIndex, so watchers are not woken for nothing.
+// Register is RegisterAt with no time: a session it ends gives its keys
+// no lock-delay. The FSM uses RegisterAt; tests and tools may use this.
 func (s *Store) Register(idx uint64, req *RegisterRequest) error {
+	return s.RegisterAt(idx, time.Time{}, req)
+}
+
+// RegisterAt applies a RegisterRequest at Raft index idx: the node, then
+// its service, then its checks, all or nothing. Rows that do not change
+// keep their ModifyIndex, so watchers are not woken for nothing. A check
+// that turns critical ends the sessions tied to it, in the same write;
+// their keys' lock-delays run from at (the log entry's time stamp).
+func (s *Store) RegisterAt(idx uint64, at time.Time, req *RegisterRequest) error {
 	st := s.state.Load()
 	tx := st.db.Txn(true)
 	defer tx.Abort()
 	tx.TrackChanges()
-	if err := registerTxn(tx, idx, req); err != nil {
+	if err := registerTxn(tx, idx, at, req); err != nil {
 		return err
 	}
 	st.commit(tx, idx)
 	return nil
 }
 
-func registerTxn(tx *memdb.Txn, idx uint64, req *RegisterRequest) error {
+func registerTxn(tx *memdb.Txn, idx uint64, at time.Time, req *RegisterRequest) error {
 	raw, err := tx.First(tableNodes, "id", req.Node)
 	if err != nil {
 		return fmt.Errorf("look up node %q: %w", req.Node, err)
@@ -126,7 +135,7 @@ func registerTxn(tx *memdb.Txn, idx uint64, req *RegisterRequest) error {
 		}
 	}
 	for _, c := range req.Checks {
-		if err := ensureCheck(tx, idx, req.Node, c); err != nil {
+		if err := ensureCheck(tx, idx, at, req.Node, c); err != nil {
 			return err
 		}
 	}
@@ -202,7 +211,7 @@ func renameServiceChecks(tx *memdb.Txn, idx uint64, node string, svc *Service) e
 	return nil
 }
 
-func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {
+func ensureCheck(tx *memdb.Txn, idx uint64, at time.Time, node string, c *Check) error {
 	cp := *c
 	cp.Node = node
 	cp.RaftIndex = RaftIndex{} // a check read back from the store is the same check
@@ -232,12 +241,26 @@ func ensureCheck(tx *memdb.Txn, idx uint64, node string, c *Check) error {
 	if err := tx.Insert(tableChecks, newCheckRow(&cp)); err != nil {
 		return fmt.Errorf("insert check %q: %w", cp.CheckID, err)
 	}
-	return bumpIndex(tx, tableChecks, idx)
+	if err := bumpIndex(tx, tableChecks, idx); err != nil {
+		return err
+	}
+	if cp.Status == HealthCritical {
+		return invalidateSessions(tx, idx, at, node, cp.CheckID)
+	}
+	return nil
 }
 
-// Deregister applies a DeregisterRequest at Raft index idx. Removing what is
-// not there is not an error: deregistration is idempotent.
+// Deregister is DeregisterAt with no time: a session it ends gives its
+// keys no lock-delay. The FSM uses DeregisterAt.
 func (s *Store) Deregister(idx uint64, req *DeregisterRequest) error {
+	return s.DeregisterAt(idx, time.Time{}, req)
+}
+
+// DeregisterAt applies a DeregisterRequest at Raft index idx. Removing what
+// is not there is not an error: deregistration is idempotent. Removing a
+// check ends the sessions tied to it, removing a node every session of
+// it, in the same write; their keys' lock-delays run from at.
+func (s *Store) DeregisterAt(idx uint64, at time.Time, req *DeregisterRequest) error {
 	st := s.state.Load()
 	tx := st.db.Txn(true)
 	defer tx.Abort()
@@ -245,11 +268,11 @@ func (s *Store) Deregister(idx uint64, req *DeregisterRequest) error {
 	var err error
 	switch {
 	case req.CheckID != "":
-		err = deleteCheck(tx, idx, req.Node, req.CheckID)
+		err = deleteCheck(tx, idx, at, req.Node, req.CheckID)
 	case req.ServiceID != "":
-		err = deleteService(tx, idx, req.Node, req.ServiceID)
+		err = deleteService(tx, idx, at, req.Node, req.ServiceID)
 	default:
-		err = deleteNode(tx, idx, req.Node)
+		err = deleteNode(tx, idx, at, req.Node)
 	}
 	if err != nil {
 		return err
@@ -258,18 +281,21 @@ func (s *Store) Deregister(idx uint64, req *DeregisterRequest) error {
 	return nil
 }
 
-func deleteCheck(tx *memdb.Txn, idx uint64, node, id string) error {
+func deleteCheck(tx *memdb.Txn, idx uint64, at time.Time, node, id string) error {
 	n, err := tx.DeleteAll(tableChecks, "id", node, id)
 	if err != nil {
 		return fmt.Errorf("delete check %q: %w", id, err)
 	}
-	if n > 0 {
-		return bumpIndex(tx, tableChecks, idx)
+	if n == 0 {
+		return nil
 	}
-	return nil
+	if err := bumpIndex(tx, tableChecks, idx); err != nil {
+		return err
+	}
+	return invalidateSessions(tx, idx, at, node, id)
 }
 
-func deleteService(tx *memdb.Txn, idx uint64, node, id string) error {
+func deleteService(tx *memdb.Txn, idx uint64, at time.Time, node, id string) error {
 	n, err := tx.DeleteAll(tableServices, "id", node, id)
 	if err != nil {
 		return fmt.Errorf("delete service %q: %w", id, err)
@@ -285,14 +311,14 @@ func deleteService(tx *memdb.Txn, idx uint64, node, id string) error {
 		return err
 	}
 	for _, c := range checks {
-		if err := deleteCheck(tx, idx, node, c.CheckID); err != nil {
+		if err := deleteCheck(tx, idx, at, node, c.CheckID); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func deleteNode(tx *memdb.Txn, idx uint64, node string) error {
+func deleteNode(tx *memdb.Txn, idx uint64, at time.Time, node string) error {
 	n, err := tx.DeleteAll(tableNodes, "id", node)
 	if err != nil {
 		return fmt.Errorf("delete node %q: %w", node, err)
@@ -317,7 +343,7 @@ func deleteNode(tx *memdb.Txn, idx uint64, node string) error {
 			return err
 		}
 	}
-	return nil
+	return invalidateSessions(tx, idx, at, node, "")
 }
 
 // serviceChecks returns the checks on one service of a node.

@@ -21,7 +21,9 @@
 // their errors through rpc.WireError, so a field error or a sentinel
 // reaches the caller, even through a forward. The Leader runs the leader's
 // duties: it reconciles gossip membership into node health checks and the
-// Raft configuration.
+// Raft configuration, and runs the session TTL timers (session_ttl.go),
+// destroying through Raft a session not renewed in time. The KVS and
+// Session endpoints serve the key/value store and its sessions and locks.
 //
 // consensus imports catalog, gossip and rpc; it must not import agent,
 // resolver or zones.

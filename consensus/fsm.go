@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
@@ -33,6 +34,8 @@ const (
 	// cmdKV writes to the key/value store (catalog.KVRequest); the FSM
 	// answers whether it was done (false: a CAS that did not match).
 	cmdKV commandType = 6
+	// cmdSession creates or destroys a session (catalog.SessionRequest).
+	cmdSession commandType = 7
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -97,12 +100,13 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if commandType(l.Data[0]) == cmdOnce {
 		return f.applyOnce(l)
 	}
-	return f.applyCommand(l.Index, l.Data)
+	return f.applyCommand(l.Index, l.AppendedAt, l.Data)
 }
 
 // applyCommand applies the encoded command data (encodeCommand) at the
-// log index.
-func (f *fsm) applyCommand(index uint64, data []byte) any {
+// log index. at is the leader's time stamp on the entry: lock-delays run
+// from it, so that every server decides the same locks.
+func (f *fsm) applyCommand(index uint64, at time.Time, data []byte) any {
 	if len(data) == 0 {
 		return fmt.Errorf("log index %d: empty command: %w", index, ErrUnknownCommand)
 	}
@@ -112,13 +116,13 @@ func (f *fsm) applyCommand(index uint64, data []byte) any {
 		if err := decode(data[1:], &req); err != nil {
 			return fmt.Errorf("decode register at index %d: %w", index, err)
 		}
-		return f.store.Register(index, &req)
+		return f.store.RegisterAt(index, at, &req)
 	case cmdDeregister:
 		var req catalog.DeregisterRequest
 		if err := decode(data[1:], &req); err != nil {
 			return fmt.Errorf("decode deregister at index %d: %w", index, err)
 		}
-		return f.store.Deregister(index, &req)
+		return f.store.DeregisterAt(index, at, &req)
 	case cmdQuery:
 		var req catalog.QueryRequest
 		if err := decode(data[1:], &req); err != nil {
@@ -142,11 +146,17 @@ func (f *fsm) applyCommand(index uint64, data []byte) any {
 		if err := decode(data[1:], &req); err != nil {
 			return fmt.Errorf("decode KV write at index %d: %w", index, err)
 		}
-		done, err := f.store.ApplyKV(index, &req)
+		done, err := f.store.ApplyKV(index, at, &req)
 		if err != nil {
 			return err
 		}
 		return done
+	case cmdSession:
+		var req catalog.SessionRequest
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode session change at index %d: %w", index, err)
+		}
+		return f.store.ApplySession(index, at, &req)
 	}
 	return fmt.Errorf("log index %d type %d: %w", index, data[0], ErrUnknownCommand)
 }

@@ -108,8 +108,10 @@ func TestKVSEndpointValidation(t *testing.T) {
 	expectWireError(t, err, "set of /a", "Key", nil)
 	_, err = h.kvApply(catalog.KVSet, "a", string(make([]byte, catalog.MaxKVValueSize+1)), 0, "")
 	expectWireError(t, err, "set of a large value", "Value", nil)
-	_, err = h.kvApply("lock", "a", "", 0, "")
+	_, err = h.kvApply("steal", "a", "", 0, "")
 	expectWireError(t, err, "an unknown op", "Op", nil)
+	_, err = h.kvApply(catalog.KVLock, "a", "", 0, "")
+	expectWireError(t, err, "a lock without a session", "Session", nil)
 	err = h.call(rpc.MethodKVSGet, &rpc.KVSGetRequest{}, &rpc.KVSEntriesResponse{})
 	expectWireError(t, err, "get without a key", "Key", nil)
 	var list rpc.KVSEntriesResponse

@@ -226,11 +226,13 @@ func (l *Leader) Run(ctx context.Context) {
 }
 
 // lead reconciles until ctx ends or leadership changes (changed closes),
-// with autopilot running beside it for as long.
+// with autopilot and the session TTL timers running beside it for as
+// long.
 func (l *Leader) lead(ctx context.Context, changed <-chan struct{}) {
 	apCtx, stopAutopilot := context.WithCancel(ctx)
 	var autopilot sync.WaitGroup
 	autopilot.Go(func() { l.runAutopilot(apCtx, changed) })
+	autopilot.Go(func() { l.runSessionTTLs(apCtx) }) // session_ttl.go
 	defer func() {
 		stopAutopilot()
 		autopilot.Wait()

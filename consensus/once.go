@@ -95,7 +95,7 @@ func (f *fsm) applyOnce(l *raft.Log) any {
 	if f.once.applied(cmd.ID) {
 		return nil
 	}
-	res := f.applyCommand(l.Index, cmd.Data)
+	res := f.applyCommand(l.Index, l.AppendedAt, cmd.Data)
 	if err, _ := res.(error); err == nil {
 		f.once.record(cmd.ID, l.AppendedAt)
 	}

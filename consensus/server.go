@@ -52,6 +52,9 @@ type Server struct {
 	writeMu sync.RWMutex
 	// restored signals the Leader after a restore (Restored).
 	restored chan struct{}
+	// ttls are the session TTL timers, run while the leader duties run
+	// (session_ttl.go).
+	ttls sessionTimers
 }
 
 // New opens (or creates) the Raft state under cfg.DataDir, restores the

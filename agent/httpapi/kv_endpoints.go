@@ -133,8 +133,10 @@ func kvNotFound(w http.ResponseWriter, meta QueryMeta) error {
 }
 
 // kvPut answers PUT /v1/kv/<key>: the body is the value; ?flags sets the
-// flags, ?cas makes it a check-and-set (0: only if absent). The answer is
-// true, or false for a CAS that did not match. A value over
+// flags, ?cas makes it a check-and-set (0: only if absent), ?acquire=<id>
+// also locks the key for session id, ?release=<id> also releases its lock.
+// The answer is true, or false for a CAS that did not match or a lock or
+// release refused. A value over
 // catalog.MaxKVValueSize is a 413.
 func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
 	dc, err := kvDatacenter(r)
@@ -144,17 +146,31 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string
 	if key == "" {
 		return badRequest("key", "is required (the path /v1/kv/<key>)")
 	}
-	for _, p := range []string{"acquire", "release"} {
-		if _, ok := r.URL.Query()[p]; ok {
-			return badRequest(p, "sessions and locks are not supported yet")
-		}
-	}
 	e := &catalog.KVEntry{Key: key}
 	if e.Flags, err = uintParam(r, "flags"); err != nil {
 		return err
 	}
 	op := catalog.KVSet
-	if _, ok := r.URL.Query()["cas"]; ok {
+	q := r.URL.Query()
+	_, acquire := q["acquire"]
+	_, release := q["release"]
+	_, cas := q["cas"]
+	switch {
+	case acquire && release, (acquire || release) && cas:
+		return badRequest("acquire", "only one of acquire, release and cas may be given")
+	case acquire:
+		op, e.Session = catalog.KVLock, q.Get("acquire")
+	case release:
+		op, e.Session = catalog.KVUnlock, q.Get("release")
+	}
+	if (acquire || release) && e.Session == "" {
+		name := "release"
+		if acquire {
+			name = "acquire"
+		}
+		return badRequest(name, "must name a session")
+	}
+	if cas {
 		op = catalog.KVCAS
 		if e.ModifyIndex, err = uintParam(r, "cas"); err != nil {
 			return err

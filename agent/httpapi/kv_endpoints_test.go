@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
@@ -73,7 +74,7 @@ func (k *kvCatalog) KVApply(_ context.Context, dc string, op catalog.KVOp, e *ca
 		return false, err
 	}
 	k.idx++
-	return k.store.ApplyKV(k.idx, &req)
+	return k.store.ApplyKV(k.idx, time.Now(), &req)
 }
 
 // kvJSON is an entry as the endpoint writes it, decoded.
@@ -235,7 +236,10 @@ func TestKVErrors(t *testing.T) {
 		{http.MethodPut, "/v1/kv/", "v", http.StatusBadRequest, "key"},
 		{http.MethodPut, "/v1/kv/k?flags=x", "v", http.StatusBadRequest, "flags"},
 		{http.MethodPut, "/v1/kv/k?cas=-1", "v", http.StatusBadRequest, "cas"},
-		{http.MethodPut, "/v1/kv/k?acquire=abc", "v", http.StatusBadRequest, "acquire"},
+		{http.MethodPut, "/v1/kv/k?acquire=abc", "v", http.StatusBadRequest, "Session"}, // no such session
+		{http.MethodPut, "/v1/kv/k?acquire=", "v", http.StatusBadRequest, "acquire"},
+		{http.MethodPut, "/v1/kv/k?release", "v", http.StatusBadRequest, "release"},
+		{http.MethodPut, "/v1/kv/k?acquire=a&cas=1", "v", http.StatusBadRequest, "acquire"},
 		{http.MethodGet, "/v1/kv/", "", http.StatusBadRequest, "key"},
 		{http.MethodGet, "/v1/kv/k?index=x", "", http.StatusBadRequest, "index"},
 		{http.MethodDelete, "/v1/kv/", "", http.StatusBadRequest, "key"},

@@ -49,6 +49,12 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/query/{id}", s.queryItem, http.MethodGet, http.MethodPut, http.MethodDelete)
 	s.handle(mux, "/v1/query/{id}/execute", s.queryExecute, http.MethodGet)
 	s.handle(mux, "/v1/kv/{key...}", s.kv, http.MethodGet, http.MethodPut, http.MethodDelete) // kv_endpoints.go
+	s.handle(mux, "/v1/session/create", s.sessionCreate, http.MethodPut)                      // session_endpoints.go
+	s.handle(mux, "/v1/session/destroy/{id}", s.sessionDestroy, http.MethodPut)
+	s.handle(mux, "/v1/session/renew/{id}", s.sessionRenew, http.MethodPut)
+	s.handle(mux, "/v1/session/info/{id}", s.sessionInfo, http.MethodGet)
+	s.handle(mux, "/v1/session/node/{node}", s.sessionList, http.MethodGet)
+	s.handle(mux, "/v1/session/list", s.sessionList, http.MethodGet)
 	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
 	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)
