@@ -68,7 +68,7 @@ func usagef(format string, args ...any) error {
 // newApp builds the CLI writing to stdout and stderr. It never exits the
 // process: errors are returned from Run.
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:      "cairn",
 		Usage:     "DNS-centric service discovery",
 		UsageText: "cairn <command> [options]",
@@ -109,6 +109,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			versionCommand(),
 		},
 	}
+	ownHelpCommand(app) // helpflag.go
+	return app
 }
 
 // onUsageError turns a flag parse error into a usage error of one line
