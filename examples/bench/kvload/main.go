@@ -17,6 +17,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -186,7 +188,16 @@ func fanOut(ctx context.Context, c *loopback.Cluster, c1 *loopback.Agent, n int)
 	if err := c.Call(ctx, c1, http.MethodGet, "/v1/kv/bench/watch", "", &meta); err != nil || len(meta) != 1 {
 		return fmt.Errorf("read the watched key: %v", err)
 	}
-	path := "/v1/kv/bench/watch?wait=60s&index=" + strconv.FormatUint(meta[0].ModifyIndex, 10)
+	url := "http://" + c1.IP + ":8500/v1/kv/bench/watch?wait=60s&index=" + strconv.FormatUint(meta[0].ModifyIndex, 10)
+	// An agent takes at most 200 connections from one address (limits {
+	// http_max_conns_per_client }), as applications on many hosts would
+	// not all share one: the watchers come from 127.0.1.x, 100 each.
+	clients := make([]*http.Client, (n+99)/100)
+	for i := range clients {
+		local := &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(i+1))}
+		d := &net.Dialer{LocalAddr: local}
+		clients[i] = &http.Client{Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 100}}
+	}
 	var (
 		started sync.WaitGroup
 		wg      sync.WaitGroup
@@ -195,10 +206,10 @@ func fanOut(ctx context.Context, c *loopback.Cluster, c1 *loopback.Agent, n int)
 		failed  error
 	)
 	started.Add(n)
-	for range n {
+	for i := range n {
 		wg.Go(func() {
 			started.Done()
-			_, status, err := c.Get(ctx, c1, http.MethodGet, path, "")
+			status, err := getStatus(ctx, clients[i/100], url)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil && status != http.StatusOK {
@@ -271,3 +282,18 @@ func memory(ctx context.Context, c *loopback.Cluster, c1 *loopback.Agent, cfg co
 }
 
 var errDone = fmt.Errorf("all keys written")
+
+// getStatus GETs url with client and returns the status, the body read.
+func getStatus(ctx context.Context, client *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
