@@ -302,6 +302,7 @@ func (a *Agent) startHTTP() error {
 	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, agentVersion()
 	hc.AllowedHosts, hc.ReadTimeout = a.cfg.HTTP.AllowedHosts, a.cfg.HTTP.ReadTimeout
 	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.httpMaxConns()
+	hc.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	if a.cfg.Ports.HTTPS >= 0 {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
 		hc.TLS = a.tlsHTTPS.IncomingHTTPS()

@@ -140,6 +140,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	catCfg.Router = a.router
 	catCfg.ACL = consensus.ACLConfig{Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow"}
 	catCfg.Members = a.peers.lanMembers
+	catCfg.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	var err error
 	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
 		return err

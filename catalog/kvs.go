@@ -12,9 +12,14 @@ import (
 // beside the catalog's, written through the same Raft log and read with
 // the same blocking queries. Sessions (sessions.go) lock keys.
 
-// MaxKVValueSize is the largest value an entry may hold, in bytes:
-// Consul's default (kv_max_value_size, 512 KiB).
-const MaxKVValueSize = 512 * 1024
+// DefaultKVMaxValueSize is the largest value an entry may hold unless
+// configured (limits { kv_max_value_size }), in bytes: Consul's 512 KiB.
+// MaxKVValueSize is the most that can be configured, so that a write
+// always fits one RPC message (8 MiB).
+const (
+	DefaultKVMaxValueSize = 512 * 1024
+	MaxKVValueSize        = 4 << 20
+)
 
 const (
 	tableKVS = "kvs"
@@ -29,7 +34,8 @@ type KVEntry struct {
 	// Key is the entry's name: case-sensitive, not empty, not starting
 	// with "/". "/" is only a convention for hierarchy (see KVKeys).
 	Key string
-	// Value is opaque, at most MaxKVValueSize bytes.
+	// Value is opaque, at most the configured limit (by default
+	// DefaultKVMaxValueSize) bytes.
 	Value []byte
 	// Flags is an opaque number clients use as they like.
 	Flags uint64
@@ -95,8 +101,9 @@ func kvTables() map[string]*memdb.TableSchema {
 // ValidateKV checks a write before it enters the log, and returns a
 // *FieldError naming the first bad field: the key ("Key"; an empty one is
 // allowed only for a delete-tree, which then deletes everything) and the
-// value's size ("Value"). An unknown Op is an "Op" error.
-func ValidateKV(req *KVRequest) error {
+// value's size ("Value", at most maxValue bytes). An unknown Op is an "Op"
+// error.
+func ValidateKV(req *KVRequest, maxValue int) error {
 	switch req.Op {
 	case KVSet, KVCAS, KVDelete, KVDeleteCAS:
 		if req.Entry.Key == "" {
@@ -116,8 +123,8 @@ func ValidateKV(req *KVRequest) error {
 	if strings.HasPrefix(req.Entry.Key, "/") {
 		return fieldErr("Key", "must not start with \"/\", got %q", req.Entry.Key)
 	}
-	if n := len(req.Entry.Value); n > MaxKVValueSize {
-		return fieldErr("Value", "must be at most %d bytes, got %d", MaxKVValueSize, n)
+	if n := len(req.Entry.Value); n > maxValue {
+		return fieldErr("Value", "must be at most %d bytes, got %d", maxValue, n)
 	}
 	return nil
 }

@@ -233,14 +233,14 @@ func TestKVBlockingIndexMovesOnDelete(t *testing.T) {
 }
 
 func TestValidateKV(t *testing.T) {
-	big := make([]byte, catalog.MaxKVValueSize+1)
+	big := make([]byte, catalog.DefaultKVMaxValueSize+1)
 	for _, tt := range []struct {
 		name  string
 		req   catalog.KVRequest
 		field string // "" for valid
 	}{
 		{"set", catalog.KVRequest{Op: catalog.KVSet, Entry: catalog.KVEntry{Key: "a/b", Value: []byte("v")}}, ""},
-		{"largest value", catalog.KVRequest{Op: catalog.KVSet, Entry: catalog.KVEntry{Key: "a", Value: big[:catalog.MaxKVValueSize]}}, ""},
+		{"largest value", catalog.KVRequest{Op: catalog.KVSet, Entry: catalog.KVEntry{Key: "a", Value: big[:catalog.DefaultKVMaxValueSize]}}, ""},
 		{"delete-tree of everything", catalog.KVRequest{Op: catalog.KVDeleteTree}, ""},
 		{"empty key", catalog.KVRequest{Op: catalog.KVSet}, "Key"},
 		{"empty key delete", catalog.KVRequest{Op: catalog.KVDelete}, "Key"},
@@ -251,7 +251,7 @@ func TestValidateKV(t *testing.T) {
 		{"unlock without a key", catalog.KVRequest{Op: catalog.KVUnlock, Entry: catalog.KVEntry{Session: "s"}}, "Key"},
 		{"lock", catalog.KVRequest{Op: catalog.KVLock, Entry: catalog.KVEntry{Key: "a", Session: "s"}}, ""},
 	} {
-		err := catalog.ValidateKV(&tt.req)
+		err := catalog.ValidateKV(&tt.req, catalog.DefaultKVMaxValueSize)
 		fe, ok := errors.AsType[*catalog.FieldError](err)
 		switch {
 		case tt.field == "" && err != nil:

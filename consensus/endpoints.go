@@ -45,6 +45,10 @@ type CatalogConfig struct {
 	// default ApplyTimeout (10s), so a slow write fails there, with its
 	// reason, before the forward gives up on it.
 	ForwardTimeout time.Duration
+	// KVMaxValueSize is the largest key/value entry a write may carry, in
+	// bytes, at most catalog.MaxKVValueSize. Default
+	// catalog.DefaultKVMaxValueSize.
+	KVMaxValueSize int
 }
 
 // DefaultCatalogConfig returns the defaults; Datacenter must still be set.
@@ -53,6 +57,7 @@ func DefaultCatalogConfig() CatalogConfig {
 		Blocking:       rpc.DefaultBlockingLimits(),
 		LeaderWait:     2 * time.Second,
 		ForwardTimeout: 15 * time.Second,
+		KVMaxValueSize: catalog.DefaultKVMaxValueSize,
 	}
 }
 

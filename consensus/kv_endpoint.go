@@ -38,7 +38,7 @@ func (k *KVS) Apply(ctx context.Context, args *rpc.KVSApplyRequest, reply *rpc.K
 		return err
 	}
 	req := &catalog.KVRequest{Op: args.Op, Entry: args.Entry}
-	if err := catalog.ValidateKV(req); err != nil {
+	if err := catalog.ValidateKV(req, k.cat.cfg.KVMaxValueSize); err != nil {
 		return err
 	}
 	if done, err := k.cat.forward(ctx, rpc.MethodKVSApply, &args.Forwarded, args, reply, 0); done {

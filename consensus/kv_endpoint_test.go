@@ -106,7 +106,7 @@ func TestKVSEndpointValidation(t *testing.T) {
 	expectWireError(t, err, "set without a key", "Key", nil)
 	_, err = h.kvApply(catalog.KVSet, "/a", "v", 0, "")
 	expectWireError(t, err, "set of /a", "Key", nil)
-	_, err = h.kvApply(catalog.KVSet, "a", string(make([]byte, catalog.MaxKVValueSize+1)), 0, "")
+	_, err = h.kvApply(catalog.KVSet, "a", string(make([]byte, catalog.DefaultKVMaxValueSize+1)), 0, "")
 	expectWireError(t, err, "set of a large value", "Value", nil)
 	_, err = h.kvApply("steal", "a", "", 0, "")
 	expectWireError(t, err, "an unknown op", "Op", nil)

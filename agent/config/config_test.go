@@ -36,7 +36,7 @@ func TestConfigDefaults(t *testing.T) {
 		Cache:               cache.DefaultConfig(),
 		ACL:                 ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second},
 		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
-		Limits:              Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000},
+		Limits:              Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, KVMaxValueSize: 512 * 1024},
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
 		Performance:         Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
 		Autopilot: Autopilot{CleanupDeadServers: true, LastContactThreshold: 200 * time.Millisecond,
@@ -260,7 +260,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	got := fieldsOf(err)
 	slices.Sort(got)
 	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "autopilot.last_contact_threshold", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
-		"encrypt", "http_config.read_timeout", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
+		"encrypt", "http_config.read_timeout", "limits.kv_max_value_size", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
 		"ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
 		"reconnect_timeout", "retry_interval", "retry_max"}
 	if !slices.Equal(got, want) {

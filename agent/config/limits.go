@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/cairndns/cairn/catalog"
 )
 
 // Limits is the limits block: caps that keep one client from taking what
@@ -25,11 +27,16 @@ type Limits struct {
 	// RPCMaxBurst is how many writes a client may send at once before
 	// RPCRate applies (limits.rpc_max_burst). Default 1000, Consul's.
 	RPCMaxBurst int
+	// KVMaxValueSize is the largest value a key/value entry may hold, in
+	// bytes (limits.kv_max_value_size): servers refuse larger writes, and
+	// the HTTP API answers them with a 413. Default 512 KiB, Consul's; at
+	// most 4 MiB.
+	KVMaxValueSize int
 }
 
 // DefaultLimits returns the defaults documented on Limits.
 func DefaultLimits() Limits {
-	return Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000}
+	return Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, KVMaxValueSize: catalog.DefaultKVMaxValueSize}
 }
 
 // HTTPConfig is the http_config block.
@@ -51,6 +58,7 @@ type fileLimits struct {
 	DNSMaxTCPConns        *int     `hcl:"dns_max_tcp_conns"`
 	RPCRate               *float64 `hcl:"rpc_rate"`
 	RPCMaxBurst           *int     `hcl:"rpc_max_burst"`
+	KVMaxValueSize        *int     `hcl:"kv_max_value_size"`
 }
 
 type fileHTTPConfig struct {
@@ -69,7 +77,7 @@ type fileRRL struct {
 func init() {
 	for _, k := range []string{
 		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns",
-		"limits.rpc_rate", "limits.rpc_max_burst",
+		"limits.rpc_rate", "limits.rpc_max_burst", "limits.kv_max_value_size",
 		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
 		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
 		"dns_config.rrl.ipv4_prefix_length", "dns_config.rrl.ipv6_prefix_length",
@@ -84,6 +92,7 @@ func (f *fileLimits) apply(c *Config) {
 	setIf(&c.Resolver.MaxTCPConns, f.DNSMaxTCPConns)
 	setIf(&c.Limits.RPCRate, f.RPCRate)
 	setIf(&c.Limits.RPCMaxBurst, f.RPCMaxBurst)
+	setIf(&c.Limits.KVMaxValueSize, f.KVMaxValueSize)
 }
 
 func (f *fileHTTPConfig) apply(c *Config) error {
@@ -124,6 +133,9 @@ func (c *Config) validateLimits(bad func(field, format string, args ...any)) {
 	}
 	if l.RPCRate > 0 && l.RPCMaxBurst < 1 {
 		bad("limits.rpc_max_burst", "must be at least 1 with rpc_rate, got %d", l.RPCMaxBurst)
+	}
+	if n := l.KVMaxValueSize; n < 1 || n > catalog.MaxKVValueSize {
+		bad("limits.kv_max_value_size", "must be between 1 and %d bytes, got %d", catalog.MaxKVValueSize, n)
 	}
 	if c.HTTP.ReadTimeout <= 0 {
 		bad("http_config.read_timeout", "must be positive, got %s", c.HTTP.ReadTimeout)

@@ -34,6 +34,8 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 		{`acl { token_ttl = "soon" }`, "acl.token_ttl"},
 		{`acl { tokens { initial_management = "not-a-uuid" } }`, "acl.tokens.initial_management"},
 		{`acl { enabeld = true }`, "acl.enabeld"},
+		{`limits { kv_max_value_size = 0 }`, "limits.kv_max_value_size"},
+		{`limits { kv_max_value_size = 5000000 }`, "limits.kv_max_value_size"},
 	} {
 		c := Default()
 		c.Dev = true
@@ -51,7 +53,7 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 func TestLimitsAndTLSBlocks(t *testing.T) {
 	c := Default()
 	file := `
-limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  rpc_rate = 100.5  rpc_max_burst = 10 }
+limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  rpc_rate = 100.5  rpc_max_burst = 10  kv_max_value_size = 1024 }
 http_config { allowed_hosts = ["cairn.example"]  read_timeout = "3s" }
 dns_config { rrl { enabled = true  responses_per_second = 20  slip = 3 } }
 tls {
@@ -64,7 +66,7 @@ ports { https = 8501 }
 	if err := LoadFile(writeConfig(t, "all.hcl", file), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 {
+	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 || c.Limits.KVMaxValueSize != 1024 {
 		t.Errorf("limits: got %+v and dns_max_tcp_conns %d", c.Limits, c.Resolver.MaxTCPConns)
 	}
 	if len(c.HTTP.AllowedHosts) != 1 || c.HTTP.ReadTimeout != 3*time.Second {

@@ -137,7 +137,7 @@ func kvNotFound(w http.ResponseWriter, meta QueryMeta) error {
 // also locks the key for session id, ?release=<id> also releases its lock.
 // The answer is true, or false for a CAS that did not match or a lock or
 // release refused. A value over
-// catalog.MaxKVValueSize is a 413.
+// the configured limit (Config.KVMaxValueSize) is a 413.
 func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
 	dc, err := kvDatacenter(r)
 	if err != nil {
@@ -176,7 +176,7 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string
 			return err
 		}
 	}
-	if e.Value, err = readValue(w, r); err != nil {
+	if e.Value, err = readValue(w, r, s.cfg.KVMaxValueSize); err != nil {
 		return err
 	}
 	done, err := kv.KVApply(r.Context(), dc, op, e)
@@ -244,18 +244,17 @@ func uintParam(r *http.Request, name string) (uint64, error) {
 	return n, nil
 }
 
-// readValue reads a PUT's body, the value, refusing one over
-// catalog.MaxKVValueSize with a 413.
-func readValue(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	const limit = catalog.MaxKVValueSize
+// readValue reads a PUT's body, the value, refusing one over limit bytes
+// with a 413.
+func readValue(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
 	tooLarge := &httpError{code: http.StatusRequestEntityTooLarge, body: errorBody{
 		Error: "Value: must be at most " + strconv.Itoa(limit) + " bytes", Field: "Value",
 		Reason: "must be at most " + strconv.Itoa(limit) + " bytes",
 	}}
-	if r.ContentLength > limit {
+	if r.ContentLength > int64(limit) {
 		return nil, tooLarge
 	}
-	v, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	v, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge

@@ -70,7 +70,7 @@ func (k *kvCatalog) KVApply(_ context.Context, dc string, op catalog.KVOp, e *ca
 	req := catalog.KVRequest{Op: op, Entry: *e}
 	k.applied = append(k.applied, req)
 	k.dcs = append(k.dcs, dc)
-	if err := catalog.ValidateKV(&req); err != nil {
+	if err := catalog.ValidateKV(&req, catalog.DefaultKVMaxValueSize); err != nil {
 		return false, err
 	}
 	k.idx++
@@ -226,7 +226,7 @@ func TestKVOptionsReachTheBackend(t *testing.T) {
 func TestKVErrors(t *testing.T) {
 	kv := newKVCatalog(t)
 	h := newServer(t, nil, kv)
-	big := strings.Repeat("x", catalog.MaxKVValueSize+1)
+	big := strings.Repeat("x", catalog.DefaultKVMaxValueSize+1)
 	for _, tt := range []struct {
 		method, target, body string
 		code                 int

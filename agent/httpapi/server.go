@@ -198,6 +198,10 @@ type Config struct {
 	// Service Unavailable" and closed. 0 means no cap. Default 0; the
 	// agent derives one from its file descriptor limit (internal/fdlimit).
 	MaxConns int
+	// KVMaxValueSize is the largest key/value entry a PUT may carry, in
+	// bytes; a larger one is a 413 (the servers refuse it too). Default
+	// catalog.DefaultKVMaxValueSize.
+	KVMaxValueSize int
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -209,6 +213,7 @@ func DefaultConfig() Config {
 		ReadHeaderTimeout: 10 * time.Second, // any client sends its headers at once
 		ReadTimeout:       10 * time.Second, // 1 MiB in 10s is under 1 Mbit/s
 		MaxConnsPerClient: 200,              // Consul's http_max_conns_per_client
+		KVMaxValueSize:    catalog.DefaultKVMaxValueSize,
 		// AllowedHosts: none besides IPs, localhost and the node name.
 		// MaxConns: 0, no cap until the agent sets one from its fd limit.
 	}
