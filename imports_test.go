@@ -25,11 +25,13 @@ var allowedCairn = map[string][]string{
 	"cache":         {"catalog", "rpc"},
 	"acl":           {},
 	"tlsutil":       {},
+	"telemetry":     {},
+	"logstream":     {},
 	"consensus":     {"catalog", "gossip", "rpc", "acl"},
 	"agent/checks":  {"catalog"},
 	"agent/local":   {"catalog", "rpc", "agent/checks", "acl"},
 	"agent/httpapi": {"catalog", "rpc", "agent/local", "agent/checks", "acl"},
-	"agent/config":  {"catalog", "zones", "resolver", "cache", "tlsutil"},
+	"agent/config":  {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry"},
 	"agent":         {"*"},
 	"api":           {},
 	"cmd/cairn":     {"*"},
@@ -52,6 +54,11 @@ var thirdPartyHome = map[string][]string{
 	"github.com/hashicorp/raft-wal":     {"consensus"},
 	"github.com/hashicorp/raft-boltdb/": {"consensus"},
 	"github.com/hashicorp/go-bexpr":     {"agent/httpapi"},
+	// The metrics registry is telemetry's; the packages that own series
+	// define them (the DNS hot path keeps its own atomics, which the
+	// agent reports).
+	"github.com/prometheus/":          {"telemetry", "agent", "agent/httpapi", "rpc"},
+	"github.com/hashicorp/go-metrics": {"telemetry", "gossip"},
 	// Consul's Go client is a test-only dependency: the compatibility
 	// tests speak to cairn through it, no production code may.
 	"github.com/hashicorp/consul/": {},

@@ -21,8 +21,10 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/logstream"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/telemetry"
 	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
@@ -40,6 +42,12 @@ type Agent struct {
 	cfg       config.Config
 	advertise string
 	logger    *slog.Logger
+	// logs wraps the logger New was given: its lines also go to the
+	// live readers of GET /v1/agent/monitor.
+	logs *logstream.Hub
+	// metrics is the agent's registry: the libraries' series, the
+	// runtime's, and the agent's own (metrics.go).
+	metrics *telemetry.Registry
 
 	// door is how every consumer reaches the servers (door.go): in
 	// process on a server, through rpcPool on a client.
@@ -105,6 +113,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, reload <-c
 	if err != nil {
 		return err
 	}
+	logger = slog.New(a.logs.Handler()) // Run's own lines reach the monitors too
 	a.SetReloading(rl)
 	if err := a.Start(ctx); err != nil {
 		return err
@@ -145,9 +154,14 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	logs, err := logstream.New(logstream.DefaultConfig(), logger.Handler())
+	if err != nil {
+		return nil, fmt.Errorf("log stream: %w", err)
+	}
 	a := &Agent{
-		cfg: cfg, advertise: adv, logger: logger.With("node", cfg.NodeName, "dc", cfg.Datacenter),
-		left: make(chan struct{}), synced: make(chan struct{}),
+		cfg: cfg, advertise: adv, logs: logs,
+		logger: slog.New(logs.Handler()).With("node", cfg.NodeName, "dc", cfg.Datacenter),
+		left:   make(chan struct{}), synced: make(chan struct{}),
 	}
 	a.peers.dc = cfg.Datacenter
 	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
@@ -162,6 +176,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		}
 	}
 	if a.cfg.NodeID, err = resolveNodeID(cfg); err != nil { // nodeid.go
+		return nil, err
+	}
+	// Made first, so that what raft and memberlist emit from their start
+	// on reaches it (go-metrics drops what comes before its sink).
+	if a.metrics, err = telemetry.New(cfg.Telemetry, agentCollector{a}); err != nil { // metrics.go
 		return nil, err
 	}
 	return a, nil
@@ -179,6 +198,27 @@ func normalize(cfg *config.Config) {
 	cfg.Datacenter, cfg.Domain = strings.ToLower(cfg.Datacenter), strings.ToLower(cfg.Domain)
 	cfg.AltDomain = strings.ToLower(cfg.AltDomain)
 	cfg.NodeID = strings.ToLower(cfg.NodeID)
+}
+
+// nodeTaggedAddresses are the node's addresses by network, as Consul's
+// agents register them: "lan" is the advertised address, "wan" the WAN one
+// (the same when none is set), each also under "lan_ipv4"/"lan_ipv6" and
+// "wan_ipv4"/"wan_ipv6" by its family.
+func nodeTaggedAddresses(lan, wan string) map[string]string {
+	if wan == "" {
+		wan = lan
+	}
+	out := map[string]string{"lan": lan, "wan": wan}
+	for name, addr := range map[string]string{"lan": lan, "wan": wan} {
+		if ip, err := netip.ParseAddr(addr); err == nil {
+			if ip.Unmap().Is4() {
+				out[name+"_ipv4"] = addr
+			} else {
+				out[name+"_ipv6"] = addr
+			}
+		}
+	}
+	return out
 }
 
 // advertiseAddr picks the address this node is known by.
@@ -245,6 +285,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", a.http.Addr().String(),
 		"advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
+	a.loops.Go(func() { a.logMilestones(loopCtx) }) // milestones.go
 	return nil
 }
 
@@ -272,6 +313,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc := local.DefaultConfig()
 	lc.NodeName, lc.NodeID, lc.Address, lc.Datacenter = a.cfg.NodeName, a.cfg.NodeID, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
+	lc.TaggedAddresses = nodeTaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
 	lc.ServerChecks = []string{consensus.GossipCheckID}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval
@@ -297,12 +339,13 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 func (a *Agent) startHTTP() error {
 	hc := httpapi.DefaultConfig()
 	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
-	hc.Datacenter = a.cfg.Datacenter
+	hc.Datacenter, hc.Domain = a.cfg.Datacenter, a.cfg.Domain
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
 	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, agentVersion()
 	hc.AllowedHosts, hc.ReadTimeout = a.cfg.HTTP.AllowedHosts, a.cfg.HTTP.ReadTimeout
 	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.httpMaxConns()
 	hc.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
+	hc.EnableDebug = a.cfg.EnableDebug
 	if a.cfg.Ports.HTTPS >= 0 {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
 		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
@@ -312,8 +355,13 @@ func (a *Agent) startHTTP() error {
 	if err != nil {
 		return err
 	}
-	srv.SetMetrics(agentMetrics{a}) // metrics.go
-	srv.SetSelf(agentSelf{a})       // self.go, reload.go
+	if err := a.metrics.Register(srv.Collectors()...); err != nil {
+		return err
+	}
+	srv.SetMetrics(agentMetrics{a.metrics}) // metrics.go
+	srv.SetDNS(dnsAsker{a.dns})
+	srv.SetSelf(agentSelf{a}) // self.go, reload.go
+	srv.SetLogStream(a.logs)  // logstream: GET /v1/agent/monitor
 	if a.cfg.ACL.Enabled {
 		srv.SetACL(newACLBackend(a.door, a.cfg.ACL.TokenTTL)) // acl.go
 	}

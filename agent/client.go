@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/cairndns/cairn/gossip"
-	"github.com/cairndns/cairn/rpc"
 )
 
 // startClient starts a client agent: an rpc pool, LAN gossip as a client
@@ -16,7 +15,7 @@ import (
 // errNoServers, and the first sync retries.
 func (a *Agent) startClient(loopCtx context.Context) error {
 	var err error
-	if a.rpcPool, err = rpc.NewPool(a.poolConfig(), a.logger); err != nil {
+	if a.rpcPool, err = a.newRPCPool(); err != nil {
 		return err
 	}
 	if err := a.startGossip(gossip.RoleClient, ""); err != nil {
@@ -50,7 +49,7 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 		return err
 	}
 	gc.KeyringFile = a.keyringFile(gossip.LAN) // keyring.go
-	if a.gossip, err = gossip.New(gc, a.logger.With("component", "gossip")); err != nil {
+	if a.gossip, err = gossip.New(gc, a.logger); err != nil {
 		return fmt.Errorf("start LAN gossip: %w", err)
 	}
 	a.peers.lan.Store(a.gossip)

@@ -8,6 +8,7 @@ import (
 	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -215,4 +216,15 @@ func agentVersion() string {
 		return bi.Main.Version
 	}
 	return "unknown"
+}
+
+// dnsAsker answers the web UI's DNS questions through the agent's own DNS
+// server.
+type dnsAsker struct{ dns *resolver.Server }
+
+var _ httpapi.DNSAsker = dnsAsker{}
+
+func (d dnsAsker) AskDNS(name, qtype string) (httpapi.DNSReply, error) {
+	r, err := d.dns.Ask(name, qtype)
+	return httpapi.DNSReply{Rcode: r.Rcode, Answer: r.Answer, Extra: r.Extra}, err
 }

@@ -2,271 +2,240 @@ package agent
 
 import (
 	"io"
-	"math"
-	"runtime"
 	"strconv"
-	"strings"
+	"time"
 
-	"github.com/cairndns/cairn/gossip"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/telemetry"
 )
 
-// agentMetrics is what GET /v1/agent/metrics reports: the DNS server's
-// questions and latency, the DNS cache's counters, the agent's own
-// services and checks, and a few Go runtime figures. Each call collects
-// them afresh; nothing is kept between scrapes.
-type agentMetrics struct{ a *Agent }
+// This file turns the agent's own figures into Prometheus series and
+// serves the agent's registry (package telemetry: the libraries' series,
+// the runtime's and the process's, and these) on GET /v1/agent/metrics.
+// The parts keep their own counters (the DNS server's atomics, the cache's
+// stats); agentCollector reads them at each scrape, so nothing here costs
+// a DNS question anything.
 
-var _ httpapi.Metrics = agentMetrics{}
+// agentCollector reports the agent's own series. It is an unchecked
+// collector (Describe sends nothing): which series exist depends on which
+// parts the agent runs.
+type agentCollector struct{ a *Agent }
 
-// The kinds of metric family, as the TYPE line spells them.
-const (
-	kindCounter   = "counter"
-	kindGauge     = "gauge"
-	kindHistogram = "histogram"
+var _ prometheus.Collector = agentCollector{}
+
+// The descriptions of the agent's own series. Immutable once made.
+var (
+	descDNSQuestions = prometheus.NewDesc("cairn_dns_questions_total", "DNS questions answered, by query type and rcode.", []string{"qtype", "rcode"}, nil)
+	descDNSLatency   = prometheus.NewDesc("cairn_dns_answer_seconds", "Time from a DNS query's arrival to its reply having been written.", nil, nil)
+	descDNSRRL       = prometheus.NewDesc("cairn_dns_rate_limited_total", "UDP replies over the response rate limit, by what became of them (dropped, or slipped: sent truncated).", []string{"action"}, nil)
+	descDNSTCP       = prometheus.NewDesc("cairn_dns_tcp_refused_total", "TCP DNS connections closed at once because dns_max_tcp_conns were open.", nil, nil)
+
+	descCacheHits     = prometheus.NewDesc("cairn_cache_hits_total", "DNS cache lookups answered from memory.", nil, nil)
+	descCacheMisses   = prometheus.NewDesc("cairn_cache_misses_total", "DNS cache lookups that waited for a fetch from the servers.", nil, nil)
+	descCacheStale    = prometheus.NewDesc("cairn_cache_stale_answers_total", "DNS cache hits answered from an entry the servers could not refresh (serve-stale).", nil, nil)
+	descCacheEvict    = prometheus.NewDesc("cairn_cache_evictions_total", "DNS cache entries dropped by the size bounds, idleness or the maximum staleness.", nil, nil)
+	descCacheRefresh  = prometheus.NewDesc("cairn_cache_refresh_errors_total", "Failed background refreshes of DNS cache entries.", nil, nil)
+	descCacheEntries  = prometheus.NewDesc("cairn_cache_entries", "DNS cache entries held now.", nil, nil)
+	descAgentServices = prometheus.NewDesc("cairn_agent_services", "Services registered on this agent.", nil, nil)
+	descSyncs         = prometheus.NewDesc("cairn_agent_syncs_total", "Full anti-entropy syncs of this agent's services and checks with the catalog, by result (ok, failed).", []string{"result"}, nil)
+	descCheckRuns     = prometheus.NewDesc("cairn_agent_check_runs_total", "Probes run by this agent's health checks, by check type and result status.", []string{"type", "status"}, nil)
+	descAgentChecks   = prometheus.NewDesc("cairn_agent_checks", "Health checks registered on this agent, by status.", []string{"status"}, nil)
+
+	descIsLeader     = prometheus.NewDesc("cairn_server_is_leader", "1 on the server that is the Raft leader of its datacenter, 0 on the others.", nil, nil)
+	descLeaderKnown  = prometheus.NewDesc("cairn_server_leader_known", "1 while this server knows a Raft leader of its datacenter, 0 without one.", nil, nil)
+	descAppliedIndex = prometheus.NewDesc("cairn_server_applied_index", "The last Raft index this server's catalog applied.", nil, nil)
+	descLastContact  = prometheus.NewDesc("cairn_server_last_contact_seconds", "Time since this server last heard from the leader (0 on the leader).", nil, nil)
+	descCatalog      = prometheus.NewDesc("cairn_catalog_entries", "What a server's catalog holds, by kind: nodes, service_instances, checks, kv_entries, sessions, prepared_queries.", []string{"kind"}, nil)
+
+	descGossipMembers   = prometheus.NewDesc("cairn_gossip_members", "Members of a gossip pool as this agent sees them, by pool and status (alive, failed, left).", []string{"pool", "status"}, nil)
+	descGossipDropped   = prometheus.NewDesc("cairn_gossip_log_lines_dropped_total", "Log lines about bad gossip packets left out by the per-source rate limit, by pool.", []string{"pool"}, nil)
+	descGossipConflicts = prometheus.NewDesc("cairn_gossip_name_conflicts_total", "Times two agents claimed one member name, by pool.", []string{"pool"}, nil)
 )
-
-// family is one metric family: its samples (counter, gauge) or its
-// histogram.
-type family struct {
-	name, help, kind string
-	samples          []sample
-	hist             *histogram
-}
-
-// sample is one sample of a counter or gauge family.
-type sample struct {
-	labels []label
-	value  float64
-}
-
-type label struct{ name, value string }
-
-// histogram is a histogram family's one series (they have no labels here).
-type histogram struct {
-	bounds []float64 // the buckets' upper bounds, increasing, without +Inf
-	counts []uint64  // cumulative: observations at most each bound
-	count  uint64    // all observations: the +Inf bucket
-	sum    float64
-}
 
 // statusOrder is the order the agent's checks are reported in by status;
 // each of these is reported, zero or not.
 var statusOrder = []catalog.HealthStatus{catalog.HealthPassing, catalog.HealthWarning, catalog.HealthCritical, catalog.HealthMaintenance}
 
-// families collects the metrics now. A part the agent has not started
-// (it is wired after DNS and local state start, so only in tests) is left
-// out.
-func (m agentMetrics) families() []family {
-	var fs []family
-	if m.a.dns != nil {
-		fs = append(fs, dnsFamilies(m.a.dns.Metrics())...)
+// Describe sends nothing: agentCollector is unchecked.
+func (agentCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect reports the figures as they are now. A part the agent has not
+// started (it is wired after DNS and local state start, so only in tests)
+// is left out.
+func (c agentCollector) Collect(ch chan<- prometheus.Metric) {
+	a := c.a
+	if a.dns != nil {
+		collectDNS(ch, a.dns.Metrics())
 	}
-	if m.a.dnsSrc != nil {
-		st := m.a.dnsSrc.Stats()
-		fs = append(fs,
-			counter("cairn_cache_hits_total", "DNS cache lookups answered from memory.", st.Hits),
-			counter("cairn_cache_misses_total", "DNS cache lookups that waited for a fetch from the servers.", st.Misses),
-			counter("cairn_cache_stale_answers_total", "DNS cache hits answered from an entry the servers could not refresh (serve-stale).", st.StaleAnswers),
-			counter("cairn_cache_evictions_total", "DNS cache entries dropped by the size bounds, idleness or the maximum staleness.", st.Evictions),
-			counter("cairn_cache_refresh_errors_total", "Failed background refreshes of DNS cache entries.", st.RefreshErrors),
-			gauge("cairn_cache_entries", "DNS cache entries held now.", float64(st.Entries)),
-		)
+	if a.dnsSrc != nil {
+		st := a.dnsSrc.Stats()
+		counter(ch, descCacheHits, st.Hits)
+		counter(ch, descCacheMisses, st.Misses)
+		counter(ch, descCacheStale, st.StaleAnswers)
+		counter(ch, descCacheEvict, st.Evictions)
+		counter(ch, descCacheRefresh, st.RefreshErrors)
+		ch <- prometheus.MustNewConstMetric(descCacheEntries, prometheus.GaugeValue, float64(st.Entries))
 	}
-	if m.a.local != nil {
-		fs = append(fs,
-			gauge("cairn_agent_services", "Services registered on this agent.", float64(len(m.a.local.Services()))),
-			checksFamily(m.a.local.Checks()),
-		)
-	}
-	if m.a.gossip != nil {
-		g := family{name: "cairn_gossip_log_lines_dropped_total", help: "Log lines about bad gossip packets left out by the per-source rate limit, by pool.", kind: kindCounter}
-		c := family{name: "cairn_gossip_name_conflicts_total", help: "Times two agents claimed one member name, by pool.", kind: kindCounter}
-		for _, p := range []struct {
-			name string
-			pool *gossip.Pool
-		}{{"lan", m.a.gossip}, {"wan", m.a.wan}} {
-			if p.pool == nil {
-				continue
-			}
-			g.samples = append(g.samples, sample{labels: []label{{"pool", p.name}}, value: float64(p.pool.DroppedLogLines())})
-			c.samples = append(c.samples, sample{labels: []label{{"pool", p.name}}, value: float64(p.pool.NameConflicts())})
+	if a.local != nil {
+		ch <- prometheus.MustNewConstMetric(descAgentServices, prometheus.GaugeValue, float64(len(a.local.Services())))
+		n := make(map[catalog.HealthStatus]int, len(statusOrder))
+		for _, chk := range a.local.Checks() {
+			n[chk.Status]++
 		}
-		fs = append(fs, g, c)
+		for _, st := range statusOrder {
+			ch <- prometheus.MustNewConstMetric(descAgentChecks, prometheus.GaugeValue, float64(n[st]), string(st))
+		}
+		ok, failed := a.local.SyncStats()
+		counter(ch, descSyncs, ok, "ok")
+		counter(ch, descSyncs, failed, "failed")
+		for _, r := range a.local.CheckRuns() {
+			counter(ch, descCheckRuns, r.Count, r.Type, string(r.Status))
+		}
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms) // stops the world briefly, once per scrape
-	fs = append(fs,
-		gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine())),
-		gauge("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", float64(ms.HeapAlloc)),
-	)
-	return fs
+	if s := a.server; s != nil {
+		ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolValue(s.IsLeader()))
+		ch <- prometheus.MustNewConstMetric(descLeaderKnown, prometheus.GaugeValue, boolValue(s.Leader() != ""))
+		stats := s.RaftStats()
+		if v, err := strconv.ParseUint(stats["applied_index"], 10, 64); err == nil {
+			ch <- prometheus.MustNewConstMetric(descAppliedIndex, prometheus.GaugeValue, float64(v))
+		}
+		if s.IsLeader() {
+			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, 0)
+		} else if d, err := time.ParseDuration(stats["last_contact"]); err == nil {
+			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, d.Seconds())
+		}
+		if sz, err := s.Store().Sizes(); err == nil {
+			for _, k := range []struct {
+				kind string
+				n    int
+			}{
+				{"nodes", sz.Nodes}, {"service_instances", sz.ServiceInstances}, {"checks", sz.Checks},
+				{"kv_entries", sz.KVEntries}, {"sessions", sz.Sessions}, {"prepared_queries", sz.PreparedQueries},
+			} {
+				ch <- prometheus.MustNewConstMetric(descCatalog, prometheus.GaugeValue, float64(k.n), k.kind)
+			}
+		}
+	}
+	for _, p := range []struct {
+		name string
+		pool *gossip.Pool
+	}{{"lan", a.gossip}, {"wan", a.wan}} {
+		if p.pool == nil {
+			continue
+		}
+		n := map[gossip.Status]int{}
+		for _, m := range p.pool.Members() {
+			n[m.Status]++
+		}
+		for _, st := range []gossip.Status{gossip.StatusAlive, gossip.StatusFailed, gossip.StatusLeft} {
+			ch <- prometheus.MustNewConstMetric(descGossipMembers, prometheus.GaugeValue, float64(n[st]), p.name, st.String())
+		}
+		counter(ch, descGossipDropped, p.pool.DroppedLogLines(), p.name)
+		counter(ch, descGossipConflicts, p.pool.NameConflicts(), p.name)
+	}
 }
 
-// dnsFamilies returns the DNS server's metrics: every (qtype, rcode) pair
+// collectDNS reports the DNS server's figures: every (qtype, rcode) pair
 // answered so far, and the latency histogram in seconds.
-func dnsFamilies(dm resolver.DNSMetrics) []family {
-	q := family{name: "cairn_dns_questions_total", help: "DNS questions answered, by query type and rcode.", kind: kindCounter}
-	for _, c := range dm.Questions {
-		q.samples = append(q.samples, sample{labels: []label{{"qtype", c.Qtype}, {"rcode", c.Rcode}}, value: float64(c.Count)})
+func collectDNS(ch chan<- prometheus.Metric, dm resolver.DNSMetrics) {
+	for _, q := range dm.Questions {
+		counter(ch, descDNSQuestions, q.Count, q.Qtype, q.Rcode)
 	}
-	h := &histogram{count: dm.Latency.Count, sum: dm.Latency.Sum.Seconds()}
+	buckets := make(map[float64]uint64, len(dm.Latency.Buckets))
 	for _, b := range dm.Latency.Buckets {
-		h.bounds = append(h.bounds, b.UpperBound.Seconds())
-		h.counts = append(h.counts, b.Count)
+		buckets[b.UpperBound.Seconds()] = b.Count
 	}
-	lat := family{name: "cairn_dns_answer_seconds", help: "Time from a DNS query's arrival to its reply having been written.", kind: kindHistogram, hist: h}
-	rrl := family{name: "cairn_dns_rate_limited_total", help: "UDP replies over the response rate limit, by what became of them (dropped, or slipped: sent truncated).", kind: kindCounter,
-		samples: []sample{
-			{labels: []label{{"action", "dropped"}}, value: float64(dm.RateLimited.Dropped)},
-			{labels: []label{{"action", "slipped"}}, value: float64(dm.RateLimited.Slipped)},
-		}}
-	tcp := counter("cairn_dns_tcp_refused_total", "TCP DNS connections closed at once because dns_max_tcp_conns were open.", dm.TCPRefused)
-	return []family{q, lat, rrl, tcp}
+	ch <- prometheus.MustNewConstHistogram(descDNSLatency, dm.Latency.Count, dm.Latency.Sum.Seconds(), buckets)
+	counter(ch, descDNSRRL, dm.RateLimited.Dropped, "dropped")
+	counter(ch, descDNSRRL, dm.RateLimited.Slipped, "slipped")
+	counter(ch, descDNSTCP, dm.TCPRefused)
 }
 
-// checksFamily counts checks by status.
-func checksFamily(checks []*catalog.Check) family {
-	f := family{name: "cairn_agent_checks", help: "Health checks registered on this agent, by status.", kind: kindGauge}
-	n := make(map[catalog.HealthStatus]int, len(statusOrder))
-	for _, c := range checks {
-		n[c.Status]++
+func boolValue(b bool) float64 {
+	if b {
+		return 1
 	}
-	for _, st := range statusOrder {
-		f.samples = append(f.samples, sample{labels: []label{{"status", string(st)}}, value: float64(n[st])})
-	}
-	return f
+	return 0
 }
 
-func counter(name, help string, v uint64) family {
-	return family{name: name, help: help, kind: kindCounter, samples: []sample{{value: float64(v)}}}
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 }
 
-func gauge(name, help string, v float64) family {
-	return family{name: name, help: help, kind: kindGauge, samples: []sample{{value: v}}}
-}
+// agentMetrics serves the registry on GET /v1/agent/metrics.
+type agentMetrics struct{ reg *telemetry.Registry }
 
-// WritePrometheus writes the metrics in the Prometheus text exposition
-// format 0.0.4: per family a HELP and a TYPE line, then its samples.
-func (m agentMetrics) WritePrometheus(w io.Writer) error {
-	_, err := w.Write(appendPrometheus(nil, m.families()))
-	return err
-}
+var _ httpapi.Metrics = agentMetrics{}
 
-// appendPrometheus appends fs in the Prometheus text format to b.
-func appendPrometheus(b []byte, fs []family) []byte {
-	for _, f := range fs {
-		b = append(b, "# HELP "...)
-		b = append(b, f.name...)
-		b = append(b, ' ')
-		b = append(b, escapeHelp(f.help)...)
-		b = append(b, "\n# TYPE "...)
-		b = append(b, f.name...)
-		b = append(b, ' ')
-		b = append(b, f.kind...)
-		b = append(b, '\n')
-		for _, s := range f.samples {
-			b = appendSample(b, f.name, s.labels, s.value)
-		}
-		if h := f.hist; h != nil {
-			for i, le := range h.bounds {
-				b = appendSample(b, f.name+"_bucket", []label{{"le", formatFloat(le)}}, float64(h.counts[i]))
-			}
-			b = appendSample(b, f.name+"_bucket", []label{{"le", "+Inf"}}, float64(h.count))
-			b = appendSample(b, f.name+"_sum", nil, h.sum)
-			b = appendSample(b, f.name+"_count", nil, float64(h.count))
-		}
-	}
-	return b
-}
+// WritePrometheus writes every series in the Prometheus text format.
+func (m agentMetrics) WritePrometheus(w io.Writer) error { return m.reg.WritePrometheus(w) }
 
-// appendSample appends the line `name{labels} value`.
-func appendSample(b []byte, name string, labels []label, v float64) []byte {
-	b = append(b, name...)
-	if len(labels) > 0 {
-		b = append(b, '{')
-		for i, l := range labels {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, l.name...)
-			b = append(b, `="`...)
-			b = append(b, escapeLabel(l.value)...)
-			b = append(b, '"')
-		}
-		b = append(b, '}')
-	}
-	b = append(b, ' ')
-	b = append(b, formatFloat(v)...)
-	return append(b, '\n')
-}
-
-// labelEscaper and helpEscaper escape what the text format requires:
-// backslash and newline in HELP text, and the double quote too in label
-// values.
-var (
-	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-)
-
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
-
-// formatFloat formats a sample value or bound: integers a float64 holds
-// exactly as integers (counters read "1234567", not "1.234567e+06"),
-// others in the shortest form that reads back exactly, and the special
-// values as Prometheus spells them.
-func formatFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
-	case v == math.Trunc(v) && math.Abs(v) <= 1<<53:
-		return strconv.FormatInt(int64(v), 10)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
-// Summary returns the metrics for the JSON answer: counters with their
-// total as Count and Sum, gauges, and each histogram as a sample.
+// Summary returns the series for the JSON answer: counters with their
+// total as Count and Sum, gauges, and each histogram and summary as a
+// sample of its count and sum. A failed gather gives what was gathered.
 func (m agentMetrics) Summary() httpapi.MetricsSummary {
 	var out httpapi.MetricsSummary
-	for _, f := range m.families() {
-		switch f.kind {
-		case kindCounter:
-			for _, s := range f.samples {
-				sv := httpapi.SampledValue{Name: f.name, Count: uint64(s.value), Sum: s.value, Labels: labelMap(s.labels)}
+	mfs, _ := m.reg.Gather()
+	for _, mf := range mfs {
+		name := mf.GetName()
+		for _, mt := range mf.GetMetric() {
+			labels := labelMap(mt.GetLabel())
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				v := mt.GetCounter().GetValue()
+				sv := httpapi.SampledValue{Name: name, Count: uint64(v), Sum: v, Labels: labels}
 				if sv.Count > 0 {
 					sv.Mean = 1 // every increment is one
 				}
 				out.Counters = append(out.Counters, sv)
+			case dto.MetricType_GAUGE:
+				out.Gauges = append(out.Gauges, httpapi.GaugeValue{Name: name, Value: mt.GetGauge().GetValue(), Labels: labels})
+			case dto.MetricType_UNTYPED:
+				out.Gauges = append(out.Gauges, httpapi.GaugeValue{Name: name, Value: mt.GetUntyped().GetValue(), Labels: labels})
+			case dto.MetricType_HISTOGRAM:
+				out.Samples = append(out.Samples, sampled(name, mt.GetHistogram().GetSampleCount(), mt.GetHistogram().GetSampleSum(), labels))
+			case dto.MetricType_SUMMARY:
+				out.Samples = append(out.Samples, sampled(name, mt.GetSummary().GetSampleCount(), mt.GetSummary().GetSampleSum(), labels))
 			}
-		case kindGauge:
-			for _, s := range f.samples {
-				out.Gauges = append(out.Gauges, httpapi.GaugeValue{Name: f.name, Value: s.value, Labels: labelMap(s.labels)})
-			}
-		case kindHistogram:
-			sv := httpapi.SampledValue{Name: f.name, Count: f.hist.count, Sum: f.hist.sum, Labels: map[string]string{}}
-			if sv.Count > 0 {
-				sv.Mean = sv.Sum / float64(sv.Count)
-			}
-			out.Samples = append(out.Samples, sv)
 		}
 	}
 	return out
 }
 
+func sampled(name string, count uint64, sum float64, labels map[string]string) httpapi.SampledValue {
+	sv := httpapi.SampledValue{Name: name, Count: count, Sum: sum, Labels: labels}
+	if count > 0 {
+		sv.Mean = sum / float64(count)
+	}
+	return sv
+}
+
 // labelMap returns labels as a map, empty (not nil) when there are none.
-func labelMap(labels []label) map[string]string {
+func labelMap(labels []*dto.LabelPair) map[string]string {
 	m := make(map[string]string, len(labels))
 	for _, l := range labels {
-		m[l.name] = l.value
+		m[l.GetName()] = l.GetValue()
 	}
 	return m
+}
+
+// newRPCPool makes the agent's pool to the servers, its metrics in the
+// agent's registry.
+func (a *Agent) newRPCPool() (*rpc.Pool, error) {
+	p, err := rpc.NewPool(a.poolConfig(), a.logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.metrics.Register(p.Collectors()...); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
 }

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
@@ -105,10 +106,45 @@ func TestMetrics(t *testing.T) {
 	if s := samples["cairn_dns_answer_seconds_sum"]; s <= 0 || s > 10 {
 		t.Errorf("cairn_dns_answer_seconds_sum: got %v, want a few milliseconds", s)
 	}
-	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes"} {
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes", "process_open_fds"} {
 		if samples[name] <= 0 {
 			t.Errorf("%s: got %v, want more than 0", name, samples[name])
 		}
+	}
+	// What raft emits through go-metrics reaches the same registry: the
+	// registration above went through this server's Raft log.
+	raftSeries := 0
+	for series := range samples {
+		if strings.HasPrefix(series, "cairn_raft_") {
+			raftSeries++
+		}
+	}
+	// The HTTP API's requests, by route: the registration above.
+	if n := samples[`cairn_http_requests_total{code="200",method="PUT",route="/v1/agent/service/register"}`]; n != 1 {
+		t.Errorf("registrations counted by the HTTP API: got %v, want 1", n)
+	}
+	if n := samples[`cairn_http_request_duration_seconds_count{method="PUT",route="/v1/agent/service/register"}`]; n != 1 {
+		t.Errorf("registrations timed by the HTTP API: got %v, want 1", n)
+	}
+	// The RPC calls the server ran: the agent's own sync reads its node.
+	if n := samples[`cairn_rpc_requests_total{method="Catalog.NodeServices",result="ok"}`]; n < 1 {
+		t.Errorf("Catalog.NodeServices calls counted by the RPC server: got %v, want at least 1", n)
+	}
+	if n := samples[`cairn_catalog_entries{kind="service_instances"}`]; n != 2 {
+		t.Errorf("service instances in the server's catalog: got %v, want 2 (web and the server's cairn)", n)
+	}
+	if n := samples[`cairn_gossip_members{pool="lan",status="alive"}`]; n != 1 {
+		t.Errorf("alive LAN members: got %v, want 1", n)
+	}
+	if samples["cairn_server_is_leader"] != 1 || samples["cairn_server_leader_known"] != 1 || samples["cairn_server_applied_index"] < 1 {
+		t.Errorf("the dev server's Raft: got is_leader %v, leader_known %v, applied_index %v; want 1, 1 and an index",
+			samples["cairn_server_is_leader"], samples["cairn_server_leader_known"], samples["cairn_server_applied_index"])
+	}
+	if samples[`cairn_agent_syncs_total{result="ok"}`] < 1 {
+		t.Errorf("anti-entropy syncs: got %v ok, want at least the first", samples[`cairn_agent_syncs_total{result="ok"}`])
+	}
+	if raftSeries == 0 {
+		t.Errorf("no cairn_raft_ series in:\n%s", body)
 	}
 
 	raw, ctype := get(t, a, "/v1/agent/metrics")
@@ -180,146 +216,50 @@ func get(t *testing.T, a *agent.Agent, path string) (body, contentType string) {
 	return string(b), resp.Header.Get("Content-Type")
 }
 
-// The pieces of the text format's lines.
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$`)
-	labelPair  = regexp.MustCompile(`^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)`)
-	metaLine   = regexp.MustCompile(`^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$`)
-)
-
-// parsePrometheus checks text against the Prometheus text format 0.0.4,
-// as cairn writes it (no timestamps, no untyped metrics), and returns its
-// samples by series (name and labels as written). It checks that every
-// family has one HELP and one TYPE line before its samples and its lines
-// together; that each sample is `name{labels} value` of its family (for a
-// histogram _bucket, _sum and _count) and appears once; that counters
-// are named _total and not negative; and that a histogram's buckets are
-// cumulative, by increasing le, and end with le="+Inf" equal to _count.
+// parsePrometheus parses text with Prometheus' own parser and returns its
+// samples by series: `name{a="x",b="y"}` (labels sorted by name) for
+// counters and gauges, and for a histogram `name_count`, `name_sum` and
+// `name_bucket{le="…"}` (the last `le="+Inf"`, equal to the count).
 func parsePrometheus(text string) (map[string]float64, error) {
-	if !strings.HasSuffix(text, "\n") {
-		return nil, fmt.Errorf("does not end with a newline")
-	}
-	samples := map[string]float64{}
-	seen := map[string]bool{} // families met so far
-	var fam, kind string      // the family whose lines these are, and its TYPE
-	var help bool
-	var les []float64 // the current histogram's bucket bounds and counts
-	var buckets []float64
-	endFamily := func() error {
-		if kind != "histogram" {
-			return nil
-		}
-		if len(les) == 0 || !isInf(les[len(les)-1]) {
-			return fmt.Errorf("histogram %s: the last bucket is not le=\"+Inf\"", fam)
-		}
-		for i := 1; i < len(les); i++ {
-			if les[i] <= les[i-1] || buckets[i] < buckets[i-1] {
-				return fmt.Errorf("histogram %s: bucket %d (le %v, %v) after (le %v, %v): not increasing or not cumulative", fam, i, les[i], buckets[i], les[i-1], buckets[i-1])
-			}
-		}
-		count, ok := samples[fam+"_count"]
-		if !ok || count != buckets[len(buckets)-1] {
-			return fmt.Errorf("histogram %s: _count %v, want the +Inf bucket's %v", fam, count, buckets[len(buckets)-1])
-		}
-		if _, ok := samples[fam+"_sum"]; !ok {
-			return fmt.Errorf("histogram %s: no _sum", fam)
-		}
-		return nil
-	}
-	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		n := i + 1
-		if m := metaLine.FindStringSubmatch(line); m != nil {
-			if m[2] != fam {
-				if err := endFamily(); err != nil {
-					return nil, err
-				}
-				if seen[m[2]] {
-					return nil, fmt.Errorf("line %d: family %s again, after others", n, m[2])
-				}
-				seen[m[2]] = true
-				fam, kind, help, les, buckets = m[2], "", false, nil, nil
-			}
-			switch {
-			case m[1] == "HELP" && (help || kind != ""):
-				return nil, fmt.Errorf("line %d: a second HELP, or HELP after TYPE, for %s", n, fam)
-			case m[1] == "HELP":
-				help = true
-			case kind != "":
-				return nil, fmt.Errorf("line %d: a second TYPE for %s", n, fam)
-			case m[3] != "counter" && m[3] != "gauge" && m[3] != "histogram":
-				return nil, fmt.Errorf("line %d: type %q", n, m[3])
-			default:
-				kind = m[3]
-			}
-			continue
-		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			return nil, fmt.Errorf("line %d: %q: cairn writes no blank lines or comments", n, line)
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil {
-			return nil, fmt.Errorf("line %d: %q is not `name{labels} value`", n, line)
-		}
-		name, labels := m[1], m[2]
-		if !help || kind == "" {
-			return nil, fmt.Errorf("line %d: sample of %s before its HELP and TYPE", n, name)
-		}
-		suffix, ok := strings.CutPrefix(name, fam)
-		if !ok || (suffix != "" && (kind != "histogram" || (suffix != "_bucket" && suffix != "_sum" && suffix != "_count"))) {
-			return nil, fmt.Errorf("line %d: sample %s in family %s (%s)", n, name, fam, kind)
-		}
-		if kind == "histogram" && suffix == "" {
-			return nil, fmt.Errorf("line %d: histogram sample %s without _bucket, _sum or _count", n, name)
-		}
-		lm, err := parseLabels(labels)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", n, err)
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: value %q: %v", n, m[3], err)
-		}
-		if kind == "counter" && (!strings.HasSuffix(fam, "_total") || v < 0) {
-			return nil, fmt.Errorf("line %d: counter %s = %v: want a name ending _total and a value not negative", n, fam, v)
-		}
-		if suffix == "_bucket" {
-			le, err := strconv.ParseFloat(lm["le"], 64)
-			if err != nil || len(lm) != 1 {
-				return nil, fmt.Errorf("line %d: bucket labels %s, want one le holding a number", n, labels)
-			}
-			les, buckets = append(les, le), append(buckets, v)
-		}
-		series := name + labels
-		if _, dup := samples[series]; dup {
-			return nil, fmt.Errorf("line %d: %s twice", n, series)
-		}
-		samples[series] = v
-	}
-	if err := endFamily(); err != nil {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
 		return nil, err
 	}
-	return samples, nil
-}
-
-// parseLabels parses `{a="x",b="y"}` ("" for none).
-func parseLabels(s string) (map[string]string, error) {
-	out := map[string]string{}
-	if s == "" {
-		return out, nil
-	}
-	rest := strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}")
-	for rest != "" {
-		m := labelPair.FindStringSubmatch(rest)
-		if m == nil {
-			return nil, fmt.Errorf("labels %s: cannot read %q", s, rest)
+	out := make(map[string]float64)
+	for name, mf := range fams {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			series := func(suffix string, extra ...string) string {
+				all := append(slices.Clone(labels), extra...)
+				if len(all) == 0 {
+					return name + suffix
+				}
+				return name + suffix + "{" + strings.Join(all, ",") + "}"
+			}
+			switch {
+			case m.Counter != nil:
+				out[series("")] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[series("")] = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				out[series("")] = m.GetUntyped().GetValue()
+			case m.Histogram != nil:
+				h := m.GetHistogram()
+				out[series("_count")] = float64(h.GetSampleCount())
+				out[series("_sum")] = h.GetSampleSum()
+				for _, b := range h.GetBucket() {
+					out[series("_bucket", fmt.Sprintf("le=%q", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)))] = float64(b.GetCumulativeCount())
+				}
+				out[series("_bucket", `le="+Inf"`)] = float64(h.GetSampleCount())
+			case m.Summary != nil:
+				out[series("_count")] = float64(m.GetSummary().GetSampleCount())
+				out[series("_sum")] = m.GetSummary().GetSampleSum()
+			}
 		}
-		if _, dup := out[m[1]]; dup {
-			return nil, fmt.Errorf("labels %s: %s twice", s, m[1])
-		}
-		out[m[1]] = m[2]
-		rest = rest[len(m[0]):]
 	}
 	return out, nil
 }
-
-func isInf(f float64) bool { return math.IsInf(f, 1) }

@@ -239,3 +239,46 @@ func wanAlive(t *testing.T, servers []*agent.Agent, want ...string) {
 		return nil
 	})
 }
+
+// TestKVAcrossDatacenters: ?dc=dc2 on the key/value store and on a
+// transaction, sent to dc1's client agent, reads and writes dc2's store
+// through the WAN, as the catalog's requests do; dc1's own store is not
+// touched.
+func TestKVAcrossDatacenters(t *testing.T) {
+	t.Parallel()
+	d := startTwoDCs(t)
+	ctx := t.Context()
+	viaDC1 := apiClient(t, d.client).KV()
+	inDC2 := apiClient(t, d.dc2.Agents[0]).KV()
+	dc2 := &api.WriteOptions{Datacenter: "dc2"}
+	waittest.For(t, 30*time.Second, "a write to dc2 through dc1", func() error {
+		return viaDC1.Put(ctx, &api.KVPair{Key: "app/color", Value: []byte("blue")}, dc2)
+	})
+	if p, _, err := inDC2.Get(ctx, "app/color", nil); err != nil || p == nil || string(p.Value) != "blue" {
+		t.Fatalf("dc2's own agent reads app/color: got %+v, %v; want blue", p, err)
+	}
+	if p, _, err := viaDC1.Get(ctx, "app/color", nil); err != nil || p != nil {
+		t.Errorf("dc1's store: got %+v, %v; want no app/color", p, err)
+	}
+	p, meta, err := viaDC1.Get(ctx, "app/color", &api.QueryOptions{Datacenter: "dc2"})
+	if err != nil || p == nil || string(p.Value) != "blue" {
+		t.Fatalf("dc2's app/color read through dc1: got %+v, %v", p, err)
+	}
+
+	// A CAS against dc2's index, and a transaction, both through dc1.
+	if ok, err := viaDC1.CAS(ctx, &api.KVPair{Key: "app/color", Value: []byte("red"), ModifyIndex: meta.LastIndex}, dc2); err != nil || !ok {
+		t.Fatalf("CAS in dc2 through dc1: got %v, %v; want done", ok, err)
+	}
+	ok, resp, _, err := apiClient(t, d.client).Txn().Txn(ctx, api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: "app/size"}},
+		{KV: &api.KVTxnOp{Verb: api.KVSet, Key: "app/size", Value: []byte("xl")}},
+		{KV: &api.KVTxnOp{Verb: api.KVGet, Key: "app/color"}},
+	}, &api.QueryOptions{Datacenter: "dc2"})
+	if err != nil || !ok || len(resp.Results) != 2 || string(resp.Results[1].KV.Value) != "red" {
+		t.Fatalf("txn in dc2 through dc1: got %v, %+v, %v; want done with app/color red", ok, resp, err)
+	}
+	keys, _, err := inDC2.Keys(ctx, "app/", "", nil)
+	if err != nil || !slices.Equal(keys, []string{"app/color", "app/size"}) {
+		t.Errorf("dc2's keys: got %v, %v; want app/color and app/size", keys, err)
+	}
+}

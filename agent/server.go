@@ -48,13 +48,16 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.metrics.Register(rs.Collectors()...); err != nil {
+		return err
+	}
 	if err := rs.Start(); err != nil {
 		return err
 	}
 	a.rpcServer = rs
 	a.door = tokenDoor{door: serverDoor{rs}, fallback: a.cfg.ACL.Tokens.Default}
 	rpcAddr := rs.RaftLayer().Addr().String()
-	if a.rpcPool, err = rpc.NewPool(a.poolConfig(), a.logger); err != nil {
+	if a.rpcPool, err = a.newRPCPool(); err != nil {
 		return err
 	}
 
@@ -163,6 +166,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		rpc.PreparedQueryEndpoint: pq,
 		rpc.ACLEndpoint:           consensus.NewACL(a.catalogEP),
 		rpc.KVSEndpoint:           consensus.NewKVS(a.catalogEP),
+		rpc.TxnEndpoint:           consensus.NewTxn(a.catalogEP),
 		rpc.SessionEndpoint:       consensus.NewSession(a.catalogEP),
 	} {
 		if err := rs.Register(name, ep); err != nil {

@@ -21,8 +21,14 @@ func (a *Agent) startWAN(loopCtx context.Context, rpcAddr string) error {
 	gc.NodeName, gc.Datacenter = a.cfg.NodeName, a.cfg.Datacenter
 	gc.NodeID, gc.Build = a.cfg.NodeID, agentBuild()
 	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfWAN
-	gc.AdvertiseAddr = a.advertise
-	gc.RPCAddr = rpcAddr
+	gc.AdvertiseAddr, gc.RPCAddr = a.advertise, rpcAddr
+	if wan := a.cfg.AdvertiseAddrWAN; wan != "" {
+		// Other datacenters reach this server, gossip and RPC, there.
+		gc.AdvertiseAddr = wan
+		if _, port, err := net.SplitHostPort(rpcAddr); err == nil {
+			gc.RPCAddr = net.JoinHostPort(wan, port)
+		}
+	}
 	// A failed datacenter stays known (its names fail rather than not
 	// exist) as long as a failed node stays in the catalog.
 	gc.RetainDead = a.cfg.ReconnectTimeout

@@ -228,6 +228,9 @@ type request struct {
 	// errNotFound instead of a *StatusError (a missing key: its index is
 	// what a blocking read waits on).
 	notFoundOK bool
+	// conflictOK makes a 409 decode its body into out, as a 2xx does,
+	// and return errConflict (a rolled-back transaction's answer).
+	conflictOK bool
 }
 
 // readRetries is how many times more an idempotent read (GET) is sent
@@ -294,7 +297,8 @@ func (c *Client) doOnce(ctx context.Context, r request, out any) (*QueryMeta, er
 		}
 		return meta, errNotFound
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	conflict := resp.StatusCode == http.StatusConflict && r.conflictOK
+	if (resp.StatusCode < 200 || resp.StatusCode > 299) && !conflict {
 		return nil, decodeStatusError(resp.StatusCode, body)
 	}
 	meta, err := parseQueryMeta(resp.Header)
@@ -305,6 +309,9 @@ func (c *Client) doOnce(ctx context.Context, r request, out any) (*QueryMeta, er
 		if err := json.Unmarshal(body, out); err != nil {
 			return nil, fmt.Errorf("%s %s: decode response: %w", r.method, r.path, err)
 		}
+	}
+	if conflict {
+		return meta, errConflict
 	}
 	return meta, nil
 }

@@ -32,8 +32,14 @@ func (c *Client) Snapshot() *Snapshot { return &Snapshot{c: c} }
 type SnapshotMeta struct {
 	// Version is the archive format's version.
 	Version int
+	// ID names the archive: "<term>-<index>-<unix ms>".
+	ID string
 	// Index is the catalog's index when the archive was saved.
 	Index uint64
+	// Term is the Raft term of the server that saved it.
+	Term uint64
+	// Size is the bytes of the archive's state.bin.
+	Size int64
 	// Datacenter is the datacenter it was saved from.
 	Datacenter string
 	// Created is when it was saved.

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -101,24 +102,28 @@ func kvTables() map[string]*memdb.TableSchema {
 // ValidateKV checks a write before it enters the log, and returns a
 // *FieldError naming the first bad field: the key ("Key"; an empty one is
 // allowed only for a delete-tree, which then deletes everything) and the
-// value's size ("Value", at most maxValue bytes). An unknown Op is an "Op"
+// value's size ("Value", at most maxValue bytes). An unknown Op, or one
+// valid only in a transaction (KVGet and the checks, txn.go), is an "Op"
 // error.
 func ValidateKV(req *KVRequest, maxValue int) error {
+	if !kvWriteOp(req.Op) {
+		return errKVOp(req.Op)
+	}
+	return validateKVEntry(req, maxValue)
+}
+
+// validateKVEntry checks the entry of an operation whose Op is known, as
+// ValidateKV describes; ValidateTxn shares it.
+func validateKVEntry(req *KVRequest, maxValue int) error {
+	// An empty prefix is every key.
+	if req.Entry.Key == "" && req.Op != KVDeleteTree && req.Op != KVGetTree {
+		return fieldErr("Key", "is required")
+	}
 	switch req.Op {
-	case KVSet, KVCAS, KVDelete, KVDeleteCAS:
-		if req.Entry.Key == "" {
-			return fieldErr("Key", "is required")
-		}
-	case KVLock, KVUnlock:
-		if req.Entry.Key == "" {
-			return fieldErr("Key", "is required")
-		}
+	case KVLock, KVUnlock, KVCheckSession:
 		if req.Entry.Session == "" {
 			return fieldErr("Session", "is required to %s a key", req.Op)
 		}
-	case KVDeleteTree:
-	default:
-		return fieldErr("Op", "must be set, cas, delete, delete-cas, delete-tree, lock or unlock, got %q", req.Op)
 	}
 	if strings.HasPrefix(req.Entry.Key, "/") {
 		return fieldErr("Key", "must not start with \"/\", got %q", req.Entry.Key)
@@ -129,31 +134,36 @@ func ValidateKV(req *KVRequest, maxValue int) error {
 	return nil
 }
 
+// errKVOp is the error of an Op that is not a write.
+func errKVOp(op KVOp) *FieldError {
+	return fieldErr("Op", "must be set, cas, delete, delete-cas, delete-tree, lock or unlock, got %q", op)
+}
+
+// kvWriteOp reports whether op is one of the writes a KVRequest may carry
+// on its own.
+func kvWriteOp(op KVOp) bool {
+	switch op {
+	case KVSet, KVCAS, KVDelete, KVDeleteCAS, KVDeleteTree, KVLock, KVUnlock:
+		return true
+	}
+	return false
+}
+
 // ApplyKV applies a KVRequest at Raft index idx, at time at (the log
 // entry's time stamp, against which lock-delays are compared; zero: none
 // is), and reports whether it was done: false for a CAS operation whose
 // index did not match, or a lock or unlock refused. The
 // request is not validated here (servers validate before the write enters
-// the log, which must replay as it was applied), except that an unknown Op
-// is an error.
+// the log, which must replay as it was applied), except that an Op that
+// is not a write is an error.
 func (s *Store) ApplyKV(idx uint64, at time.Time, req *KVRequest) (bool, error) {
-	switch req.Op {
-	case KVSet:
-		return true, s.KVSet(idx, &req.Entry)
-	case KVCAS:
-		return s.KVCAS(idx, &req.Entry, req.Entry.ModifyIndex)
-	case KVDelete:
-		return true, s.KVDelete(idx, req.Entry.Key)
-	case KVDeleteCAS:
-		return s.KVDeleteCAS(idx, req.Entry.Key, req.Entry.ModifyIndex)
-	case KVDeleteTree:
-		return true, s.KVDeleteTree(idx, req.Entry.Key)
-	case KVLock:
-		return s.KVLock(idx, at, &req.Entry)
-	case KVUnlock:
-		return s.KVUnlock(idx, &req.Entry)
+	if !kvWriteOp(req.Op) {
+		return false, errKVOp(req.Op)
 	}
-	return false, fieldErr("Op", "must be set, cas, delete, delete-cas, delete-tree, lock or unlock, got %q", req.Op)
+	return s.writeKV(idx, func(tx *memdb.Txn) error {
+		_, err := kvsWriteTxn(tx, idx, at, req)
+		return err
+	})
 }
 
 // KVSet writes e's key, value and flags at Raft index idx. Its
@@ -161,8 +171,9 @@ func (s *Store) ApplyKV(idx uint64, at time.Time, req *KVRequest) (bool, error) 
 // a write is a change clients may wait for); CreateIndex, LockIndex and
 // Session are kept from the entry it replaces.
 func (s *Store) KVSet(idx uint64, e *KVEntry) error {
-	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		return true, kvsSetTxn(tx, idx, e)
+	_, err := s.writeKV(idx, func(tx *memdb.Txn) error {
+		_, err := kvsSetTxn(tx, idx, e)
+		return err
 	})
 	return err
 }
@@ -170,16 +181,9 @@ func (s *Store) KVSet(idx uint64, e *KVEntry) error {
 // KVCAS writes e as KVSet does if the key's ModifyIndex is cas, or, with
 // cas 0, if the key does not exist; it reports whether it wrote.
 func (s *Store) KVCAS(idx uint64, e *KVEntry, cas uint64) (bool, error) {
-	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		old, err := kvsFirst(tx, e.Key)
-		if err != nil {
-			return false, err
-		}
-		switch {
-		case cas == 0 && old != nil, cas != 0 && (old == nil || old.ModifyIndex != cas):
-			return false, nil
-		}
-		return true, kvsSetTxn(tx, idx, e)
+	return s.writeKV(idx, func(tx *memdb.Txn) error {
+		_, err := kvsCASTxn(tx, idx, e, cas)
+		return err
 	})
 }
 
@@ -189,65 +193,26 @@ func (s *Store) KVCAS(idx uint64, e *KVEntry, cas uint64) (bool, error) {
 // lock-delay (from a session that held it) is over at at. A new lock
 // adds one to LockIndex. The session must exist, else a *FieldError.
 func (s *Store) KVLock(idx uint64, at time.Time, e *KVEntry) (bool, error) {
-	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		raw, err := tx.First(tableSessions, "id", e.Session)
-		if err != nil {
-			return false, fmt.Errorf("look up session %q: %w", e.Session, err)
-		}
-		sess, _ := raw.(*Session)
-		if sess == nil {
-			return false, fieldErr("Session", "no session %q", e.Session)
-		}
-		old, err := kvsFirst(tx, e.Key)
-		if err != nil {
-			return false, err
-		}
-		if old != nil && old.Session == sess.ID {
-			return true, kvsSetTxn(tx, idx, e)
-		}
-		if old != nil && old.Session != "" {
-			return false, nil
-		}
-		if delayed, err := lockDelayed(tx, at, e.Key); err != nil || delayed {
-			return false, err
-		}
-		if _, err := tx.DeleteAll(tableLockDelays, "id", e.Key); err != nil {
-			return false, fmt.Errorf("lock-delay of key %q: %w", e.Key, err)
-		}
-		cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags, LockIndex: 1, Session: sess.ID}
-		cp.CreateIndex, cp.ModifyIndex = idx, idx
-		if old != nil {
-			cp.CreateIndex, cp.LockIndex = old.CreateIndex, old.LockIndex+1
-		}
-		if err := tx.Insert(tableKVS, cp); err != nil {
-			return false, fmt.Errorf("insert key %q: %w", e.Key, err)
-		}
-		return true, bumpIndex(tx, tableKVS, idx)
+	return s.writeKV(idx, func(tx *memdb.Txn) error {
+		_, err := kvsLockTxn(tx, idx, at, e)
+		return err
 	})
 }
 
 // KVUnlock writes e's key, value and flags and releases its lock, if
 // e.Session holds it; it reports whether it did.
 func (s *Store) KVUnlock(idx uint64, e *KVEntry) (bool, error) {
-	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		old, err := kvsFirst(tx, e.Key)
-		if err != nil || old == nil || !strings.EqualFold(old.Session, e.Session) {
-			return false, err
-		}
-		cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags, LockIndex: old.LockIndex}
-		cp.CreateIndex, cp.ModifyIndex = old.CreateIndex, idx
-		if err := tx.Insert(tableKVS, cp); err != nil {
-			return false, fmt.Errorf("insert key %q: %w", e.Key, err)
-		}
-		return true, bumpIndex(tx, tableKVS, idx)
+	return s.writeKV(idx, func(tx *memdb.Txn) error {
+		_, err := kvsUnlockTxn(tx, idx, e)
+		return err
 	})
 }
 
 // KVDelete deletes key at Raft index idx; deleting a key that does not
 // exist changes nothing.
 func (s *Store) KVDelete(idx uint64, key string) error {
-	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		return true, kvsDeleteTxn(tx, idx, key)
+	_, err := s.writeKV(idx, func(tx *memdb.Txn) error {
+		return kvsDeleteTxn(tx, idx, key)
 	})
 	return err
 }
@@ -255,30 +220,16 @@ func (s *Store) KVDelete(idx uint64, key string) error {
 // KVDeleteCAS deletes key if its ModifyIndex is cas, and reports whether
 // the key is gone: true also when it did not exist (Consul's answer).
 func (s *Store) KVDeleteCAS(idx uint64, key string, cas uint64) (bool, error) {
-	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		old, err := kvsFirst(tx, key)
-		if err != nil || old == nil {
-			return old == nil, err
-		}
-		if old.ModifyIndex != cas {
-			return false, nil
-		}
-		return true, kvsDeleteTxn(tx, idx, key)
+	return s.writeKV(idx, func(tx *memdb.Txn) error {
+		return kvsDeleteCASTxn(tx, idx, key, cas)
 	})
 }
 
 // KVDeleteTree deletes every key starting with prefix ("" deletes all) at
 // Raft index idx.
 func (s *Store) KVDeleteTree(idx uint64, prefix string) error {
-	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		n, err := tx.DeletePrefix(tableKVS, "id_prefix", prefix)
-		if err != nil {
-			return false, fmt.Errorf("delete keys under %q: %w", prefix, err)
-		}
-		if n {
-			return true, kvsBumpDeleted(tx, idx)
-		}
-		return true, nil
+	_, err := s.writeKV(idx, func(tx *memdb.Txn) error {
+		return kvsDeleteTreeTxn(tx, idx, prefix)
 	})
 	return err
 }
@@ -298,6 +249,58 @@ func (s *Store) write(idx uint64, fn func(tx *memdb.Txn) (bool, error)) (bool, e
 	return true, nil
 }
 
+// writeKV runs one key/value write in a write transaction (write): a
+// *kvRefused from fn is reported as not done, without error.
+func (s *Store) writeKV(idx uint64, fn func(tx *memdb.Txn) error) (bool, error) {
+	return s.write(idx, func(tx *memdb.Txn) (bool, error) {
+		err := fn(tx)
+		if _, refused := errors.AsType[*kvRefused](err); refused {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+// kvRefused is the error of an operation whose condition did not hold (a
+// CAS whose index did not match, a lock refused, a check that failed),
+// worded as Consul words it. A single write answers false for it; a
+// transaction fails that operation with its text.
+type kvRefused struct{ reason string }
+
+func (e *kvRefused) Error() string { return e.reason }
+
+func refused(format string, args ...any) *kvRefused {
+	return &kvRefused{reason: fmt.Sprintf(format, args...)}
+}
+
+// The tx-level writes below are the one implementation of each
+// operation, shared by the single writes above and by transactions
+// (txn.go). Each returns the entry it stored (nil for the deletes), to be
+// treated as immutable, or a *kvRefused when its condition did not hold.
+
+// kvsWriteTxn applies the write req in tx at idx; its Op must be one
+// kvWriteOp accepts.
+func kvsWriteTxn(tx *memdb.Txn, idx uint64, at time.Time, req *KVRequest) (*KVEntry, error) {
+	e := &req.Entry
+	switch req.Op {
+	case KVSet:
+		return kvsSetTxn(tx, idx, e)
+	case KVCAS:
+		return kvsCASTxn(tx, idx, e, e.ModifyIndex)
+	case KVDelete:
+		return nil, kvsDeleteTxn(tx, idx, e.Key)
+	case KVDeleteCAS:
+		return nil, kvsDeleteCASTxn(tx, idx, e.Key, e.ModifyIndex)
+	case KVDeleteTree:
+		return nil, kvsDeleteTreeTxn(tx, idx, e.Key)
+	case KVLock:
+		return kvsLockTxn(tx, idx, at, e)
+	case KVUnlock:
+		return kvsUnlockTxn(tx, idx, e)
+	}
+	return nil, errKVOp(req.Op)
+}
+
 func kvsFirst(tx *memdb.Txn, key string) (*KVEntry, error) {
 	raw, err := tx.First(tableKVS, "id", key)
 	if err != nil {
@@ -307,20 +310,87 @@ func kvsFirst(tx *memdb.Txn, key string) (*KVEntry, error) {
 	return e, nil
 }
 
-func kvsSetTxn(tx *memdb.Txn, idx uint64, e *KVEntry) error {
+func kvsSetTxn(tx *memdb.Txn, idx uint64, e *KVEntry) (*KVEntry, error) {
 	if e.Key == "" {
-		return fieldErr("Key", "is required")
+		return nil, fieldErr("Key", "is required")
 	}
 	old, err := kvsFirst(tx, e.Key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags}
 	cp.CreateIndex, cp.ModifyIndex = idx, idx
 	if old != nil {
 		cp.CreateIndex, cp.LockIndex, cp.Session = old.CreateIndex, old.LockIndex, old.Session
 	}
-	if err := tx.Insert(tableKVS, cp); err != nil {
+	return cp, kvsInsert(tx, idx, cp)
+}
+
+func kvsCASTxn(tx *memdb.Txn, idx uint64, e *KVEntry, cas uint64) (*KVEntry, error) {
+	old, err := kvsFirst(tx, e.Key)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cas == 0 && old != nil, cas != 0 && (old == nil || old.ModifyIndex != cas):
+		return nil, refused("failed to set key %q, index is stale", e.Key)
+	}
+	return kvsSetTxn(tx, idx, e)
+}
+
+func kvsLockTxn(tx *memdb.Txn, idx uint64, at time.Time, e *KVEntry) (*KVEntry, error) {
+	raw, err := tx.First(tableSessions, "id", e.Session)
+	if err != nil {
+		return nil, fmt.Errorf("look up session %q: %w", e.Session, err)
+	}
+	sess, _ := raw.(*Session)
+	if sess == nil {
+		return nil, fieldErr("Session", "no session %q", e.Session)
+	}
+	old, err := kvsFirst(tx, e.Key)
+	if err != nil {
+		return nil, err
+	}
+	if old != nil && old.Session == sess.ID {
+		return kvsSetTxn(tx, idx, e)
+	}
+	if old != nil && old.Session != "" {
+		return nil, refused("failed to lock key %q, lock is already held", e.Key)
+	}
+	delayed, err := lockDelayed(tx, at, e.Key)
+	if err != nil {
+		return nil, err
+	}
+	if delayed {
+		return nil, refused("failed to lock key %q due to lock delay", e.Key)
+	}
+	if _, err := tx.DeleteAll(tableLockDelays, "id", e.Key); err != nil {
+		return nil, fmt.Errorf("lock-delay of key %q: %w", e.Key, err)
+	}
+	cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags, LockIndex: 1, Session: sess.ID}
+	cp.CreateIndex, cp.ModifyIndex = idx, idx
+	if old != nil {
+		cp.CreateIndex, cp.LockIndex = old.CreateIndex, old.LockIndex+1
+	}
+	return cp, kvsInsert(tx, idx, cp)
+}
+
+func kvsUnlockTxn(tx *memdb.Txn, idx uint64, e *KVEntry) (*KVEntry, error) {
+	old, err := kvsFirst(tx, e.Key)
+	if err != nil {
+		return nil, err
+	}
+	if old == nil || !strings.EqualFold(old.Session, e.Session) {
+		return nil, refused("failed to unlock key %q, lock isn't held, or is held by another session", e.Key)
+	}
+	cp := &KVEntry{Key: e.Key, Value: append([]byte(nil), e.Value...), Flags: e.Flags, LockIndex: old.LockIndex}
+	cp.CreateIndex, cp.ModifyIndex = old.CreateIndex, idx
+	return cp, kvsInsert(tx, idx, cp)
+}
+
+// kvsInsert stores e at idx.
+func kvsInsert(tx *memdb.Txn, idx uint64, e *KVEntry) error {
+	if err := tx.Insert(tableKVS, e); err != nil {
 		return fmt.Errorf("insert key %q: %w", e.Key, err)
 	}
 	return bumpIndex(tx, tableKVS, idx)
@@ -332,6 +402,28 @@ func kvsDeleteTxn(tx *memdb.Txn, idx uint64, key string) error {
 		return fmt.Errorf("delete key %q: %w", key, err)
 	}
 	if n > 0 {
+		return kvsBumpDeleted(tx, idx)
+	}
+	return nil
+}
+
+func kvsDeleteCASTxn(tx *memdb.Txn, idx uint64, key string, cas uint64) error {
+	old, err := kvsFirst(tx, key)
+	if err != nil || old == nil {
+		return err
+	}
+	if old.ModifyIndex != cas {
+		return refused("failed to delete key %q, index is stale", key)
+	}
+	return kvsDeleteTxn(tx, idx, key)
+}
+
+func kvsDeleteTreeTxn(tx *memdb.Txn, idx uint64, prefix string) error {
+	n, err := tx.DeletePrefix(tableKVS, "id_prefix", prefix)
+	if err != nil {
+		return fmt.Errorf("delete keys under %q: %w", prefix, err)
+	}
+	if n {
 		return kvsBumpDeleted(tx, idx)
 	}
 	return nil

@@ -168,6 +168,10 @@ func TestConsulClientInfo(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: Agent.Self has no Stats: %v", tc.name, self)
 		}
+		// The DNS domain, where Consul's tools (and cairn's UI) read it.
+		if dom := self["DebugConfig"]["DNSDomain"]; dom != "cluster." {
+			t.Errorf("%s: DebugConfig.DNSDomain: got %v, want cluster.", tc.name, dom)
+		}
 		for section, keys := range tc.want {
 			sec, ok := stats[section].(map[string]any)
 			if !ok {

@@ -167,6 +167,17 @@ func TestConsulClientTaggedAddresses(t *testing.T) {
 	if err != nil || node == nil || !maps.Equal(node.Node.TaggedAddresses, nodeTagged) || !maps.Equal(node.Services["gw-1"].TaggedAddresses, svcTagged) {
 		t.Errorf("Catalog.Node(ext1): got %+v, %v", node, err)
 	}
+	// An agent's own node carries its lan and wan addresses, as Consul's
+	// agents register them (the wan one is the lan one unless
+	// advertise_addr_wan says otherwise).
+	self, _, err := cat.Node("c1", nil)
+	if err != nil || self == nil {
+		t.Fatalf("Catalog.Node(c1): got %+v, %v", self, err)
+	}
+	addr := self.Node.Address
+	if want := map[string]string{"lan": addr, "lan_ipv4": addr, "wan": addr, "wan_ipv4": addr}; !maps.Equal(self.Node.TaggedAddresses, want) {
+		t.Errorf("the client agent's node: got tagged addresses %v, want %v", self.Node.TaggedAddresses, want)
+	}
 	nodes, _, err := cat.Nodes(&consul.QueryOptions{Filter: `TaggedAddresses.wan == "198.51.100.5"`})
 	if err != nil || len(nodes) != 1 || nodes[0].Node != "ext1" || !maps.Equal(nodes[0].TaggedAddresses, nodeTagged) {
 		t.Errorf("Catalog.Nodes filtered on TaggedAddresses.wan: got %+v, %v", nodes, err)
@@ -255,5 +266,38 @@ func TestConsulClientFilterACL(t *testing.T) {
 	got, _, err = mgmt.Catalog().Services(&consul.QueryOptions{Filter: `"prom" in ServiceTags`})
 	if err != nil || len(got) != 2 {
 		t.Errorf("Catalog.Services filtered with the management token: got %v, %v; want web and db", got, err)
+	}
+}
+
+// TestConsulClientAgentFilters: the official client's ServicesWithFilter
+// and ChecksWithFilter (what `consul services list -filter` and
+// `consul checks` scripts send) select among the agent's own services and
+// checks.
+func TestConsulClientAgentFilters(t *testing.T) {
+	t.Parallel()
+	ag := newConsulClient(t).Agent()
+	for _, reg := range []*consul.AgentServiceRegistration{
+		{ID: "api-1", Name: "api", Tags: []string{"prom"}, Port: 9100, Check: &consul.AgentServiceCheck{TTL: "30s"}},
+		{ID: "api-2", Name: "api", Port: 9101, Meta: map[string]string{"env": "test"}},
+		{ID: "db-1", Name: "db", Port: 5432},
+	} {
+		if err := ag.ServiceRegister(reg); err != nil {
+			t.Fatalf("ServiceRegister %s: %v", reg.ID, err)
+		}
+	}
+	svcs, err := ag.ServicesWithFilter(`Service == "api" and "prom" in Tags`)
+	if err != nil || !slices.Equal(slices.Sorted(maps.Keys(svcs)), []string{"api-1"}) {
+		t.Errorf("ServicesWithFilter: got %v, %v; want api-1 alone", svcs, err)
+	}
+	svcs, err = ag.ServicesWithFilter(`Meta.env == "test"`)
+	if err != nil || !slices.Equal(slices.Sorted(maps.Keys(svcs)), []string{"api-2"}) {
+		t.Errorf("ServicesWithFilter on Meta: got %v, %v; want api-2 alone", svcs, err)
+	}
+	checks, err := ag.ChecksWithFilter(`ServiceID == "api-1" and Status == "critical"`)
+	if err != nil || len(checks) != 1 {
+		t.Errorf("ChecksWithFilter: got %v, %v; want the critical TTL check of api-1", checks, err)
+	}
+	if _, err := ag.ServicesWithFilter(`garbage (((`); err == nil {
+		t.Error("ServicesWithFilter with a malformed filter: got no error, want one")
 	}
 }

@@ -138,9 +138,11 @@ func findService(services []*catalog.Service, id string) *catalog.Service {
 // Likewise a registration with the node ID of a live member of another
 // name is refused, as Consul refuses it. Nodes that are not gossip members
 // (external ones registered through /v1/catalog/register) are not checked
-// by name.
+// by name. A registration that leaves the node row alone
+// (SkipNodeUpdate) is checked all the same when it gives an address, as an
+// agent's pushes do: the address says who sends it.
 func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
-	if c.cfg.Members == nil || reg.SkipNodeUpdate || reg.Address == "" {
+	if c.cfg.Members == nil || reg.Address == "" {
 		return nil
 	}
 	addr, err := netip.ParseAddr(reg.Address)

@@ -47,10 +47,16 @@ const ArchiveVersion = 1
 // small crafted archive cannot make a server inflate gigabytes.
 const maxArchiveFile = 512 << 20
 
-// SnapshotMeta describes an archive; it is its meta.json.
+// SnapshotMeta describes an archive; it is its meta.json. Version, ID,
+// Index, Term and Size are named as in Consul's meta.json (a Raft
+// snapshot's meta), so that `consul snapshot inspect` shows them.
 type SnapshotMeta struct {
-	Version    int       // ArchiveVersion
-	Index      uint64    // the catalog's index when it was saved
+	Version int    // ArchiveVersion
+	ID      string // "<term>-<index>-<unix ms>", as Raft names its snapshots
+	Index   uint64 // the catalog's index when it was saved
+	Term    uint64 // the Raft term of the server that saved it
+	Size    int64  // the bytes of state.bin
+	// The rest is cairn's.
 	Datacenter string    // the datacenter it was saved from
 	Created    time.Time // when it was saved, UTC
 	Nodes      int
@@ -58,14 +64,16 @@ type SnapshotMeta struct {
 	Checks     int
 }
 
-// writeArchive writes d as an archive to w.
-func writeArchive(w io.Writer, d *catalog.Dump, dc string, now time.Time) (*SnapshotMeta, error) {
+// writeArchive writes d, saved in Raft term term, as an archive to w.
+func writeArchive(w io.Writer, d *catalog.Dump, dc string, term uint64, now time.Time) (*SnapshotMeta, error) {
 	var state bytes.Buffer
 	if err := codec.NewEncoder(&state, msgpackHandle).Encode(d); err != nil {
 		return nil, fmt.Errorf("encode catalog: %w", err)
 	}
 	meta := &SnapshotMeta{
-		Version: ArchiveVersion, Index: d.Index, Datacenter: dc, Created: now.UTC().Truncate(time.Second),
+		Version: ArchiveVersion, ID: fmt.Sprintf("%d-%d-%d", term, d.Index, now.UnixMilli()),
+		Index: d.Index, Term: term, Size: int64(state.Len()),
+		Datacenter: dc, Created: now.UTC().Truncate(time.Second),
 		Nodes: len(d.Nodes), Services: len(d.Services), Checks: len(d.Checks),
 	}
 	metaJSON, err := json.MarshalIndent(meta, "", "  ")

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/hashicorp/raft"
 )
 
 func testDump() *catalog.Dump {
@@ -37,13 +39,24 @@ func testDump() *catalog.Dump {
 func TestArchiveRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	now := time.Date(2024, 5, 6, 7, 8, 9, 500, time.UTC)
-	meta, err := writeArchive(&buf, testDump(), "dc1", now)
+	meta, err := writeArchive(&buf, testDump(), "dc1", 3, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &SnapshotMeta{Version: ArchiveVersion, Index: 42, Datacenter: "dc1", Created: now.Truncate(time.Second), Nodes: 2, Services: 1, Checks: 1}
+	files, names := untarAll(t, buf.Bytes())
+	want := &SnapshotMeta{Version: ArchiveVersion, ID: fmt.Sprintf("3-42-%d", now.UnixMilli()), Index: 42, Term: 3,
+		Size: int64(len(files[archiveState])), Datacenter: "dc1", Created: now.Truncate(time.Second), Nodes: 2, Services: 1, Checks: 1}
 	if !reflect.DeepEqual(meta, want) {
 		t.Errorf("got meta %+v, want %+v", meta, want)
+	}
+	// Consul's tools read these names from meta.json (a Raft snapshot's
+	// meta): `consul snapshot inspect` prints them.
+	var consulMeta raft.SnapshotMeta
+	if err := json.Unmarshal(files[archiveMeta], &consulMeta); err != nil {
+		t.Fatalf("meta.json as a Raft snapshot meta: %v", err)
+	}
+	if consulMeta.ID != want.ID || consulMeta.Index != 42 || consulMeta.Term != 3 || consulMeta.Size != want.Size || consulMeta.Version != 1 {
+		t.Errorf("meta.json as a Raft snapshot meta: got %+v, want ID, index, term, size and version 1", consulMeta)
 	}
 	gotMeta, d, err := readArchive(bytes.NewReader(buf.Bytes()))
 	if err != nil {
@@ -56,7 +69,6 @@ func TestArchiveRoundTrip(t *testing.T) {
 		t.Errorf("read dump %s, want %s", dumpString(d), dumpString(testDump()))
 	}
 	// The files are in sha256sum's format, in a fixed order.
-	files, names := untarAll(t, buf.Bytes())
 	if want := []string{archiveMeta, archiveState, archiveSums}; !reflect.DeepEqual(names, want) {
 		t.Errorf("got files %v, want %v", names, want)
 	}
@@ -140,7 +152,7 @@ func sums(files ...archiveFile) archiveFile {
 
 func TestArchiveRefusesDamage(t *testing.T) {
 	var good bytes.Buffer
-	if _, err := writeArchive(&good, testDump(), "dc1", time.Now()); err != nil {
+	if _, err := writeArchive(&good, testDump(), "dc1", 1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	files, _ := untarAll(t, good.Bytes())
@@ -152,7 +164,7 @@ func TestArchiveRefusesDamage(t *testing.T) {
 	orphan := testDump()
 	orphan.Services[0].Node = "n9"
 	var orphanBuf bytes.Buffer
-	if _, err := writeArchive(&orphanBuf, orphan, "dc1", time.Now()); err != nil {
+	if _, err := writeArchive(&orphanBuf, orphan, "dc1", 1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	flipped := bytes.Clone(good.Bytes())

@@ -36,6 +36,10 @@ const (
 	cmdKV commandType = 6
 	// cmdSession creates or destroys a session (catalog.SessionRequest).
 	cmdSession commandType = 7
+	// cmdTxn applies a transaction of key/value operations, all or none
+	// (catalog.TxnRequest); the FSM answers its *catalog.TxnResponse
+	// (Errors set: nothing was applied).
+	cmdTxn commandType = 8
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -157,6 +161,16 @@ func (f *fsm) applyCommand(index uint64, at time.Time, data []byte) any {
 			return fmt.Errorf("decode session change at index %d: %w", index, err)
 		}
 		return f.store.ApplySession(index, at, &req)
+	case cmdTxn:
+		var req catalog.TxnRequest
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode transaction at index %d: %w", index, err)
+		}
+		resp, err := f.store.ApplyTxn(index, at, &req)
+		if err != nil {
+			return err
+		}
+		return resp
 	}
 	return fmt.Errorf("log index %d type %d: %w", index, data[0], ErrUnknownCommand)
 }

@@ -76,6 +76,9 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.Logger = newHCLog(logger)
+	// Raft's replication series carry the peer as a label; the older
+	// copies with the peer in the name would add series per server.
+	rc.NoLegacyTelemetry = true
 	// Raft blocks on NotifyCh until it is read; watchLeadership reads it
 	// for the server's whole life.
 	notify := make(chan bool, 1)

@@ -20,7 +20,7 @@ func (s *Server) SaveSnapshot(w io.Writer, dc string) (*SnapshotMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("save snapshot: %w", err)
 	}
-	meta, err := writeArchive(w, d, dc, time.Now())
+	meta, err := writeArchive(w, d, dc, s.Term(), time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("save snapshot: %w", err)
 	}

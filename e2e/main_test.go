@@ -328,3 +328,16 @@ func tableRow(out string, cells ...string) bool {
 	}
 	return false
 }
+
+// waitOutput waits, up to readyTimeout, until the agent's output holds
+// want.
+func waitOutput(t *testing.T, a *agentProc, want string) {
+	t.Helper()
+	deadline := time.Now().Add(readyTimeout)
+	for !strings.Contains(a.out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's output lacks %q after %v:\n%s", want, readyTimeout, a.out.String())
+		}
+		time.Sleep(pollInterval)
+	}
+}

@@ -20,6 +20,22 @@ func TestTour(t *testing.T) {
 	a := startAgent(t, "-dev")
 	addr := a.httpAddr()
 
+	// The agent says where it is as it starts: one line per milestone,
+	// in order.
+	milestones := []string{`msg="agent started"`, `msg="joined the cluster"`, `msg="leader known"`, `msg="ready: this node is in the catalog, DNS answers"`}
+	waitOutput(t, a, milestones[len(milestones)-1])
+	logs, at := a.out.String(), -1
+	for _, m := range milestones {
+		i := strings.Index(logs, m)
+		if i < at {
+			t.Errorf("milestone %s: at %d in the output, want after the one before (%d)\n%s", m, i, at, logs)
+		}
+		if strings.Count(logs, m) != 1 {
+			t.Errorf("milestone %s: logged %d times, want once", m, strings.Count(logs, m))
+		}
+		at = i
+	}
+
 	if got, want := mustCLI(t, addr, "services", "register", "-name", "web", "-port", "8080", "-tag", "v1"),
 		"Registered service: web\n"; got != want {
 		t.Errorf("register: got %q, want %q", got, want)

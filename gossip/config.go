@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics"
+
 	"github.com/hashicorp/memberlist"
 )
 
@@ -373,6 +375,9 @@ func (c Config) memberlistConfig() *memberlist.Config {
 		ml.BindAddr = "0.0.0.0"
 	}
 	ml.BindPort = c.BindPort
+	// A server runs both pools in one process, and memberlist's series
+	// (go-metrics is process-wide) would add up across them without it.
+	ml.MetricLabels = []metrics.Label{{Name: "pool", Value: c.Pool.String()}}
 	ml.AdvertiseAddr = c.AdvertiseAddr
 	ml.AdvertisePort = c.AdvertisePort
 	if ml.AdvertisePort == 0 {

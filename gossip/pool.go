@@ -142,7 +142,7 @@ func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*P
 		p.wg.Go(p.reconnectLoop)
 	}
 	local := p.LocalMember()
-	logger.Info("gossip pool started", "node", p.name, "addr", local.Addr, "port", local.Port, "dc", cfg.Datacenter,
+	logger.Info("gossip pool started", "member", p.name, "addr", local.Addr, "port", local.Port,
 		"role", cfg.Role, "encrypted", p.keyring != nil, "keys", len(keys))
 	return p, nil
 }
@@ -260,7 +260,7 @@ func (p *Pool) Shutdown() error {
 	if err != nil {
 		return fmt.Errorf("gossip shutdown: %w", err)
 	}
-	p.logger.Info("gossip pool stopped", "node", p.name)
+	p.logger.Info("gossip pool stopped", "member", p.name)
 	return nil
 }
 

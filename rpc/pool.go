@@ -36,6 +36,8 @@ type Pool struct {
 	dialCtx    context.Context
 	cancelDial context.CancelFunc
 
+	metrics *poolMetrics // metrics.go
+
 	mu     sync.Mutex
 	conns  map[poolKey]*poolConn
 	closed bool
@@ -82,6 +84,7 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 		dialCtx:    ctx,
 		cancelDial: cancel,
 		conns:      make(map[poolKey]*poolConn),
+		metrics:    newPoolMetrics(),
 	}, nil
 }
 
@@ -114,7 +117,9 @@ func (p *Pool) CallDC(ctx context.Context, dc, addr, method string, args, reply 
 	if dc == "" {
 		dc = p.cfg.Datacenter
 	}
+	start := time.Now()
 	err := p.call(ctx, poolKey{dc: strings.ToLower(dc), addr: addr}, method, args, reply)
+	p.metrics.observe(dc, args, err, time.Since(start))
 	if err != nil {
 		return fmt.Errorf("rpc %s to %s: %w", method, addr, err)
 	}

@@ -46,6 +46,8 @@ type Server struct {
 	expired sampler
 	// writes is the per-address write rate limit; nil without one.
 	writes *writeLimiter
+	// metrics counts and times the calls (metrics.go).
+	metrics *serverMetrics
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -82,6 +84,7 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 		limited:  sampler{every: time.Minute},
 		expired:  sampler{every: time.Minute},
 		writes:   newWriteLimiter(cfg.WriteRate, cfg.WriteBurst),
+		metrics:  newServerMetrics(),
 		pending:  make(map[net.Conn]struct{}),
 		sessions: make(map[*yamux.Session]struct{}),
 	}, nil
@@ -605,12 +608,14 @@ func (s *Server) runStreamCall(st stream, c *streamCodec, m *method, deadline ti
 // instead, and the panic is logged with its stack, as net/http does for a
 // handler: a peer's request must not take the whole server down, and an
 // in-process caller gets what a caller over the port would.
-func (s *Server) invoke(ctx context.Context, m *method, args, reply reflect.Value) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.logger.Error("rpc method panicked", "method", m.name, "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("rpc: %s panicked: %v", m.name, p)
-		}
-	}()
-	return m.call(ctx, args, reply)
+func (s *Server) invoke(ctx context.Context, m *method, args, reply reflect.Value) error {
+	return s.metrics.observe(m.name, args, func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.logger.Error("rpc method panicked", "method", m.name, "panic", p, "stack", string(debug.Stack()))
+				err = fmt.Errorf("rpc: %s panicked: %v", m.name, p)
+			}
+		}()
+		return m.call(ctx, args, reply)
+	})
 }

@@ -38,6 +38,7 @@ type check struct {
 	direct bool
 
 	notify Notifier
+	runs   *runCounts // the Manager's; nil in tests of one check
 	logger *slog.Logger
 	cancel context.CancelFunc
 	ctx    context.Context // the check's lifetime; cancelled by stop
@@ -114,6 +115,9 @@ func (c *check) runProbes(ctx context.Context) {
 		cancel()
 		if ctx.Err() != nil {
 			return // removed mid-run: the result is about a check that is gone
+		}
+		if c.runs != nil {
+			c.runs.add(c.def.Type(), r.status)
 		}
 		c.record(r)
 		timer.Reset(c.interval)

@@ -46,6 +46,8 @@ type Manager struct {
 	checks map[string]*check
 	closed bool
 
+	runs runCounts // probe results, for metrics (runs.go)
+
 	wg sync.WaitGroup // the checks' goroutines
 }
 
@@ -132,7 +134,9 @@ func (m *Manager) newCheck(def Definition) (*check, error) {
 	case TypeTTL:
 		// no prober: runTTL
 	}
-	return newCheck(def, p, interval, m.notify, m.logger), nil
+	c := newCheck(def, p, interval, m.notify, m.logger)
+	c.runs = &m.runs
+	return c, nil
 }
 
 // Remove stops check id, cancelling a probe in flight, and waits for its

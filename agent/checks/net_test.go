@@ -51,6 +51,23 @@ func TestTCP(t *testing.T) {
 	i = rec.waitFor(t, "db", i, catalog.HealthCritical, "connection refused")
 	tcpTarget(t, addr) // back on the same port
 	rec.waitFor(t, "db", i, catalog.HealthPassing, "Success")
+
+	// Every probe is counted by type and result, for metrics.
+	var passing, critical uint64
+	for _, rc := range m.Runs() {
+		if rc.Type != checks.TypeTCP {
+			t.Errorf("Runs: got type %q, want only %q", rc.Type, checks.TypeTCP)
+		}
+		switch rc.Status {
+		case catalog.HealthPassing:
+			passing = rc.Count
+		case catalog.HealthCritical:
+			critical = rc.Count
+		}
+	}
+	if passing < 2 || critical < 1 {
+		t.Errorf("Runs: got %d passing and %d critical, want at least 2 and 1", passing, critical)
+	}
 }
 
 // udpEcho answers every datagram on addr until stopped.

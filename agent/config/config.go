@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairndns/cairn/telemetry"
+
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/tlsutil"
@@ -43,6 +45,10 @@ type Config struct {
 	// node. Default: BindAddr, or when that is unspecified (0.0.0.0) the
 	// first private IPv4 address of the machine.
 	AdvertiseAddr string
+	// AdvertiseAddrWAN is the address servers of other datacenters use for
+	// this server (WAN gossip and RPC), and the node's "wan" tagged
+	// address. Default: AdvertiseAddr.
+	AdvertiseAddrWAN string
 	// ClientAddr is the address the DNS and HTTP listeners bind to.
 	// Default 127.0.0.1.
 	ClientAddr string
@@ -121,6 +127,10 @@ type Config struct {
 	// off: anyone who can reach the HTTP API could otherwise run programs
 	// as the agent's user.
 	EnableScriptChecks bool
+	// EnableDebug serves Go's runtime profiles under /debug/pprof/ on the
+	// HTTP API (operator:read with ACLs), as Consul's enable_debug.
+	// Default off: they show the process's internals and cost CPU.
+	EnableDebug bool
 	// CheckUpdateInterval rate-limits pushing a check whose output changed
 	// but not its status: at most once per interval. Default 5m (Consul's
 	// check_update_interval); 0 pushes every change.
@@ -141,6 +151,9 @@ type Config struct {
 	TLS TLS
 	// Limits are the caps of the limits block. Default DefaultLimits().
 	Limits Limits
+	// Telemetry configures the metrics of /v1/agent/metrics (the
+	// telemetry block). Default telemetry.DefaultConfig().
+	Telemetry telemetry.Config
 	// HTTP is the http_config block.
 	HTTP HTTPConfig
 
@@ -200,6 +213,7 @@ func Default() Config {
 		ACL:                 DefaultACL(),
 		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
 		Limits:              DefaultLimits(),
+		Telemetry:           telemetry.DefaultConfig(),
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
 		Performance:         DefaultPerformance(),
 		Autopilot:           DefaultAutopilot(),

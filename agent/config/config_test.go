@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/resolver"
+	"github.com/cairndns/cairn/telemetry"
 	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
@@ -37,6 +38,7 @@ func TestConfigDefaults(t *testing.T) {
 		ACL:                 ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second},
 		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
 		Limits:              Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, KVMaxValueSize: 512 * 1024},
+		Telemetry:           telemetry.Config{PrometheusRetentionTime: time.Minute, DisableHostname: true},
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
 		Performance:         Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
 		Autopilot: Autopilot{CleanupDeadServers: true, LastContactThreshold: 200 * time.Millisecond,
@@ -147,6 +149,8 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"advertise_addr", "0.0.0.0", func(c *Config) { c.AdvertiseAddr = "0.0.0.0" }},
 		{"advertise_addr", "::", func(c *Config) { c.AdvertiseAddr = "::" }},
 		{"advertise_addr", "host.example", func(c *Config) { c.AdvertiseAddr = "host.example" }},
+		{"advertise_addr_wan", "0.0.0.0", func(c *Config) { c.AdvertiseAddrWAN = "0.0.0.0" }},
+		{"advertise_addr_wan", "wan.example", func(c *Config) { c.AdvertiseAddrWAN = "wan.example" }},
 		{"ports.dns", "-1", func(c *Config) { c.Ports.DNS = -1 }},
 		{"ports.dns", "65536", func(c *Config) { c.Ports.DNS = 65536 }},
 		{"ports.http", "-1", func(c *Config) { c.Ports.HTTP = -1 }},
@@ -262,7 +266,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "autopilot.last_contact_threshold", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
 		"encrypt", "http_config.read_timeout", "limits.kv_max_value_size", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
 		"ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
-		"reconnect_timeout", "retry_interval", "retry_max"}
+		"reconnect_timeout", "retry_interval", "retry_max", "telemetry.prometheus_retention_time"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)
 	}
@@ -291,6 +295,7 @@ func everyKey() Config {
 	c.NodeName, c.Datacenter, c.Domain = "n7", "dc2", "corp."
 	c.NodeID = "adf4238a-882b-9ddc-4a9d-5b6758e4159e"
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
+	c.AdvertiseAddrWAN = "198.51.100.8"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
 	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301, SerfWAN: 9302, HTTPS: -1}
 	c.BootstrapExpect, c.Join = 3, []string{"10.0.0.1", "10.0.0.2:9301"}
@@ -321,6 +326,7 @@ datacenter     = "dc2"
 domain         = "corp."
 bind_addr      = "10.0.0.7"
 advertise_addr = "10.0.0.8"
+advertise_addr_wan = "198.51.100.8"
 client_addr    = "0.0.0.0"
 data_dir       = "/data/cairn"
 server         = true
@@ -372,6 +378,7 @@ datacenter = "dc2"
 domain = "corp."
 bind_addr = "10.0.0.7"
 advertise_addr = "10.0.0.8"
+advertise_addr_wan = "198.51.100.8"
 client_addr = "0.0.0.0"
 data_dir = "/data/cairn"
 server = true
@@ -417,6 +424,7 @@ dns_config {
   "domain": "corp.",
   "bind_addr": "10.0.0.7",
   "advertise_addr": "10.0.0.8",
+  "advertise_addr_wan": "198.51.100.8",
   "client_addr": "0.0.0.0",
   "data_dir": "/data/cairn",
   "server": true,

@@ -24,6 +24,7 @@ type fileConfig struct {
 	Domain        *string           `hcl:"domain"`
 	BindAddr      *string           `hcl:"bind_addr"`
 	AdvertiseAddr *string           `hcl:"advertise_addr"`
+	AdvertiseWAN  *string           `hcl:"advertise_addr_wan"`
 	ClientAddr    *string           `hcl:"client_addr"`
 	DataDir       *string           `hcl:"data_dir"`
 	Server        *bool             `hcl:"server"`
@@ -43,11 +44,13 @@ type fileConfig struct {
 	ReconnectTimeout *string  `hcl:"reconnect_timeout"`
 
 	EnableScriptChecks  *bool   `hcl:"enable_script_checks"`
+	EnableDebug         *bool   `hcl:"enable_debug"`
 	CheckUpdateInterval *string `hcl:"check_update_interval"`
 	AEInterval          *string `hcl:"ae_interval"`
 
 	ACL        *fileACL        `hcl:"acl"`
 	Limits     *fileLimits     `hcl:"limits"`
+	Telemetry  *fileTelemetry  `hcl:"telemetry"` // telemetry.go
 	HTTPConfig *fileHTTPConfig `hcl:"http_config"`
 	TLS        *fileTLS        `hcl:"tls"`
 
@@ -94,7 +97,7 @@ type filePorts struct {
 
 var knownKeys = map[string]bool{
 	"node_name": true, "node_id": true, "datacenter": true, "domain": true, "bind_addr": true,
-	"advertise_addr": true, "client_addr": true, "data_dir": true, "server": true,
+	"advertise_addr": true, "advertise_addr_wan": true, "client_addr": true, "data_dir": true, "server": true,
 	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true, "ports.server": true,
 	"alt_domain": true, "recursors": true, "dns_config": true, "node_meta": true,
 	"dns_config.node_ttl": true, "dns_config.ptr_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
@@ -106,7 +109,7 @@ var knownKeys = map[string]bool{
 	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
 	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
 	"bootstrap_expect": true, "retry_join": true, "retry_interval": true, "retry_max": true, "reconnect_timeout": true,
-	"enable_script_checks": true, "check_update_interval": true, "ae_interval": true,
+	"enable_script_checks": true, "enable_debug": true, "check_update_interval": true, "ae_interval": true,
 	"encrypt": true, "ports.serf_lan": true, "ports.serf_wan": true, "retry_join_wan": true,
 }
 
@@ -158,6 +161,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	setIf(&c.Domain, fc.Domain)
 	setIf(&c.BindAddr, fc.BindAddr)
 	setIf(&c.AdvertiseAddr, fc.AdvertiseAddr)
+	setIf(&c.AdvertiseAddrWAN, fc.AdvertiseWAN)
 	setIf(&c.ClientAddr, fc.ClientAddr)
 	setIf(&c.DataDir, fc.DataDir)
 	setIf(&c.LogLevel, fc.LogLevel)
@@ -185,6 +189,11 @@ func (fc *fileConfig) apply(c *Config) error {
 	}
 	if fc.Limits != nil {
 		fc.Limits.apply(c)
+	}
+	if fc.Telemetry != nil {
+		if err := fc.Telemetry.apply(c); err != nil {
+			return err
+		}
 	}
 	if fc.HTTPConfig != nil {
 		if err := fc.HTTPConfig.apply(c); err != nil {
@@ -219,6 +228,7 @@ func (fc *fileConfig) applyCluster(c *Config) error {
 	setIf(&c.RetryMax, fc.RetryMax)
 	setIf(&c.EncryptKey, fc.Encrypt)
 	setIf(&c.EnableScriptChecks, fc.EnableScriptChecks)
+	setIf(&c.EnableDebug, fc.EnableDebug)
 	for _, d := range []struct {
 		key, example string
 		v            *string

@@ -33,6 +33,9 @@ func (c *Config) Validate() error {
 	}
 	c.validateACL(bad)
 	c.validateLimits(bad)
+	if d := c.Telemetry.PrometheusRetentionTime; d < time.Second {
+		bad("telemetry.prometheus_retention_time", "must be at least 1s, got %s", d)
+	}
 	c.validateServer(bad)
 	if c.Resolver.MaxTCPConns < 0 {
 		bad("limits.dns_max_tcp_conns", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConns)
@@ -47,9 +50,14 @@ func (c *Config) Validate() error {
 			bad(a.field, "%q is not an IP address", a.value)
 		}
 	}
-	if c.AdvertiseAddr != "" {
-		if ip, err := netip.ParseAddr(c.AdvertiseAddr); err != nil || ip.IsUnspecified() {
-			bad("advertise_addr", "%q is not a usable IP address", c.AdvertiseAddr)
+	for _, a := range []struct{ field, value string }{
+		{"advertise_addr", c.AdvertiseAddr}, {"advertise_addr_wan", c.AdvertiseAddrWAN},
+	} {
+		if a.value == "" {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.value); err != nil || ip.IsUnspecified() {
+			bad(a.field, "%q is not a usable IP address", a.value)
 		}
 	}
 	for _, p := range []struct {

@@ -103,9 +103,16 @@ func (s *Server) agentServices(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make(map[string]*agentService)
+	list := make([]*agentService, 0, len(services))
 	for _, svc := range services {
-		out[svc.ID] = s.toAgentService(svc)
+		list = append(list, s.toAgentService(svc))
+	}
+	if list, err = applyFilter(r, list); err != nil {
+		return err
+	}
+	out := make(map[string]*agentService, len(list))
+	for _, svc := range list {
+		out[svc.ID] = svc
 	}
 	writeJSONPretty(w, r, out)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -235,6 +236,37 @@ func TestAgentServices(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %s, want %v", rec.Body, want)
+	}
+}
+
+// TestAgentServicesFilter: ?filter selects among the agent's services with
+// the fields of Consul's AgentService, as consul services list -filter and
+// the official client's ServicesWithFilter send it.
+func TestAgentServicesFilter(t *testing.T) {
+	l := &fakeLocal{services: []*catalog.Service{
+		{ID: "db-1", Service: "db", Tags: []string{"primary"}, Port: 5432, Meta: map[string]string{"env": "prod"}},
+		{ID: "db-2", Service: "db", Tags: []string{"replica"}, Port: 5433, Meta: map[string]string{"env": "test"}},
+		{ID: "web", Service: "web", Port: 80},
+	}}
+	h := newServer(t, l, nil)
+	for expr, want := range map[string][]string{
+		`Service == "db"`:                 {"db-1", "db-2"},
+		`"primary" in Tags`:               {"db-1"},
+		`Meta.env == "test"`:              {"db-2"},
+		`Port == 5433 and Service != "x"`: {"db-2"},
+		`ID matches "^w"`:                 {"web"},
+		`Service == "none"`:               {},
+	} {
+		rec := serve(h, http.MethodGet, "/v1/agent/services?filter="+url.QueryEscape(expr), "")
+		wantStatus(t, rec, http.StatusOK)
+		got := slices.Sorted(maps.Keys(decode[map[string]any](t, rec)))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", expr, got, want)
+		}
+	}
+	rec := serve(h, http.MethodGet, "/v1/agent/services?filter="+url.QueryEscape("Port == web"), "")
+	if rec.Code != http.StatusBadRequest || errorBody(t, rec)["field"] != "filter" {
+		t.Errorf("a number compared with a word: got %d %s, want 400 naming filter", rec.Code, rec.Body)
 	}
 }
 

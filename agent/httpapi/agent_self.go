@@ -27,9 +27,16 @@ func (s *Server) SetSelf(a Self) { s.self = a }
 // its clients read (Config.NodeName, Config.Datacenter, Member, and the
 // Stats `consul info` prints).
 type agentSelf struct {
-	Config selfConfig
-	Member agentMember
-	Stats  map[string]map[string]string `json:",omitempty"`
+	Config      selfConfig
+	DebugConfig selfDebugConfig
+	Member      agentMember
+	Stats       map[string]map[string]string `json:",omitempty"`
+}
+
+// selfDebugConfig is the part of Consul's DebugConfig section that tools
+// read: the DNS domain.
+type selfDebugConfig struct {
+	DNSDomain string
 }
 
 // selfConfig is the Config section of GET /v1/agent/self.
@@ -53,6 +60,7 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 			NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID, Server: s.cfg.Server,
 			Version: s.cfg.Version,
 		},
+		DebugConfig: selfDebugConfig{DNSDomain: s.cfg.Domain},
 	}
 	if s.self != nil {
 		out.Stats = s.self.Stats()

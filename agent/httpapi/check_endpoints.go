@@ -146,7 +146,7 @@ func (s *Server) agentChecks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make(map[string]*agentCheck)
+	list := make([]*agentCheck, 0, len(checks))
 	for _, c := range checks {
 		ac := &agentCheck{
 			Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
@@ -156,7 +156,14 @@ func (s *Server) agentChecks(w http.ResponseWriter, r *http.Request) error {
 		if c.ServiceID != "" {
 			ac.ServiceTags = nonNil(tags[c.ServiceID])
 		}
-		out[c.CheckID] = ac
+		list = append(list, ac)
+	}
+	if list, err = applyFilter(r, list); err != nil {
+		return err
+	}
+	out := make(map[string]*agentCheck, len(list))
+	for _, ac := range list {
+		out[ac.CheckID] = ac
 	}
 	writeJSONPretty(w, r, out)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -417,6 +418,27 @@ func TestAgentChecks(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	if body := strings.TrimSpace(rec.Body.String()); body != "{}" {
 		t.Errorf("no checks: got %s, want {}", body)
+	}
+}
+
+// TestAgentChecksFilter: ?filter selects among the agent's checks with the
+// fields of Consul's AgentCheck.
+func TestAgentChecksFilter(t *testing.T) {
+	h := newServer(t, ttlLocal(), nil)
+	for expr, want := range map[string][]string{
+		`Status == "passing"`:          {"a:b&c", "ssh"},
+		`Status != "passing"`:          {"service:web"},
+		`ServiceName == "web"`:         {"service:web"},
+		`"v1" in ServiceTags`:          {"service:web"},
+		`Type == "tcp" or Type == "x"`: {"ssh"},
+		`Output contains "refused"`:    {},
+	} {
+		rec := serve(h, http.MethodGet, "/v1/agent/checks?filter="+url.QueryEscape(expr), "")
+		wantStatus(t, rec, http.StatusOK)
+		got := slices.Sorted(maps.Keys(decode[map[string]any](t, rec)))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", expr, got, want)
+		}
 	}
 }
 

@@ -50,6 +50,8 @@ var filterTypes = map[string]reflect.Type{
 	"/v1/health/checks/{service}":      reflect.TypeFor[*healthCheck](),
 	"/v1/health/node/{node}":           reflect.TypeFor[*healthCheck](),
 	"/v1/health/state/{state}":         reflect.TypeFor[*healthCheck](),
+	"/v1/agent/services":               reflect.TypeFor[*agentService](),
+	"/v1/agent/checks":                 reflect.TypeFor[*agentCheck](),
 }
 
 // filterKey is the context key of a request's parsed ?filter.

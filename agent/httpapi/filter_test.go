@@ -104,7 +104,7 @@ func TestFilterBounds(t *testing.T) {
 // 400, not a silently unfiltered answer; every endpoint that filters takes
 // it, with the selectors of its items.
 func TestFilterUnsupported(t *testing.T) {
-	h := newServer(t, nil, &fakeCatalog{index: 1})
+	h := newServer(t, &fakeLocal{}, &fakeCatalog{index: 1})
 	filter := "?filter=" + url.QueryEscape(`Node == "x"`)
 	for target, expr := range map[string]string{
 		"/v1/catalog/nodes":            `Node == "x"`,
@@ -115,12 +115,14 @@ func TestFilterUnsupported(t *testing.T) {
 		"/v1/health/checks/web":        `Node == "x"`,
 		"/v1/health/node/n1":           `Node == "x"`,
 		"/v1/health/state/any":         `Node == "x"`,
+		"/v1/agent/services":           `Service == "x"`,
+		"/v1/agent/checks":             `Status == "passing"`,
 	} {
 		if rec := serve(h, http.MethodGet, target+"?filter="+url.QueryEscape(expr), ""); rec.Code != http.StatusOK {
 			t.Errorf("%s: got %d %s, want 200", target, rec.Code, rec.Body)
 		}
 	}
-	for _, target := range []string{"/v1/agent/services", "/v1/agent/checks", "/v1/agent/members"} {
+	for _, target := range []string{"/v1/agent/members", "/v1/status/peers"} {
 		rec := serve(h, http.MethodGet, target+filter, "")
 		if rec.Code != http.StatusBadRequest {
 			t.Errorf("%s: got %d %s, want 400", target, rec.Code, rec.Body)

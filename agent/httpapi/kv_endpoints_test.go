@@ -1,8 +1,11 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -257,4 +260,72 @@ func TestKVErrors(t *testing.T) {
 	}
 	// A catalog without a key/value store answers 404.
 	wantStatus(t, serve(newServer(t, nil, nil), http.MethodGet, "/v1/kv/k", ""), http.StatusNotFound)
+}
+
+// TestKVKeysAreNotCleaned: a key is whatever follows /v1/kv/. Keys with
+// "//", "." or ".." segments are stored and read as written, not answered
+// with the mux's redirect to a cleaned path (which clients follow as a GET,
+// losing a PUT's value, or to another key).
+func TestKVKeysAreNotCleaned(t *testing.T) {
+	kv := newKVCatalog(t)
+	h := newServer(t, nil, kv)
+	keys := []string{"a//b", "a/./b", "a/../b", "a/b/", "a/b"}
+	for i, key := range keys {
+		rec := serve(h, http.MethodPut, "/v1/kv/"+key, fmt.Sprintf("v%d", i))
+		wantStatus(t, rec, http.StatusOK)
+		wantBody(t, rec, "true")
+	}
+	for i, key := range keys {
+		rec := serve(h, http.MethodGet, "/v1/kv/"+key+"?raw", "")
+		wantStatus(t, rec, http.StatusOK)
+		if got, want := rec.Body.String(), fmt.Sprintf("v%d", i); got != want {
+			t.Errorf("GET %s: got %q, want %q", key, got, want)
+		}
+	}
+	rec := serve(h, http.MethodGet, "/v1/kv/a?keys", "")
+	wantStatus(t, rec, http.StatusOK)
+	wantBody(t, rec, `["a/../b","a/./b","a//b","a/b","a/b/"]`)
+	rec = serve(h, http.MethodDelete, "/v1/kv/a//b", "")
+	wantStatus(t, rec, http.StatusOK)
+	wantStatus(t, serve(h, http.MethodGet, "/v1/kv/a//b", ""), http.StatusNotFound)
+	wantStatus(t, serve(h, http.MethodGet, "/v1/kv/a/b", ""), http.StatusOK)
+	// Every other endpoint is still behind the mux.
+	wantStatus(t, serve(h, http.MethodGet, "/v1/kvx", ""), http.StatusNotFound)
+}
+
+// blockingKV is a key/value backend whose reads wait for their request to
+// end, as a blocking query does, and fail with its context's error.
+type blockingKV struct{ *kvCatalog }
+
+func (b blockingKV) KVGet(ctx context.Context, _ httpapi.QueryOptions, _ string) (*catalog.KVEntry, httpapi.QueryMeta, error) {
+	<-ctx.Done()
+	return nil, httpapi.QueryMeta{}, fmt.Errorf("rpc KVS.Get: %w", ctx.Err())
+}
+
+// TestClientGoneIsNotAFailure: a request its client abandoned (a page
+// closed during a blocking query) is not logged as a failed request nor
+// answered as the server's fault.
+func TestClientGoneIsNotAFailure(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := httpapi.New(httpapi.DefaultConfig(), &fakeLocal{}, blockingKV{newKVCatalog(t)}, fakeStatus("10.0.0.1:8300"), &fakeCluster{},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8500/v1/kv/app?index=5&wait=1m", http.NoBody).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Handler().ServeHTTP(rec, req)
+	}()
+	cancel()
+	<-done
+	if rec.Code != 499 {
+		t.Errorf("got status %d, want 499", rec.Code)
+	}
+	if strings.Contains(logs.String(), "request failed") {
+		t.Errorf("logged as a failure: %s", logs.String())
+	}
 }

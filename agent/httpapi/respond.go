@@ -76,12 +76,20 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// Only a TTL check's status is reported from outside; the others
 		// have a runner that decides it.
 		he = badRequest("CheckID", "%s", oneLine(err.Error()))
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away (a page closed, a blocking query
+		// abandoned): nobody reads this answer, and nothing failed.
+		he = &httpError{code: statusClientClosed, body: errorBody{Error: "the client closed the request"}}
 	default:
 		he = &httpError{code: http.StatusInternalServerError, body: errorBody{Error: oneLine(err.Error())}}
 		s.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, he.code, he.body)
 }
+
+// statusClientClosed answers a request its client abandoned (nginx's
+// 499): written to nobody, but kept apart from the server's failures.
+const statusClientClosed = 499
 
 // permissionText is the message of a refused request without the RPC
 // method's name in front: "Permission denied: token lacks ...", as Consul

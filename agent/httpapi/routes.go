@@ -33,6 +33,8 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/agent/leave", s.agentLeave, http.MethodPut)
 	s.handle(mux, "/v1/agent/reload", s.agentReload, http.MethodPut) // agent_self.go
 	s.handle(mux, "/v1/agent/metrics", s.agentMetrics, http.MethodGet)
+	s.handle(mux, "/v1/agent/monitor", s.agentMonitor, http.MethodGet)                     // monitor_endpoint.go
+	s.handle(mux, "/debug/pprof/{name...}", s.debugPprof, http.MethodGet, http.MethodPost) // debug_endpoint.go
 	s.handle(mux, "/v1/catalog/services", s.catalogServices, http.MethodGet)
 	s.handle(mux, "/v1/catalog/service/{name}", s.catalogService, http.MethodGet)
 	s.handle(mux, "/v1/catalog/nodes", s.catalogNodes, http.MethodGet)
@@ -48,8 +50,8 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/query", s.queryCollection, http.MethodGet, http.MethodPost)
 	s.handle(mux, "/v1/query/{id}", s.queryItem, http.MethodGet, http.MethodPut, http.MethodDelete)
 	s.handle(mux, "/v1/query/{id}/execute", s.queryExecute, http.MethodGet)
-	s.handle(mux, "/v1/kv/{key...}", s.kv, http.MethodGet, http.MethodPut, http.MethodDelete) // kv_endpoints.go
-	s.handle(mux, "/v1/session/create", s.sessionCreate, http.MethodPut)                      // session_endpoints.go
+	s.handle(mux, "/v1/txn", s.txn, http.MethodPut)                      // txn_endpoints.go
+	s.handle(mux, "/v1/session/create", s.sessionCreate, http.MethodPut) // session_endpoints.go
 	s.handle(mux, "/v1/session/destroy/{id}", s.sessionDestroy, http.MethodPut)
 	s.handle(mux, "/v1/session/renew/{id}", s.sessionRenew, http.MethodPut)
 	s.handle(mux, "/v1/session/info/{id}", s.sessionInfo, http.MethodGet)
@@ -69,17 +71,37 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/acl/token", s.aclTokenCreate, http.MethodPut)
 	s.handle(mux, "/v1/acl/token/{id}", s.aclTokenItem, http.MethodGet, http.MethodPut, http.MethodDelete)
 	s.handle(mux, "/v1/acl/tokens", s.aclTokens, http.MethodGet)
+	s.routeUI(mux)                                                // ui_endpoint.go: the web UI under /ui/, and GET / redirected there
+	s.handle(mux, "/v1/internal/ui/dns", s.uiDNS, http.MethodGet) // ui_dns.go
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no endpoint %s", r.URL.Path))
 	})
-	return mux
+	// A key is whatever follows /v1/kv/, "a//b" and "a/./b" included:
+	// the mux would answer those with a redirect to the cleaned path,
+	// which clients follow as a GET (a PUT's value lost) or to another
+	// key. So the key store's paths never reach the mux.
+	kv := s.endpoint("/v1/kv/{key...}", s.kv, http.MethodGet, http.MethodPut, http.MethodDelete) // kv_endpoints.go
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key, ok := strings.CutPrefix(r.URL.Path, "/v1/kv/"); ok {
+			r.SetPathValue("key", key)
+			kv(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // handle registers an endpoint for the given methods; any other method gets
 // a 405 with an Allow header and a JSON body, like every other error.
 func (s *Server) handle(mux *http.ServeMux, pattern string, h handlerFunc, methods ...string) {
+	mux.HandleFunc(pattern, s.endpoint(pattern, h, methods...))
+}
+
+// endpoint is the handler handle registers for pattern: the method check,
+// the request's token and ?filter, then h.
+func (s *Server) endpoint(pattern string, h handlerFunc, methods ...string) http.HandlerFunc {
 	allow := strings.Join(methods, ", ")
-	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	return s.httpMetrics.instrument(pattern, func(w http.ResponseWriter, r *http.Request) {
 		ok := false
 		for _, m := range methods {
 			ok = ok || r.Method == m

@@ -165,6 +165,10 @@ type Config struct {
 	Server   bool
 	// Version is the agent's version, in GET /v1/agent/self. Default "".
 	Version string
+	// Domain is the DNS domain the agent answers for ("cluster."), in GET
+	// /v1/agent/self (DebugConfig.DNSDomain, as Consul's), where the web
+	// UI reads it to show a service's DNS names. Default "".
+	Domain string
 	// MaxBodyBytes caps request bodies. Default 1 MiB.
 	MaxBodyBytes int64
 	// ReadHeaderTimeout bounds a slow client's headers. Default 10s.
@@ -202,6 +206,10 @@ type Config struct {
 	// bytes; a larger one is a 413 (the servers refuse it too). Default
 	// catalog.DefaultKVMaxValueSize.
 	KVMaxValueSize int
+	// EnableDebug serves Go's runtime profiles under /debug/pprof/
+	// (debug_endpoint.go), as Consul's enable_debug; without it they are
+	// 404. Default false.
+	EnableDebug bool
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -261,13 +269,18 @@ type Server struct {
 	catalog Catalog
 	status  Status
 	cluster Cluster
-	metrics Metrics // nil until SetMetrics
-	self    Self    // nil until SetSelf (agent_self.go)
+	metrics Metrics      // nil until SetMetrics
+	self    Self         // nil until SetSelf (agent_self.go)
+	dns     DNSAsker     // nil until SetDNS (ui_dns.go)
+	monitor monitorState // the log stream of /v1/agent/monitor (monitor_endpoint.go)
 	aclMu   sync.Mutex
 	acl     ACL // nil until SetACL: ACLs off
 	logger  *slog.Logger
 	hosts   hostSet // the Host names answered besides IPs and localhost (guard.go)
-	handler http.Handler
+	// httpMetrics counts and times the endpoints' requests
+	// (metrics_http.go).
+	httpMetrics *httpMetrics
+	handler     http.Handler
 
 	mu        sync.Mutex
 	srv       *http.Server
@@ -284,6 +297,7 @@ func New(cfg Config, local Local, cat Catalog, status Status, cluster Cluster, l
 	s := &Server{
 		cfg: cfg, local: local, catalog: cat, status: status, cluster: cluster,
 		logger: logger.With("component", "http"), hosts: newHostSet(cfg.NodeName, cfg.AllowedHosts),
+		httpMetrics: newHTTPMetrics(),
 	}
 	s.handler = s.guard(s.routes()) // guard.go: Host and cross-origin checks first
 	return s, nil
@@ -378,6 +392,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if srv == nil {
 		return nil
 	}
+	s.monitor.end() // log streams end: Shutdown waits for their handlers
 	err := srv.Shutdown(ctx)
 	if err != nil {
 		_ = srv.Close()

@@ -92,9 +92,9 @@ func TestWrongMethod(t *testing.T) {
 func TestUnknownPath(t *testing.T) {
 	h := newServer(t, nil, testCatalog())
 	for _, target := range []string{
-		"/", "/v1", "/v1/", "/v2/agent/services", "/v1/agent/services/web", "/v1/agent/service/register/x",
-		"/v1/catalog/service/", "/v1/catalog/service/web/extra", "/v1/kv/key", "/ui/",
-	} {
+		"/v1", "/v1/", "/v2/agent/services", "/v1/agent/services/web", "/v1/agent/service/register/x",
+		"/v1/catalog/service/", "/v1/catalog/service/web/extra", "/v1/kv/key", "/uix", "/ui.js",
+	} { // "/" and "/ui/": ui_endpoint_test.go
 		for _, method := range []string{http.MethodGet, http.MethodPut} {
 			rec := serve(h, method, target, "")
 			if rec.Code != http.StatusNotFound {

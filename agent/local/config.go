@@ -16,6 +16,9 @@ type Config struct {
 	Address    string            // the node's advertised IP, required
 	Datacenter string            // required
 	NodeMeta   map[string]string // optional
+	// TaggedAddresses are the node's addresses by network ("lan",
+	// "wan", ...), as Node.TaggedAddresses. Optional.
+	TaggedAddresses map[string]string
 	// DataDir is where services and checks are persisted (DataDir/services,
 	// DataDir/checks). Empty keeps them in memory only (dev mode).
 	DataDir string

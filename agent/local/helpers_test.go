@@ -43,6 +43,8 @@ type fakeCatalog struct {
 	failing  bool
 	failures int // calls refused while failing
 	writes   int // Register and Deregister calls applied to the store
+	// registers holds every Register request applied, in order.
+	registers []*catalog.RegisterRequest
 	// gate, when set, is called before each write is applied, outside the
 	// lock, with the ID of the service written ("" for a node alone). A
 	// test blocks in it to hold a caller in the middle of a write.
@@ -72,6 +74,16 @@ func (f *fakeCatalog) counts() (failures, writes int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.failures, f.writes
+}
+
+// lastRegister returns the last Register request applied, nil for none.
+func (f *fakeCatalog) lastRegister() *catalog.RegisterRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.registers) == 0 {
+		return nil
+	}
+	return f.registers[len(f.registers)-1]
 }
 
 // setGate installs gate (see fakeCatalog.gate).
@@ -113,6 +125,7 @@ func (f *fakeCatalog) Register(ctx context.Context, req *catalog.RegisterRequest
 	}
 	f.index++
 	f.writes++
+	f.registers = append(f.registers, req)
 	return f.store.Register(f.index, req)
 }
 
@@ -201,6 +214,7 @@ func testConfig(dataDir string) local.Config {
 	cfg := local.DefaultConfig()
 	cfg.NodeName, cfg.NodeID, cfg.Address, cfg.Datacenter = nodeName, nodeID, nodeAddr, nodeDC
 	cfg.NodeMeta = map[string]string{"rack": "r1"}
+	cfg.TaggedAddresses = map[string]string{"lan": nodeAddr, "wan": "192.0.2.1"}
 	cfg.DataDir = dataDir
 	cfg.SyncInterval = time.Second // the shortest Validate allows
 	cfg.RetryInterval = 20 * time.Millisecond

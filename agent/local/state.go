@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairndns/cairn/acl"
@@ -62,6 +63,9 @@ type State struct {
 	// wakes the pusher when a check's state changed.
 	retry chan struct{}
 	push  chan struct{}
+
+	// syncs and syncFailures count full syncs by outcome (SyncStats).
+	syncs, syncFailures atomic.Uint64
 }
 
 // checkEntry is one of the agent's checks: what it runs (nil for a
@@ -275,17 +279,31 @@ func (s *State) lockChange(id string) (unlock func()) {
 	}
 }
 
-// registerRequest registers this node and svc (nil for the node alone).
+// registerRequest registers svc (nil for none) on this node. It leaves the
+// node's row as it is if the row exists (SkipNodeUpdate): writing the row,
+// its metadata and tagged addresses, is the full sync's job, with the
+// agent's token, so that a push needs only the service's rights, not
+// node:write (the servers ask node:write of a registration that would
+// change the node). A push finding no row creates it.
 func (s *State) registerRequest(svc *catalog.Service) *catalog.RegisterRequest {
 	return &catalog.RegisterRequest{
-		Datacenter: s.cfg.Datacenter,
-		ID:         s.cfg.NodeID,
-		Node:       s.cfg.NodeName,
-		Address:    s.cfg.Address,
-		NodeMeta:   s.cfg.NodeMeta,
-		Service:    svc,
+		Datacenter:      s.cfg.Datacenter,
+		ID:              s.cfg.NodeID,
+		Node:            s.cfg.NodeName,
+		Address:         s.cfg.Address,
+		TaggedAddresses: s.cfg.TaggedAddresses,
+		NodeMeta:        s.cfg.NodeMeta,
+		Service:         svc,
+		SkipNodeUpdate:  true,
 	}
 }
+
+// SyncStats counts the full anti-entropy syncs that succeeded and that
+// failed, since New.
+func (s *State) SyncStats() (ok, failed uint64) { return s.syncs.Load(), s.syncFailures.Load() }
+
+// CheckRuns counts the probes the agent's checks ran, by type and status.
+func (s *State) CheckRuns() []checks.RunCount { return s.runner.Runs() }
 
 // withServiceToken returns ctx carrying the token the service was
 // registered with, unless ctx carries one already (a request's own) or the

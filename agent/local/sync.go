@@ -19,9 +19,16 @@ import (
 // checks, Config.ServerChecks). A check whose output alone differs is
 // left for its next push when it was pushed less than
 // CheckUpdateInterval ago.
-func (s *State) SyncFull(ctx context.Context) error {
+func (s *State) SyncFull(ctx context.Context) (err error) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	defer func() {
+		if err != nil {
+			s.syncFailures.Add(1)
+		} else {
+			s.syncs.Add(1)
+		}
+	}()
 	node, remote, err := s.catalog.NodeServices(ctx, s.cfg.NodeName)
 	if err != nil {
 		return fmt.Errorf("read catalog for node %q: %w", s.cfg.NodeName, err)
@@ -33,7 +40,9 @@ func (s *State) SyncFull(ctx context.Context) error {
 		}
 	}
 	if node == nil || !s.nodeMatches(node) {
-		if err := s.catalog.Register(ctx, s.registerRequest(nil)); err != nil {
+		req := s.registerRequest(nil)
+		req.SkipNodeUpdate = false
+		if err := s.catalog.Register(ctx, req); err != nil {
 			return fmt.Errorf("register node %q: %w", s.cfg.NodeName, err)
 		}
 	}
@@ -136,7 +145,8 @@ func sameCheckBut(a, b *catalog.Check, ignoreOutput bool) bool {
 
 func (s *State) nodeMatches(n *catalog.Node) bool {
 	return n.Address == s.cfg.Address && n.ID == s.cfg.NodeID &&
-		n.Datacenter == s.cfg.Datacenter && maps.Equal(n.Meta, s.cfg.NodeMeta)
+		n.Datacenter == s.cfg.Datacenter && maps.Equal(n.Meta, s.cfg.NodeMeta) &&
+		maps.Equal(n.TaggedAddresses, s.cfg.TaggedAddresses)
 }
 
 // Run keeps the catalog in step with the local state until ctx ends: it

@@ -71,8 +71,9 @@ func TestSyncFull(t *testing.T) {
 			}
 
 			n := cat.node(t, nodeName)
-			if n == nil || n.Address != nodeAddr || n.ID != nodeID || n.Datacenter != nodeDC || n.Meta["rack"] != "r1" {
-				t.Errorf("catalog node: got %+v, want %s at %s in %s with rack=r1", n, nodeName, nodeAddr, nodeDC)
+			if n == nil || n.Address != nodeAddr || n.ID != nodeID || n.Datacenter != nodeDC || n.Meta["rack"] != "r1" ||
+				n.TaggedAddresses["wan"] != "192.0.2.1" {
+				t.Errorf("catalog node: got %+v, want %s at %s in %s with rack=r1 and wan 192.0.2.1", n, nodeName, nodeAddr, nodeDC)
 			}
 			sameSet(t, cat, nodeName, st.Services())
 			if _, got, _ := cat.store.NodeServices(nil, "node2"); !reflect.DeepEqual(got, other) {
@@ -95,6 +96,41 @@ func TestSyncFull(t *testing.T) {
 				t.Errorf("second SyncFull wrote: got %d writes, want %d", got, writes)
 			}
 		})
+	}
+}
+
+// TestPushesLeaveTheNodeToTheSync: a service's registration leaves an
+// existing node row alone (SkipNodeUpdate), so it needs the service's
+// rights only (the servers ask node:write of a registration that would
+// change the node), and creates the row when there is none; the full sync
+// writes the row when it differs, tagged addresses included.
+func TestPushesLeaveTheNodeToTheSync(t *testing.T) {
+	cat := newFakeCatalog(t)
+	st := newState(t, testConfig(""), cat)
+	mustAdd(t, st, svc("web", "web", 80))
+	if req := cat.lastRegister(); req == nil || !req.SkipNodeUpdate {
+		t.Fatalf("a push: got %+v, want SkipNodeUpdate", req)
+	}
+	if n := cat.node(t, nodeName); n == nil || n.TaggedAddresses["wan"] != "192.0.2.1" {
+		t.Fatalf("the node a push created: got %+v, want it with its tagged addresses", n)
+	}
+
+	// Someone rewrites the node without its tagged addresses: a push
+	// leaves it so, the next full sync puts them back.
+	cat.seed(t, &catalog.RegisterRequest{Datacenter: nodeDC, ID: nodeID, Node: nodeName, Address: nodeAddr,
+		NodeMeta: map[string]string{"rack": "r1"}})
+	mustAdd(t, st, svc("db", "db", 5432))
+	if n := cat.node(t, nodeName); n == nil || n.TaggedAddresses != nil {
+		t.Fatalf("node after a push: got %+v, want it as it was rewritten", n)
+	}
+	if err := st.SyncFull(context.Background()); err != nil {
+		t.Fatalf("SyncFull: %v", err)
+	}
+	if n := cat.node(t, nodeName); n == nil || n.TaggedAddresses["lan"] != nodeAddr || n.TaggedAddresses["wan"] != "192.0.2.1" {
+		t.Errorf("node after the sync: got %+v, want its tagged addresses back", n)
+	}
+	if req := cat.lastRegister(); req == nil || req.SkipNodeUpdate || req.Service != nil {
+		t.Errorf("the sync's write: got %+v, want the node alone, written", req)
 	}
 }
 

@@ -42,6 +42,7 @@ func agentCommand() *cli.Command {
 			&cli.StringFlag{Name: "domain", Usage: "DNS `ZONE` cairn answers for", Value: def.Domain},
 			&cli.StringFlag{Name: "bind", Usage: "`IP` cluster traffic binds to", Value: def.BindAddr},
 			&cli.StringFlag{Name: "advertise", Usage: "`IP` other nodes and DNS answers use for this node", DefaultText: "the bind address"},
+			&cli.StringFlag{Name: "advertise-wan", Usage: "`IP` servers of other datacenters use for this server; the node's wan address", DefaultText: "the advertise address"},
 			&cli.StringFlag{Name: "client", Usage: "`IP` the DNS and HTTP listeners bind to", Value: def.ClientAddr},
 			&cli.IntFlag{Name: "dns-port", Usage: "DNS `PORT` (UDP and TCP)", Value: def.Ports.DNS},
 			&cli.IntFlag{Name: "http-port", Usage: "HTTP API `PORT`", Value: def.Ports.HTTP},
@@ -62,6 +63,7 @@ func agentCommand() *cli.Command {
 			&cli.IntFlag{Name: "retry-max", Usage: "give up joining after `N` attempts (0: never)"},
 			&cli.StringFlag{Name: "encrypt", Usage: "base64 gossip encryption `KEY` (16, 24 or 32 bytes)"},
 			&cli.BoolFlag{Name: "enable-script-checks", Usage: "allow health checks that run a command (off: anyone reaching the HTTP API could run programs)"},
+			&cli.BoolFlag{Name: "enable-debug", Usage: "serve Go's runtime profiles under /debug/pprof/ on the HTTP API (operator:read with ACLs)"},
 		},
 		Action: runAgent,
 	}
@@ -144,6 +146,8 @@ func flagForField(field string) (string, bool) {
 		return "bind", true
 	case "advertise_addr":
 		return "advertise", true
+	case "advertise_addr_wan":
+		return "advertise-wan", true
 	case "client_addr":
 		return "client", true
 	case "ports.dns":
@@ -207,7 +211,7 @@ func buildAgentConfig(c *cli.Context) (config.Config, error) {
 		dst  *string
 	}{
 		{"node", &cfg.NodeName}, {"node-id", &cfg.NodeID}, {"datacenter", &cfg.Datacenter}, {"domain", &cfg.Domain},
-		{"bind", &cfg.BindAddr}, {"advertise", &cfg.AdvertiseAddr}, {"client", &cfg.ClientAddr},
+		{"bind", &cfg.BindAddr}, {"advertise", &cfg.AdvertiseAddr}, {"advertise-wan", &cfg.AdvertiseAddrWAN}, {"client", &cfg.ClientAddr},
 		{"data-dir", &cfg.DataDir}, {"log-level", &cfg.LogLevel}, {"alt-domain", &cfg.AltDomain},
 	} {
 		if c.IsSet(f.flag) {
@@ -271,6 +275,9 @@ func applyClusterFlags(c *cli.Context, cfg *config.Config) {
 	}
 	if c.IsSet("enable-script-checks") {
 		cfg.EnableScriptChecks = c.Bool("enable-script-checks")
+	}
+	if c.IsSet("enable-debug") {
+		cfg.EnableDebug = c.Bool("enable-debug")
 	}
 	if c.IsSet("encrypt") {
 		cfg.EncryptKey = c.String("encrypt")

@@ -11,7 +11,6 @@ import (
 // alone after the first positional one: they end with another program and
 // its own arguments (HANDLER ARG..., CMD ARG...), whose flags are not
 // cairn's. As in Consul, the command's flags come before the program.
-// ("cairn lock PREFIX CMD ARG..." is on its way, with the key/value store.)
 func keepsOrder(path string) bool {
 	switch path {
 	case "cairn watch", "cairn lock":

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -248,7 +249,8 @@ func TestSnapshotCommands(t *testing.T) {
 		t.Errorf("save: got %q", out)
 	}
 	out = mustRun(t, "snapshot", "inspect", file)
-	if !strings.Contains(out, "Datacenter  dc1\n") || !strings.Contains(out, "Nodes       1\n") || !strings.Contains(out, "Services    2\n") {
+	if !strings.Contains(out, "Datacenter  dc1\n") || !strings.Contains(out, "Nodes       1\n") || !strings.Contains(out, "Services    2\n") ||
+		!regexp.MustCompile(`(?m)^ID +[0-9]+-[0-9]+-[0-9]+$`).MatchString(out) || !regexp.MustCompile(`(?m)^Term +[1-9][0-9]*$`).MatchString(out) {
 		t.Errorf("inspect: got %q", out)
 	}
 	if meta := decodeJSON[api.SnapshotMeta](t, mustRun(t, "snapshot", "inspect", "-format", "json", file)); meta.Nodes != 1 || meta.Version != 1 {

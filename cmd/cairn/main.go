@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, ok := errors.AsType[*usageErr](err); ok {
 		return exitUsage
 	}
+	if ce, ok := errors.AsType[*childExitError](err); ok { // lock.go: -child-exit-code
+		return ce.ExitCode()
+	}
 	return exitError
 }
 
@@ -95,10 +98,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			catalogCommand(),
 			queryCommand(),
 			kvCommand(),
+			lockCommand(), // lock.go
 			membersCommand(),
 			joinCommand(),
 			leaveCommand(),
-			reloadCommand(), // reload.go
+			reloadCommand(),  // reload.go
+			monitorCommand(), // monitor.go
+			debugCommand(),   // debug.go
 			operatorCommand(),
 			snapshotCommand(),
 			keygenCommand(),

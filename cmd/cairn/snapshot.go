@@ -80,7 +80,10 @@ func snapshotSave(c *cli.Context) error {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := io.Copy(tmp, rc); err != nil {
+	prog := newProgress(c.App.ErrWriter, "Saved", 0)
+	_, err = io.Copy(progressWriter{tmp, prog}, rc)
+	prog.done()
+	if err != nil {
 		tmp.Close()
 		return fmt.Errorf("save snapshot: download: %w", err)
 	}
@@ -123,7 +126,14 @@ func snapshotRestore(c *cli.Context) error {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
 	defer f.Close()
-	if err := client.Snapshot().Restore(c.Context, f); err != nil {
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	prog := newProgress(c.App.ErrWriter, "Sent", size)
+	err = client.Snapshot().Restore(c.Context, progressReader{f, prog})
+	prog.done()
+	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
 	_, err = fmt.Fprintln(c.App.Writer, "Restored snapshot")
@@ -166,7 +176,10 @@ func snapshotInspect(c *cli.Context) error {
 		return writeJSON(c.App.Writer, meta)
 	}
 	return writeTable(c.App.Writer, [][]string{
+		{"ID", meta.ID},
+		{"Size", strconv.FormatInt(meta.Size, 10)},
 		{"Index", strconv.FormatUint(meta.Index, 10)},
+		{"Term", strconv.FormatUint(meta.Term, 10)},
 		{"Datacenter", meta.Datacenter},
 		{"Created", meta.Created.UTC().Format("2006-01-02T15:04:05Z")},
 		{"Nodes", strconv.Itoa(meta.Nodes)},

@@ -65,7 +65,7 @@ func (a *agent) running() bool {
 	}
 }
 
-// cluster is three servers (s1–s3) and two clients (c1, c2), each in its
+// cluster is three servers (s1–s3) and clients (c1, c2, …), each in its
 // own namespace of one network.
 type cluster struct {
 	t       *testing.T
@@ -81,7 +81,13 @@ type cluster struct {
 // of their logs when the test failed.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	names := []string{"s1", "s2", "s3", "c1", "c2"}
+	return newClusterOf(t, []string{"s1", "s2", "s3", "c1", "c2"})
+}
+
+// newClusterOf is newCluster with the agents named: three servers, whose
+// names start with "s", and clients.
+func newClusterOf(t *testing.T, names []string) *cluster {
+	t.Helper()
 	nw, nodes := newNetwork(t, names, 11)
 	work := t.TempDir()
 	c := &cluster{t: t, net: nw, http: &http.Client{Timeout: 2 * time.Second}}
@@ -240,7 +246,7 @@ func (c *cluster) raftSettled() error {
 	return nil
 }
 
-// gossipSettled reports whether every agent sees all five alive in LAN
+// gossipSettled reports whether every agent sees all of them alive in LAN
 // gossip (which is where clients find the servers they may use).
 func (c *cluster) gossipSettled() error {
 	for _, a := range c.all {

@@ -8,7 +8,7 @@
 //	CAIRN_E2E=1 go test ./e2e/faults/ -v
 //
 // It needs root, ip (iproute2) and iptables (apt-get install iproute2
-// iptables), and takes about two and a half minutes on two cores. Without
+// iptables), and takes about three minutes on two cores. Without
 // CAIRN_E2E=1 only the checker's own tests run (on made-up histories);
 // with it, a machine that lacks any of the above fails the suite.
 // CAIRN_FAULT_TARGETS=1 turns the availability targets below into
@@ -90,4 +90,17 @@
 //     the clients must keep answering the cached name.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
+//
+// # Lock safety
+//
+// TestLockSafety (locks_test.go, about 30 s, after the scenarios) starts
+// three servers and three clients, and on each client a loop of "cairn
+// lock" on one prefix (-lock-delay 5s, -monitor-retries 1) whose child
+// appends "<section> <unix nanos>" heartbeats to one shared file every
+// ~15 ms for 2.5 s. It kills -9 the agent of the holder just after its
+// section began, then the Raft leader while the lock is held, and fails
+// when two critical sections (the first to the last heartbeat of one run)
+// overlap, when the killed holder's "cairn lock" did not report the lost
+// lock and stop its child early, or when fewer than two sections follow
+// each fault.
 package faults

@@ -1,0 +1,114 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// serverMetrics counts the calls a Server runs, through either door, by
+// method and result, and times those that answer at once; blocking queries
+// (MinQueryIndex set), which wait on purpose, are counted as open
+// instead.
+type serverMetrics struct {
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	blocking *prometheus.GaugeVec
+}
+
+func newServerMetrics() *serverMetrics {
+	return &serverMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cairn_rpc_requests_total",
+			Help: "RPC calls a server ran, by method and result (ok, or the kind of error).",
+		}, []string{"method", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cairn_rpc_request_duration_seconds",
+			Help:    "Time a server took to run an RPC call that is not a blocking query, by method; forwards included.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"method"}),
+		blocking: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cairn_rpc_blocking_queries",
+			Help: "Blocking queries a server is holding now, by method (Catalog.Changes: the agents' change feeds).",
+		}, []string{"method"}),
+	}
+}
+
+// Collectors returns the server's metrics, for the agent's registry.
+func (s *Server) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.metrics.calls, s.metrics.duration, s.metrics.blocking}
+}
+
+// poolMetrics times the calls a Pool sends, by the datacenter of the
+// server called: on a server, the forwards to other datacenters (and to
+// its leader); on a client agent, its calls to its servers. Blocking
+// queries are left out, as they wait on purpose.
+type poolMetrics struct {
+	duration *prometheus.HistogramVec
+}
+
+func newPoolMetrics() *poolMetrics {
+	return &poolMetrics{duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "cairn_rpc_client_request_duration_seconds",
+		Help:    "Time for an RPC call sent to a server to be answered, by the server's datacenter and result; blocking queries left out.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"dc", "result"})}
+}
+
+func (m *poolMetrics) observe(dc string, args any, err error, took time.Duration) {
+	if bq, ok := args.(blockingQuery); ok && bq.isBlocking() {
+		return
+	}
+	m.duration.WithLabelValues(dc, resultOf(err)).Observe(took.Seconds())
+}
+
+// Collectors returns the pool's metrics, for the agent's registry.
+func (p *Pool) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{p.metrics.duration}
+}
+
+// blockingQuery is satisfied by the requests that embed QueryOptions.
+type blockingQuery interface{ isBlocking() bool }
+
+func (q *QueryOptions) isBlocking() bool { return q.MinQueryIndex > 0 }
+
+// observe runs call, a call of method with args, and records it.
+func (m *serverMetrics) observe(method string, args reflect.Value, call func() error) error {
+	bq, ok := args.Interface().(blockingQuery)
+	blocking := ok && bq.isBlocking()
+	if blocking {
+		g := m.blocking.WithLabelValues(method)
+		g.Inc()
+		defer g.Dec()
+	}
+	start := time.Now()
+	err := call()
+	m.calls.WithLabelValues(method, resultOf(err)).Inc()
+	if !blocking {
+		m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	}
+	return err
+}
+
+// resultOf names the outcome of a call for the result label: a few kinds
+// an operator acts on, so that the series stay few.
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrPermissionDenied), errors.Is(err, ErrACLNotFound):
+		return "permission_denied"
+	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotLeader):
+		return "no_leader"
+	case errors.Is(err, ErrRateLimited):
+		return "rate_limited"
+	case errors.Is(err, ErrNoPathToDatacenter):
+		return "no_path_to_datacenter"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrServerStopping):
+		return "canceled"
+	}
+	return "error"
+}
