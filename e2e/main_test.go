@@ -341,3 +341,34 @@ func waitOutput(t *testing.T, a *agentProc, want string) {
 		time.Sleep(pollInterval)
 	}
 }
+
+// launchTogether starts the agents of args (by name, each with its
+// arguments and fresh DNS and HTTP ports) at once, as a cluster whose
+// servers are ready only once enough of them run must be, and returns
+// them by name once every one is ready; any failure fails the test.
+func launchTogether(t *testing.T, args map[string][]string) map[string]*agentProc {
+	t.Helper()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		agents = map[string]*agentProc{}
+		errs   []error
+	)
+	for name, a := range args {
+		wg.Go(func() {
+			p, err := launchAgent(t, freePort(t), freePort(t), a)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+				return
+			}
+			agents[name] = p
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("start the agents together: %v", err)
+	}
+	return agents
+}

@@ -214,28 +214,7 @@ func startMonitoredCluster(t *testing.T) (servers, clients []*agentProc) {
 		}
 		args[name] = a
 	}
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		agents = map[string]*agentProc{}
-		errs   []error
-	)
-	for name, a := range args {
-		wg.Go(func() {
-			p, err := launchAgent(t, freePort(t), freePort(t), a)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-				return
-			}
-			agents[name] = p
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("start the cluster: %v", err)
-	}
+	agents := launchTogether(t, args)
 	for _, name := range names[:3] {
 		servers = append(servers, agents[name])
 	}

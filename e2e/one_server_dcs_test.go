@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -38,28 +36,7 @@ func TestOneServerDatacenters(t *testing.T) {
 	}
 
 	start := time.Now()
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		agents = map[string]*agentProc{}
-		errs   []error
-	)
-	for name, a := range args {
-		wg.Go(func() {
-			p, err := launchAgent(t, freePort(t), freePort(t), a)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-				return
-			}
-			agents[name] = p
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatalf("starting the agents together: %v", errs)
-	}
+	agents := launchTogether(t, args)
 	t.Logf("all four agents ready %s after their start", time.Since(start).Round(time.Millisecond))
 
 	mustCLI(t, agents["dc2-c1"].httpAddr(), "services", "register", "-name", "web", "-port", "8080")
