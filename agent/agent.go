@@ -75,9 +75,10 @@ type Agent struct {
 	// peers is the pools as the server port's admission and the Catalog
 	// endpoint's node-name check read them (peers.go).
 	peers peers
-	// tlsRPC and tlsHTTPS hold the certificates of the server port and
-	// of the HTTPS API; nil without TLS (tls.go).
-	tlsRPC, tlsHTTPS *tlsutil.Configurator
+	// tlsRPC, tlsHTTPS and tlsDNS hold the certificates of the server
+	// port, of the HTTPS API and of DNS over TLS; nil without TLS
+	// (tls.go).
+	tlsRPC, tlsHTTPS, tlsDNS *tlsutil.Configurator
 
 	// left is closed when the agent has left the cluster through Leave;
 	// Run then shuts it down.
@@ -169,6 +170,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	}
 	if a.tlsHTTPS, err = newTLS(cfg.TLS.HTTPS, cfg.Datacenter, cfg.Domain); err != nil {
 		return nil, fmt.Errorf("tls.https: %w", err)
+	}
+	if cfg.Ports.DNSTLS >= 0 { // only DNS over TLS reads tls.dns
+		if a.tlsDNS, err = newTLS(cfg.TLS.DNS, cfg.Datacenter, cfg.Domain); err != nil {
+			return nil, fmt.Errorf("tls.dns: %w", err)
+		}
 	}
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -360,6 +366,7 @@ func (a *Agent) startHTTP() error {
 	}
 	srv.SetMetrics(agentMetrics{a.metrics}) // metrics.go
 	srv.SetDNS(dnsAsker{a.dns})
+	srv.SetDNSWire(a.dns)     // DNS over HTTPS, on the HTTPS listener
 	srv.SetSelf(agentSelf{a}) // self.go, reload.go
 	srv.SetLogStream(a.logs)  // logstream: GET /v1/agent/monitor
 	if a.cfg.ACL.Enabled {
@@ -415,6 +422,12 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	}
 	rc := a.cfg.Resolver
 	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
+	if a.cfg.Ports.DNSTLS >= 0 {
+		rc.TLSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNSTLS))
+		if a.tlsDNS != nil { // else resolver's validation names the missing certificate
+			rc.TLS = a.tlsDNS.IncomingHTTPS() // a server's config: presents the certificate, asks for one only with verify_incoming
+		}
+	}
 	return zs, rc
 }
 
@@ -423,6 +436,9 @@ func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }
 
 // HTTPAddr is the bound HTTP API address.
 func (a *Agent) HTTPAddr() net.Addr { return a.http.Addr() }
+
+// DNSTLSAddr is the DNS over TLS address, nil without ports.dns_tls.
+func (a *Agent) DNSTLSAddr() net.Addr { return a.dns.TLSAddr() }
 
 // HTTPSAddr is the HTTPS API's address, nil without ports.https.
 func (a *Agent) HTTPSAddr() net.Addr { return a.http.HTTPSAddr() }

@@ -20,7 +20,7 @@ import (
 func startForHealth(t *testing.T, mutate func(*config.Config)) *Agent {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Dev, cfg.NodeName, cfg.Ports = true, "test", config.Ports{HTTPS: -1}
+	cfg.Dev, cfg.NodeName, cfg.Ports = true, "test", config.Ports{HTTPS: -1, DNSTLS: -1}
 	mutate(&cfg)
 	a, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -222,7 +222,10 @@ func agentVersion() string {
 // server.
 type dnsAsker struct{ dns *resolver.Server }
 
-var _ httpapi.DNSAsker = dnsAsker{}
+var (
+	_ httpapi.DNSAsker = dnsAsker{}
+	_ httpapi.DNSWire  = (*resolver.Server)(nil) // DNS over HTTPS
+)
 
 func (d dnsAsker) AskDNS(name, qtype string) (httpapi.DNSReply, error) {
 	r, err := d.dns.Ask(name, qtype)

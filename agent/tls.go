@@ -29,10 +29,10 @@ func newTLS(cfg tlsutil.Config, dc, domain string) (*tlsutil.Configurator, error
 }
 
 // tlsConfigurators returns the agent's TLS configurations, those it has:
-// the server port's and the HTTPS API's.
+// the server port's, the HTTPS API's and DNS over TLS's.
 func (a *Agent) tlsConfigurators() []*tlsutil.Configurator {
 	var out []*tlsutil.Configurator
-	for _, c := range []*tlsutil.Configurator{a.tlsRPC, a.tlsHTTPS} {
+	for _, c := range []*tlsutil.Configurator{a.tlsRPC, a.tlsHTTPS, a.tlsDNS} {
 		if c != nil {
 			out = append(out, c)
 		}
@@ -43,7 +43,7 @@ func (a *Agent) tlsConfigurators() []*tlsutil.Configurator {
 // watchTLS reloads the certificates when their files change, until ctx
 // ends.
 func (a *Agent) watchTLS(ctx context.Context) {
-	for _, c := range []*tlsutil.Configurator{a.tlsRPC, a.tlsHTTPS} {
+	for _, c := range []*tlsutil.Configurator{a.tlsRPC, a.tlsHTTPS, a.tlsDNS} {
 		if c != nil {
 			a.loops.Go(func() { c.Watch(ctx, tlsWatchInterval, a.logger) })
 		}

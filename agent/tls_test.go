@@ -1,10 +1,12 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -245,5 +247,68 @@ func TestHTTPS(t *testing.T) {
 	}
 	if _, err := http.Get(url); err == nil {
 		t.Fatal("a client that does not trust the CA got an answer")
+	}
+}
+
+// TestEncryptedDNS serves DNS over TLS on ports.dns_tls with tls.dns's
+// certificate and DNS over HTTPS on the HTTPS port, both answering as UDP
+// does.
+func TestEncryptedDNS(t *testing.T) {
+	t.Parallel()
+	ca := tlsutiltest.NewCA(t)
+	cfg := agenttest.Config(t)
+	cfg.Ports.HTTPS, cfg.Ports.DNSTLS = 0, 0
+	cfg.TLS.HTTPS = ca.Config(t, true, "dc1")
+	cfg.TLS.HTTPS.VerifyIncoming = false
+	cfg.TLS.DNS = cfg.TLS.HTTPS
+	a := agenttest.Start(t, cfg)
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(caPEM)
+	clientTLS := &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+
+	q := new(dns.Msg)
+	q.SetQuestion("test.node.cluster.", dns.TypeA)
+	udp, _, err := (&dns.Client{Timeout: 5 * time.Second}).Exchange(q, a.DNSAddr().String())
+	if err != nil || len(udp.Answer) != 1 {
+		t.Fatalf("UDP: got %v, %v; want one A record", udp, err)
+	}
+	dot, _, err := (&dns.Client{Net: "tcp-tls", TLSConfig: clientTLS, Timeout: 5 * time.Second}).Exchange(q, a.DNSTLSAddr().String())
+	if err != nil || len(dot.Answer) != 1 || dot.Answer[0].String() != udp.Answer[0].String() {
+		t.Fatalf("DNS over TLS: got %v, %v; want %v", dot, err, udp.Answer)
+	}
+
+	wire, err := q.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
+	resp, err := c.Post("https://"+a.HTTPSAddr().String()+"/dns-query", "application/dns-message", bytes.NewReader(wire))
+	if err != nil {
+		t.Fatalf("DNS over HTTPS: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DNS over HTTPS: got %d, %v", resp.StatusCode, err)
+	}
+	doh := new(dns.Msg)
+	if err := doh.Unpack(body); err != nil || len(doh.Answer) != 1 || doh.Answer[0].String() != udp.Answer[0].String() {
+		t.Fatalf("DNS over HTTPS: got %v, %v; want %v", doh, err, udp.Answer)
+	}
+}
+
+// TestDNSOverTLSNeedsACertificate: ports.dns_tls without a certificate
+// is refused, naming the field.
+func TestDNSOverTLSNeedsACertificate(t *testing.T) {
+	t.Parallel()
+	cfg := agenttest.Config(t)
+	cfg.Ports.DNSTLS = 0
+	_, err := agent.New(cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "ports.dns_tls") {
+		t.Fatalf("got %v, want an error naming ports.dns_tls", err)
 	}
 }

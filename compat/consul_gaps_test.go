@@ -169,15 +169,19 @@ func TestConsulClientTaggedAddresses(t *testing.T) {
 	}
 	// An agent's own node carries its lan and wan addresses, as Consul's
 	// agents register them (the wan one is the lan one unless
-	// advertise_addr_wan says otherwise).
-	self, _, err := cat.Node("c1", nil)
-	if err != nil || self == nil {
-		t.Fatalf("Catalog.Node(c1): got %+v, %v", self, err)
-	}
-	addr := self.Node.Address
-	if want := map[string]string{"lan": addr, "lan_ipv4": addr, "wan": addr, "wan_ipv4": addr}; !maps.Equal(self.Node.TaggedAddresses, want) {
-		t.Errorf("the client agent's node: got tagged addresses %v, want %v", self.Node.TaggedAddresses, want)
-	}
+	// advertise_addr_wan says otherwise), once its first full sync has
+	// written the row (the leader may have made it first, from gossip).
+	waittest.For(t, 30*time.Second, "the client agent's tagged addresses", func() error {
+		self, _, err := cat.Node("c1", nil)
+		if err != nil || self == nil {
+			return fmt.Errorf("Catalog.Node(c1): got %+v, %v", self, err)
+		}
+		addr := self.Node.Address
+		if want := map[string]string{"lan": addr, "lan_ipv4": addr, "wan": addr, "wan_ipv4": addr}; !maps.Equal(self.Node.TaggedAddresses, want) {
+			return fmt.Errorf("got tagged addresses %v, want %v", self.Node.TaggedAddresses, want)
+		}
+		return nil
+	})
 	nodes, _, err := cat.Nodes(&consul.QueryOptions{Filter: `TaggedAddresses.wan == "198.51.100.5"`})
 	if err != nil || len(nodes) != 1 || nodes[0].Node != "ext1" || !maps.Equal(nodes[0].TaggedAddresses, nodeTagged) {
 		t.Errorf("Catalog.Nodes filtered on TaggedAddresses.wan: got %+v, %v", nodes, err)

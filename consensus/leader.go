@@ -389,6 +389,12 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 	switch {
 	case nodeOK:
 		req.SkipNodeUpdate = true
+	case node == nil:
+		// Created if still missing when the write applies, but left as
+		// it is if the agent registered its node meanwhile: overwriting
+		// that row would drop its metadata and tagged addresses until
+		// the agent's next full sync.
+		req.SkipNodeUpdate = true
 	case node != nil:
 		// Keep what the agent registered about its node; only the
 		// address, datacenter and ID are gossip's.

@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -32,16 +31,23 @@ func (s *Server) Ask(name, qtype string) (Reply, error) {
 	q := new(dns.Msg)
 	q.SetQuestion(dns.Fqdn(name), t)
 	q.RecursionDesired = false
-	w := &askWriter{}
-	s.ServeDNS(w, q)
-	if w.msg == nil {
-		return Reply{}, errors.New("ask: no reply")
+	wire, err := q.Pack()
+	if err != nil {
+		return Reply{}, fmt.Errorf("ask %s: %w", name, err)
 	}
-	out := Reply{Rcode: dns.RcodeToString[w.msg.Rcode]}
-	for _, rr := range w.msg.Answer {
+	raw, _, err := s.ServeWire(wire, nil) // wire.go: answered as over TCP
+	if err != nil {
+		return Reply{}, fmt.Errorf("ask %s: %w", name, err)
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(raw); err != nil {
+		return Reply{}, fmt.Errorf("ask %s: unpack the reply: %w", name, err)
+	}
+	out := Reply{Rcode: dns.RcodeToString[m.Rcode]}
+	for _, rr := range m.Answer {
 		out.Answer = append(out.Answer, rr.String())
 	}
-	for _, rr := range w.msg.Extra {
+	for _, rr := range m.Extra {
 		if rr.Header().Rrtype != dns.TypeOPT {
 			out.Extra = append(out.Extra, rr.String())
 		}
@@ -49,34 +55,7 @@ func (s *Server) Ask(name, qtype string) (Reply, error) {
 	return out, nil
 }
 
-// askWriter is the dns.ResponseWriter of Ask: it keeps the reply. Its
-// addresses are TCP ones, so that the reply is not fitted to a UDP size
-// nor rate-limited.
-type askWriter struct {
-	msg *dns.Msg
-}
-
+// askAddr is the address of the in-process questions of Ask and
+// ServeWire when the caller gives none: a TCP one, so that the reply is
+// neither fitted to a UDP size nor rate-limited.
 var askAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
-
-func (w *askWriter) LocalAddr() net.Addr  { return askAddr }
-func (w *askWriter) RemoteAddr() net.Addr { return askAddr }
-func (w *askWriter) Network() string      { return "tcp" }
-
-func (w *askWriter) WriteMsg(m *dns.Msg) error {
-	w.msg = m.Copy()
-	return nil
-}
-
-func (w *askWriter) Write(b []byte) (int, error) {
-	m := new(dns.Msg)
-	if err := m.Unpack(b); err != nil {
-		return 0, fmt.Errorf("unpack the reply: %w", err)
-	}
-	w.msg = m
-	return len(b), nil
-}
-
-func (w *askWriter) Close() error        { return nil }
-func (w *askWriter) TsigStatus() error   { return nil }
-func (w *askWriter) TsigTimersOnly(bool) {}
-func (w *askWriter) Hijack()             {}

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,15 @@ type Config struct {
 	// With port 0 a free port is picked, the same for both.
 	// Default "127.0.0.1:8600".
 	Addr string
+	// TLSAddr is the host:port of DNS over TLS (RFC 7858): the TCP
+	// protocol, each message prefixed by its length, inside TLS, served
+	// by the same handler. Its connections count against MaxTCPConns and
+	// close after TCPIdleTimeout, as plain TCP ones. With port 0 a free
+	// port is picked. Default "": not served.
+	TLSAddr string
+	// TLS is the server side of DNS over TLS: its certificate, and any
+	// client certificates it demands. Required with TLSAddr. Default nil.
+	TLS *tls.Config
 	// UDPSize is both the EDNS0 buffer size the server advertises in its
 	// own OPT record and the cap on the size of a UDP reply: a client
 	// advertising a larger buffer still gets at most UDPSize bytes (the
@@ -147,6 +157,7 @@ func DefaultConfig() Config {
 			IPv6PrefixLength:   56,  // BIND's
 		},
 		// Recursors: none, so outside names are refused.
+		// TLSAddr: "", no DNS over TLS.
 	}
 }
 
@@ -160,6 +171,16 @@ func (c Config) Validate() error {
 		bad("Addr", "%q is not host:port: %v", c.Addr, err)
 	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		bad("Addr", "%q: port %q is not a number between 0 and 65535", c.Addr, port)
+	}
+	if c.TLSAddr != "" {
+		if _, port, err := net.SplitHostPort(c.TLSAddr); err != nil {
+			bad("TLSAddr", "%q is not host:port: %v", c.TLSAddr, err)
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			bad("TLSAddr", "%q: port %q is not a number between 0 and 65535", c.TLSAddr, port)
+		}
+		if c.TLS == nil {
+			bad("TLS", "DNS over TLS on %s needs a certificate", c.TLSAddr)
+		}
 	}
 	if c.UDPSize < dns.MinMsgSize {
 		bad("UDPSize", "must be at least %d, got %d", dns.MinMsgSize, c.UDPSize)

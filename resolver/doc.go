@@ -1,5 +1,6 @@
-// Package resolver owns cairn's DNS server: the UDP and TCP listeners and
-// the handler that answers questions about the zone's names.
+// Package resolver owns cairn's DNS server: the UDP, TCP and DNS over TLS
+// listeners and the handler that answers questions about the zone's
+// names, which ServeWire also offers to DNS over HTTPS (wire.go).
 //
 // The handler checks the query (opcode, question count, class, EDNS0
 // version), parses the name with the first of its zones (the primary
@@ -30,7 +31,10 @@
 // Over TCP a connection carries any number of queries, pipelined (RFC
 // 7766), and is closed after Config.TCPIdleTimeout without one; at most
 // Config.MaxTCPConns are served at once, one more being closed as soon as
-// it is accepted (tcplimit.go).
+// it is accepted (tcplimit.go). DNS over TLS (RFC 7858, Config.TLSAddr)
+// is the same protocol inside TLS: its connections are served the same
+// way and count against the same cap. ServeWire answers a wire-format
+// query for DNS over HTTPS (RFC 8484) as a TCP query is answered.
 //
 // So that the agent cannot be used to flood the address a spoofed UDP
 // query names: an ANY question over UDP is answered with one record

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,8 +27,9 @@ const readBufferSize = 4096
 // and UDP when Config.Addr has port 0.
 const bindAttempts = 10
 
-// networks names the servers of Server.servers, in order.
-var networks = [...]string{"udp", "tcp"}
+// networks names the servers of Server.servers, in order: UDP, TCP, then
+// DNS over TLS when Config.TLSAddr is set.
+var networks = [...]string{"udp", "tcp", "tls"}
 
 // Server is cairn's DNS server. Create it with New, then Start it; stop it
 // with Shutdown. It is also a dns.Handler, which tests call directly.
@@ -55,6 +57,10 @@ type Server struct {
 	servers []*dns.Server
 	udpAddr net.Addr
 	tcpAddr net.Addr
+	tlsAddr net.Addr
+	// tcpLive counts the TCP and TLS connections open, against
+	// Config.MaxTCPConns (tcplimit.go).
+	tcpLive atomic.Int64
 	wg      sync.WaitGroup // the serving goroutines
 }
 
@@ -88,9 +94,10 @@ func New(cfg Config, zs []*zones.Zone, src Source, logger *slog.Logger) (*Server
 		metrics: &metrics{epoch: time.Now()}, rrl: newRRL(cfg.RRL)}, nil
 }
 
-// Start binds the UDP socket and the TCP listener, starts serving on both
-// and returns once both serve. A bind error is returned and nothing is
-// left running. Start may be called once.
+// Start binds the UDP socket and the TCP listener (and the DNS over TLS
+// listener when Config.TLSAddr is set), starts serving on each and returns
+// once all serve. A bind error is returned and nothing is left running.
+// Start may be called once.
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,17 +108,27 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("start DNS server on %s: %w", s.cfg.Addr, err)
 	}
+	var tlsLn net.Listener
+	if s.cfg.TLSAddr != "" {
+		if tlsLn, err = net.Listen("tcp", s.cfg.TLSAddr); err != nil {
+			_, _ = pc.Close(), ln.Close()
+			return fmt.Errorf("start DNS over TLS on %s: %w", s.cfg.TLSAddr, err)
+		}
+	}
 	s.state = stateStarted
 	s.udpAddr, s.tcpAddr = pc.LocalAddr(), ln.Addr()
-	if s.cfg.MaxTCPConns > 0 {
-		ln = newTCPLimitListener(ln, s.cfg.MaxTCPConns, &s.metrics.tcpRefused) // tcplimit.go
+	if tlsLn != nil {
+		s.tlsAddr = tlsLn.Addr()
 	}
 	s.servers = []*dns.Server{
 		{PacketConn: pc, Handler: s, UDPSize: readBufferSize, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout},
-		{Listener: ln, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout,
-			// Any number of queries per connection (RFC 7766); an idle one
-			// is closed after TCPIdleTimeout.
-			MaxTCPQueries: -1, IdleTimeout: func() time.Duration { return s.cfg.TCPIdleTimeout }},
+		s.streamServer(s.limit(ln)),
+	}
+	if tlsLn != nil {
+		// The cap counts the TCP connections under TLS (limit first, so a
+		// connection over it is closed before any handshake); the
+		// handshake itself runs at the first read, within ReadTimeout.
+		s.servers = append(s.servers, s.streamServer(tls.NewListener(s.limit(tlsLn), s.cfg.TLS)))
 	}
 	type report struct {
 		i   int
@@ -149,9 +166,28 @@ func (s *Server) Start() error {
 	}
 	s.wg.Wait()
 	_, _ = pc.Close(), ln.Close() // in case serving never began; closing twice is harmless
+	if tlsLn != nil {
+		_ = tlsLn.Close()
+	}
 	s.state = stateStopped
-	s.udpAddr, s.tcpAddr = nil, nil
+	s.udpAddr, s.tcpAddr, s.tlsAddr = nil, nil, nil
 	return fmt.Errorf("start DNS server on %s: %w", s.cfg.Addr, errors.Join(errs...))
+}
+
+// streamServer serves DNS over TCP (or TLS) on ln: any number of queries
+// per connection (RFC 7766), an idle one closed after TCPIdleTimeout.
+func (s *Server) streamServer(ln net.Listener) *dns.Server {
+	return &dns.Server{Listener: ln, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout,
+		MaxTCPQueries: -1, IdleTimeout: func() time.Duration { return s.cfg.TCPIdleTimeout }}
+}
+
+// limit puts ln under Config.MaxTCPConns, shared by every stream
+// listener of s (tcplimit.go).
+func (s *Server) limit(ln net.Listener) net.Listener {
+	if s.cfg.MaxTCPConns <= 0 {
+		return ln
+	}
+	return newTCPLimitListener(ln, s.cfg.MaxTCPConns, &s.tcpLive, &s.metrics.tcpRefused)
 }
 
 // orErr returns err, or def when err is nil.
@@ -214,7 +250,15 @@ func (s *Server) TCPAddr() net.Addr {
 	return s.tcpAddr
 }
 
-// Shutdown stops both listeners, lets the queries being answered finish
+// TLSAddr returns the address the DNS over TLS listener is bound to, nil
+// before Start or without Config.TLSAddr.
+func (s *Server) TLSAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tlsAddr
+}
+
+// Shutdown stops the listeners, lets the queries being answered finish
 // until ctx is done, and waits for the serving goroutines to return (a
 // query still waiting for its Source holds them up to Config.QueryTimeout
 // longer). It returns ctx's error if ctx ended first. Shutting down a

@@ -16,7 +16,8 @@ const (
 )
 
 // tcpLimitListener is a net.Listener serving at most max connections at
-// once: a connection over that is closed as soon as it is accepted (and
+// once, counted in live, which several listeners may share (plain TCP and
+// DNS over TLS count against one cap): a connection over that is closed as soon as it is accepted (and
 // counted in refused), and Accept goes on to the next one. Closing it at
 // once, rather than leaving it in the backlog, frees its file descriptor
 // and keeps the clients behind it moving. Accept is called from
@@ -25,13 +26,13 @@ const (
 type tcpLimitListener struct {
 	net.Listener
 	max     int64
-	live    atomic.Int64
+	live    *atomic.Int64
 	refused *atomic.Uint64
 	backoff time.Duration // only the accept loop touches it
 }
 
-func newTCPLimitListener(ln net.Listener, maxConns int, refused *atomic.Uint64) *tcpLimitListener {
-	return &tcpLimitListener{Listener: ln, max: int64(maxConns), refused: refused}
+func newTCPLimitListener(ln net.Listener, maxConns int, live *atomic.Int64, refused *atomic.Uint64) *tcpLimitListener {
+	return &tcpLimitListener{Listener: ln, max: int64(maxConns), live: live, refused: refused}
 }
 
 // Accept returns the next connection within the cap.

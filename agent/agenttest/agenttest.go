@@ -20,7 +20,7 @@ func Config(t testing.TB) config.Config {
 	cfg := config.Default()
 	cfg.Dev = true
 	cfg.NodeName = "test"
-	cfg.Ports = config.Ports{HTTPS: -1}
+	cfg.Ports = config.Ports{HTTPS: -1, DNSTLS: -1}
 	cfg.LogLevel = "warn"
 	return cfg
 }

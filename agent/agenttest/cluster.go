@@ -31,7 +31,7 @@ func ServerConfig(t testing.TB, name string, expect int, join ...string) config.
 	cfg.NodeName = name
 	cfg.Server = true
 	cfg.DataDir = t.TempDir()
-	cfg.Ports = config.Ports{Server: FreePort(t), SerfLAN: FreePort(t), SerfWAN: FreePort(t), HTTPS: -1}
+	cfg.Ports = config.Ports{Server: FreePort(t), SerfLAN: FreePort(t), SerfWAN: FreePort(t), HTTPS: -1, DNSTLS: -1}
 	cfg.BootstrapExpect = expect
 	cfg.Join = join
 	cfg.RetryInterval = 100 * time.Millisecond
@@ -50,7 +50,7 @@ func ClientConfig(t testing.TB, name string, join ...string) config.Config {
 	cfg := config.Default()
 	cfg.NodeName = name
 	cfg.DataDir = t.TempDir()
-	cfg.Ports = config.Ports{SerfLAN: FreePort(t), HTTPS: -1}
+	cfg.Ports = config.Ports{SerfLAN: FreePort(t), HTTPS: -1, DNSTLS: -1}
 	cfg.Join = join
 	cfg.RetryInterval = 100 * time.Millisecond
 	cfg.LogLevel = "warn"

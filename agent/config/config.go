@@ -146,8 +146,8 @@ type Config struct {
 	// ACL configures tokens and policies (the acl block). Default
 	// DefaultACL(): off.
 	ACL ACL
-	// TLS configures TLS of the server port and the HTTPS API (the tls
-	// block). Default off.
+	// TLS configures TLS of the server port, the HTTPS API and DNS over
+	// TLS (the tls block). Default off.
 	TLS TLS
 	// Limits are the caps of the limits block. Default DefaultLimits().
 	Limits Limits
@@ -187,8 +187,13 @@ type Ports struct {
 	// 8302. Clients open none.
 	SerfWAN int
 	// HTTPS is the port of the HTTPS API, served with tls.https; -1 (the
-	// default) serves none. Consul's is 8501 when set.
+	// default) serves none. Consul's is 8501 when set. DNS over HTTPS
+	// (RFC 8484) is served on it at /dns-query.
 	HTTPS int
+	// DNSTLS is the port of DNS over TLS (RFC 7858), on ClientAddr like
+	// DNS, served with tls.dns; -1 (the default) serves none. The
+	// standard port is 853.
+	DNSTLS int
 }
 
 // Default returns the configuration of an agent started with no flags.
@@ -201,7 +206,7 @@ func Default() Config {
 		Domain:              zc.Domain,
 		BindAddr:            "127.0.0.1",
 		ClientAddr:          "127.0.0.1",
-		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1},
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1, DNSTLS: -1},
 		LogLevel:            "info",
 		Zones:               zc,
 		Resolver:            resolver.DefaultConfig(),
@@ -211,7 +216,7 @@ func Default() Config {
 		CheckUpdateInterval: 5 * time.Minute,
 		AEInterval:          time.Minute,
 		ACL:                 DefaultACL(),
-		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
+		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig(), DNS: tlsutil.DefaultConfig()},
 		Limits:              DefaultLimits(),
 		Telemetry:           telemetry.DefaultConfig(),
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},

@@ -26,7 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 		Domain:              "cluster.",
 		BindAddr:            "127.0.0.1",
 		ClientAddr:          "127.0.0.1",
-		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1},
+		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1, DNSTLS: -1},
 		LogLevel:            "info",
 		RetryInterval:       30 * time.Second,
 		ReconnectTimeout:    72 * time.Hour,
@@ -36,7 +36,7 @@ func TestConfigDefaults(t *testing.T) {
 		Resolver:            resolver.DefaultConfig(),
 		Cache:               cache.DefaultConfig(),
 		ACL:                 ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second},
-		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig()},
+		TLS:                 TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig(), DNS: tlsutil.DefaultConfig()},
 		Limits:              Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, KVMaxValueSize: 512 * 1024},
 		Telemetry:           telemetry.Config{PrometheusRetentionTime: time.Minute, DisableHostname: true},
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
@@ -115,6 +115,8 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"retry_join_wan", "with dev", func(c *Config) { c.Server, c.Dev, c.JoinWAN = true, true, []string{"10.0.0.1"} }},
 		{"retry_join_wan[0]", `""`, func(c *Config) { c.Server, c.JoinWAN = true, []string{""} }},
 		{"ports.serf_wan", "-1", func(c *Config) { c.Ports.SerfWAN = -1 }},
+		{"ports.dns_tls", "-2", func(c *Config) { c.Ports.DNSTLS = -2 }},
+		{"ports.dns_tls", "853 without a certificate", func(c *Config) { c.Ports.DNSTLS = 853 }},
 		{"retry_interval", "0", func(c *Config) { c.RetryInterval = 0 }},
 		{"retry_max", "-1", func(c *Config) { c.RetryMax = -1 }},
 		{"reconnect_timeout", "30s", func(c *Config) { c.ReconnectTimeout = 30 * time.Second }},
@@ -221,8 +223,8 @@ func TestConfigValidateAccepts(t *testing.T) {
 		{"upper-case node name", func(c *Config) { c.NodeName = "Web-01" }},
 		{"domain without the final dot", func(c *Config) { c.Domain = "cluster" }},
 		{"domain of several labels", func(c *Config) { c.Domain = "svc.example.com." }},
-		{"ports 0 pick free ones", func(c *Config) { c.Ports = Ports{HTTPS: -1} }},
-		{"highest ports", func(c *Config) { c.Ports = Ports{DNS: 65535, HTTP: 65535, Server: 65535, HTTPS: -1} }},
+		{"ports 0 pick free ones", func(c *Config) { c.Ports = Ports{HTTPS: -1, DNSTLS: -1} }},
+		{"highest ports", func(c *Config) { c.Ports = Ports{DNS: 65535, HTTP: 65535, Server: 65535, HTTPS: -1, DNSTLS: -1} }},
 		{"IPv6 and unspecified addresses", func(c *Config) { c.BindAddr, c.ClientAddr = "::", "::1" }},
 		{"advertise address", func(c *Config) { c.AdvertiseAddr = "10.0.0.7" }},
 		{"log levels in any case", func(c *Config) { c.LogLevel = "DEBUG" }},
@@ -250,7 +252,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		BindAddr:        "nowhere",
 		ClientAddr:      "",
 		AdvertiseAddr:   "0.0.0.0",
-		Ports:           Ports{DNS: 70000, HTTP: -1, Server: 65536, SerfLAN: 65536, SerfWAN: 65536, HTTPS: -1},
+		Ports:           Ports{DNS: 70000, HTTP: -1, Server: 65536, SerfLAN: 65536, SerfWAN: 65536, HTTPS: -1, DNSTLS: -1},
 		LogLevel:        "loud",
 		BootstrapExpect: -1,
 		RetryInterval:   -time.Second,
@@ -297,7 +299,7 @@ func everyKey() Config {
 	c.BindAddr, c.AdvertiseAddr, c.ClientAddr = "10.0.0.7", "10.0.0.8", "0.0.0.0"
 	c.AdvertiseAddrWAN = "198.51.100.8"
 	c.DataDir, c.Server, c.LogLevel = "/data/cairn", true, "debug"
-	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301, SerfWAN: 9302, HTTPS: -1}
+	c.Ports = Ports{DNS: 53, HTTP: 9500, Server: 9300, SerfLAN: 9301, SerfWAN: 9302, HTTPS: -1, DNSTLS: -1}
 	c.BootstrapExpect, c.Join = 3, []string{"10.0.0.1", "10.0.0.2:9301"}
 	c.JoinWAN = []string{"10.1.0.1", "10.1.0.2:9302"}
 	c.RetryInterval, c.RetryMax, c.EncryptKey = 5*time.Second, 7, "MDEyMzQ1Njc4OWFiY2RlZg=="

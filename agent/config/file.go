@@ -93,6 +93,7 @@ type filePorts struct {
 	SerfLAN *int `hcl:"serf_lan"`
 	SerfWAN *int `hcl:"serf_wan"`
 	HTTPS   *int `hcl:"https"`
+	DNSTLS  *int `hcl:"dns_tls"`
 }
 
 var knownKeys = map[string]bool{
@@ -173,6 +174,7 @@ func (fc *fileConfig) apply(c *Config) error {
 		setIf(&c.Ports.SerfLAN, fc.Ports.SerfLAN)
 		setIf(&c.Ports.SerfWAN, fc.Ports.SerfWAN)
 		setIf(&c.Ports.HTTPS, fc.Ports.HTTPS)
+		setIf(&c.Ports.DNSTLS, fc.Ports.DNSTLS)
 	}
 	if err := fc.applyCluster(c); err != nil {
 		return err

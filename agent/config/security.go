@@ -114,14 +114,18 @@ func (c *Config) validateACL(bad func(field, format string, args ...any)) {
 }
 
 // TLS is the tls block (Consul 1.12+'s shape): a defaults block, and
-// internal_rpc and https blocks whose keys override it for the server port
-// (RPC and Raft) and for the HTTPS API.
+// internal_rpc, https and dns blocks whose keys override it for the server
+// port (RPC and Raft), for the HTTPS API (DNS over HTTPS included) and for
+// DNS over TLS. The dns block is cairn's own: Consul serves no encrypted
+// DNS.
 type TLS struct {
 	// RPC secures the server port between agents and servers and between
 	// servers, Raft included. Datacenter and Domain are set by the agent.
 	RPC tlsutil.Config
 	// HTTPS secures the HTTPS API on ports.https.
 	HTTPS tlsutil.Config
+	// DNS secures DNS over TLS on ports.dns_tls.
+	DNS tlsutil.Config
 }
 
 // fileTLSBlock is one block of the tls block.
@@ -139,6 +143,7 @@ type fileTLS struct {
 	Defaults    *fileTLSBlock `hcl:"defaults"`
 	InternalRPC *fileTLSBlock `hcl:"internal_rpc"`
 	HTTPS       *fileTLSBlock `hcl:"https"`
+	DNS         *fileTLSBlock `hcl:"dns"`
 }
 
 func (b *fileTLSBlock) apply(c *tlsutil.Config) {
@@ -162,15 +167,20 @@ func (f *fileTLS) apply(t *TLS) error {
 	if f.HTTPS != nil && f.HTTPS.VerifyServerHostname != nil {
 		return &FieldError{Field: "tls.https.verify_server_hostname", Reason: "belongs in tls.internal_rpc, as in Consul"}
 	}
+	if f.DNS != nil && f.DNS.VerifyServerHostname != nil {
+		return &FieldError{Field: "tls.dns.verify_server_hostname", Reason: "belongs in tls.internal_rpc: DNS over TLS has no server names to verify"}
+	}
 	f.Defaults.apply(&t.RPC)
 	f.Defaults.apply(&t.HTTPS)
+	f.Defaults.apply(&t.DNS)
 	f.InternalRPC.apply(&t.RPC)
 	f.HTTPS.apply(&t.HTTPS)
+	f.DNS.apply(&t.DNS)
 	return nil
 }
 
 func init() {
-	for _, block := range []string{"defaults", "internal_rpc", "https"} {
+	for _, block := range []string{"defaults", "internal_rpc", "https", "dns"} {
 		securityKeys["tls."+block] = true
 		for _, k := range []string{"ca_file", "cert_file", "key_file", "verify_incoming", "verify_outgoing", "verify_server_hostname", "tls_min_version"} {
 			securityKeys["tls."+block+"."+k] = true
@@ -178,6 +188,7 @@ func init() {
 	}
 	securityKeys["tls"] = true
 	securityKeys["ports.https"] = true
+	securityKeys["ports.dns_tls"] = true
 }
 
 // validateTLS reports the bad fields of the tls block: tlsutil's own
@@ -187,7 +198,7 @@ func (c *Config) validateTLS(bad func(field, format string, args ...any)) {
 	for _, b := range []struct {
 		block string
 		cfg   tlsutil.Config
-	}{{"internal_rpc", c.TLS.RPC}, {"https", c.TLS.HTTPS}} {
+	}{{"internal_rpc", c.TLS.RPC}, {"https", c.TLS.HTTPS}, {"dns", c.TLS.DNS}} {
 		if b.cfg == (tlsutil.Config{}) || b.cfg == tlsutil.DefaultConfig() {
 			continue
 		}
@@ -197,5 +208,8 @@ func (c *Config) validateTLS(bad func(field, format string, args ...any)) {
 	}
 	if c.Ports.HTTPS >= 0 && c.TLS.HTTPS.CertFile == "" {
 		bad("ports.https", "needs tls.https (or tls.defaults) cert_file and key_file")
+	}
+	if c.Ports.DNSTLS >= 0 && c.TLS.DNS.CertFile == "" {
+		bad("ports.dns_tls", "needs tls.dns (or tls.defaults) cert_file and key_file")
 	}
 }

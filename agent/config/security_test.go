@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,8 +61,9 @@ tls {
   defaults { ca_file = "/ca.pem"  verify_incoming = true }
   internal_rpc { cert_file = "/rpc.pem"  key_file = "/rpc-key.pem"  verify_server_hostname = true }
   https { cert_file = "/https.pem"  key_file = "/https-key.pem"  verify_incoming = false }
+  dns { cert_file = "/dns.pem"  key_file = "/dns-key.pem" }
 }
-ports { https = 8501 }
+ports { https = 8501  dns_tls = 853 }
 `
 	if err := LoadFile(writeConfig(t, "all.hcl", file), &c); err != nil {
 		t.Fatal(err)
@@ -84,6 +86,16 @@ ports { https = 8501 }
 	}
 	if c.Ports.HTTPS != 8501 {
 		t.Errorf("ports.https: got %d", c.Ports.HTTPS)
+	}
+	if d := c.TLS.DNS; d.CAFile != "/ca.pem" || !d.VerifyIncoming || d.CertFile != "/dns.pem" || d.KeyFile != "/dns-key.pem" || c.Ports.DNSTLS != 853 {
+		t.Errorf("tls dns: got %+v, ports.dns_tls %d", d, c.Ports.DNSTLS)
+	}
+	for _, file := range []string{`tls { dns { verify_server_hostname = true } }`, `tls { dns { bogus = 1 } }`} {
+		bad := Default()
+		err := LoadFile(writeConfig(t, "bad-dns.hcl", file), &bad)
+		if err == nil || !strings.Contains(err.Error(), "tls.dns.") {
+			t.Errorf("%s: got %v, want an error naming the key", file, err)
+		}
 	}
 	bad := Default()
 	err := LoadFile(writeConfig(t, "bad.hcl", `tls { defaults { verify_server_hostname = true } }`), &bad)

@@ -71,6 +71,9 @@ func (c *Config) Validate() error {
 	if c.Ports.HTTPS < -1 || c.Ports.HTTPS > 65535 {
 		bad("ports.https", "must be -1 (off) or between 0 and 65535, got %d", c.Ports.HTTPS)
 	}
+	if c.Ports.DNSTLS < -1 || c.Ports.DNSTLS > 65535 {
+		bad("ports.dns_tls", "must be -1 (off) or between 0 and 65535, got %d", c.Ports.DNSTLS)
+	}
 	c.validateTLS(bad)
 	if c.DataDir == "" && !c.Dev {
 		bad("data_dir", "is required unless -dev is set")

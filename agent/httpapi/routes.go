@@ -73,6 +73,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/acl/tokens", s.aclTokens, http.MethodGet)
 	s.routeUI(mux)                                                // ui_endpoint.go: the web UI under /ui/, and GET / redirected there
 	s.handle(mux, "/v1/internal/ui/dns", s.uiDNS, http.MethodGet) // ui_dns.go
+	s.routeDoH(mux)                                               // doh.go: DNS over HTTPS, on the HTTPS listener only
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no endpoint %s", r.URL.Path))
 	})

@@ -272,6 +272,7 @@ type Server struct {
 	metrics Metrics      // nil until SetMetrics
 	self    Self         // nil until SetSelf (agent_self.go)
 	dns     DNSAsker     // nil until SetDNS (ui_dns.go)
+	dnsWire DNSWire      // nil until SetDNSWire (doh.go)
 	monitor monitorState // the log stream of /v1/agent/monitor (monitor_endpoint.go)
 	aclMu   sync.Mutex
 	acl     ACL // nil until SetACL: ACLs off

@@ -46,6 +46,7 @@ func agentCommand() *cli.Command {
 			&cli.StringFlag{Name: "client", Usage: "`IP` the DNS and HTTP listeners bind to", Value: def.ClientAddr},
 			&cli.IntFlag{Name: "dns-port", Usage: "DNS `PORT` (UDP and TCP)", Value: def.Ports.DNS},
 			&cli.IntFlag{Name: "http-port", Usage: "HTTP API `PORT`", Value: def.Ports.HTTP},
+			&cli.IntFlag{Name: "dns-tls-port", Usage: "DNS over TLS `PORT` (853 is the standard one; needs tls.dns or tls.defaults cert_file and key_file; -1: off)", Value: def.Ports.DNSTLS},
 			&cli.StringFlag{Name: "data-dir", Usage: "`DIR` holding the Raft log, snapshots and local services (required unless -dev)"},
 			&cli.StringFlag{Name: "log-level", Usage: "log `LEVEL`: debug, info, warn or error", Value: def.LogLevel},
 			&cli.StringSliceFlag{Name: "node-meta", Usage: "node metadata `key=value`, answered as DNS TXT; repeat for several"},
@@ -154,6 +155,8 @@ func flagForField(field string) (string, bool) {
 		return "dns-port", true
 	case "ports.http":
 		return "http-port", true
+	case "ports.dns_tls":
+		return "dns-tls-port", true
 	case "ports.server":
 		return "server-port", true
 	case "ports.serf_lan":
@@ -233,6 +236,9 @@ func buildAgentConfig(c *cli.Context) (config.Config, error) {
 	}
 	if c.IsSet("http-port") {
 		cfg.Ports.HTTP = c.Int("http-port")
+	}
+	if c.IsSet("dns-tls-port") {
+		cfg.Ports.DNSTLS = c.Int("dns-tls-port")
 	}
 	if c.IsSet("server") {
 		cfg.Server = c.Bool("server")
