@@ -109,6 +109,26 @@ func (h *endpointHarness) mustCall(t *testing.T, method string, args, reply any)
 	}
 }
 
+// aclTokens bootstraps ACLs on h's server and makes a policy of rules and
+// a token with it; it returns the management secret and the token's.
+func (h *endpointHarness) aclTokens(t *testing.T, name, rules string) (mgmt, token string) {
+	t.Helper()
+	var boot rpc.ACLTokenResponse
+	h.mustCall(t, rpc.MethodACLBootstrap, &rpc.ACLBootstrapRequest{}, &boot)
+	mgmt = boot.Token.SecretID
+	var pol rpc.ACLPolicyResponse
+	h.mustCall(t, rpc.MethodACLPolicySet, &rpc.ACLPolicySetRequest{
+		WriteRequest: rpc.WriteRequest{Token: mgmt},
+		Policy:       catalog.ACLPolicy{Name: name, Rules: rules},
+	}, &pol)
+	var tok rpc.ACLTokenResponse
+	h.mustCall(t, rpc.MethodACLTokenSet, &rpc.ACLTokenSetRequest{
+		WriteRequest: rpc.WriteRequest{Token: mgmt},
+		Spec:         rpc.ACLTokenSpec{Policies: []catalog.ACLPolicyLink{{ID: pol.Policy.ID}}},
+	}, &tok)
+	return mgmt, tok.Token.SecretID
+}
+
 func (h *endpointHarness) register(t *testing.T, node, addr string, svc *catalog.Service, checks ...*catalog.Check) {
 	t.Helper()
 	h.mustCall(t, rpc.MethodCatalogRegister, &rpc.RegisterRequest{Registration: catalog.RegisterRequest{

@@ -178,20 +178,7 @@ func TestKVSEndpointBlockingGet(t *testing.T) {
 // may delete the tree app/ but not everything.
 func TestKVSEndpointACL(t *testing.T) {
 	h := startKVS(t, func(c *CatalogConfig) { c.ACL = ACLConfig{Enabled: true} })
-	var boot rpc.ACLTokenResponse
-	h.mustCall(t, rpc.MethodACLBootstrap, &rpc.ACLBootstrapRequest{}, &boot)
-	mgmt := boot.Token.SecretID
-	var pol rpc.ACLPolicyResponse
-	h.mustCall(t, rpc.MethodACLPolicySet, &rpc.ACLPolicySetRequest{
-		WriteRequest: rpc.WriteRequest{Token: mgmt},
-		Policy:       catalog.ACLPolicy{Name: "app", Rules: `key_prefix "app/" { policy = "write" }`},
-	}, &pol)
-	var tok rpc.ACLTokenResponse
-	h.mustCall(t, rpc.MethodACLTokenSet, &rpc.ACLTokenSetRequest{
-		WriteRequest: rpc.WriteRequest{Token: mgmt},
-		Spec:         rpc.ACLTokenSpec{Policies: []catalog.ACLPolicyLink{{ID: pol.Policy.ID}}},
-	}, &tok)
-	app := tok.Token.SecretID
+	mgmt, app := h.aclTokens(t, "app", `key_prefix "app/" { policy = "write" }`)
 
 	if ok, err := h.kvApply(catalog.KVSet, "app/x", "1", 0, app); err != nil || !ok {
 		t.Fatalf("set app/x with the app token: got %v, %v; want true", ok, err)

@@ -186,20 +186,7 @@ func TestSessionEndpointACL(t *testing.T) {
 	if err := h.rpc.Register(rpc.SessionEndpoint, NewSession(h.cat)); err != nil {
 		t.Fatal(err)
 	}
-	var boot rpc.ACLTokenResponse
-	h.mustCall(t, rpc.MethodACLBootstrap, &rpc.ACLBootstrapRequest{}, &boot)
-	mgmt := boot.Token.SecretID
-	var pol rpc.ACLPolicyResponse
-	h.mustCall(t, rpc.MethodACLPolicySet, &rpc.ACLPolicySetRequest{
-		WriteRequest: rpc.WriteRequest{Token: mgmt},
-		Policy:       catalog.ACLPolicy{Name: "n1", Rules: `session "n1" { policy = "write" }`},
-	}, &pol)
-	var tok rpc.ACLTokenResponse
-	h.mustCall(t, rpc.MethodACLTokenSet, &rpc.ACLTokenSetRequest{
-		WriteRequest: rpc.WriteRequest{Token: mgmt},
-		Spec:         rpc.ACLTokenSpec{Policies: []catalog.ACLPolicyLink{{ID: pol.Policy.ID}}},
-	}, &tok)
-	app := tok.Token.SecretID
+	mgmt, app := h.aclTokens(t, "n1", `session "n1" { policy = "write" }`)
 	for _, n := range []string{"n1", "n2"} {
 		h.mustCall(t, rpc.MethodCatalogRegister, &rpc.RegisterRequest{WriteRequest: rpc.WriteRequest{Token: mgmt}, Registration: catalog.RegisterRequest{
 			Node: n, Address: "10.0.0.1", Checks: []*catalog.Check{{CheckID: GossipCheckID, Name: GossipCheckID, Status: catalog.HealthPassing}},

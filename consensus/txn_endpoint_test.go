@@ -143,20 +143,7 @@ func TestTxnEndpointLockThroughSession(t *testing.T) {
 func TestTxnEndpointACL(t *testing.T) {
 	t.Parallel()
 	h := startTxn(t, func(c *CatalogConfig) { c.ACL = ACLConfig{Enabled: true} })
-	var boot rpc.ACLTokenResponse
-	h.mustCall(t, rpc.MethodACLBootstrap, &rpc.ACLBootstrapRequest{}, &boot)
-	mgmt := boot.Token.SecretID
-	var pol rpc.ACLPolicyResponse
-	h.mustCall(t, rpc.MethodACLPolicySet, &rpc.ACLPolicySetRequest{
-		WriteRequest: rpc.WriteRequest{Token: mgmt},
-		Policy:       catalog.ACLPolicy{Name: "app", Rules: `key_prefix "app/" { policy = "write" }`},
-	}, &pol)
-	var tok rpc.ACLTokenResponse
-	h.mustCall(t, rpc.MethodACLTokenSet, &rpc.ACLTokenSetRequest{
-		WriteRequest: rpc.WriteRequest{Token: mgmt},
-		Spec:         rpc.ACLTokenSpec{Policies: []catalog.ACLPolicyLink{{ID: pol.Policy.ID}}},
-	}, &tok)
-	app := tok.Token.SecretID
+	mgmt, app := h.aclTokens(t, "app", `key_prefix "app/" { policy = "write" }`)
 
 	if got := h.txnApply(t, mgmt, txnKV(catalog.KVSet, "other/x", "o", 0)); len(got.Errors) != 0 {
 		t.Fatalf("set other/x with the management token: %+v", got.Errors)
