@@ -45,6 +45,7 @@ var thirdPartyHome = map[string][]string{
 	"github.com/hashicorp/go-memdb":     {"catalog"},
 	"github.com/hashicorp/raft":         {"consensus"},
 	"github.com/hashicorp/memberlist":   {"gossip"},
+	"github.com/hashicorp/serf/":        {"gossip"}, // coordinate: Vivaldi network coordinates
 	"github.com/hashicorp/golang-lru":   {"cache"},
 	"github.com/urfave/cli":             {"cmd/cairn"},
 	"github.com/miekg/dns":              {"zones", "resolver"},
@@ -152,6 +153,8 @@ func TestCheckImport(t *testing.T) {
 		{"api", "net/http", true},
 		{"newpkg", module + "catalog", false},
 		{"cmd/cairn", module + "agent", true},
+		{"agent", "github.com/hashicorp/serf/coordinate", false},
+		{"gossip", "github.com/hashicorp/serf/coordinate", true},
 	} {
 		if got := checkImport(tc.dir, tc.imp) == ""; got != tc.ok {
 			t.Errorf("checkImport(%q, %q) allowed = %v, want %v", tc.dir, tc.imp, got, tc.ok)

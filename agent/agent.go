@@ -75,6 +75,8 @@ type Agent struct {
 	// peers is the pools as the server port's admission and the Catalog
 	// endpoint's node-name check read them (peers.go).
 	peers peers
+	// coordinateEP is a server's Coordinate endpoint (coordinates.go).
+	coordinateEP *consensus.Coordinate
 	// tlsRPC, tlsHTTPS and tlsDNS hold the certificates of the server
 	// port, of the HTTPS API and of DNS over TLS; nil without TLS
 	// (tls.go).
@@ -278,6 +280,9 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if err := a.startLocal(loopCtx); err != nil {
 		return err
 	}
+	if !a.cfg.Coordinates.Disable {
+		a.loops.Go(func() { a.syncCoordinates(loopCtx) }) // coordinates.go
+	}
 	if a.cfg.Server && a.bootstrapExpect() == 1 {
 		a.waitSynced(ctx)
 	}
@@ -288,6 +293,9 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	if err := a.startHTTP(); err != nil {
 		return err
+	}
+	if a.cfg.Resolver.DNSSEC.Enabled {
+		a.loops.Go(func() { a.followDNSSECKey(loopCtx) }) // dnssec.go
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", a.http.Addr().String(),
 		"advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
@@ -356,7 +364,7 @@ func (a *Agent) startHTTP() error {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
 		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
 	}
-	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, dns: a.dnsSrc, cacheToken: a.cfg.ACL.Tokens.Default}
+	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc, cacheToken: a.cfg.ACL.Tokens.Default}
 	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
 	if err != nil {
 		return err
@@ -402,7 +410,12 @@ func (a *Agent) startDNS() error {
 // newDNSSource builds the cache DNS answers from, which reads the servers
 // through the door.
 func (a *Agent) newDNSSource() (*dnsSource, error) {
-	return newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, a.door, a.datacenters, a.logger)
+	src, err := newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, a.door, a.datacenters, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	src.node = a.cfg.NodeName // what "near" answers are sorted from
+	return src, nil
 }
 
 // dnsConfig completes the configured zones' (the domain's, then the

@@ -44,6 +44,7 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 		gc.WANPort = int(a.wan.LocalMember().Port)
 	}
 	gc.RetainDead = a.cfg.ReconnectTimeout
+	gc.DisableCoordinates = a.cfg.Coordinates.Disable
 	var err error
 	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err

@@ -53,12 +53,17 @@ type dnsSource struct {
 	// it names the query or the service the cached answer is of.
 	queries *cache.Cache[*catalog.QueryResult]
 	hub     *cache.Hub // follows the feeds for the three caches
+	// node is this agent's node, which "near" answers are sorted from,
+	// and nearRefresh how often they are sorted again (dnsnear.go).
+	node        string
+	nearRefresh atomic.Int64 // a time.Duration
 }
 
 var _ resolver.Source = (*dnsSource)(nil)
 
 func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *datacenterList, logger *slog.Logger) (*dnsSource, error) {
 	s := &dnsSource{dc: dc, onlyPassing: onlyPassing, door: d, datacenters: dcs}
+	s.nearRefresh.Store(int64(defaultNearRefresh))
 	var err error
 	logger = logger.With("component", "cache")
 	// One hub for the three caches: one change feed call per datacenter.
@@ -66,7 +71,7 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *da
 		return nil, err
 	}
 	cfg.Hub = s.hub
-	if s.instances, err = cache.New(cfg, s.fetchInstances, logger); err != nil {
+	if s.instances, err = cache.New(s.nearConfig(cfg), s.fetchInstances, logger); err != nil {
 		s.hub.Close()
 		return nil, err
 	}
@@ -77,8 +82,12 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *da
 	}
 	qcfg := cfg
 	qcfg.RefreshAfter = func(v any) time.Duration {
-		if r := v.(*catalog.QueryResult); r != nil && r.Failovers > 0 {
+		r := v.(*catalog.QueryResult)
+		switch {
+		case r != nil && r.Failovers > 0:
 			return failoverRefresh
+		case r != nil && r.Ordered:
+			return time.Duration(s.nearRefresh.Load()) // sorted by coordinates (dnsnear.go)
 		}
 		return 0
 	}
@@ -125,10 +134,16 @@ func readOptions(dc string, minIndex uint64, wait time.Duration) rpc.QueryOption
 func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
 	var reply rpc.ServiceInstancesResponse
 	args := &rpc.ServiceInstancesRequest{QueryOptions: readOptions(key.Datacenter, minIndex, wait), Service: key.Name, Tag: key.Tag}
+	near := key.Filter == filterNear
+	if near {
+		args.Near = s.node // the server sorts: it holds the coordinates
+	}
 	if err := s.door.RPC(ctx, rpc.MethodCatalogServiceInstances, args, &reply); err != nil {
 		return nil, 0, err
 	}
-	return resolver.NewInstances(splitHealth(reply.Instances, s.onlyPassing)), reply.Index, nil
+	set := resolver.NewInstances(splitHealth(reply.Instances, s.onlyPassing))
+	set.Ordered = near
+	return set, reply.Index, nil
 }
 
 // fetchNode reads a node (through NodeServices, the endpoint's call that
@@ -195,13 +210,17 @@ func setOf(names []string) map[string]bool {
 // Instances answers from the cache; names that cannot be in the catalog
 // are no such service without taking a cache entry.
 func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*resolver.Instances, error) {
-	if err := s.checkDatacenter(ctx, dc); err != nil {
+	key := cache.Key{Kind: kindService, Datacenter: dc, Name: service, Tag: tag}
+	if dc == nearDatacenter {
+		// The local datacenter's instances, nearest first (dnsnear.go).
+		key.Datacenter, key.Filter = s.dc, filterNear
+	} else if err := s.checkDatacenter(ctx, dc); err != nil {
 		return nil, err
 	}
 	if catalog.ValidLabel(service) != "" || (tag != "" && catalog.ValidLabel(tag) != "") {
 		return nil, nil
 	}
-	e, info, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: dc, Name: service, Tag: tag})
+	e, info, err := s.instances.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +232,9 @@ func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*re
 
 // Node answers from the cache.
 func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
+	if dc == nearDatacenter {
+		dc = s.dc // the SRV targets of a "near" answer (dnsnear.go)
+	}
 	if err := s.checkDatacenter(ctx, dc); err != nil {
 		return nil, err
 	}
@@ -330,7 +352,7 @@ func (s *dnsSource) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ t
 	if dc == s.dc {
 		dc = ""
 	}
-	res, err := executeQuery(ctx, s.door, dc, key.Name, true)
+	res, err := executeQuery(ctx, s.door, dc, key.Name, s.node, true)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return nil, 0, nil // no such query: no result, not an error
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
 )
@@ -54,3 +55,7 @@ func PreferredServer(a *Agent) string {
 	defer d.mu.Unlock()
 	return d.preferred
 }
+
+// SetNearRefresh sets how often a's "near" DNS entries are sorted again
+// (dnsnear.go), for tests that watch a re-sort without waiting 15s.
+func SetNearRefresh(a *Agent, d time.Duration) { a.dnsSrc.nearRefresh.Store(int64(d)) }

@@ -24,6 +24,7 @@ import (
 type httpBackend struct {
 	door door
 	dc   string
+	node string // the agent's node, which prepared queries' Near "_agent" means
 	dns  *dnsSource
 	// cacheToken is the token the DNS cache reads with (acl.tokens.default):
 	// a ?cached read made with another token is answered by the servers
@@ -53,7 +54,7 @@ func toMeta(m rpc.QueryMeta) httpapi.QueryMeta {
 
 func (h httpBackend) Nodes(ctx context.Context, opts httpapi.QueryOptions) ([]*catalog.Node, httpapi.QueryMeta, error) {
 	var reply rpc.NodesResponse
-	err := h.door.RPC(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{QueryOptions: rpcOptions(opts)}, &reply)
+	err := h.door.RPC(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{QueryOptions: rpcOptions(opts), Near: opts.Near}, &reply)
 	return reply.Nodes, toMeta(reply.QueryMeta), err
 }
 
@@ -71,7 +72,7 @@ func (h httpBackend) ServiceNodes(ctx context.Context, opts httpapi.QueryOptions
 
 func (h httpBackend) ServiceInstances(ctx context.Context, opts httpapi.QueryOptions, name, tag string) ([]catalog.ServiceInstance, httpapi.QueryMeta, error) {
 	var reply rpc.ServiceInstancesResponse
-	args := &rpc.ServiceInstancesRequest{QueryOptions: rpcOptions(opts), Service: name, Tag: tag}
+	args := &rpc.ServiceInstancesRequest{QueryOptions: rpcOptions(opts), Service: name, Tag: tag, Near: opts.Near}
 	err := h.door.RPC(ctx, rpc.MethodCatalogServiceInstances, args, &reply)
 	return reply.Instances, toMeta(reply.QueryMeta), err
 }
@@ -194,14 +195,14 @@ func (h httpBackend) Queries(ctx context.Context, id string) (uint64, []*catalog
 // ExecuteQuery answers the HTTP API from the leader's state, as Queries
 // does.
 func (h httpBackend) ExecuteQuery(ctx context.Context, dc, idOrName string) (*catalog.QueryResult, error) {
-	return executeQuery(ctx, h.door, dc, idOrName, false)
+	return executeQuery(ctx, h.door, dc, idOrName, h.node, false)
 }
 
 // executeQuery runs a prepared query in datacenter dc ("" for the
 // agent's); stale lets any server answer.
-func executeQuery(ctx context.Context, d door, dc, idOrName string, stale bool) (*catalog.QueryResult, error) {
+func executeQuery(ctx context.Context, d door, dc, idOrName, node string, stale bool) (*catalog.QueryResult, error) {
 	var reply rpc.PreparedQueryExecuteResponse
-	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName}
+	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName, Agent: node}
 	if err := d.RPC(ctx, rpc.MethodPreparedQueryExecute, args, &reply); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	}
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
+	cc.SealKeys = a.gossipKeys // dnssec.go
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -85,6 +86,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if err := a.registerEndpoints(rs, srv); err != nil {
 		return err
 	}
+	a.loops.Go(func() { a.coordinateEP.Run(loopCtx) }) // the leader's coordinate batches
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
@@ -92,6 +94,10 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	lc.VerifyServer = a.verifyServer
 	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
 	lc.Caller, lc.Version = a.rpcPool, agentVersion()
+	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil { // dnssec.go
+		return err
+	}
+	lc.DNSSECAuto = a.cfg.DNSSEC.Auto
 	// The WAN pool first: its port goes into this server's LAN metadata,
 	// where the other servers of this datacenter find it (floodWAN).
 	if err := a.startWAN(loopCtx, rpcAddr); err != nil {
@@ -148,13 +154,17 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
 		return err
 	}
+	if a.coordinateEP, err = a.newCoordinateEndpoint(); err != nil { // coordinates.go
+		return err
+	}
 	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
 	if err != nil {
 		return err
 	}
-	// NearestN fails over to the datacenters the WAN pool's router knows.
+	// NearestN fails over to the datacenters the WAN pool's router knows,
+	// nearest first by the servers' WAN coordinates.
 	pcfg := consensus.DefaultPreparedQueryConfig()
-	pcfg.Datacenters = a.router.Datacenters
+	pcfg.Datacenters = func() []string { return a.coordinateEP.NearestDatacenters(a.router.Datacenters()) }
 	pq, err := consensus.NewPreparedQuery(a.catalogEP, pcfg)
 	if err != nil {
 		return err
@@ -168,6 +178,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		rpc.KVSEndpoint:           consensus.NewKVS(a.catalogEP),
 		rpc.TxnEndpoint:           consensus.NewTxn(a.catalogEP),
 		rpc.SessionEndpoint:       consensus.NewSession(a.catalogEP),
+		rpc.CoordinateEndpoint:    a.coordinateEP,
 	} {
 		if err := rs.Register(name, ep); err != nil {
 			return err

@@ -32,6 +32,7 @@ func (a *Agent) startWAN(loopCtx context.Context, rpcAddr string) error {
 	// A failed datacenter stays known (its names fail rather than not
 	// exist) as long as a failed node stays in the catalog.
 	gc.RetainDead = a.cfg.ReconnectTimeout
+	gc.DisableCoordinates = a.cfg.Coordinates.Disable
 	var err error
 	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err

@@ -38,6 +38,10 @@ type ServiceQuery struct {
 	// OnlyPassing leaves out instances with a warning check too.
 	OnlyPassing bool
 	Failover    QueryFailoverOptions
+	// Near sorts the answer by the estimated round trip time from a
+	// node, nearest first: a node name, or "_agent" for the agent that
+	// executes the query. "" leaves it unsorted.
+	Near string `json:",omitempty"`
 }
 
 // QueryFailoverOptions lists where to look when the local datacenter has

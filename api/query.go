@@ -29,6 +29,11 @@ type QueryOptions struct {
 	// Filter keeps only the entries matching an expression in Consul's
 	// filter language (?filter), e.g. `Service.Tags contains "v1"`.
 	Filter string
+	// Near sorts the answer by the estimated round trip time from a node,
+	// nearest first (?near): a node name, or "_agent" for the agent's
+	// own. Only the catalog's nodes and service reads and the health
+	// service read sort by it.
+	Near string
 }
 
 // values adds q's parameters to v (which may be nil) and returns it.
@@ -58,6 +63,9 @@ func (q *QueryOptions) values(v url.Values) url.Values {
 	}
 	if q.Filter != "" {
 		v.Set("filter", q.Filter)
+	}
+	if q.Near != "" {
+		v.Set("near", q.Near)
 	}
 	return v
 }

@@ -1,7 +1,8 @@
 // Package catalog owns cairn's data model — nodes, services, checks and the
-// service instances DNS answers are built from, prepared queries, ACLs, and
-// the key/value store with its sessions and locks — and the state store
-// that holds them.
+// service instances DNS answers are built from, prepared queries, ACLs, the
+// key/value store with its sessions and locks, and the nodes' network
+// coordinates (with the distance between two) — and the state store that
+// holds them.
 //
 // The store is a go-memdb database: every read runs on an immutable snapshot
 // and never blocks writers, and every read can register watch channels in a

@@ -40,6 +40,11 @@ type ServiceQuery struct {
 	// Failover says where to look when the local datacenter has no
 	// healthy instance.
 	Failover QueryFailover
+	// Near sorts the local datacenter's answer by the estimated round
+	// trip time from a node, nearest first (network coordinates): a node
+	// name, or "_agent" for the agent executing the query. "" leaves the
+	// catalog's order (which DNS shuffles).
+	Near string
 }
 
 // QueryFailover lists the datacenters a query fails over to, tried in
@@ -70,6 +75,10 @@ func (d QueryDNS) TTLValue() (time.Duration, bool) {
 	return ttl, true
 }
 
+// QueryNearAgent as a ServiceQuery's Near sorts from the agent that
+// executes the query.
+const QueryNearAgent = "_agent"
+
 // QueryResult is the outcome of executing a prepared query: Consul's
 // PreparedQueryExecuteResponse.
 type QueryResult struct {
@@ -86,6 +95,9 @@ type QueryResult struct {
 	Datacenter string
 	// Failovers is how many other datacenters were asked.
 	Failovers int
+	// Ordered says Nodes are sorted nearest first (the query's Near):
+	// answers keep their order instead of shuffling it.
+	Ordered bool
 }
 
 // QueryOp is what a QueryRequest does.
@@ -163,6 +175,11 @@ func NormalizeQuery(q *PreparedQuery) error {
 	for i, t := range s.Tags {
 		if r := ValidLabel(strings.TrimPrefix(t, "!")); r != "" {
 			return fieldErr(fmt.Sprintf("Service.Tags[%d]", i), "%s", r)
+		}
+	}
+	if s.Near != "" && s.Near != QueryNearAgent {
+		if err := ValidateNodeName("Service.Near", s.Near); err != nil {
+			return fmt.Errorf("%w (or %q for the agent executing the query)", err, QueryNearAgent)
 		}
 	}
 	if s.Failover.NearestN < 0 {

@@ -111,5 +111,8 @@ func schema() *memdb.DBSchema {
 	for name, t := range sessionTables() { // sessions.go
 		tables[name] = t
 	}
+	for name, t := range coordinateTables() { // coordinates.go
+		tables[name] = t
+	}
 	return &memdb.DBSchema{Tables: tables}
 }

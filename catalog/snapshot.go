@@ -30,6 +30,9 @@ type Dump struct {
 	// locks); a snapshot written before they existed has none.
 	Sessions   []*Session
 	LockDelays []*KVLockDelay
+	// Coordinates are the nodes' network coordinates; a snapshot
+	// written before they existed has none.
+	Coordinates []*CoordinateEntry
 }
 
 // DumpService is a service with the node it is registered on.
@@ -69,6 +72,9 @@ func (s *Store) Dump() (*Dump, error) {
 	}
 	if err == nil {
 		err = eachRow(tx, tableLockDelays, func(raw any) { d.LockDelays = append(d.LockDelays, raw.(*KVLockDelay)) })
+	}
+	if err == nil {
+		err = eachRow(tx, tableCoordinates, func(raw any) { d.Coordinates = append(d.Coordinates, raw.(*CoordinateEntry)) })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dump catalog: %w", err)
@@ -142,6 +148,11 @@ func (s *Store) Restore(d *Dump) error {
 	for _, r := range d.LockDelays {
 		if err := tx.Insert(tableLockDelays, r); err != nil {
 			return fmt.Errorf("restore lock-delay of key %q: %w", r.Key, err)
+		}
+	}
+	for _, c := range d.Coordinates {
+		if err := tx.Insert(tableCoordinates, c); err != nil {
+			return fmt.Errorf("restore coordinate of node %q: %w", c.Node, err)
 		}
 	}
 	if d.ACLBootstrapIndex > 0 {

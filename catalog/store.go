@@ -343,6 +343,9 @@ func deleteNode(tx *memdb.Txn, idx uint64, at time.Time, node string) error {
 			return err
 		}
 	}
+	if err := deleteCoordinate(tx, idx, node); err != nil { // coordinates.go
+		return err
+	}
 	return invalidateSessions(tx, idx, at, node, "")
 }
 

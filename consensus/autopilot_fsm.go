@@ -25,6 +25,8 @@ import (
 type fsmState struct {
 	*catalog.Dump
 	Autopilot *rpc.AutopilotConfig
+	// DNSSEC is the datacenter's DNSSEC key, if any (dnssec.go).
+	DNSSEC *rpc.DNSSECKey `codec:",omitempty"`
 	// Once is the request IDs applied lately (once.go).
 	Once []onceEntry
 }

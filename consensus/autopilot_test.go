@@ -293,7 +293,8 @@ func TestAutopilotConfiguration(t *testing.T) {
 
 // TestOperatorEndpointChecksTokens: with ACLs on and the default policy
 // deny, a request without a token may neither read autopilot's
-// configuration nor the servers' health, nor set it.
+// configuration nor the servers' health, nor set it, nor read the DNSSEC
+// key.
 func TestOperatorEndpointChecksTokens(t *testing.T) {
 	n := consensustest.StartCluster(t, 1)[0]
 	pool := serverPool(t, n)
@@ -311,6 +312,7 @@ func TestOperatorEndpointChecksTokens(t *testing.T) {
 		{rpc.MethodOperatorAutopilotGetConfiguration, &rpc.AutopilotGetConfigRequest{}, &rpc.AutopilotConfigResponse{}, "operator:read"},
 		{rpc.MethodOperatorServerHealth, &rpc.ServerHealthRequest{}, &rpc.ServerHealthResponse{}, "operator:read"},
 		{rpc.MethodOperatorAutopilotSetConfiguration, &rpc.AutopilotSetConfigRequest{Config: rpc.DefaultAutopilotConfig()}, &rpc.AutopilotSetConfigResponse{}, "operator:write"},
+		{rpc.MethodOperatorDNSSECKey, &rpc.DNSSECKeyRequest{Node: "agent1"}, &rpc.DNSSECKeyResponse{}, "node:write"},
 	} {
 		err := p.Call(ctx, n.Addr, call.method, call.args, call.reply)
 		if !errors.Is(err, rpc.ErrPermissionDenied) || !strings.Contains(err.Error(), call.want) {

@@ -54,6 +54,12 @@ type Config struct {
 	ApplyTimeout time.Duration
 	// SnapshotsRetained is how many snapshots are kept on disk. Default 2.
 	SnapshotsRetained int
+	// SealKeys returns the secrets the servers share outside Raft, primary
+	// first (the agent gives its gossip encryption keys): the DNSSEC
+	// private key is kept in Raft, its snapshots and archives sealed with
+	// the primary (dnssec_seal.go), so none of them gives the key away.
+	// Nil, or none returned: the key is stored as it is. Default nil.
+	SealKeys func() [][]byte
 }
 
 // DefaultConfig returns a Config with every timer set; NodeID and Address

@@ -262,7 +262,7 @@ func (c *Catalog) ServiceInstances(ctx context.Context, args *rpc.ServiceInstanc
 			}
 		}
 		reply.Instances = kept
-		return idx, nil
+		return idx, sortNear(c.srv.Store(), args.Near, kept, instanceNode) // near.go
 	})
 }
 
@@ -289,7 +289,10 @@ func (c *Catalog) Nodes(ctx context.Context, args *rpc.NodesRequest, reply *rpc.
 			}
 			reply.ResultsFilteredByACLs = len(reply.Nodes) < len(nodes)
 		}
-		return idx, err
+		if err != nil {
+			return idx, err
+		}
+		return idx, sortNear(c.srv.Store(), args.Near, reply.Nodes, nodeName) // near.go
 	})
 }
 

@@ -40,6 +40,12 @@ const (
 	// (catalog.TxnRequest); the FSM answers its *catalog.TxnResponse
 	// (Errors set: nothing was applied).
 	cmdTxn commandType = 8
+	// cmdDNSSEC sets the datacenter's DNSSEC key (dnssecRequest,
+	// dnssec.go). 9 is the coordinates' batch.
+	cmdDNSSEC commandType = 10
+	// cmdCoordinates writes a batch of nodes' network coordinates
+	// (catalog.CoordinateBatch, coordinate_endpoint.go).
+	cmdCoordinates commandType = 9
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -70,6 +76,9 @@ type fsm struct {
 	// until it is first set; read from other goroutines, replaced, never
 	// changed in place (autopilot_fsm.go).
 	autopilot atomic.Pointer[rpc.AutopilotConfig]
+	// dnssec is the DNSSEC key as the log set it, nil when none was
+	// (dnssec.go).
+	dnssec atomic.Pointer[rpc.DNSSECKey]
 	// once is the request IDs applied lately (once.go); FSM goroutine
 	// only.
 	once onceLog
@@ -161,6 +170,12 @@ func (f *fsm) applyCommand(index uint64, at time.Time, data []byte) any {
 			return fmt.Errorf("decode session change at index %d: %w", index, err)
 		}
 		return f.store.ApplySession(index, at, &req)
+	case cmdDNSSEC:
+		var req dnssecRequest
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode DNSSEC key at index %d: %w", index, err)
+		}
+		return f.applyDNSSEC(index, &req)
 	case cmdTxn:
 		var req catalog.TxnRequest
 		if err := decode(data[1:], &req); err != nil {
@@ -171,6 +186,12 @@ func (f *fsm) applyCommand(index uint64, at time.Time, data []byte) any {
 			return err
 		}
 		return resp
+	case cmdCoordinates:
+		var req catalog.CoordinateBatch
+		if err := decode(data[1:], &req); err != nil {
+			return fmt.Errorf("decode coordinate batch at index %d: %w", index, err)
+		}
+		return f.store.ApplyCoordinates(index, &req)
 	}
 	return fmt.Errorf("log index %d type %d: %w", index, data[0], ErrUnknownCommand)
 }
@@ -183,7 +204,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{state: fsmState{Dump: d, Autopilot: f.autopilot.Load(), Once: f.once.snapshot()}}, nil
+	return &fsmSnapshot{state: fsmState{Dump: d, Autopilot: f.autopilot.Load(), DNSSEC: f.dnssec.Load(), Once: f.once.snapshot()}}, nil
 }
 
 // Restore replaces the catalog, and autopilot's configuration, with a
@@ -200,6 +221,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.autopilot.Store(st.Autopilot)
+	f.dnssec.Store(st.DNSSEC)
 	f.once.restore(st.Once)
 	return nil
 }

@@ -107,6 +107,13 @@ type LeaderConfig struct {
 	// this datacenter, so that joining the gossip pool with the server
 	// role is not enough to become a voter. Default nil: no check.
 	VerifyServer func(ctx context.Context, m gossip.Member) error
+	// DNSSECKey is the DNSSEC key the leader stores in Raft, replacing
+	// any other (an ECDSA P-256 key, SEC 1 DER: the agent reads it from
+	// dns_config.dnssec.key_file). Default nil.
+	DNSSECKey []byte
+	// DNSSECAuto makes the leader create a DNSSEC key when none is
+	// stored (dns_config.dnssec.auto). Default off.
+	DNSSECAuto bool
 }
 
 // DefaultLeaderConfig returns a LeaderConfig with every default set.
@@ -135,6 +142,11 @@ func (c LeaderConfig) Validate() error {
 	}
 	if c.MinVoters < 1 {
 		errs = append(errs, fmt.Errorf("leader MinVoters: must be at least 1, got %d", c.MinVoters))
+	}
+	if c.DNSSECKey != nil {
+		if err := checkDNSSECKey(c.DNSSECKey); err != nil {
+			errs = append(errs, fmt.Errorf("leader DNSSECKey: %w", err))
+		}
 	}
 	if err := c.Autopilot.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("leader Autopilot: %w", err))
@@ -287,6 +299,9 @@ func (l *Leader) Reconcile(ctx context.Context) error {
 		}
 	}
 	if err := l.s.initAutopilot(ctx, l.cfg.Autopilot); err != nil {
+		return err
+	}
+	if err := l.s.initDNSSEC(ctx, l.cfg.DNSSECKey, l.cfg.DNSSECAuto); err != nil { // dnssec.go
 		return err
 	}
 	members := l.m.Members()

@@ -248,7 +248,7 @@ func (p *PreparedQuery) execute(ctx context.Context, args *rpc.PreparedQueryExec
 			return 0, fmt.Errorf("query %q: %w", args.QueryIDOrName, catalog.ErrNotFound)
 		}
 		q = found
-		idx, err := p.runLocal(ws, q, &reply.Result)
+		idx, err := p.runLocal(ws, q, args.Agent, &reply.Result)
 		return max(qidx, idx), err
 	})
 	if err != nil {
@@ -279,15 +279,17 @@ func (p *PreparedQuery) executeRemote(ctx context.Context, args *rpc.PreparedQue
 		return err
 	}
 	return p.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
-		idx, err := p.runLocal(ws, &q, &reply.Result)
+		// Another datacenter's nodes are not near the agent asking.
+		idx, err := p.runLocal(ws, &q, "", &reply.Result)
 		reply.Result.Nodes = readableInstances(authz, reply.Result.Nodes)
 		return idx, err
 	})
 }
 
 // runLocal fills res with q's answer from this server's store and returns
-// the index of what it read.
-func (p *PreparedQuery) runLocal(ws catalog.WatchSet, q *catalog.PreparedQuery, res *catalog.QueryResult) (uint64, error) {
+// the index of what it read. agent is the node a Service.Near of "_agent"
+// sorts from ("": such a query is not sorted).
+func (p *PreparedQuery) runLocal(ws catalog.WatchSet, q *catalog.PreparedQuery, agent string, res *catalog.QueryResult) (uint64, error) {
 	idx, all, err := p.cat.srv.Store().ServiceInstances(ws, q.Service.Service, "")
 	if err != nil {
 		return 0, err
@@ -297,6 +299,14 @@ func (p *PreparedQuery) runLocal(ws catalog.WatchSet, q *catalog.PreparedQuery, 
 		Nodes:      q.Service.Filter(all),
 		DNS:        q.DNS,
 		Datacenter: strings.ToLower(p.cat.cfg.Datacenter),
+	}
+	near := q.Service.Near
+	if near == catalog.QueryNearAgent {
+		near = agent
+	}
+	if near != "" {
+		res.Ordered = true
+		return idx, sortNear(p.cat.srv.Store(), near, res.Nodes, instanceNode) // near.go
 	}
 	return idx, nil
 }

@@ -75,7 +75,10 @@ func (s *Server) restore(d *catalog.Dump, timeout time.Duration) (uint64, error)
 	defer s.writeMu.Unlock()
 	d.Index = max(d.Index, s.raft.LastIndex()+1)
 	var b bytes.Buffer
-	if err := codec.NewEncoder(&b, msgpackHandle).Encode(d); err != nil {
+	// The DNSSEC key is the datacenter's, not the catalog's: archives do
+	// not carry it, and a restore keeps the one in use, so validators'
+	// trust anchors stay right (dnssec.go).
+	if err := codec.NewEncoder(&b, msgpackHandle).Encode(fsmState{Dump: d, DNSSEC: s.fsm.dnssec.Load()}); err != nil {
 		return 0, fmt.Errorf("encode catalog: %w", err)
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: d.Index, Size: int64(b.Len())}

@@ -4,10 +4,12 @@
 // with real DNS clients, as a user following the tour would: dig, Unbound
 // and dnsmasq loaded with the configurations in examples/stub-zones, and
 // glibc (through getent) in a network namespace whose resolver is an agent
-// on port 53.
+// on port 53. TestNearestByRTT runs agents in namespaces of their own
+// behind links of 5 and 50 ms (a UDP relay in the test, netem being
+// unavailable) and checks that the network coordinates sort by them.
 //
 // They need dig (Debian: apt-get install bind9-dnsutils), unbound,
-// dnsmasq-base, and root and ip (iproute2) for the namespace. A test whose
-// client is missing is skipped, unless CAIRN_E2E=1 is set, which makes it a
-// failure; CI sets it.
+// dnsmasq-base, and root, ip (iproute2) and iptables for the namespaces.
+// A test whose client is missing is skipped, unless CAIRN_E2E=1 is set,
+// which makes it a failure; CI sets it.
 package e2e

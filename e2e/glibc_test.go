@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,12 +119,22 @@ func newNetns(t *testing.T, ip string) string {
 // it and shows its output if the test failed.
 func startNetnsAgent(t *testing.T, ip, ns string) *agentProc {
 	t.Helper()
+	return startNetnsAgentWith(t, ip, ns, nodeName, "127.0.0.1", 53, "-dev")
+}
+
+// startNetnsAgentWith runs "cairn agent -node node <args>" in the network
+// namespace ns, with its HTTP API on netnsHTTPAddr and DNS on dnsPort, and
+// returns once it is ready: its catalog lists node at addr and its DNS
+// server listens. A cleanup kills it if the test has not stopped it and
+// shows its output if the test failed.
+func startNetnsAgentWith(t *testing.T, ip, ns, node, addr string, dnsPort int, args ...string) *agentProc {
+	t.Helper()
 	// "ip netns exec" execs the agent in place, so signals reach it.
-	full := []string{"netns", "exec", ns, cairnBin, "agent", "-node", nodeName, "-dev",
-		"-dns-port", "53", "-http-port", "8500"}
+	full := append([]string{"netns", "exec", ns, cairnBin, "agent", "-node", node,
+		"-dns-port", strconv.Itoa(dnsPort), "-http-port", "8500"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, ip, full...)
-	a := &agentProc{dnsPort: 53, httpPort: 8500, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	a := &agentProc{dnsPort: dnsPort, httpPort: 8500, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = a.out, a.out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -146,10 +157,10 @@ func startNetnsAgent(t *testing.T, ip, ns string) *agentProc {
 	// asks from inside: the CLI for the node, ss for the DNS listener.
 	ready := func() bool {
 		out, _, code := netnsExec(t, ip, ns, cairnBin, "catalog", "nodes")
-		if code != 0 || !tableRow(out, nodeName, "127.0.0.1", "dc1") {
+		if code != 0 || !tableRow(out, node, addr, "dc1") {
 			return false
 		}
-		out, _, code = netnsExec(t, ip, ns, "ss", "-H", "-l", "-t", "-n", "sport", "=", ":53")
+		out, _, code = netnsExec(t, ip, ns, "ss", "-H", "-l", "-t", "-n", "sport", "=", ":"+strconv.Itoa(dnsPort))
 		return code == 0 && strings.TrimSpace(out) != ""
 	}
 	timeout := time.NewTimer(readyTimeout)

@@ -193,6 +193,11 @@ type Config struct {
 	RetainDead time.Duration
 	// Timing holds memberlist's timers.
 	Timing Timing
+	// DisableCoordinates stops the pool from computing this member's
+	// network coordinate from its probes' round trips (coordinates.go),
+	// as Consul's disable_coordinates: its acks then carry no
+	// coordinate, and Coordinate reports none. Default false.
+	DisableCoordinates bool
 }
 
 // DefaultLANConfig returns a LAN pool config with memberlist's LAN timings

@@ -7,8 +7,14 @@
 // (alive, failed, left) that the agent shows and the consensus leader
 // reconciles into node health.
 //
-// gossip imports hashicorp/memberlist and the standard library only: no other
-// cairn package, and memberlist has no other home in cairn.
+// gossip imports hashicorp/memberlist, hashicorp/serf's coordinate package
+// and the standard library only: no other cairn package, and neither
+// library has another home in cairn.
+//
+// Coordinates: each pool gives its member a Vivaldi network coordinate,
+// carried in probe acks and updated from each probe's round trip, as serf
+// does for Consul (coordinates.go); Coordinate and PeerCoordinates expose
+// it as a plain Coordinate, so that no other package depends on serf.
 //
 // Left versus failed: memberlist does not tell its event delegate whether a
 // member that went away left or failed, so Leave first gossips a leave

@@ -39,6 +39,10 @@ type Pool struct {
 	updated chan struct{}
 	pending map[uint64]chan keyReply // keyring operations initiated here, by request ID
 
+	// coords computes this member's network coordinate from its probes
+	// (coordinates.go); nil with Config.DisableCoordinates.
+	coords *coordinates
+
 	// meta is this member's encoded metadata, as NodeMeta gives it to
 	// memberlist; it changes with the keyring.
 	meta atomic.Pointer[[]byte]
@@ -130,6 +134,12 @@ func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*P
 	mlc.Conflict = conflictDelegate{p: p}
 	mlc.Alive = filter
 	mlc.Merge = filter
+	if !cfg.DisableCoordinates {
+		if p.coords, err = newCoordinates(); err != nil {
+			return nil, err
+		}
+		mlc.Ping = pingDelegate{p: p}
+	}
 	mlc.Logger = newStdLogger(logger, p.limiter)
 	mlc.Transport = transport
 	ml, err := memberlist.Create(mlc)
@@ -332,6 +342,9 @@ func (p *Pool) observe(n *memberlist.Node, status Status) {
 	case status == StatusAlive && known && old.Status != StatusAlive:
 		delete(p.intents, n.Name) // back after failing or leaving
 	case status == StatusFailed:
+		if p.coords != nil {
+			p.coords.forget(n.Name)
+		}
 		if at, ok := p.intents[n.Name]; n.Name == p.name || ok && now.Sub(at) <= p.cfg.RetainDead {
 			m.Status = StatusLeft
 		}

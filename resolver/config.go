@@ -97,6 +97,9 @@ type Config struct {
 	MaxTCPConns int
 	// RRL is response-rate limiting of UDP replies (rrl.go). Default off.
 	RRL RRLConfig
+	// DNSSEC is the online signing of the zones' answers (dnssec.go).
+	// Default off.
+	DNSSEC DNSSECConfig
 }
 
 // RRLConfig configures response-rate limiting, as BIND's rate-limit: a
@@ -155,6 +158,10 @@ func DefaultConfig() Config {
 			Slip:               2,   // BIND's
 			IPv4PrefixLength:   24,  // BIND's
 			IPv6PrefixLength:   56,  // BIND's
+		},
+		DNSSEC: DNSSECConfig{
+			// Enabled: false, signing is opt-in.
+			SignatureValidity: time.Hour, // see DNSSECConfig.SignatureValidity
 		},
 		// Recursors: none, so outside names are refused.
 		// TLSAddr: "", no DNS over TLS.
@@ -228,5 +235,6 @@ func (c Config) Validate() error {
 	if c.RRL.IPv6PrefixLength < 0 || c.RRL.IPv6PrefixLength > 128 {
 		bad("RRL.IPv6PrefixLength", "must be between 0 and 128, got %d", c.RRL.IPv6PrefixLength)
 	}
+	c.DNSSEC.validate(bad)
 	return errors.Join(errs...)
 }

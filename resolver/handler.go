@@ -48,7 +48,9 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, int) {
 	opt, err := checkQuery(r)
 	var ans zones.Answer
 	kind, qname := zones.KindOutside, ""
-	ours := false // the answer is cairn's own data, not a recursor's
+	ours := false   // the answer is cairn's own data, not a recursor's
+	kept := false   // … whose sections are kept for later questions
+	signed := false // … and carries DNSSEC signatures
 	if err == nil {
 		z, q := s.parse(strings.ToLower(r.Question[0].Name)) // names.go
 		kind, qname = q.Kind, q.Qname
@@ -56,15 +58,19 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, int) {
 			ans, ours, err = s.lookupReverse(qname, r.Question[0].Qtype) // reverse.go
 		}
 		if !ours {
-			ans, err = s.lookup(z, q, r)
+			ans, err = s.lookup(z, q, r, &kept)
 		}
 		ours = ours || kind != zones.KindOutside
+		if sg := s.signer.Load(); sg != nil && kind != zones.KindOutside {
+			do := opt != nil && opt.Do()
+			ans, err, signed = sg.answer(z, kind, qname, r.Question[0].Qtype, ans, err, kept, do, do && opt.Co()) // dnssec.go
+		}
 	}
 	m.Rcode = rcodeFor(ans.Result, err)
 	m.Authoritative = ours && (m.Rcode == dns.RcodeSuccess || m.Rcode == dns.RcodeNameError)
 	m.RecursionAvailable = len(s.cfg.Recursors) > 0 // offered (to clients setting RD), as Consul does
 	m.Answer = ans.Answer                           // forwarded: the recursor's order, CNAMEs before their targets
-	if ours {
+	if ours && !ans.Ordered {
 		m.Answer = shuffled(ans.Answer)
 	}
 	m.Ns = ans.Ns
@@ -75,9 +81,9 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, int) {
 	if opt != nil {
 		// A fresh slice: Extra may be shared with other answers, and both
 		// this append and Truncate write into it.
-		m.Extra = append(slices.Clip(m.Extra), s.opt(opt))
+		m.Extra = append(slices.Clip(m.Extra), s.opt(opt, signed))
 	}
-	return m, s.fit(w, m, opt)
+	return m, s.fit(w, m, opt, signed)
 }
 
 // checkQuery checks what is answered before the name is looked at, and
@@ -112,8 +118,11 @@ func checkQuery(r *dns.Msg) (opt *dns.OPT, err error) {
 
 // lookup answers q, the parsed question of the query r, from z, the zone
 // that parsed it. For an unknown datacenter it returns the NXDOMAIN
-// sections along with the error.
-func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer, error) {
+// sections along with the error. It sets *kept when the answer's sections
+// are kept and given again to later questions (a memoized service answer,
+// the zone's own records at the apex), which the signer keeps its
+// signed sections by (dnssec.go).
+func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg, kept *bool) (zones.Answer, error) {
 	qtype := r.Question[0].Qtype
 	switch q.Kind {
 	case zones.KindService:
@@ -123,7 +132,9 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer,
 		if err != nil {
 			return failed(z, err)
 		}
-		return s.serviceAnswer(z, q, qtype, set), nil
+		ans, memoized := s.memoizedServiceAnswer(z, q, qtype, set)
+		*kept = memoized
+		return ans, nil
 	case zones.KindNode:
 		ctx := newQueryContext(s.cfg.QueryTimeout)
 		defer ctx.cancel()
@@ -137,8 +148,10 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer,
 	case zones.KindAddr:
 		return z.AddrAnswer(q, qtype), nil
 	case zones.KindApex:
+		*kept = true
 		return z.ApexAnswer(qtype), nil
 	case zones.KindNameserver:
+		*kept = true
 		return z.NameserverAnswer(qtype), nil
 	case zones.KindEmptyNonTerminal:
 		return z.EmptyNonTerminalAnswer(q), nil
@@ -151,11 +164,18 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg) (zones.Answer,
 // serviceAnswer answers a service question from set, building the
 // records once per set, zone, query type and name (see answerMemo).
 func (s *Server) serviceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *Instances) zones.Answer {
+	ans, _ := s.memoizedServiceAnswer(z, q, qtype, set)
+	return ans
+}
+
+// memoizedServiceAnswer is serviceAnswer, also reporting whether the
+// answer is kept in set's memo (for later questions to share).
+func (s *Server) memoizedServiceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *Instances) (zones.Answer, bool) {
 	if set == nil {
-		return z.ServiceAnswer(q, qtype, nil)
+		return z.ServiceAnswer(q, qtype, nil), false
 	}
 	if ans, ok := set.memo.get(z, qtype, q.Qname); ok {
-		return ans
+		return ans, true
 	}
 	var ans zones.Answer
 	if len(set.Healthy) == 0 && len(set.Unhealthy) > 0 {
@@ -163,11 +183,11 @@ func (s *Server) serviceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *
 	} else {
 		ans = z.ServiceAnswer(q, qtype, set.Healthy)
 	}
+	ans.Ordered = set.Ordered
 	if set.Stale {
-		return capTTL(ans, StaleTTL)
+		return capTTL(ans, StaleTTL), false
 	}
-	set.memo.put(z, qtype, q.Qname, ans)
-	return ans
+	return ans, set.memo.put(z, qtype, q.Qname, ans)
 }
 
 // capTTL returns ans with every record's TTL at most ttl, copying the
@@ -237,13 +257,18 @@ func shuffled(rrs []dns.RR) []dns.RR {
 }
 
 // opt returns the OPT record of a reply to a query carrying q: version 0,
-// the server's UDP size, the DO bit copied (RFC 3225), no options. It is
-// new for each reply because packing writes the extended rcode into it.
-func (s *Server) opt(q *dns.OPT) *dns.OPT {
+// the server's UDP size, the DO bit copied (RFC 3225), the CO bit copied
+// to a signed reply (RFC 9824: the client may be sent NXDOMAIN with a
+// compact denial), no options. It is new for each reply because packing
+// writes the extended rcode into it.
+func (s *Server) opt(q *dns.OPT, signed bool) *dns.OPT {
 	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 	o.SetUDPSize(s.cfg.UDPSize)
 	if q.Do() {
 		o.SetDo()
+	}
+	if signed && q.Co() {
+		o.SetCo()
 	}
 	return o
 }
@@ -251,9 +276,10 @@ func (s *Server) opt(q *dns.OPT) *dns.OPT {
 // fit cuts m to what the client can receive, setting TC when records are
 // left out: over UDP 512 bytes, or the client's EDNS0 buffer size capped at
 // Config.UDPSize; over TCP the 64 KiB a DNS message can hold. The answer
-// limits of Config (limits.go) are applied first, without TC. Names are
-// always compressed. It returns the size m was fitted to.
-func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) int {
+// limits of Config (limits.go) are applied first, without TC, but not to
+// a signed reply (signed), whose RRsets must stay whole to validate.
+// Names are always compressed. It returns the size m was fitted to.
+func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT, signed bool) int {
 	size := dns.MaxMsgSize
 	if _, tcp := w.RemoteAddr().(*net.TCPAddr); !tcp {
 		size = dns.MinMsgSize
@@ -261,7 +287,11 @@ func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT) int {
 			size = min(max(int(opt.UDPSize()), dns.MinMsgSize), int(s.cfg.UDPSize))
 		}
 	}
-	s.limitAnswers(w, m) // limits.go
+	if signed {
+		limitSigned(w, m) // limits.go
+	} else {
+		s.limitAnswers(w, m) // limits.go
+	}
 	m.Truncate(size)
 	m.Compress = true
 	if !s.cfg.SetTC {

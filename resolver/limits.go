@@ -43,6 +43,22 @@ func (s *Server) limitAnswers(w dns.ResponseWriter, m *dns.Msg) {
 	}
 }
 
+// limitSigned is limitAnswers for a signed reply: a signature covers a
+// whole RRset, so an RRset cut by Config.ARecordLimit or UDPAnswerLimit
+// would not validate, and those limits are not applied. ANY over UDP,
+// which minimalANY would cut to one record, gets an empty truncated reply
+// instead: the client asks again over TCP for the whole signed answer,
+// and the agent still sends nothing larger than the query to an address
+// it has not verified.
+func limitSigned(w dns.ResponseWriter, m *dns.Msg) {
+	if !m.Authoritative || isTCP(w) || len(m.Question) != 1 || m.Question[0].Qtype != dns.TypeANY {
+		return
+	}
+	m.Answer, m.Ns = nil, nil
+	m.Extra = slices.DeleteFunc(slices.Clone(m.Extra), func(rr dns.RR) bool { return rr.Header().Rrtype != dns.TypeOPT })
+	m.Truncated = true
+}
+
 // minimalANY cuts m, the zone's answer to an ANY question over UDP, to
 // one record: the first address record of the (shuffled) answer, else its
 // first record (the apex's SOA or NS); the additional section keeps only

@@ -42,10 +42,11 @@ func (m *answerMemo) get(z *zones.Zone, qtype uint16, qname string) (zones.Answe
 	return zones.Answer{}, false
 }
 
-// put keeps ans for (z, qtype, qname), unless the memo is full. The
-// records in ans are shared from then on and must not be modified (the
-// handler copies a slice before reordering or appending to it).
-func (m *answerMemo) put(z *zones.Zone, qtype uint16, qname string, ans zones.Answer) {
+// put keeps ans for (z, qtype, qname), unless the memo is full, and
+// reports whether it did. The records in ans are shared from then on and
+// must not be modified (the handler copies a slice before reordering or
+// appending to it).
+func (m *answerMemo) put(z *zones.Zone, qtype uint16, qname string, ans zones.Answer) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var old []memoEntry
@@ -53,14 +54,15 @@ func (m *answerMemo) put(z *zones.Zone, qtype uint16, qname string, ans zones.An
 		old = *l
 	}
 	if len(old) >= memoLimit {
-		return
+		return false
 	}
 	for _, e := range old {
 		if e.zone == z && e.qtype == qtype && e.qname == qname {
-			return // built twice by racing questions; keep the first
+			return false // built twice by racing questions; the first is kept
 		}
 	}
 	l := append(make([]memoEntry, 0, len(old)+1), old...)
 	l = append(l, memoEntry{zone: z, qtype: qtype, qname: qname, ans: ans})
 	m.list.Store(&l)
+	return true
 }

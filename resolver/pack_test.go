@@ -80,6 +80,35 @@ func TestPackReplies(t *testing.T) {
 	}
 }
 
+// TestPackSignedReplies checks that signed replies, denials included, are
+// packed by pack itself to the bytes miekg/dns packs; a DNSKEY is left to
+// miekg/dns.
+func TestPackSignedReplies(t *testing.T) {
+	s, _ := newSigningServer(t, newFakeSource(), nil)
+	p := s.getPacker()
+	for _, q := range []struct {
+		name   string
+		qtype  uint16
+		packed bool
+	}{
+		{"web.service.cluster.", dns.TypeSRV, true}, {"wEb.SeRvIcE.cLuStEr.", dns.TypeA, true},
+		{"node1.node.dc1.cluster.", dns.TypeA, true}, {"cluster.", dns.TypeNS, true}, {"web.service.consul.", dns.TypeSRV, true},
+		{"cluster.", dns.TypeDNSKEY, false}, {"nope.service.cluster.", dns.TypeA, true}, {"web.service.cluster.", dns.TypeAAAA, true},
+		{"cluster.", dns.TypeTXT, true},
+	} {
+		for _, network := range []string{"udp", "tcp"} {
+			req := query(q.name, q.qtype)
+			req.SetEdns0(1232, true)
+			m, size := s.reply(resolvertest.NewRecorder(network), req)
+			if got := checkPack(t, p, m, size); got != q.packed {
+				t.Errorf("%s %s over %s: packed by pack %v, want %v", q.name, dns.TypeToString[q.qtype], network, got, q.packed)
+			}
+			s.putPacker(p)
+			p = s.getPacker()
+		}
+	}
+}
+
 // mixedCase returns name with every other letter upper case.
 func mixedCase(name string) string {
 	b := []byte(name)
@@ -169,6 +198,14 @@ func FuzzPack(f *testing.F) {
 		req.SetEdns0(1232, true)
 		w := resolvertest.NewRecorder("udp")
 		s.ServeDNS(w, req)
+		f.Add(w.Wire)
+	}
+	signing, _ := newSigningServer(f, newFakeSource(), nil)
+	for _, name := range []string{"web.service.cluster.", "nope.service.cluster."} {
+		req := query(name, dns.TypeSRV)
+		req.SetEdns0(1232, true)
+		w := resolvertest.NewRecorder("udp")
+		signing.ServeDNS(w, req)
 		f.Add(w.Wire)
 	}
 	p := s.getPacker()

@@ -48,6 +48,8 @@ type Server struct {
 	metrics *metrics
 	// rrl limits the rate of UDP replies (rrl.go); nil when off.
 	rrl *rrl
+	// signer signs answers (dnssec.go); nil until a key is set.
+	signer atomic.Pointer[signer]
 	// packers holds the buffers and compression maps replies are packed
 	// with (pack.go), so that packing allocates nothing.
 	packers sync.Pool

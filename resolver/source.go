@@ -54,7 +54,11 @@ type Instances struct {
 	// are unreachable; RFC 8767 serve-stale): answers from it carry a TTL
 	// of at most StaleTTL, so resolvers come back soon for fresh data.
 	Stale bool
-	memo  answerMemo
+	// Ordered marks instances listed in the order they are to be
+	// answered in (nearest first, for the "near" datacenter): answers
+	// built from them keep that order rather than being shuffled.
+	Ordered bool
+	memo    answerMemo
 }
 
 // StaleTTL caps the TTL of records answered from stale data, the value RFC
@@ -68,7 +72,7 @@ func (set *Instances) Staled() *Instances {
 	if set == nil {
 		return nil
 	}
-	return &Instances{Healthy: set.Healthy, Unhealthy: set.Unhealthy, Stale: true}
+	return &Instances{Healthy: set.Healthy, Unhealthy: set.Unhealthy, Stale: true, Ordered: set.Ordered}
 }
 
 // NewInstances returns a set of healthy and unhealthy instances.

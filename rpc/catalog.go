@@ -68,6 +68,10 @@ type ServiceInstancesRequest struct {
 	OnlyHealthy bool
 	OnlyPassing bool
 	Forwarded   bool
+	// Near, when set, is a node name: the instances come sorted by the
+	// estimated round trip time from it, nearest first, those whose node
+	// has no coordinate last (?near). "" keeps the catalog's order.
+	Near string
 }
 
 // ServiceInstancesResponse holds the instances sorted by node, then
@@ -81,6 +85,9 @@ type ServiceInstancesResponse struct {
 type NodesRequest struct {
 	QueryOptions
 	Forwarded bool
+	// Near, when set, sorts the nodes by the estimated round trip time
+	// from that node, as ServiceInstancesRequest.Near.
+	Near string
 }
 
 // NodesResponse holds the nodes sorted by name.

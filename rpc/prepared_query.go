@@ -74,6 +74,9 @@ type PreparedQueryExecuteRequest struct {
 	QueryOptions
 	QueryIDOrName string
 	Forwarded     bool
+	// Agent is the node of the agent executing the query, from which a
+	// query's Service.Near "_agent" sorts. "" leaves such a query unsorted.
+	Agent string
 }
 
 // PreparedQueryExecuteRemoteRequest runs Query (a definition from another

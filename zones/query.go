@@ -39,5 +39,6 @@ func (z *Zone) QueryAnswer(q Query, qtype uint16, res *catalog.QueryResult) Answ
 	if len(a.Answer) == 0 {
 		return z.Negative(NoData)
 	}
+	a.Ordered = res.Ordered // nearest first (the query's Near): not shuffled
 	return a
 }

@@ -53,6 +53,9 @@ type Answer struct {
 	Ns     []dns.RR
 	Extra  []dns.RR
 	Result Result
+	// Ordered says the answer records are in the order to give them in
+	// (nearest first); the resolver shuffles the others.
+	Ordered bool
 }
 
 // Negative returns a NameError or NoData answer: no records, and the SOA in

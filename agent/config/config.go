@@ -87,6 +87,10 @@ type Config struct {
 	// cache_max_entries, cache_idle_timeout, max_stale). The agent sets
 	// its Hub and RefreshAfter. Default cache.DefaultConfig().
 	Cache cache.Config
+	// DNSSEC is where the DNSSEC key comes from (dns_config.dnssec:
+	// key_file, auto; enabled and signature_validity are
+	// Resolver.DNSSEC's).
+	DNSSEC DNSSEC
 	// OnlyPassing leaves instances with a warning check out of DNS
 	// answers (dns_config.only_passing). Default false: warning counts as
 	// healthy.
@@ -163,6 +167,9 @@ type Config struct {
 	// Autopilot is the autopilot block (server.go), for servers. Default
 	// DefaultAutopilot().
 	Autopilot Autopilot
+	// Coordinates are the network coordinate keys (coordinates.go).
+	// Default DefaultCoordinates().
+	Coordinates Coordinates
 	// LeaveOnTerminate (leave_on_terminate) and SkipLeaveOnInterrupt
 	// (skip_leave_on_interrupt) say whether the agent leaves the cluster
 	// gracefully when a SIGTERM or a SIGINT stops it. Nil (the default)
@@ -222,6 +229,7 @@ func Default() Config {
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
 		Performance:         DefaultPerformance(),
 		Autopilot:           DefaultAutopilot(),
+		Coordinates:         DefaultCoordinates(),
 	}
 }
 

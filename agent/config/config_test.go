@@ -43,6 +43,7 @@ func TestConfigDefaults(t *testing.T) {
 		Performance:         Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
 		Autopilot: Autopilot{CleanupDeadServers: true, LastContactThreshold: 200 * time.Millisecond,
 			MaxTrailingLogs: 250, ServerStabilizationTime: 10 * time.Second},
+		Coordinates: Coordinates{SyncIntervalMin: 10 * time.Second, UpdatePeriod: 5 * time.Second, UpdateBatchSize: 128, UpdateMaxBatches: 5},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig: got %+v, want %+v", got, want)
@@ -190,6 +191,20 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"dns_config.soa.retry", "0", func(c *Config) { c.Zones.SOA.Retry = 0 }},
 		{"dns_config.soa.expire", "below refresh", func(c *Config) { c.Zones.SOA.Expire = 1 }},
 		{"node_meta[a b]", "bad key", func(c *Config) { c.NodeMeta = map[string]string{"a b": "x"} }},
+		{"dns_config.dnssec.enabled", "off with auto", func(c *Config) { c.Server, c.DNSSEC.Auto = true, true }},
+		{"dns_config.dnssec.auto", "on a client", func(c *Config) { c.Resolver.DNSSEC.Enabled, c.DNSSEC.Auto = true, true }},
+		{"dns_config.dnssec.auto", "with key_file", func(c *Config) {
+			c.Server, c.Resolver.DNSSEC.Enabled, c.DNSSEC.Auto, c.DNSSEC.KeyFile = true, true, true, dnssecKeyFile(t)
+		}},
+		{"dns_config.dnssec.key_file", "missing", func(c *Config) {
+			c.Server, c.Resolver.DNSSEC.Enabled, c.DNSSEC.KeyFile = true, true, filepath.Join(t.TempDir(), "absent.pem")
+		}},
+		{"dns_config.dnssec.key_file", "not a key", func(c *Config) {
+			c.Server, c.Resolver.DNSSEC.Enabled, c.DNSSEC.KeyFile = true, true, writeConfig(t, "key.pem", "hello\n")
+		}},
+		{"dns_config.dnssec.signature_validity", "1m", func(c *Config) {
+			c.Resolver.DNSSEC.Enabled, c.Resolver.DNSSEC.SignatureValidity = true, time.Minute
+		}},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			c := validConfig()
@@ -265,10 +280,11 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	err := c.Validate()
 	got := fieldsOf(err)
 	slices.Sort(got)
-	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "autopilot.last_contact_threshold", "bind_addr", "bootstrap_expect", "client_addr", "data_dir", "datacenter", "domain",
+	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "autopilot.last_contact_threshold", "bind_addr", "bootstrap_expect", "client_addr",
+		"coordinate_update_batch_size", "coordinate_update_max_batches", "coordinate_update_period", "data_dir", "datacenter", "domain",
 		"encrypt", "http_config.read_timeout", "limits.kv_max_value_size", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
 		"ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
-		"reconnect_timeout", "retry_interval", "retry_max", "telemetry.prometheus_retention_time"}
+		"reconnect_timeout", "retry_interval", "retry_max", "sync_coordinate_interval_min", "telemetry.prometheus_retention_time"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)
 	}
@@ -616,6 +632,8 @@ func TestLoadFileDNSErrors(t *testing.T) {
 		{"soa-neg.hcl", "dns_config { soa { min_ttl = -1 } }\n", "dns_config.soa.min_ttl"},
 		{"udp-big.hcl", "dns_config { max_udp_size = 65536 }\n", "dns_config.max_udp_size"},
 		{"udp-zero.json", `{"dns_config": {"max_udp_size": 0}}`, "dns_config.max_udp_size"},
+		{"dnssec.hcl", "dns_config { dnssec { signature_validity = \"a day\" } }\n", "dns_config.dnssec.signature_validity"},
+		{"dnssec-unknown.hcl", "dns_config { dnssec { algorithm = 8 } }\n", "dns_config.dnssec.algorithm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -628,5 +646,39 @@ func TestLoadFileDNSErrors(t *testing.T) {
 				t.Errorf("got %+v after the error, want the config unchanged", c)
 			}
 		})
+	}
+}
+
+// dnssecKeyFile writes a new DNSSEC key to a file and returns its path.
+func dnssecKeyFile(t *testing.T) string {
+	t.Helper()
+	key, err := resolver.NewSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := resolver.EncodeSigningKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeConfig(t, "dnssec.pem", string(pem))
+}
+
+func TestLoadFileDNSSEC(t *testing.T) {
+	key := dnssecKeyFile(t)
+	c := Default()
+	c.Server = true
+	content := "dns_config {\n  dnssec {\n    enabled = true\n    key_file = \"" + key + "\"\n    signature_validity = \"2h\"\n  }\n}\n"
+	if err := LoadFile(writeConfig(t, "dnssec.hcl", content), &c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Resolver.DNSSEC.Enabled || c.DNSSEC.KeyFile != key || c.Resolver.DNSSEC.SignatureValidity != 2*time.Hour {
+		t.Fatalf("got %+v and %+v", c.Resolver.DNSSEC, c.DNSSEC)
+	}
+	c.DataDir = t.TempDir()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if k, err := c.DNSSECKey(); err != nil || k == nil {
+		t.Errorf("DNSSECKey: %v, %v", k, err)
 	}
 }

@@ -54,7 +54,8 @@ type fileConfig struct {
 	HTTPConfig *fileHTTPConfig `hcl:"http_config"`
 	TLS        *fileTLS        `hcl:"tls"`
 
-	fileServerKeys `hcl:",squash"` // server.go
+	fileServerKeys     `hcl:",squash"` // server.go
+	fileCoordinateKeys `hcl:",squash"` // coordinates.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -77,6 +78,7 @@ type fileDNS struct {
 	EnableAdditionalNodeMetaTXT *bool             `hcl:"enable_additional_node_meta_txt"`
 	SOA                         *fileSOA          `hcl:"soa"`
 	RRL                         *fileRRL          `hcl:"rrl"`
+	DNSSEC                      *fileDNSSEC       `hcl:"dnssec"` // dnssec.go
 }
 
 type fileSOA struct {
@@ -205,6 +207,9 @@ func (fc *fileConfig) apply(c *Config) error {
 	if err := fc.fileServerKeys.apply(c); err != nil {
 		return err
 	}
+	if err := fc.fileCoordinateKeys.apply(c); err != nil {
+		return err
+	}
 	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
 		c.NodeMeta = fc.NodeMeta
@@ -308,6 +313,11 @@ func (f *fileDNS) apply(c *Config) error {
 	}
 	if f.RRL != nil {
 		f.RRL.apply(c)
+	}
+	if f.DNSSEC != nil {
+		if err := f.DNSSEC.apply(c); err != nil {
+			return err
+		}
 	}
 	if f.SOA != nil {
 		for _, p := range []struct {

@@ -29,7 +29,7 @@ func (c *Config) Validate() error {
 	if r := labelProblem(c.Datacenter); r != "" {
 		bad("datacenter", "%q %s", c.Datacenter, r)
 	} else if reservedLabels[strings.ToLower(c.Datacenter)] {
-		bad("datacenter", "%q is a keyword of DNS names (service, node, addr, query) and cannot name a datacenter", c.Datacenter)
+		bad("datacenter", "%q is a keyword of DNS names (service, node, addr, query, near) and cannot name a datacenter", c.Datacenter)
 	}
 	c.validateACL(bad)
 	c.validateLimits(bad)
@@ -37,6 +37,8 @@ func (c *Config) Validate() error {
 		bad("telemetry.prometheus_retention_time", "must be at least 1s, got %s", d)
 	}
 	c.validateServer(bad)
+	c.validateCoordinates(bad) // coordinates.go
+	c.validateDNSSEC(bad)      // dnssec.go
 	if c.Resolver.MaxTCPConns < 0 {
 		bad("limits.dns_max_tcp_conns", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConns)
 	}
@@ -241,7 +243,9 @@ func (c *Config) validateDNS() []error {
 
 // reservedLabels are the keywords of cairn's DNS names; a datacenter named
 // like one would make names such as web.service.node.cluster ambiguous.
-var reservedLabels = map[string]bool{"service": true, "node": true, "addr": true, "query": true}
+// "near" stands for the local datacenter sorted by distance
+// (web.service.near.cluster), so it cannot name one either.
+var reservedLabels = map[string]bool{"service": true, "node": true, "addr": true, "query": true, "near": true}
 
 // labelProblem says why s cannot be one DNS label, or "".
 func labelProblem(s string) string {

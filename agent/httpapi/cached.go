@@ -37,9 +37,12 @@ func (s *Server) serviceInstances(w http.ResponseWriter, r *http.Request) ([]cat
 	if len(tags) > 0 {
 		first = tags[0]
 	}
+	opts.Near = s.resolveNear(opts.Near) // coordinate_endpoints.go
 	var insts []catalog.ServiceInstance
 	var meta QueryMeta
-	if cc, ok := s.catalog.(CachedCatalog); ok && r.URL.Query().Has("cached") {
+	// ?near is sorted by the servers, which hold the coordinates: a
+	// ?cached read that asks for it goes to them too.
+	if cc, ok := s.catalog.(CachedCatalog); ok && r.URL.Query().Has("cached") && opts.Near == "" {
 		insts, meta, err = s.cachedInstances(w, r, cc, name, first)
 	} else {
 		insts, meta, err = s.catalog.ServiceInstances(r.Context(), opts, name, first)

@@ -57,6 +57,7 @@ func (s *Server) catalogNodes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	opts.Near = s.resolveNear(opts.Near) // coordinate_endpoints.go
 	nodes, meta, err := s.catalog.Nodes(r.Context(), opts)
 	if err != nil {
 		return err

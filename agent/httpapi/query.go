@@ -32,6 +32,11 @@ type QueryOptions struct {
 	// RequireConsistent is ?consistent: the leader confirms it still
 	// leads before answering.
 	RequireConsistent bool
+	// Near is ?near on the reads that sort by it (catalog nodes and
+	// service, health service): a node name, the answer sorted by the
+	// estimated round trip time from it. "_agent" is turned into the
+	// agent's node name by the handler. "" keeps the catalog's order.
+	Near string
 }
 
 // QueryMeta says how current a read's answer is; it becomes the
@@ -58,6 +63,7 @@ func parseQueryOptions(r *http.Request) (QueryOptions, error) {
 		Datacenter:        strings.ToLower(q.Get("dc")),
 		AllowStale:        boolParam(r, "stale"),
 		RequireConsistent: boolParam(r, "consistent"),
+		Near:              q.Get("near"),
 	}
 	if opts.AllowStale && opts.RequireConsistent {
 		return opts, badRequest("consistent", "cannot be combined with stale: the two ask for opposite consistency")

@@ -41,6 +41,7 @@ type queryServiceBody struct {
 	Tags        []string
 	OnlyPassing bool
 	Failover    queryFailoverBody
+	Near        string
 }
 
 type queryFailoverBody struct {
@@ -59,6 +60,7 @@ func (b *queryBody) toQuery() *catalog.PreparedQuery {
 		Service: catalog.ServiceQuery{
 			Service: b.Service.Service, Tags: b.Service.Tags, OnlyPassing: b.Service.OnlyPassing,
 			Failover: catalog.QueryFailover{NearestN: b.Service.Failover.NearestN, Datacenters: b.Service.Failover.Datacenters},
+			Near:     b.Service.Near,
 		},
 		DNS: catalog.QueryDNS{TTL: b.DNS.TTL},
 	}
@@ -70,6 +72,7 @@ func toQueryBody(q *catalog.PreparedQuery) *queryBody {
 		Service: queryServiceBody{
 			Service: q.Service.Service, Tags: nonNil(q.Service.Tags), OnlyPassing: q.Service.OnlyPassing,
 			Failover: queryFailoverBody{NearestN: q.Service.Failover.NearestN, Datacenters: nonNil(q.Service.Failover.Datacenters)},
+			Near:     q.Service.Near,
 		},
 		DNS:         queryDNSBody{TTL: q.DNS.TTL},
 		CreateIndex: q.CreateIndex, ModifyIndex: q.ModifyIndex,

@@ -57,6 +57,10 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, "/v1/session/info/{id}", s.sessionInfo, http.MethodGet)
 	s.handle(mux, "/v1/session/node/{node}", s.sessionList, http.MethodGet)
 	s.handle(mux, "/v1/session/list", s.sessionList, http.MethodGet)
+	s.handle(mux, "/v1/coordinate/datacenters", s.coordinateDatacenters, http.MethodGet) // coordinate_endpoints.go
+	s.handle(mux, "/v1/coordinate/nodes", s.coordinateNodes, http.MethodGet)
+	s.handle(mux, "/v1/coordinate/node/{node}", s.coordinateNode, http.MethodGet)
+	s.handle(mux, "/v1/coordinate/update", s.coordinateUpdate, http.MethodPut)
 	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
 	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
 	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)

@@ -100,6 +100,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			kvCommand(),
 			lockCommand(), // lock.go
 			membersCommand(),
+			rttCommand(), // rtt.go
 			joinCommand(),
 			leaveCommand(),
 			reloadCommand(),  // reload.go
@@ -111,6 +112,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			keyringCommand(),
 			aclCommand(),
 			tlsCommand(),
+			dnssecCommand(),
 			watchCommand(),
 			versionCommand(),
 		},

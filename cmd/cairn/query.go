@@ -34,6 +34,7 @@ func queryCommand() *cli.Command {
 					&cli.IntFlag{Name: "nearest", Usage: "fail over to the `N` nearest other datacenters first"},
 					&cli.StringSliceFlag{Name: "failover-dc", Usage: "a `DC` to fail over to, in order; repeat for several"},
 					&cli.StringFlag{Name: "ttl", Usage: "TTL of the query's DNS answers, e.g. 10s (default: the service's)"},
+					&cli.StringFlag{Name: "near", Usage: "sort answers nearest first from `NODE` (_agent: the agent executing the query)"},
 				),
 				Action: queryCreate,
 			},
@@ -88,6 +89,7 @@ func queryCreate(c *cli.Context) error {
 		Service: api.ServiceQuery{
 			Service: c.String("service"), Tags: c.StringSlice("tag"), OnlyPassing: c.Bool("only-passing"),
 			Failover: api.QueryFailoverOptions{NearestN: c.Int("nearest"), Datacenters: c.StringSlice("failover-dc")},
+			Near:     c.String("near"),
 		},
 		DNS: api.QueryDNSOptions{TTL: c.String("ttl")},
 	}

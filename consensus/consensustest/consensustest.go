@@ -42,8 +42,9 @@ type Node struct {
 	Server *consensus.Server
 	Store  *catalog.Store
 
-	tb      testing.TB
-	running bool
+	tb        testing.TB
+	running   bool
+	configure func(*consensus.Config) // StartNodeWith's, applied at every start
 }
 
 // StartNode starts a server named id with its data in dir, listening on
@@ -52,10 +53,17 @@ type Node struct {
 // ends.
 func StartNode(tb testing.TB, id, dir, addr string) *Node {
 	tb.Helper()
+	return StartNodeWith(tb, id, dir, addr, nil)
+}
+
+// StartNodeWith is StartNode with configure applied to the server's
+// configuration (after Config's) at this start and every restart.
+func StartNodeWith(tb testing.TB, id, dir, addr string, configure func(*consensus.Config)) *Node {
+	tb.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	n := &Node{ID: id, Dir: dir, Addr: addr, tb: tb}
+	n := &Node{ID: id, Dir: dir, Addr: addr, tb: tb, configure: configure}
 	n.start()
 	tb.Cleanup(n.Stop)
 	return n
@@ -80,6 +88,9 @@ func (n *Node) start() {
 	}
 	cfg := Config()
 	cfg.NodeID, cfg.DataDir, cfg.Layer = n.ID, n.Dir, rs.RaftLayer()
+	if n.configure != nil {
+		n.configure(&cfg)
+	}
 	s, err := consensus.New(cfg, store, slog.New(slog.DiscardHandler).With("node", n.ID))
 	if err != nil {
 		shutdownRPC(n.tb, rs)
