@@ -406,3 +406,28 @@ func TestDNSSECKeepsOnlySharedSections(t *testing.T) {
 		t.Errorf("%d sections kept after asking two names 50 times, want at most 2 (the service answer's)", n)
 	}
 }
+
+// TestServeDNSSignedAllocBudget keeps signing off the hot path: a signed
+// SRV answer for 3 instances, asked again, is built from the memo and the
+// signed-section cache and costs what an unsigned answer with EDNS0 does
+// (6: TestServeDNSAllocBudget's 4, the OPT record and the EDNS0 parse),
+// where making a signature would cost dozens.
+func TestServeDNSSignedAllocBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	const budget = 6
+	src := newStaticSource(
+		instance("node1", "10.0.0.1", "web", "", 80),
+		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
+		instance("node3", "10.0.0.3", "web", "", 80),
+	)
+	s, _ := newSigningServer(t, src, nil)
+	w := resolvertest.NewSink("udp")
+	for _, qtype := range []uint16{dns.TypeSRV, dns.TypeAAAA} { // an answer, a denial
+		req := signedQuery("web.service.cluster.", qtype, false)
+		if got := testing.AllocsPerRun(200, func() { s.ServeDNS(w, req) }); got > budget {
+			t.Errorf("allocations per signed %s query: got %v, want at most %d", dns.TypeToString[qtype], got, budget)
+		}
+	}
+}
