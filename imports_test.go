@@ -55,6 +55,10 @@ var thirdPartyHome = map[string][]string{
 	"github.com/hashicorp/raft-wal":     {"consensus"},
 	"github.com/hashicorp/raft-boltdb/": {"consensus"},
 	"github.com/hashicorp/go-bexpr":     {"agent/httpapi"},
+	// Batched UDP reads and writes (recvmmsg, sendmmsg) and SO_REUSEPORT
+	// serve DNS over UDP.
+	"golang.org/x/net/": {"resolver"},
+	"golang.org/x/sys/": {"resolver"},
 	// The metrics registry is telemetry's; the packages that own series
 	// define them (the DNS hot path keeps its own atomics, which the
 	// agent reports).

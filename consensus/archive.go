@@ -116,6 +116,34 @@ func badArchive(format string, args ...any) error {
 	return &catalog.FieldError{Field: "snapshot", Reason: fmt.Sprintf(format, args...)}
 }
 
+// checkArchive verifies an archive's framing, checksums and meta without
+// decoding the catalog, which readArchive does: enough to refuse a
+// corrupted archive, at a fraction of the cost (decoding 100,000
+// instances with their checks takes seconds). Failures are as
+// readArchive's.
+func checkArchive(r io.Reader) error {
+	files, err := untar(r)
+	if err != nil {
+		return err
+	}
+	if err := verifySums(files); err != nil {
+		return err
+	}
+	_, err = decodeMeta(files)
+	return err
+}
+
+func decodeMeta(files map[string][]byte) (*SnapshotMeta, error) {
+	var meta SnapshotMeta
+	if err := json.Unmarshal(files[archiveMeta], &meta); err != nil {
+		return nil, badArchive("%s: %v", archiveMeta, err)
+	}
+	if meta.Version != ArchiveVersion {
+		return nil, badArchive("format version %d, this server reads %d", meta.Version, ArchiveVersion)
+	}
+	return &meta, nil
+}
+
 // readArchive verifies an archive and decodes it. Every failure is a
 // *catalog.FieldError naming "snapshot" with the reason.
 func readArchive(r io.Reader) (*SnapshotMeta, *catalog.Dump, error) {
@@ -126,21 +154,18 @@ func readArchive(r io.Reader) (*SnapshotMeta, *catalog.Dump, error) {
 	if err := verifySums(files); err != nil {
 		return nil, nil, err
 	}
-	var meta SnapshotMeta
-	if err := json.Unmarshal(files[archiveMeta], &meta); err != nil {
-		return nil, nil, badArchive("%s: %v", archiveMeta, err)
-	}
-	if meta.Version != ArchiveVersion {
-		return nil, nil, badArchive("format version %d, this server reads %d", meta.Version, ArchiveVersion)
+	meta, err := decodeMeta(files)
+	if err != nil {
+		return nil, nil, err
 	}
 	var d catalog.Dump
 	if err := codec.NewDecoderBytes(files[archiveState], msgpackHandle).Decode(&d); err != nil {
 		return nil, nil, badArchive("%s: decode catalog: %v", archiveState, err)
 	}
-	if err := checkDump(&meta, &d); err != nil {
+	if err := checkDump(meta, &d); err != nil {
 		return nil, nil, err
 	}
-	return &meta, &d, nil
+	return meta, &d, nil
 }
 
 // untar reads the archive's three files, refusing anything else in it.

@@ -11,17 +11,19 @@ import (
 // restores one (archive.go), for the agent's /v1/snapshot API. It routes
 // requests as the Catalog endpoint it is built on does: a request naming
 // another datacenter goes there; a save is answered by the leader (any
-// server with AllowStale); a restore is verified by the receiving server,
-// so a corrupted archive is refused without a hop, and then applied by the
-// leader, through Raft, to every server.
+// server with AllowStale); a restore's checksums are verified by the
+// receiving server, so a corrupted archive is refused without a hop, and
+// it is then decoded, checked and applied by the leader, through Raft, to
+// every server.
 //
 // Register it on an rpc.Server under rpc.SnapshotEndpoint. Its methods are
 // called by the rpc.Server, each on a goroutine of its own (or the
 // caller's, through rpc.Server.Call), with the caller's ctx, which bounds
-// their forwards and the restore as the Catalog's methods' are bounded;
-// closing the Catalog endpoint ends them too. Their errors reach the
-// caller through rpc.WireError, so a bad archive reaches the caller as a
-// *catalog.FieldError naming "snapshot".
+// their forwards and the restore as the Catalog's methods' are bounded
+// (their forwards get rpc.SnapshotWait more); closing the Catalog endpoint
+// ends them too. Their errors reach the caller through rpc.WireError, so a
+// bad archive reaches the caller as a *catalog.FieldError naming
+// "snapshot".
 type Snapshot struct {
 	cat *Catalog
 }
@@ -35,8 +37,18 @@ func (sn *Snapshot) Save(ctx context.Context, args *rpc.SnapshotSaveRequest, rep
 	ctx, release := c.requestContext(ctx)
 	defer release()
 	args.MinQueryIndex = 0 // a save never blocks
-	if done, err := c.forwardRead(ctx, rpc.MethodSnapshotSave, &args.QueryOptions, &args.Forwarded, args, reply); done {
+	if err := args.Validate(); err != nil {
 		return err
+	}
+	// forwardRead's steps, with the forwards given a save's time
+	// (rpc.SnapshotWait) rather than a blocking query's.
+	if done, err := c.forwardDC(ctx, rpc.MethodSnapshotSave, args.Datacenter, &args.FromDatacenter, false, args, reply, args.MaxBlockingWait()); done {
+		return err
+	}
+	if !args.AllowStale {
+		if done, err := c.forward(ctx, rpc.MethodSnapshotSave, &args.Forwarded, args, reply, args.MaxBlockingWait()); done {
+			return err
+		}
 	}
 	if err := c.requireManagement(args.Token); err != nil {
 		return err
@@ -59,13 +71,21 @@ func (sn *Snapshot) Restore(ctx context.Context, args *rpc.SnapshotRestoreReques
 	c := sn.cat
 	ctx, release := c.requestContext(ctx)
 	defer release()
-	if done, err := c.forwardDC(ctx, rpc.MethodSnapshotRestore, args.Datacenter, &args.FromDatacenter, true, args, reply, 0); done {
+	// Both forwards get a restore's time (rpc.SnapshotWait), beyond a
+	// write's: installing a large catalog on every server takes seconds.
+	if done, err := c.forwardDC(ctx, rpc.MethodSnapshotRestore, args.Datacenter, &args.FromDatacenter, true, args, reply, args.MaxBlockingWait()); done {
 		return err
 	}
-	if _, err := VerifyArchive(bytes.NewReader(args.Archive)); err != nil {
-		return err
+	// A server that forwards checks the archive's checksums first, so a
+	// corrupted one is refused without a hop; decoding the catalog is
+	// left to the leader's RestoreSnapshot, which does it anyway (each
+	// decode of 100,000 instances with their checks took seconds).
+	if !c.srv.IsLeader() {
+		if err := checkArchive(bytes.NewReader(args.Archive)); err != nil {
+			return err
+		}
 	}
-	if done, err := c.forward(ctx, rpc.MethodSnapshotRestore, &args.Forwarded, args, reply, 0); done {
+	if done, err := c.forward(ctx, rpc.MethodSnapshotRestore, &args.Forwarded, args, reply, args.MaxBlockingWait()); done {
 		return err
 	}
 	if err := c.requireManagement(args.Token); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
@@ -15,12 +16,15 @@ import (
 
 // startSnapshotCluster starts three networked servers with the Catalog and
 // Snapshot endpoints, and returns them, their leader and a client pool.
-func startSnapshotCluster(t *testing.T) ([]*consensustest.Node, *consensustest.Node, *rpc.Pool) {
+func startSnapshotCluster(t *testing.T, configure ...func(*consensus.CatalogConfig)) ([]*consensustest.Node, *consensustest.Node, *rpc.Pool) {
 	t.Helper()
 	nodes := consensustest.StartCluster(t, 3)
 	for _, n := range nodes {
 		cfg := consensus.DefaultCatalogConfig()
 		cfg.Datacenter = "dc1"
+		for _, f := range configure {
+			f(&cfg)
+		}
 		cat, err := consensus.NewCatalog(n.Server, rpctest.NewPool(t), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -122,6 +126,31 @@ func TestSnapshotSaveRestoreAcrossClusters(t *testing.T) {
 	registerFixture(t, p, leaderB, "after")
 	if idx := leaderB.Store.Index(); idx <= restored.Index {
 		t.Errorf("a write after the restore is at index %d, want past %d", idx, restored.Index)
+	}
+}
+
+// TestSnapshotForwardsGetSnapshotWait: a save and a restore sent to a
+// follower are forwarded to the leader with rpc.SnapshotWait on top of
+// ForwardTimeout, as a blocking query's wait is, since a large catalog
+// takes longer than a write (examples/bench/scale: a restore of 100,000
+// instances with checks outlasted the 15s ForwardTimeout and failed with
+// a 500 while the leader went on). A ForwardTimeout of 1ns stands for a
+// restore that outlasts it.
+func TestSnapshotForwardsGetSnapshotWait(t *testing.T) {
+	nodes, leader, p := startSnapshotCluster(t, func(c *consensus.CatalogConfig) { c.ForwardTimeout = time.Nanosecond })
+	follower := catalogFollowers(nodes)[0]
+	registerFixture(t, p, leader, "src")
+	var saved rpc.SnapshotSaveResponse
+	catalogCall(t, p, follower, rpc.MethodSnapshotSave, &rpc.SnapshotSaveRequest{}, &saved)
+	var restored rpc.SnapshotRestoreResponse
+	catalogCall(t, p, follower, rpc.MethodSnapshotRestore, &rpc.SnapshotRestoreRequest{Archive: saved.Archive}, &restored)
+	if restored.SavedIndex != saved.Index {
+		t.Errorf("restored an archive saved at index %d, want %d", restored.SavedIndex, saved.Index)
+	}
+	for _, args := range []rpc.Blocking{&rpc.SnapshotSaveRequest{}, &rpc.SnapshotRestoreRequest{}} {
+		if got := args.MaxBlockingWait(); got != rpc.SnapshotWait {
+			t.Errorf("%T: MaxBlockingWait %s, want rpc.SnapshotWait (%s), which a client agent's hold adds", args, got, rpc.SnapshotWait)
+		}
 	}
 }
 

@@ -49,7 +49,8 @@ type Config struct {
 	// ReadTimeout bounds reading a query from a TCP connection.
 	// Default 2s.
 	ReadTimeout time.Duration
-	// WriteTimeout bounds writing a reply. Default 2s.
+	// WriteTimeout bounds writing a reply over TCP; a UDP reply is handed
+	// to the kernel, which sends it or drops it. Default 2s.
 	WriteTimeout time.Duration
 	// QueryTimeout bounds the Source calls answering one question; a
 	// question not answered in time gets SERVFAIL. Default 2s.
@@ -95,6 +96,12 @@ type Config struct {
 	// leave the file descriptors of the default soft limit of 1024 to the
 	// rest of the agent.
 	MaxTCPConns int
+	// UDPSockets is how many UDP sockets serve Addr, each read by its own
+	// goroutines: on Linux they share the address (SO_REUSEPORT) and the
+	// kernel spreads the clients over them, so that every core answers.
+	// 0 means one per core (GOMAXPROCS) on Linux; elsewhere there is
+	// always one. Default 0; at least 0.
+	UDPSockets int
 	// RRL is response-rate limiting of UDP replies (rrl.go). Default off.
 	RRL RRLConfig
 	// DNSSEC is the online signing of the zones' answers (dnssec.go).
@@ -152,6 +159,7 @@ func DefaultConfig() Config {
 		UnhealthyAnswer:  UnhealthyNoData,
 		SetTC:            true,
 		MaxTCPConns:      512, // see Config.MaxTCPConns
+		// UDPSockets: 0, one per core on Linux.
 		RRL: RRLConfig{
 			// Enabled: false, see RRLConfig.Enabled.
 			ResponsesPerSecond: 100, // see RRLConfig.ResponsesPerSecond
@@ -219,6 +227,9 @@ func (c Config) Validate() error {
 	}
 	if c.RecursorStrategy != RecursorSequential && c.RecursorStrategy != RecursorRandom {
 		bad("RecursorStrategy", "must be %q or %q, got %q", RecursorSequential, RecursorRandom, c.RecursorStrategy)
+	}
+	if c.UDPSockets < 0 {
+		bad("UDPSockets", "must be 0 (one per core) or more, got %d", c.UDPSockets)
 	}
 	if c.MaxTCPConns < 0 {
 		bad("MaxTCPConns", "must be 0 (no cap) or more, got %d", c.MaxTCPConns)

@@ -15,6 +15,13 @@
 // bytes; a record the packer does not know is left to miekg/dns. Nothing
 // is logged per query; a panic while answering
 // is recovered, answered SERVFAIL and logged (at most once a minute).
+// A service question answered from a set the Source keeps returning (a
+// cache hit) is served from its reply kept packed beside the memoized
+// answer (wirecache.go): a copy, the ID, RD, CD and the name's spelling
+// patched, the answers shuffled in place or one of a few rotations
+// chosen. It allocates nothing, from a UDP datagram's bytes to the
+// reply's (servePacket, wirequery.go). Every other question takes the
+// path above, whose bytes the kept replies equal (wirecache_test.go).
 // Every answer is counted by query type and rcode, and its latency in a
 // histogram, with atomic adds into fixed arrays (metrics.go); Metrics
 // returns a snapshot.
@@ -27,6 +34,15 @@
 // all fail the answer is SERVFAIL) and its records in their order, never
 // has AA set, and is cut to the client's size like any other reply. RA
 // is set on every reply when recursors are configured.
+//
+// UDP is served by cairn's own loop (udp.go), not miekg/dns's server:
+// on Linux one socket per core (Config.UDPSockets) shares the port
+// (SO_REUSEPORT), and each socket's reader goroutines read datagrams in
+// batches (recvmmsg), answer them in turn and send the replies in one
+// call (sendmmsg); a reader is added while all of a socket's are busy,
+// so that a query waiting on its Source or a recursor does not stop the
+// socket. A datagram is accepted, refused (FORMERR, NOTIMP) or ignored
+// as miekg/dns's server did.
 //
 // Over TCP a connection carries any number of queries, pipelined (RFC
 // 7766), and is closed after Config.TCPIdleTimeout without one; at most
@@ -45,11 +61,14 @@
 // live in a table of fixed size; with it off the handler does not look at
 // it.
 //
-// resolver imports miekg/dns, zones and catalog only. It gets its data
-// through the Source interface it declares (the agent's cache satisfies
-// it) and must not import cache, rpc, consensus or agent.
+// resolver imports miekg/dns, zones and catalog only, and golang.org/x/net
+// and x/sys for UDP batches and SO_REUSEPORT. It gets its data through
+// the Source interface it declares (the agent's cache satisfies it) and
+// must not import cache, rpc, consensus or agent.
 //
-// A Server serves queries concurrently, each on its own goroutine, and
-// never modifies the records zones and the Source share with it. Start,
-// Shutdown and the address accessors may be called from any goroutine.
+// A Server serves queries concurrently (over UDP, a few reader goroutines
+// per socket answer a batch each; over TCP, a goroutine per connection),
+// and never modifies the records zones and the Source share with it.
+// Start, Shutdown and the address accessors may be called from any
+// goroutine.
 package resolver

@@ -24,7 +24,16 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if r.Response {
 		return // never answer a response: two servers could bounce forever
 	}
-	m, size := s.reply(w, r)
+	kept, pre := s.serveKeptMsg(w, r, start) // wirecache.go: a reply kept packed
+	if !kept {
+		s.serveMsg(w, r, pre, start)
+	}
+}
+
+// serveMsg answers r by building its reply (the slow path); pre is what
+// the wire cache looked up of it already, if anything.
+func (s *Server) serveMsg(w dns.ResponseWriter, r *dns.Msg, pre *prefetched, start time.Duration) {
+	m, size := s.reply(w, r, pre)
 	if s.rrl != nil && !isTCP(w) { // rrl.go; TCP proves the address, so is never limited
 		switch s.rrl.check(w.RemoteAddr(), m, start) {
 		case rrlDrop:
@@ -41,8 +50,10 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 }
 
 // reply builds the reply to r, and returns it with the most bytes it may
-// take (see fit).
-func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, int) {
+// take (see fit). pre, when not nil, holds the Source's answer to r's
+// service question, already asked by the wire cache, and may ask for the
+// answers rotated rather than shuffled (wirecache.go).
+func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg, pre *prefetched) (*dns.Msg, int) {
 	m := new(dns.Msg)
 	m.SetReply(r)
 	opt, err := checkQuery(r)
@@ -58,7 +69,7 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, int) {
 			ans, ours, err = s.lookupReverse(qname, r.Question[0].Qtype) // reverse.go
 		}
 		if !ours {
-			ans, err = s.lookup(z, q, r, &kept)
+			ans, err = s.lookup(z, q, r, &kept, pre)
 		}
 		ours = ours || kind != zones.KindOutside
 		if sg := s.signer.Load(); sg != nil && kind != zones.KindOutside {
@@ -71,7 +82,7 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, int) {
 	m.RecursionAvailable = len(s.cfg.Recursors) > 0 // offered (to clients setting RD), as Consul does
 	m.Answer = ans.Answer                           // forwarded: the recursor's order, CNAMEs before their targets
 	if ours && !ans.Ordered {
-		m.Answer = shuffled(ans.Answer)
+		m.Answer = reorder(ans.Answer, pre)
 	}
 	m.Ns = ans.Ns
 	m.Extra = ans.Extra
@@ -121,14 +132,21 @@ func checkQuery(r *dns.Msg) (opt *dns.OPT, err error) {
 // sections along with the error. It sets *kept when the answer's sections
 // are kept and given again to later questions (a memoized service answer,
 // the zone's own records at the apex), which the signer keeps its
-// signed sections by (dnssec.go).
-func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg, kept *bool) (zones.Answer, error) {
+// signed sections by (dnssec.go). A service question's instances are
+// pre's, when it is not nil.
+func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg, kept *bool, pre *prefetched) (zones.Answer, error) {
 	qtype := r.Question[0].Qtype
 	switch q.Kind {
 	case zones.KindService:
-		ctx := newQueryContext(s.cfg.QueryTimeout)
-		defer ctx.cancel()
-		set, err := s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
+		var set *Instances
+		var err error
+		if pre != nil {
+			set, err = pre.set, pre.err
+		} else {
+			ctx := newQueryContext(s.cfg.QueryTimeout)
+			defer ctx.cancel()
+			set, err = s.src.Instances(ctx, q.Datacenter, q.Name, q.Tag)
+		}
 		if err != nil {
 			return failed(z, err)
 		}
@@ -246,8 +264,13 @@ func rcodeFor(res zones.Result, err error) int {
 	return dns.RcodeServerFailure
 }
 
-// shuffled returns a shuffled copy of rrs, which may be shared.
-func shuffled(rrs []dns.RR) []dns.RR {
+// reorder returns a copy of rrs, which may be shared, shuffled; or in
+// the order pre gives, when the wire cache packs a reply to keep
+// (wirecache.go).
+func reorder(rrs []dns.RR, pre *prefetched) []dns.RR {
+	if pre != nil && pre.build {
+		return pre.reordered(rrs)
+	}
 	if len(rrs) < 2 {
 		return rrs
 	}
@@ -308,6 +331,11 @@ func (s *Server) recoverPanic(w dns.ResponseWriter, r *dns.Msg, start time.Durat
 	if v == nil {
 		return
 	}
+	s.answerPanic(v, w, r, start)
+}
+
+// answerPanic is recoverPanic once a panic, v, is recovered.
+func (s *Server) answerPanic(v any, w dns.ResponseWriter, r *dns.Msg, start time.Duration) {
 	n := s.panics.Add(1)
 	now, last := time.Now().UnixNano(), s.lastPanicLog.Load()
 	if now-last >= int64(panicLogInterval) && s.lastPanicLog.CompareAndSwap(last, now) {

@@ -27,19 +27,30 @@ type memoEntry struct {
 	qtype uint16
 	qname string
 	ans   zones.Answer
+	wire  *wireCache // the replies packed from ans (wirecache.go)
 }
 
 // get returns the answer kept for (z, qtype, qname), if any.
 func (m *answerMemo) get(z *zones.Zone, qtype uint16, qname string) (zones.Answer, bool) {
+	if e := m.entry(z, qtype, qname); e != nil {
+		return e.ans, true
+	}
+	return zones.Answer{}, false
+}
+
+// entry returns the entry kept for (z, qtype, qname), or nil. Entries
+// are never modified once listed, and a list copied keeps their wire
+// caches (pointers), so the entry may be kept.
+func (m *answerMemo) entry(z *zones.Zone, qtype uint16, qname string) *memoEntry {
 	if l := m.list.Load(); l != nil {
 		for i := range *l {
 			e := &(*l)[i]
 			if e.zone == z && e.qtype == qtype && e.qname == qname {
-				return e.ans, true
+				return e
 			}
 		}
 	}
-	return zones.Answer{}, false
+	return nil
 }
 
 // put keeps ans for (z, qtype, qname), unless the memo is full, and
@@ -62,7 +73,7 @@ func (m *answerMemo) put(z *zones.Zone, qtype uint16, qname string, ans zones.An
 		}
 	}
 	l := append(make([]memoEntry, 0, len(old)+1), old...)
-	l = append(l, memoEntry{zone: z, qtype: qtype, qname: qname, ans: ans})
+	l = append(l, memoEntry{zone: z, qtype: qtype, qname: qname, ans: ans, wire: new(wireCache)})
 	m.list.Store(&l)
 	return true
 }

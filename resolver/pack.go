@@ -40,6 +40,16 @@ type packer struct {
 	list  []suffix
 	comp  map[string]int
 	inMap bool
+
+	// What the wire cache (wirecache.go, query.go) reads a question
+	// into, kept between questions like the buffer: the name in wire
+	// form and lowercased, the records of a reply being shuffled, the
+	// names read before (interned: a name read from a packet becomes a
+	// string without allocating), and a query context no Source waited
+	// on.
+	qwire, lower, recs []byte
+	names              map[string]string
+	qctx               *queryContext
 }
 
 // getPacker returns a packer from the pool, or a new one.

@@ -24,6 +24,7 @@ type queryContext struct {
 	done     chan struct{} // nil until Done is called or the context is cancelled
 	timer    *time.Timer
 	canceled bool
+	waited   bool // Done was called: a Source may have kept the channel
 }
 
 var _ context.Context = (*queryContext)(nil)
@@ -37,6 +38,7 @@ func (c *queryContext) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *queryContext) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.waited = true
 	if c.done == nil {
 		d := time.Until(c.deadline)
 		if d <= 0 {
@@ -84,4 +86,24 @@ func (c *queryContext) cancel() {
 	} else if c.done != closedChan {
 		close(c.done)
 	}
+}
+
+// reusable reports whether c, cancelled, may be the context of another
+// question (packer.context): no Source waited on it, so nothing holds
+// its channel or timer. A Source must not keep a context past its call
+// (the context package's rule); one that waited is not trusted to, and
+// its context is left to the garbage collector.
+func (c *queryContext) reusable() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.canceled && !c.waited && c.timer == nil
+}
+
+// renew makes c, reusable, the context of a new question, due at
+// deadline.
+func (c *queryContext) renew(deadline time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = deadline
+	c.done, c.timer, c.canceled, c.waited = nil, nil, false, false
 }

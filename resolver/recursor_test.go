@@ -60,10 +60,11 @@ func (l *askLog) Take() []asked {
 // is shut down when the test ends.
 func startUpstream(t *testing.T, log *askLog, answer func(r *dns.Msg, tcp bool) *dns.Msg) *upstream {
 	t.Helper()
-	pc, ln, err := listen("127.0.0.1:0")
+	pcs, ln, err := listen("127.0.0.1:0", 1)
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
+	pc := pcs[0]
 	u := &upstream{addr: pc.LocalAddr().String(), log: log}
 	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 		network := "udp"

@@ -103,7 +103,17 @@ func newRRL(cfg RRLConfig) *rrl {
 // account at now (the time since the server's epoch), and says what to do
 // with it. It does not allocate.
 func (l *rrl) check(client net.Addr, m *dns.Msg, now time.Duration) rrlAction {
-	key, ok := l.key(client, m)
+	var q *dns.Question
+	if len(m.Question) == 1 {
+		q = &m.Question[0]
+	}
+	return l.charge(client, m.Rcode, q, now)
+}
+
+// charge is check for a reply known by its rcode and question (nil when
+// it has not exactly one), as a reply kept in wire form is (wirecache.go).
+func (l *rrl) charge(client net.Addr, rcode int, q *dns.Question, now time.Duration) rrlAction {
+	key, ok := l.key(client, rcode, q)
 	if !ok {
 		return rrlSend
 	}
@@ -146,9 +156,10 @@ const (
 	fnvPrime  = 1099511628211
 )
 
-// key returns the hash naming the account of m sent to client, and false
-// for a client that is not a UDP address (never limited).
-func (l *rrl) key(client net.Addr, m *dns.Msg) (uint64, bool) {
+// key returns the hash naming the account of a reply with rcode to the
+// question q (nil: not exactly one) sent to client, and false for a
+// client that is not a UDP address (never limited).
+func (l *rrl) key(client net.Addr, rcode int, q *dns.Question) (uint64, bool) {
 	a, ok := client.(*net.UDPAddr)
 	if !ok {
 		return 0, false
@@ -170,14 +181,13 @@ func (l *rrl) key(client net.Addr, m *dns.Msg) (uint64, bool) {
 	}
 	kind := rrlKindError
 	switch {
-	case m.Rcode == dns.RcodeSuccess && len(m.Question) == 1:
+	case rcode == dns.RcodeSuccess && q != nil:
 		kind = rrlKindAnswer
-	case m.Rcode == dns.RcodeNameError:
+	case rcode == dns.RcodeNameError:
 		kind = rrlKindNXDomain
 	}
 	h = (h ^ uint64(kind)) * fnvPrime
 	if kind == rrlKindAnswer {
-		q := &m.Question[0]
 		h = (h ^ uint64(q.Qtype>>8)) * fnvPrime
 		h = (h ^ uint64(q.Qtype&0xFF)) * fnvPrime
 		for i := 0; i < len(q.Name); i++ { // case-insensitively: a client may vary the case (0x20)

@@ -20,16 +20,27 @@ import (
 )
 
 // readBufferSize is the size of the buffer a UDP query is read into: more
-// than any query needs (a question and an OPT record), so none is cut.
+// than any query needs (a question and an OPT record), so none is cut
+// (one larger is read cut, does not unpack, and gets FORMERR).
 const readBufferSize = 4096
+
+// socketReadBuffer is the receive buffer asked for each UDP socket
+// (SO_RCVBUF; the kernel caps it at net.core.rmem_max). A reader answers
+// a batch before it reads again, so datagrams wait in the socket while
+// it does, and through a GC pause: the default (about 200 KiB, some 200
+// small datagrams) overflowed under dnsperf's 800 queries in flight,
+// dropping a few. 4 MiB holds a few thousand; it is memory only while
+// datagrams wait.
+const socketReadBuffer = 4 << 20
 
 // bindAttempts is how often Start tries to find a port free for both TCP
 // and UDP when Config.Addr has port 0.
 const bindAttempts = 10
 
-// networks names the servers of Server.servers, in order: UDP, TCP, then
-// DNS over TLS when Config.TLSAddr is set.
-var networks = [...]string{"udp", "tcp", "tls"}
+// networks names the servers of Server.servers, in order: TCP, then DNS
+// over TLS when Config.TLSAddr is set. UDP is served by cairn's own
+// readers (udp.go).
+var networks = [...]string{"tcp", "tls"}
 
 // Server is cairn's DNS server. Create it with New, then Start it; stop it
 // with Shutdown. It is also a dns.Handler, which tests call directly.
@@ -54,16 +65,17 @@ type Server struct {
 	// with (pack.go), so that packing allocates nothing.
 	packers sync.Pool
 
-	mu      sync.Mutex // guards what follows
-	state   int        // stateNew, stateStarted or stateStopped
-	servers []*dns.Server
+	mu      sync.Mutex    // guards what follows
+	state   int           // stateNew, stateStarted or stateStopped
+	servers []*dns.Server // TCP and DNS over TLS
+	udp     []*udpSocket  // the UDP sockets, all bound to udpAddr
 	udpAddr net.Addr
 	tcpAddr net.Addr
 	tlsAddr net.Addr
 	// tcpLive counts the TCP and TLS connections open, against
 	// Config.MaxTCPConns (tcplimit.go).
 	tcpLive atomic.Int64
-	wg      sync.WaitGroup // the serving goroutines
+	wg      sync.WaitGroup // the serving goroutines, UDP readers included
 }
 
 const (
@@ -96,36 +108,34 @@ func New(cfg Config, zs []*zones.Zone, src Source, logger *slog.Logger) (*Server
 		metrics: &metrics{epoch: time.Now()}, rrl: newRRL(cfg.RRL)}, nil
 }
 
-// Start binds the UDP socket and the TCP listener (and the DNS over TLS
-// listener when Config.TLSAddr is set), starts serving on each and returns
-// once all serve. A bind error is returned and nothing is left running.
-// Start may be called once.
+// Start binds the UDP sockets (Config.UDPSockets) and the TCP listener
+// (and the DNS over TLS listener when Config.TLSAddr is set), starts
+// serving on each and returns once all serve. A bind error is returned
+// and nothing is left running. Start may be called once.
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateNew {
 		return errors.New("resolver: server already started")
 	}
-	pc, ln, err := listen(s.cfg.Addr)
+	pcs, ln, err := listen(s.cfg.Addr, udpSockets(s.cfg.UDPSockets))
 	if err != nil {
 		return fmt.Errorf("start DNS server on %s: %w", s.cfg.Addr, err)
 	}
 	var tlsLn net.Listener
 	if s.cfg.TLSAddr != "" {
 		if tlsLn, err = net.Listen("tcp", s.cfg.TLSAddr); err != nil {
-			_, _ = pc.Close(), ln.Close()
+			closeAll(pcs)
+			_ = ln.Close()
 			return fmt.Errorf("start DNS over TLS on %s: %w", s.cfg.TLSAddr, err)
 		}
 	}
 	s.state = stateStarted
-	s.udpAddr, s.tcpAddr = pc.LocalAddr(), ln.Addr()
+	s.udpAddr, s.tcpAddr = pcs[0].LocalAddr(), ln.Addr()
 	if tlsLn != nil {
 		s.tlsAddr = tlsLn.Addr()
 	}
-	s.servers = []*dns.Server{
-		{PacketConn: pc, Handler: s, UDPSize: readBufferSize, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout},
-		s.streamServer(s.limit(ln)),
-	}
+	s.servers = []*dns.Server{s.streamServer(s.limit(ln))}
 	if tlsLn != nil {
 		// The cap counts the TCP connections under TLS (limit first, so a
 		// connection over it is closed before any handshake); the
@@ -161,13 +171,22 @@ func (s *Server) Start() error {
 		serving = append(serving, s.servers[r.i])
 	}
 	if len(errs) == 0 {
+		// Bound, UDP sockets queue datagrams already: their readers
+		// cannot fail to start, so they start once the rest serves.
+		s.udp = make([]*udpSocket, len(pcs))
+		for i, pc := range pcs {
+			a, _ := pc.LocalAddr().(*net.UDPAddr)
+			s.udp[i] = &udpSocket{conn: pc, wild: a != nil && a.IP.IsUnspecified() && watchDestination(pc)}
+		}
+		s.startUDP(s.udp)
 		return nil
 	}
 	for _, srv := range serving {
 		_ = srv.ShutdownContext(context.Background()) // the start error is what matters
 	}
 	s.wg.Wait()
-	_, _ = pc.Close(), ln.Close() // in case serving never began; closing twice is harmless
+	closeAll(pcs)
+	_ = ln.Close() // in case serving never began; closing twice is harmless
 	if tlsLn != nil {
 		_ = tlsLn.Close()
 	}
@@ -200,10 +219,10 @@ func orErr(err, def error) error {
 	return def
 }
 
-// listen binds the UDP socket and the TCP listener of addr. With port 0 it
+// listen binds n UDP sockets and the TCP listener of addr. With port 0 it
 // binds TCP to a free port first and then UDP to the same port, trying
 // again with another port when that one is taken for UDP.
-func listen(addr string) (net.PacketConn, net.Listener, error) {
+func listen(addr string, n int) ([]*net.UDPConn, net.Listener, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, nil, err
@@ -213,12 +232,12 @@ func listen(addr string) (net.PacketConn, net.Listener, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		pc, err := net.ListenPacket("udp", addr)
+		pcs, err := listenUDPs(addr, n)
 		if err != nil {
 			ln.Close()
 			return nil, nil, err
 		}
-		return pc, ln, nil
+		return pcs, ln, nil
 	}
 	for attempt := 1; ; attempt++ {
 		ln, err := net.Listen("tcp", addr)
@@ -226,9 +245,9 @@ func listen(addr string) (net.PacketConn, net.Listener, error) {
 			return nil, nil, err
 		}
 		tcp := ln.Addr().(*net.TCPAddr)
-		pc, err := net.ListenPacket("udp", net.JoinHostPort(tcp.IP.String(), strconv.Itoa(tcp.Port)))
+		pcs, err := listenUDPs(net.JoinHostPort(tcp.IP.String(), strconv.Itoa(tcp.Port)), n)
 		if err == nil {
-			return pc, ln, nil
+			return pcs, ln, nil
 		}
 		ln.Close()
 		if attempt == bindAttempts || !errors.Is(err, syscall.EADDRINUSE) {
@@ -237,7 +256,34 @@ func listen(addr string) (net.PacketConn, net.Listener, error) {
 	}
 }
 
-// UDPAddr returns the address the UDP socket is bound to, nil before Start.
+// listenUDPs binds n UDP sockets to addr, sharing it (SO_REUSEPORT) when n
+// is more than 1. On error none is left open.
+func listenUDPs(addr string, n int) ([]*net.UDPConn, error) {
+	pcs := make([]*net.UDPConn, 0, n)
+	for range n {
+		pc, err := listenUDP(addr, n > 1)
+		if err != nil {
+			closeAll(pcs)
+			return nil, err
+		}
+		pcs = append(pcs, pc)
+		if err := pc.SetReadBuffer(socketReadBuffer); err != nil {
+			closeAll(pcs)
+			return nil, fmt.Errorf("set the UDP receive buffer: %w", err)
+		}
+	}
+	return pcs, nil
+}
+
+// closeAll closes each of pcs; closing one closed already is harmless.
+func closeAll(pcs []*net.UDPConn) {
+	for _, pc := range pcs {
+		_ = pc.Close()
+	}
+}
+
+// UDPAddr returns the address the UDP sockets are bound to (all the same
+// one), nil before Start.
 func (s *Server) UDPAddr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -273,6 +319,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.state = stateStopped
+	// A closed socket ends its readers' next read; each first finishes
+	// (and replies to) the batch it is answering.
+	for _, sock := range s.udp {
+		_ = sock.conn.Close()
+	}
 	var errs []error
 	for _, srv := range s.servers {
 		if err := srv.ShutdownContext(ctx); err != nil {

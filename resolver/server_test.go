@@ -103,7 +103,7 @@ func TestServerBindError(t *testing.T) {
 		t.Fatalf("listen udp: %v", err)
 	}
 	defer pc.Close()
-	if _, _, err := listen(pc.LocalAddr().String()); !errorsIsAddrInUse(err) {
+	if _, _, err := listen(pc.LocalAddr().String(), 1); !errorsIsAddrInUse(err) {
 		t.Fatalf("listen on a taken UDP port: got %v, want address already in use", err)
 	}
 	ln, err := net.Listen("tcp", pc.LocalAddr().String())

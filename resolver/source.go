@@ -13,7 +13,9 @@ import (
 //
 // The resolver calls a Source from the goroutine answering a query, with a
 // context that expires after Config.QueryTimeout; an implementation that
-// must wait (for a cache miss) should give up when it does.
+// must wait (for a cache miss) should give up when it does. The context
+// must not be kept past the call: one no Source waited on (Done) is
+// reused for a later question.
 type Source interface {
 	// Instances returns the instances of service in datacenter dc, only
 	// those carrying tag when tag != "", split by health (see Instances).

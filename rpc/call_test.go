@@ -53,7 +53,11 @@ func TestCallerGoneEndsServerMethod(t *testing.T) {
 			if tc.end {
 				cancel()
 			}
-			if err := within(t, errc, 10*time.Second, "the call to return"); !errors.Is(err, tc.want) {
+			// Past a deadline the server's copy of it (sent with the
+			// request) and the caller's timer race: the method may end and
+			// its reply arrive just before the caller gives up.
+			err := within(t, errc, 10*time.Second, "the call to return")
+			if !errors.Is(err, tc.want) && !(tc.want == context.DeadlineExceeded && err == nil) {
 				t.Errorf("call: got %v, want %v", err, tc.want)
 			}
 			// Past a deadline, the deadline sent with the request may end

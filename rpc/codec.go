@@ -84,7 +84,9 @@ type streamCodec struct {
 	rwc io.ReadWriteCloser
 	r   *bufio.Reader
 	w   *bufio.Writer
-	max int
+	// maxRead and maxWrite cap a frame read and one written: a server
+	// reads requests and writes replies, a pool the other way round.
+	maxRead, maxWrite int
 
 	rbuf bytes.Buffer
 	dec  *codec.Decoder
@@ -97,13 +99,14 @@ type streamCodec struct {
 	onWriteError func(error)
 }
 
-func newStreamCodec(rwc io.ReadWriteCloser, maxMessage int) *streamCodec {
+func newStreamCodec(rwc io.ReadWriteCloser, maxRead, maxWrite int) *streamCodec {
 	c := &streamCodec{
-		rwc: rwc,
-		r:   bufio.NewReader(rwc),
-		w:   bufio.NewWriter(rwc),
-		max: maxMessage,
-		dec: codec.NewDecoderBytes(nil, msgpackHandle),
+		rwc:      rwc,
+		r:        bufio.NewReader(rwc),
+		w:        bufio.NewWriter(rwc),
+		maxRead:  maxRead,
+		maxWrite: maxWrite,
+		dec:      codec.NewDecoderBytes(nil, msgpackHandle),
 	}
 	c.enc = codec.NewEncoderBytes(&c.wbuf, msgpackHandle)
 	return c
@@ -117,8 +120,8 @@ func (c *streamCodec) readFrame() error {
 		return err
 	}
 	n := binary.BigEndian.Uint32(prefix[:])
-	if uint64(n) > uint64(c.max) {
-		return fmt.Errorf("%w: peer announced %d bytes, limit %d", ErrMessageTooLarge, n, c.max)
+	if uint64(n) > uint64(c.maxRead) {
+		return fmt.Errorf("%w: peer announced %d bytes, limit %d", ErrMessageTooLarge, n, c.maxRead)
 	}
 	if c.rbuf.Cap() > smallBuffer {
 		c.rbuf = bytes.Buffer{}
@@ -160,8 +163,8 @@ func (c *streamCodec) writeFrame(header, body any) error {
 	if err := c.enc.Encode(body); err != nil {
 		return fmt.Errorf("%w: encode body: %v", ErrCodec, err)
 	}
-	if len(c.wbuf) > c.max {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(c.wbuf), c.max)
+	if len(c.wbuf) > c.maxWrite {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(c.wbuf), c.maxWrite)
 	}
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], uint32(len(c.wbuf)))

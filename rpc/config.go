@@ -28,10 +28,17 @@ type ServerConfig struct {
 	// or slow connections cannot pile up. Default 5s (Consul's
 	// rpc_handshake_timeout).
 	HandshakeTimeout time.Duration
-	// MaxMessageSize caps one RPC message (request or reply, header and
-	// body together) in bytes, in both directions. A peer announcing a
-	// larger message has its stream closed. Default 8 MiB.
+	// MaxMessageSize caps one request read from a caller (header and
+	// body together) in bytes. A caller announcing a larger one has its
+	// stream closed. Default 8 MiB.
 	MaxMessageSize int
+	// MaxReplySize caps one reply this server writes, in bytes: a larger
+	// one is answered with an error wrapping ErrMessageTooLarge instead.
+	// It is apart from MaxMessageSize because a read of a large catalog
+	// is legitimately big while a request is not: all 100,000 checks of
+	// a catalog of 100,000 instances (GET /v1/health/state/any through a
+	// client agent) are about 30 MB. Default 256 MiB.
+	MaxReplySize int
 	// MaxStreamsPerConn caps the RPC streams one connection may have
 	// being served at once; a stream over the cap is closed at once (the
 	// caller gets ErrTransport). Every blocking query holds a stream for
@@ -101,7 +108,8 @@ func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
 		Addr:                   "127.0.0.1:8300", // Consul's server RPC port, local only
 		HandshakeTimeout:       5 * time.Second,  // Consul's rpc_handshake_timeout
-		MaxMessageSize:         8 << 20,          // a large catalog dump fits; a hostile peer cannot make us hold more per stream
+		MaxMessageSize:         8 << 20,          // a large catalog archive fits; a hostile peer cannot make us hold more per stream
+		MaxReplySize:           256 << 20,        // every check of a catalog of a million instances
 		MaxStreamsPerConn:      2048,             // room for a client agent's blocking queries
 		KeepAliveInterval:      30 * time.Second, // yamux default
 		ConnectionWriteTimeout: 10 * time.Second, // yamux default
@@ -138,6 +146,9 @@ func (c ServerConfig) Validate() error {
 	if c.MaxMessageSize < minMessageSize {
 		bad("MaxMessageSize", "must be at least %d, got %d", minMessageSize, c.MaxMessageSize)
 	}
+	if c.MaxReplySize < minMessageSize {
+		bad("MaxReplySize", "must be at least %d, got %d", minMessageSize, c.MaxReplySize)
+	}
 	if c.MaxStreamsPerConn <= 0 {
 		bad("MaxStreamsPerConn", "must be positive, got %d", c.MaxStreamsPerConn)
 	}
@@ -164,9 +175,14 @@ type PoolConfig struct {
 	// DialTimeout bounds dialing a server and starting the session.
 	// Default 10s (Consul's).
 	DialTimeout time.Duration
-	// MaxMessageSize caps one message in either direction, as
-	// ServerConfig.MaxMessageSize does. Default 8 MiB.
+	// MaxMessageSize caps one request the pool sends: a larger one is
+	// not sent (ErrMessageTooLarge). Default 8 MiB, as a server's
+	// ServerConfig.MaxMessageSize, which would refuse it.
 	MaxMessageSize int
+	// MaxReplySize caps one reply the pool reads: a server announcing a
+	// larger one has the stream closed (ErrMessageTooLarge). Default
+	// 256 MiB, as a server's ServerConfig.MaxReplySize.
+	MaxReplySize int
 	// KeepAliveInterval is how often an idle session is pinged; a session
 	// whose ping fails is closed and the next call redials. Default 30s.
 	KeepAliveInterval time.Duration
@@ -198,6 +214,7 @@ func DefaultPoolConfig() PoolConfig {
 	return PoolConfig{
 		DialTimeout:            10 * time.Second, // Consul's
 		MaxMessageSize:         8 << 20,          // as DefaultServerConfig
+		MaxReplySize:           256 << 20,        // as DefaultServerConfig
 		KeepAliveInterval:      30 * time.Second, // yamux default
 		ConnectionWriteTimeout: 10 * time.Second, // yamux default
 		// Dial: nil, a plain net.Dialer.
@@ -222,6 +239,9 @@ func (c PoolConfig) Validate() error {
 	}
 	if c.MaxMessageSize < minMessageSize {
 		bad("MaxMessageSize", "must be at least %d, got %d", minMessageSize, c.MaxMessageSize)
+	}
+	if c.MaxReplySize < minMessageSize {
+		bad("MaxReplySize", "must be at least %d, got %d", minMessageSize, c.MaxReplySize)
 	}
 	if c.SourceAddr != "" && net.ParseIP(c.SourceAddr) == nil {
 		bad("SourceAddr", "%q is not an IP address", c.SourceAddr)

@@ -26,11 +26,11 @@ func serveOne(t *testing.T, s *Server, method string, deadline time.Time) string
 		req.Deadline = deadline.UnixNano()
 	}
 	var in, out bytes.Buffer
-	if err := newStreamCodec(nopCloser{ReadWriter: &in}, 1<<20).writeFrame(req, &EchoArgs{}); err != nil {
+	if err := newStreamCodec(nopCloser{ReadWriter: &in}, 1<<20, 1<<20).writeFrame(req, &EchoArgs{}); err != nil {
 		t.Fatal(err)
 	}
 	s.serveStream(streamInput{Reader: &in, Writer: &out}, nil)
-	c := newStreamCodec(nopCloser{ReadWriter: &out}, 1<<20)
+	c := newStreamCodec(nopCloser{ReadWriter: &out}, 1<<20, 1<<20)
 	if err := c.readFrame(); err != nil {
 		t.Fatalf("no response: %v", err)
 	}

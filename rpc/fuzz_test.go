@@ -27,7 +27,7 @@ func (Fuzzy) Map(_ context.Context, args *map[string]any, reply *map[string]any)
 // frame returns a valid request frame.
 func frame(t testing.TB, method string, seq uint64, body any) []byte {
 	var buf bytes.Buffer
-	c := newStreamCodec(nopCloser{ReadWriter: &buf}, 1<<20)
+	c := newStreamCodec(nopCloser{ReadWriter: &buf}, 1<<20, 1<<20)
 	if err := c.writeFrame(requestHeader{ServiceMethod: method, Seq: seq}, body); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func FuzzServerCodec(f *testing.F) {
 func FuzzClientCodec(f *testing.F) {
 	codecSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c := newStreamCodec(streamInput{bytes.NewReader(data), io.Discard}, 64<<10)
+		c := newStreamCodec(streamInput{bytes.NewReader(data), io.Discard}, 64<<10, 64<<10)
 		var reply EchoReply
 		_ = c.call("Fuzzy.Echo", time.Time{}, &EchoArgs{}, &reply)
 	})

@@ -151,7 +151,7 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	stop := context.AfterFunc(ctx, func() { _ = stream.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	err = newStreamCodec(stream, p.cfg.MaxMessageSize).call(method, deadline, args, reply)
+	err = newStreamCodec(stream, p.cfg.MaxReplySize, p.cfg.MaxMessageSize).call(method, deadline, args, reply)
 	var remote *RemoteError
 	switch {
 	case err == nil:

@@ -234,7 +234,7 @@ func TestContextEndsSlowCall(t *testing.T) {
 
 func TestMessageTooLarge(t *testing.T) {
 	cfg := testConfig()
-	cfg.MaxMessageSize = 4096
+	cfg.MaxMessageSize, cfg.MaxReplySize = 4096, 16384
 	s, _ := startServer(t, cfg)
 	addr := s.Addr().String()
 	p, _ := newPool(t)
@@ -252,12 +252,24 @@ func TestMessageTooLarge(t *testing.T) {
 	if !errors.Is(err, ErrTransport) {
 		t.Errorf("args over the server's limit: got %v, want ErrTransport", err)
 	}
-	// A reply over the server's limit: answered with an error.
-	err = p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{Pad: 8192}, &EchoReply{})
+	// A reply over the server's request limit but within its reply
+	// limit: answered (a read of a large catalog is legitimately big).
+	if err := p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{Pad: 8192}, &EchoReply{}); err != nil {
+		t.Errorf("reply over MaxMessageSize, within MaxReplySize: got %v, want it answered", err)
+	}
+	// A reply over the server's reply limit: answered with an error.
+	err = p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{Pad: 32768}, &EchoReply{})
 	var remote *RemoteError
 	if !errors.As(err, &remote) || !strings.Contains(remote.Message, "too large") {
 		t.Errorf("large reply: got %v, want a RemoteError about size", err)
 	}
+	// A reply over the pool's own reply limit: refused as it arrives.
+	p.cfg.MaxReplySize = 4096
+	err = p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{Pad: 8192}, &EchoReply{})
+	if !errors.Is(err, ErrMessageTooLarge) {
+		t.Errorf("reply over the pool's MaxReplySize: got %v, want ErrMessageTooLarge", err)
+	}
+	p.cfg.MaxReplySize = DefaultPoolConfig().MaxReplySize
 	// The session still serves.
 	if err := p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{}, &EchoReply{}); err != nil {
 		t.Fatalf("Call after large messages: %v", err)

@@ -524,7 +524,7 @@ type stream interface {
 // nil (in tests) limits nothing.
 func (s *Server) serveStream(st stream, remote net.Addr) {
 	defer closeQuietly(st)
-	c := newStreamCodec(st, s.cfg.MaxMessageSize)
+	c := newStreamCodec(st, s.cfg.MaxMessageSize, s.cfg.MaxReplySize)
 	req, err := c.readRequestHeader()
 	if err != nil {
 		return

@@ -205,8 +205,8 @@ func TestConfigValidate(t *testing.T) {
 		err    error
 		fields []string
 	}{
-		{"server", srv.Validate(), []string{"Addr", "AdvertiseAddr", "HandshakeTimeout", "MaxMessageSize", "MaxStreamsPerConn", "KeepAliveInterval", "ConnectionWriteTimeout"}},
-		{"pool", pool.Validate(), []string{"DialTimeout", "MaxMessageSize", "KeepAliveInterval", "ConnectionWriteTimeout"}},
+		{"server", srv.Validate(), []string{"Addr", "AdvertiseAddr", "HandshakeTimeout", "MaxMessageSize", "MaxReplySize", "MaxStreamsPerConn", "KeepAliveInterval", "ConnectionWriteTimeout"}},
+		{"pool", pool.Validate(), []string{"DialTimeout", "MaxMessageSize", "MaxReplySize", "KeepAliveInterval", "ConnectionWriteTimeout"}},
 		{"limits", limits.Validate(), []string{"Max", "JitterFraction"}},
 	} {
 		if tc.err == nil {

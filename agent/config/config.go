@@ -78,7 +78,7 @@ type Config struct {
 	// advertise address. Default zones.DefaultConfig().
 	Zones zones.Config
 	// Resolver configures the DNS server (dns_config: udp_answer_limit,
-	// a_record_limit, max_udp_size, enable_truncate, recursor_timeout,
+	// a_record_limit, max_udp_size, udp_sockets, enable_truncate, recursor_timeout,
 	// recursor_strategy, unhealthy_answer; and recursors). The agent sets
 	// its Addr from ClientAddr and Ports.DNS. Default
 	// resolver.DefaultConfig().

@@ -176,6 +176,7 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"dns_config.udp_answer_limit", "-1", func(c *Config) { c.Resolver.UDPAnswerLimit = -1 }},
 		{"dns_config.a_record_limit", "-1", func(c *Config) { c.Resolver.ARecordLimit = -1 }},
 		{"dns_config.max_udp_size", "511", func(c *Config) { c.Resolver.UDPSize = 511 }},
+		{"dns_config.udp_sockets", "-1", func(c *Config) { c.Resolver.UDPSockets = -1 }},
 		{"dns_config.recursor_timeout", "-1s", func(c *Config) { c.Resolver.RecursorTimeout = -time.Second }},
 		{"dns_config.max_stale", "-1s", func(c *Config) { c.Cache.MaxStale = -time.Second }},
 		{"dns_config.cache_max_entries", "-1", func(c *Config) { c.Cache.MaxEntries = -1 }},
@@ -330,6 +331,7 @@ func everyKey() Config {
 	c.Zones.SOA = zones.SOAConfig{Refresh: 1, Retry: 2, Expire: 3, MinTTL: 4}
 	c.Resolver.Recursors = []string{"10.0.0.53", "10.0.0.54:5353"}
 	c.Resolver.UDPAnswerLimit, c.Resolver.ARecordLimit, c.Resolver.UDPSize, c.Resolver.SetTC = 3, 5, 4096, false
+	c.Resolver.UDPSockets = 3
 	c.Resolver.RecursorTimeout, c.Resolver.RecursorStrategy, c.Resolver.UnhealthyAnswer = 3*time.Second, "random", "all"
 	c.Cache.MaxStale, c.Cache.MaxEntries, c.Cache.IdleTimeout = 24*time.Hour, 500, 2*time.Minute
 	return c
@@ -377,6 +379,7 @@ dns_config {
   udp_answer_limit = 3
   a_record_limit = 5
   max_udp_size = 4096
+  udp_sockets = 3
   enable_truncate = false
   recursor_timeout = "3s"
   max_stale = "24h"
@@ -423,6 +426,7 @@ dns_config {
   udp_answer_limit = 3
   a_record_limit = 5
   max_udp_size = 4096
+  udp_sockets = 3
   enable_truncate = false
   recursor_timeout = "3s"
   max_stale = "24h"
@@ -469,6 +473,7 @@ dns_config {
     "udp_answer_limit": 3,
     "a_record_limit": 5,
     "max_udp_size": 4096,
+    "udp_sockets": 3,
     "enable_truncate": false,
     "recursor_timeout": "3s",
     "max_stale": "24h",

@@ -67,6 +67,7 @@ type fileDNS struct {
 	UDPAnswerLimit              *int              `hcl:"udp_answer_limit"`
 	ARecordLimit                *int              `hcl:"a_record_limit"`
 	MaxUDPSize                  *int              `hcl:"max_udp_size"`
+	UDPSockets                  *int              `hcl:"udp_sockets"`
 	EnableTruncate              *bool             `hcl:"enable_truncate"`
 	RecursorTimeout             *string           `hcl:"recursor_timeout"`
 	MaxStale                    *string           `hcl:"max_stale"`
@@ -105,7 +106,7 @@ var knownKeys = map[string]bool{
 	"alt_domain": true, "recursors": true, "dns_config": true, "node_meta": true,
 	"dns_config.node_ttl": true, "dns_config.ptr_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
 	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
-	"dns_config.max_udp_size": true, "dns_config.enable_truncate": true, "dns_config.recursor_timeout": true,
+	"dns_config.max_udp_size": true, "dns_config.udp_sockets": true, "dns_config.enable_truncate": true, "dns_config.recursor_timeout": true,
 	"dns_config.max_stale": true, "dns_config.cache_max_entries": true, "dns_config.cache_idle_timeout": true,
 	"dns_config.recursor_strategy": true, "dns_config.unhealthy_answer": true, "dns_config.node_meta_txt": true,
 	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
@@ -302,6 +303,7 @@ func (f *fileDNS) apply(c *Config) error {
 	setIf(&z.AdditionalNodeMetaTXT, f.EnableAdditionalNodeMetaTXT)
 	setIf(&r.UDPAnswerLimit, f.UDPAnswerLimit)
 	setIf(&r.ARecordLimit, f.ARecordLimit)
+	setIf(&r.UDPSockets, f.UDPSockets)
 	setIf(&ca.MaxEntries, f.CacheMaxEntries)
 	setIf(&r.RecursorStrategy, f.RecursorStrategy)
 	setIf(&r.UnhealthyAnswer, f.UnhealthyAnswer)

@@ -208,6 +208,9 @@ func (c *Config) validateDNS() []error {
 	if r.ARecordLimit < 0 {
 		bad("a_record_limit", "must not be negative, got %d", r.ARecordLimit)
 	}
+	if r.UDPSockets < 0 {
+		bad("udp_sockets", "must be 0 (one per core) or more, got %d", r.UDPSockets)
+	}
 	if r.UDPSize < 512 {
 		bad("max_udp_size", "must be between 512 and 65535, got %d", r.UDPSize)
 	}

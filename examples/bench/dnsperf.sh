@@ -5,6 +5,11 @@
 #
 #   examples/bench/dnsperf.sh [seconds] [rounds]   # needs dnsperf, dig, curl (apt-get install dnsperf bind9-dnsutils curl)
 #
+# CORES=2 gives each server both CPUs (GOMAXPROCS=2, taskset -c 0-1) and
+# leaves dnsperf unpinned, sharing them: on a 2-core machine that is how a
+# server using every core is measured (default CORES=1: the server on CPU 0
+# with GOMAXPROCS=1, dnsperf on CPU 1).
+#
 # Peak: rounds × (dnsref, cairn) runs of dnsperf at full speed (-c 4 -q 200),
 # interleaved, the order swapped every round so neither server always goes
 # first; each round prints both servers' queries/s, the server's CPU use
@@ -19,7 +24,8 @@
 # CAIRN=path uses a cairn binary already built instead of building one;
 # DNSREF=dir points at the reference server's sources; LOAD="-c 16 -q 1000"
 # changes dnsperf's clients and outstanding queries (default -c 4 -q 200);
-# LEVELS="50 25" are the loads of the latency runs, in % of peak.
+# LEVELS="25 50 75" are the loads of the latency runs, in % of peak. At the
+# end, the handler's allocations per cached question (go test -bench).
 #
 # cairn holds the reference zone's services as instances with their own
 # addresses on the agent's node (one node per instance needs the catalog
@@ -31,7 +37,14 @@ secs=${1:-20}
 rounds=${2:-3}
 ref=${DNSREF:-../shared/tools/dnsref}
 read -ra perfargs <<<"${LOAD:--c 4 -q 200}"
-read -ra levels <<<"${LEVELS:-50 25}"
+read -ra levels <<<"${LEVELS:-25 50 75}"
+cores=${CORES:-1}
+servercpus=0
+perfcpus=1
+if ((cores > 1)); then
+	servercpus=0-$((cores - 1))
+	perfcpus=0-$(($(nproc) - 1))
+fi
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -43,9 +56,9 @@ fi
 (cd "$ref" && go build -o "$work/dnsref" .)
 
 export GODEBUG=gctrace=1 # one line per GC in the logs: the GCs during each run are counted
-GOMAXPROCS=1 taskset -c 0 "$work/dnsref" -addr 127.0.0.1:18653 -zone "$ref/zone.db" 2>"$work/dnsref.log" &
+GOMAXPROCS=$cores taskset -c "$servercpus" "$work/dnsref" -addr 127.0.0.1:18653 -zone "$ref/zone.db" 2>"$work/dnsref.log" &
 refpid=$!
-GOMAXPROCS=1 taskset -c 0 "$work/cairn" agent -dev -node bench -dns-port 18600 -http-port 18500 -log-level warn 2>"$work/cairn.log" &
+GOMAXPROCS=$cores taskset -c "$servercpus" "$work/cairn" agent -dev -node bench -dns-port 18600 -http-port 18500 -log-level warn 2>"$work/cairn.log" &
 cairnpid=$!
 
 http=http://127.0.0.1:18500
@@ -74,7 +87,7 @@ perf() {
 	shift 4
 	c0=$(cpu "$pid")
 	g0=$(gcs "$name")
-	taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$ref/queries.txt" -l "$s" "$@" >"$out" 2>&1
+	taskset -c "$perfcpus" dnsperf -s 127.0.0.1 -p "$port" -d "$ref/queries.txt" -l "$s" "$@" >"$out" 2>&1
 	c1=$(cpu "$pid")
 	gc=$(($(gcs "$name") - g0))
 	qps=$(awk '/Queries per second/ {print $4}' "$out")
@@ -89,7 +102,7 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
 perf dnsref 18653 $refpid 2 "${perfargs[@]}"
 perf cairn 18600 $cairnpid 2 "${perfargs[@]}"
 
-echo "peak: $rounds rounds × $secs s per server, dnsperf ${perfargs[*]}, queries $ref/queries.txt"
+echo "peak: $rounds rounds × $secs s per server on $cores core(s), dnsperf ${perfargs[*]}, queries $ref/queries.txt"
 printf "%-6s %-7s %10s %7s %5s %8s %14s\n" round server qps "cpu%" GCs "resp B" lost
 : >"$work/ratios"
 : >"$work/dnsref.qps"
@@ -131,3 +144,7 @@ for level in "${levels[@]}"; do
 		printf "%-7s %5s%% %8s %10.0f %7s %5s %s %12s\n" "$s" "$level" "$q" "$qps" "$busy" "$gc" "$pct" "$lost"
 	done
 done
+
+echo
+echo "allocations per cached question in the handler (go test -bench 'ServeDNS$' ./resolver):"
+GODEBUG= go test -run '^$' -bench 'ServeDNS$' -benchmem ./resolver | awk '/^Benchmark/ {print "  " $1, $(NF-1), $NF}'

@@ -64,11 +64,14 @@ type Cluster struct {
 	// set, is the WAN address its servers join (-retry-join-wan), so that
 	// two Clusters make two datacenters. Set both before StartAll.
 	Datacenter, JoinWAN string
-	bin                 string
-	work                string
-	timeout             time.Duration
-	http                *http.Client
-	waiters             sync.WaitGroup // the goroutines waiting for each process
+	// Args, when set, are appended to every agent's command line (a
+	// -config-file, say). Set before StartAll.
+	Args    []string
+	bin     string
+	work    string
+	timeout time.Duration
+	http    *http.Client
+	waiters sync.WaitGroup // the goroutines waiting for each process
 }
 
 // New returns a cluster of servers and clients, not started, whose agents
@@ -138,7 +141,7 @@ func (c *Cluster) Start(a *Agent) error {
 	if c.Datacenter != "" {
 		args = append(args, "-datacenter", c.Datacenter)
 	}
-	return c.start(a, args)
+	return c.start(a, append(args, c.Args...))
 }
 
 // Kill sends SIGKILL to a and waits until it is gone, so its ports are
