@@ -311,11 +311,7 @@ func TestDNSSECNeedsEnabled(t *testing.T) {
 // BenchmarkServeDNSSigned is BenchmarkServeDNS's SRV and A questions with
 // the DO bit and signing on: signatures come from the cache.
 func BenchmarkServeDNSSigned(b *testing.B) {
-	src := newStaticSource(
-		instance("node1", "10.0.0.1", "web", "", 80),
-		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
-		instance("node3", "10.0.0.3", "web", "", 80),
-	)
+	src := webThree()
 	s, _ := newSigningServer(b, src, nil)
 	for _, bc := range []struct {
 		name  string
@@ -417,11 +413,7 @@ func TestServeDNSSignedAllocBudget(t *testing.T) {
 		t.Skip("the race detector changes allocation counts")
 	}
 	const budget = 0
-	src := newStaticSource(
-		instance("node1", "10.0.0.1", "web", "", 80),
-		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
-		instance("node3", "10.0.0.3", "web", "", 80),
-	)
+	src := webThree()
 	s, _ := newSigningServer(t, src, nil)
 	w := resolvertest.NewSink("udp")
 	for _, qtype := range []uint16{dns.TypeSRV, dns.TypeAAAA} { // an answer, a denial

@@ -506,11 +506,7 @@ func TestANYIsMinimal(t *testing.T) {
 // benchmark reaches a million a second), and on over it (every reply
 // dropped).
 func BenchmarkServeDNSRRL(b *testing.B) {
-	src := newStaticSource(
-		instance("node1", "10.0.0.1", "web", "", 80),
-		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
-		instance("node3", "10.0.0.3", "web", "", 80),
-	)
+	src := webThree()
 	for _, bc := range []struct {
 		name   string
 		change func(*Config)
@@ -549,11 +545,7 @@ func TestServeDNSAllocBudgetRRL(t *testing.T) {
 		t.Skip("the race detector changes allocation counts")
 	}
 	const budget = 4 // TestServeDNSAllocBudget's
-	src := newStaticSource(
-		instance("node1", "10.0.0.1", "web", "", 80),
-		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
-		instance("node3", "10.0.0.3", "web", "", 80),
-	)
+	src := webThree()
 	req := query("web.service.cluster.", dns.TypeSRV)
 	w := resolvertest.NewSink("udp")
 	within := newConfiguredServer(t, src, rrlOn(maxRRLRate, 2))

@@ -376,11 +376,7 @@ func TestUDPSlowQueryDoesNotStall(t *testing.T) {
 // goroutine sends an SRV query for 3 instances and waits for the reply.
 // Allocations include the client's.
 func BenchmarkUDP(b *testing.B) {
-	src := newStaticSource(
-		instance("node1", "10.0.0.1", "web", "", 80),
-		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
-		instance("node3", "10.0.0.3", "web", "", 80),
-	)
+	src := webThree()
 	s := startUDPServer(b, src, 0)
 	wire, _ := query("web.service.cluster.", dns.TypeSRV).Pack()
 	b.ReportAllocs()

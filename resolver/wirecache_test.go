@@ -342,11 +342,7 @@ func TestServePacketAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	src := newStaticSource(
-		instance("node1", "10.0.0.1", "web", "", 80),
-		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
-		instance("node3", "10.0.0.3", "web", "", 80),
-	)
+	src := webThree()
 	s, _ := newSigningServer(t, src, func(c *Config) { c.RRL.Enabled = true; c.RRL.ResponsesPerSecond = maxRRLRate })
 	w := resolvertest.NewSink("udp")
 	for _, tc := range []struct {
@@ -381,17 +377,9 @@ func TestServePacketAllocs(t *testing.T) {
 
 // BenchmarkServePacket is BenchmarkServeDNS from the packet's bytes.
 func BenchmarkServePacket(b *testing.B) {
-	src := newStaticSource(
-		instance("node1", "10.0.0.1", "web", "", 80),
-		instance("node2", "10.0.0.2", "web", "10.0.1.2", 80),
-		instance("node3", "10.0.0.3", "web", "", 80),
-	)
-	var ten []catalog.ServiceInstance
-	for i := range 10 {
-		ten = append(ten, instance("node"+strconv.Itoa(i), "10.0.0."+strconv.Itoa(i+1), "web", "", 80))
-	}
+	src := webThree()
 	s3 := newTestServer(b, src, nil)
-	s10 := newTestServer(b, newStaticSource(ten...), nil)
+	s10 := newTestServer(b, webTen(), nil)
 	for _, bc := range []struct {
 		name  string
 		s     *Server
