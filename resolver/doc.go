@@ -22,6 +22,11 @@
 // chosen. It allocates nothing, from a UDP datagram's bytes to the
 // reply's (servePacket, wirequery.go). Every other question takes the
 // path above, whose bytes the kept replies equal (wirecache_test.go).
+// With a signing key (dnssec.go) answers to queries with the DO bit carry
+// RRSIGs kept per RRset, and denials are compact NSEC records (RFC 9824).
+// UDP is served by cairn's own loop (udp.go): one SO_REUSEPORT socket per
+// core on Linux, read and written in batches (recvmmsg, sendmmsg); TCP and
+// DNS over TLS by miekg/dns's server.
 // Every answer is counted by query type and rcode, and its latency in a
 // histogram, with atomic adds into fixed arrays (metrics.go); Metrics
 // returns a snapshot.
