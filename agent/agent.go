@@ -72,6 +72,14 @@ type Agent struct {
 	gossip    *gossip.Pool
 	wan       *gossip.Pool
 	router    *consensus.Router
+	// servers is liveServers' last answer and the LAN pool's Version it
+	// was read at (client.go).
+	servers struct {
+		sync.Mutex
+		read    bool
+		version uint64
+		addrs   []string
+	}
 	// peers is the pools as the server port's admission and the Catalog
 	// endpoint's node-name check read them (peers.go).
 	peers peers

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/gossip"
 )
 
@@ -45,6 +46,7 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 	}
 	gc.RetainDead = a.cfg.ReconnectTimeout
 	gc.DisableCoordinates = a.cfg.Coordinates.Disable
+	setTiming(&gc.Timing, a.cfg.GossipLAN)
 	var err error
 	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err
@@ -55,6 +57,14 @@ func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
 	}
 	a.peers.lan.Store(a.gossip)
 	return nil
+}
+
+// setTiming sets the timers of a gossip_lan or gossip_wan block onto t, a
+// pool preset's timing; the preset's other timers stay as they are.
+func setTiming(t *gossip.Timing, c config.GossipTiming) {
+	t.GossipNodes, t.GossipInterval = c.GossipNodes, c.GossipInterval
+	t.ProbeInterval, t.ProbeTimeout = c.ProbeInterval, c.ProbeTimeout
+	t.RetransmitMult, t.SuspicionMult = c.RetransmitMult, c.SuspicionMult
 }
 
 // gossipAddr is this agent's LAN gossip address, for logs.
@@ -69,14 +79,25 @@ func poolAddr(p *gossip.Pool) string {
 // liveServers returns the RPC addresses of the alive servers of this
 // datacenter in the LAN pool: where a client sends its RPCs. Gossip is the
 // only source, so no server list needs configuring and a server that
-// fails drops out of it within memberlist's failure detection.
+// fails drops out of it within memberlist's failure detection. Every RPC
+// asks, so the list is read from the pool again only after a member event
+// (gossip.Pool.Version): reading all members for each call was a fifth of
+// a client's CPU in a registration storm with 100 agents, and grows with
+// the pool. Callers must not modify the slice.
 func (a *Agent) liveServers() []string {
+	v := a.gossip.Version()
+	a.servers.Lock()
+	defer a.servers.Unlock()
+	if a.servers.read && a.servers.version == v {
+		return a.servers.addrs
+	}
 	var out []string
 	for _, m := range a.gossip.Members() {
 		if m.IsServer() && m.Status == gossip.StatusAlive && m.Datacenter == a.cfg.Datacenter && m.RPCAddr != "" {
 			out = append(out, m.RPCAddr)
 		}
 	}
+	a.servers.read, a.servers.version, a.servers.addrs = true, v, out
 	return out
 }
 

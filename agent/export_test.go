@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
 )
 
 // Crash stops a as a killed process would stop: without leaving the
@@ -59,3 +60,13 @@ func PreferredServer(a *Agent) string {
 // SetNearRefresh sets how often a's "near" DNS entries are sorted again
 // (dnsnear.go), for tests that watch a re-sort without waiting 15s.
 func SetNearRefresh(a *Agent, d time.Duration) { a.dnsSrc.nearRefresh.Store(int64(d)) }
+
+// GossipTiming returns the timers a's LAN pool's memberlist runs with,
+// and its WAN pool's (the zero Timing on a client, which has none).
+func GossipTiming(a *Agent) (lan, wan gossip.Timing) {
+	lan = a.gossip.Timing()
+	if a.wan != nil {
+		wan = a.wan.Timing()
+	}
+	return lan, wan
+}

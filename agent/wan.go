@@ -33,6 +33,7 @@ func (a *Agent) startWAN(loopCtx context.Context, rpcAddr string) error {
 	// exist) as long as a failed node stays in the catalog.
 	gc.RetainDead = a.cfg.ReconnectTimeout
 	gc.DisableCoordinates = a.cfg.Coordinates.Disable
+	setTiming(&gc.Timing, a.cfg.GossipWAN) // client.go
 	var err error
 	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
 		return err

@@ -173,7 +173,7 @@ func touched(tx *memdb.Txn) (services, nodes, queries []string) {
 		}
 	}
 	for node := range nodesOfServices {
-		it, err := tx.Get(tableServices, "node", node)
+		it, err := nodeRows(tx, tableServices, node)
 		if err != nil {
 			continue // the schema has the index; an error cannot happen
 		}

@@ -177,6 +177,11 @@ func TestWatchHealthReads(t *testing.T) {
 			checksInState(t, s, ws, catalog.HealthCritical)
 		},
 		"ChecksInState(any)": func(t *testing.T, s *catalog.Store, ws catalog.WatchSet) { checksInState(t, s, ws, catalog.HealthAny) },
+		// Passing checks are found by a scan of the table (they have no
+		// index entry), so this watch fires as that of any does.
+		"ChecksInState(passing)": func(t *testing.T, s *catalog.Store, ws catalog.WatchSet) {
+			checksInState(t, s, ws, catalog.HealthPassing)
+		},
 		"NodeChecks(node-b)": func(t *testing.T, s *catalog.Store, ws catalog.WatchSet) {
 			if _, _, err := s.NodeChecks(ws, "node-b"); err != nil {
 				t.Fatal(err)
@@ -190,29 +195,29 @@ func TestWatchHealthReads(t *testing.T) {
 	}{
 		{"a web check turns critical", func(t *testing.T, s *catalog.Store) {
 			mustRegister(t, s, 10, checkReq("node-b", check("web-a", "web", catalog.HealthCritical)))
-		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(critical)": true, "ChecksInState(any)": true, "NodeChecks(node-b)": true}},
+		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(critical)": true, "ChecksInState(any)": true, "ChecksInState(passing)": true, "NodeChecks(node-b)": true}},
 		{"a critical web check recovers", func(t *testing.T, s *catalog.Store) {
 			mustRegister(t, s, 10, checkReq("node-b", check("web-z", "web", catalog.HealthPassing)))
-		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(critical)": true, "ChecksInState(any)": true, "NodeChecks(node-b)": true}},
+		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(critical)": true, "ChecksInState(any)": true, "ChecksInState(passing)": true, "NodeChecks(node-b)": true}},
 		{"a web check's output changes", func(t *testing.T, s *catalog.Store) {
 			c := check("web-x", "web", catalog.HealthWarning)
 			c.Type, c.Output = "ttl", "slow"
 			mustRegister(t, s, 10, checkReq("node-A", c))
-		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(any)": true}},
+		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(any)": true, "ChecksInState(passing)": true}},
 		{"a web check is added on a new node", func(t *testing.T, s *catalog.Store) {
 			r := svcReq("node-d", "10.0.0.4", "web", "web")
 			r.Checks = []*catalog.Check{check("web-d", "web", catalog.HealthWarning)}
 			mustRegister(t, s, 10, r)
-		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(any)": true}},
+		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(any)": true, "ChecksInState(passing)": true}},
 		{"a web instance is deregistered", func(t *testing.T, s *catalog.Store) {
 			mustDeregister(t, s, 10, &catalog.DeregisterRequest{Node: "node-A", ServiceID: "web"})
-		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(any)": true}},
+		}, map[string]bool{"ServiceChecks(web)": true, "ChecksInState(any)": true, "ChecksInState(passing)": true}},
 		{"a node check turns critical", func(t *testing.T, s *catalog.Store) {
 			mustRegister(t, s, 10, checkReq("node-b", check("gossip", "", catalog.HealthCritical)))
-		}, map[string]bool{"ChecksInState(critical)": true, "ChecksInState(any)": true, "NodeChecks(node-b)": true}},
+		}, map[string]bool{"ChecksInState(critical)": true, "ChecksInState(any)": true, "ChecksInState(passing)": true, "NodeChecks(node-b)": true}},
 		{"a db check changes", func(t *testing.T, s *catalog.Store) {
 			mustRegister(t, s, 10, checkReq("node-b", check("db-1", "db", catalog.HealthPassing)))
-		}, map[string]bool{"ChecksInState(any)": true, "NodeChecks(node-b)": true}},
+		}, map[string]bool{"ChecksInState(any)": true, "ChecksInState(passing)": true, "NodeChecks(node-b)": true}},
 		{"identical re-register of a web check", func(t *testing.T, s *catalog.Store) {
 			c := check("web-z", "web", catalog.HealthCritical)
 			c.Type = "http"

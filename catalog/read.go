@@ -63,7 +63,7 @@ func (s *Store) Services(ws WatchSet) (uint64, map[string][]string, error) {
 // NodeServices returns the services registered on one node, sorted by ID.
 func (s *Store) NodeServices(ws WatchSet, node string) (uint64, []*Service, error) {
 	tx := s.read(ws)
-	it, err := tx.Get(tableServices, "node", node)
+	it, err := nodeRows(tx, tableServices, node)
 	if err != nil {
 		return 0, nil, fmt.Errorf("list services of node %q: %w", node, err)
 	}
@@ -197,6 +197,10 @@ func (s *Store) ServiceChecks(ws WatchSet, service string) (uint64, []*Check, er
 // is state, or every check when state is HealthAny; sorted by node, then
 // check ID. The index is the checks table's. Any other state is refused
 // with a *FieldError on "State" (see ValidateHealthState).
+//
+// Passing checks have no index entry (checkRow.Unhealthy): they are most
+// of the table, so state passing scans it, and ws then watches the whole
+// table, as for HealthAny.
 func (s *Store) ChecksInState(ws WatchSet, state HealthStatus) (uint64, []*Check, error) {
 	if err := ValidateHealthState("State", string(state)); err != nil {
 		return 0, nil, err
@@ -204,10 +208,16 @@ func (s *Store) ChecksInState(ws WatchSet, state HealthStatus) (uint64, []*Check
 	tx := s.read(ws)
 	var it memdb.ResultIterator
 	var err error
-	if state == HealthAny {
+	switch state {
+	case HealthAny:
 		it, err = tx.Get(tableChecks, "id")
-	} else {
-		it, err = tx.Get(tableChecks, "status", string(state))
+	case HealthPassing:
+		it, err = tx.Get(tableChecks, "id")
+		if err == nil {
+			it = memdb.NewFilterIterator(it, func(raw any) bool { return raw.(*checkRow).Check.Status != HealthPassing })
+		}
+	default:
+		it, err = tx.Get(tableChecks, "unhealthy", string(state))
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("list checks in state %q: %w", state, err)

@@ -329,14 +329,14 @@ func deleteNode(tx *memdb.Txn, idx uint64, at time.Time, node string) error {
 	if err := bumpIndex(tx, tableNodes, idx); err != nil {
 		return err
 	}
-	if n, err := tx.DeleteAll(tableServices, "node", node); err != nil {
+	if n, err := deleteNodeRows(tx, tableServices, node); err != nil {
 		return fmt.Errorf("delete services of node %q: %w", node, err)
 	} else if n > 0 {
 		if err := bumpIndex(tx, tableServices, idx); err != nil {
 			return err
 		}
 	}
-	if n, err := tx.DeleteAll(tableChecks, "node", node); err != nil {
+	if n, err := deleteNodeRows(tx, tableChecks, node); err != nil {
 		return fmt.Errorf("delete checks of node %q: %w", node, err)
 	} else if n > 0 {
 		if err := bumpIndex(tx, tableChecks, idx); err != nil {
@@ -367,7 +367,7 @@ func serviceChecks(tx *memdb.Txn, node, serviceID string) ([]*Check, error) {
 // nodeChecks returns every check of a node and a channel that closes when
 // any of them changes.
 func nodeChecks(tx *memdb.Txn, node string) ([]*Check, <-chan struct{}, error) {
-	it, err := tx.Get(tableChecks, "node", node)
+	it, err := nodeRows(tx, tableChecks, node)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list checks of node %q: %w", node, err)
 	}

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -213,12 +214,13 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // store its own again.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	// Decoding from memory is about twice as fast as from a reader, which
-	// the codec reads a few bytes at a time; the snapshot's bytes are
-	// small beside the catalog built from them (42 MB for 100,000
-	// instances with a check each, against about 360 MB of live heap),
-	// and the catalog keeps no reference to them.
-	data, err := io.ReadAll(rc)
+	// Decoding from memory is about twice as fast as from a reader, even
+	// a buffered one; the snapshot's bytes are small beside the catalog
+	// built from them (42 MB for 100,000 instances with a check each,
+	// against 183 MiB of live heap in BenchmarkFSMRestore), and the
+	// catalog keeps no reference to them (the codec copies strings and
+	// byte slices out), so they are garbage once decoded.
+	data, err := readSnapshot(rc)
 	if err != nil {
 		return fmt.Errorf("read snapshot: %w", err)
 	}
@@ -233,6 +235,59 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.dnssec.Store(st.DNSSEC)
 	f.once.restore(st.Once)
 	return nil
+}
+
+// maxSizeHint bounds the buffer allocated up front from a snapshot's
+// recorded size, should that be wrong; a larger snapshot is read all the
+// same, growing the buffer.
+const maxSizeHint = 1 << 30
+
+// sizedSnapshots is raft's snapshot store with readers that know the size of
+// their snapshot (raft opens the snapshot it restores through the store:
+// at start, on a follower sent one, on the leader restoring an archive).
+type sizedSnapshots struct {
+	raft.SnapshotStore
+}
+
+func (s sizedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := s.SnapshotStore.Open(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, sizedReader{ReadCloser: rc, size: meta.Size}, nil
+}
+
+// sizedReader is a snapshot's reader with its recorded size.
+type sizedReader struct {
+	io.ReadCloser
+	size int64
+}
+
+// readSnapshot reads all of r. When r knows its size (sizedReader) the
+// buffer is allocated once: io.ReadAll would grow it step by step,
+// allocating about twice the snapshot (80 MB for one of 42 MB) and holding
+// two large buffers at once while the old catalog is still live.
+func readSnapshot(r io.Reader) ([]byte, error) {
+	sr, ok := r.(sizedReader)
+	if !ok || sr.size <= 0 {
+		return io.ReadAll(r)
+	}
+	// One byte more than the size, so that the read that finds the end
+	// does not grow the buffer.
+	b := make([]byte, 0, min(sr.size, maxSizeHint)+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) { // larger than recorded
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 type fsmSnapshot struct {

@@ -90,6 +90,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
+	snaps = sizedSnapshots{snaps} // fsm.Restore reads a snapshot in one allocation
 	s.snaps = snaps
 	var transport raft.Transport
 	if cfg.Layer != nil {

@@ -74,6 +74,7 @@ func (s *Server) restore(d *catalog.Dump, timeout time.Duration) (uint64, error)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	d.Index = max(d.Index, s.raft.LastIndex()+1)
+	index := d.Index
 	var b bytes.Buffer
 	// The DNSSEC key is the datacenter's, not the catalog's: archives do
 	// not carry it, and a restore keeps the one in use, so validators'
@@ -81,11 +82,13 @@ func (s *Server) restore(d *catalog.Dump, timeout time.Duration) (uint64, error)
 	if err := codec.NewEncoder(&b, msgpackHandle).Encode(fsmState{Dump: d, DNSSEC: s.fsm.dnssec.Load()}); err != nil {
 		return 0, fmt.Errorf("encode catalog: %w", err)
 	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: d.Index, Size: int64(b.Len())}
+	// From here on d is not used, so the collector may free the
+	// archive's rows while the FSM builds the catalog from b.
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: int64(b.Len())}
 	if err := raftError(s.raft.Restore(meta, &b, timeout)); err != nil {
 		return 0, err
 	}
-	return d.Index, nil
+	return index, nil
 }
 
 // Restored returns a channel that receives a value after each restore of

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/gossip/gossiptest"
 )
 
 func TestDefaultConfigs(t *testing.T) {
@@ -92,5 +93,22 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 	if p, err := gossip.New(gossip.Config{}, nil); err == nil {
 		_ = p.Shutdown()
 		t.Fatal("New(Config{}): no error")
+	}
+}
+
+// TestPoolRunsWithItsTiming: the timers a pool is configured with are
+// the ones its memberlist runs with, on either preset.
+func TestPoolRunsWithItsTiming(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []gossip.Config{
+		gossiptest.LANConfig("c1", "dc1", gossip.RoleClient),
+		gossiptest.WANConfig("s1", "dc1"),
+	} {
+		cfg.Timing.ProbeInterval, cfg.Timing.ProbeTimeout = 700*time.Millisecond, 300*time.Millisecond
+		cfg.Timing.GossipNodes, cfg.Timing.SuspicionMult = 5, 2
+		p := gossiptest.Start(t, cfg)
+		if got := p.Timing(); got != cfg.Timing {
+			t.Errorf("%s pool: Timing() got %+v, want %+v", cfg.Pool, got, cfg.Timing)
+		}
 	}
 }

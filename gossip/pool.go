@@ -17,6 +17,7 @@ import (
 type Pool struct {
 	cfg     Config
 	name    string // this member's name
+	timing  Timing // read back from memberlist's config once it runs
 	logger  *slog.Logger
 	ml      *memberlist.Memberlist
 	changes chan struct{} // buffered 1: level-triggered "something changed"
@@ -35,8 +36,9 @@ type Pool struct {
 	intents    map[string]time.Time    // leave intents received, by member name
 	memberKeys map[string]fingerprints // each member's key fingerprints, from its metadata
 	// updated is closed, and replaced, on every member event: keyring
-	// operations wait on it (keyring_ops.go).
+	// operations wait on it (keyring_ops.go). version counts the events.
 	updated chan struct{}
+	version uint64
 	pending map[uint64]chan keyReply // keyring operations initiated here, by request ID
 
 	// coords computes this member's network coordinate from its probes
@@ -147,6 +149,10 @@ func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*P
 		return nil, fmt.Errorf("gossip: start %s pool on %s:%d: %w", cfg.Pool, mlc.BindAddr, cfg.BindPort, err)
 	}
 	p.ml = ml
+	// memberlist keeps mlc as its config and writes to it only in
+	// Create: what it holds now is what it runs with.
+	p.timing = timingFrom(mlc)
+	p.timing.ReconnectInterval = cfg.Timing.ReconnectInterval
 	p.wg.Go(p.keyWorker)
 	if cfg.Timing.ReconnectInterval > 0 {
 		p.wg.Go(p.reconnectLoop)
@@ -168,6 +174,10 @@ func (p *Pool) DroppedLogLines() uint64 { return p.limiter.Dropped() }
 // when it keeps up with the protocol, more when it falls behind (Consul's
 // serf health_score).
 func (p *Pool) HealthScore() int { return p.ml.GetHealthScore() }
+
+// Timing returns the timers the pool runs with, as its memberlist was
+// given them (and the pool's own ReconnectInterval).
+func (p *Pool) Timing() Timing { return p.timing }
 
 // Encrypted reports whether the pool's gossip is encrypted.
 func (p *Pool) Encrypted() bool { return p.keyring != nil }
@@ -356,8 +366,19 @@ func (p *Pool) observe(n *memberlist.Node, status Status) {
 	p.memberKeys[n.Name] = md.Keys
 	close(p.updated)
 	p.updated = make(chan struct{})
+	p.version++
 	p.mu.Unlock()
 	p.signal()
+}
+
+// Version counts the member events (joins, failures, leaves, metadata
+// updates) the pool has seen: a caller that polls the members can skip
+// building the list (O(members)) while it has not moved. Failed members
+// forgotten after RetainDead do not move it.
+func (p *Pool) Version() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
 }
 
 // signal raises the Changes signal without blocking.

@@ -108,6 +108,10 @@ func TestChangesSignalsAndCoalesces(t *testing.T) {
 	// a's own join was signalled by New.
 	expectSignal(t, changes, "own join")
 	expectQuiet(t, changes, "after own join")
+	v := a.Version()
+	if v == 0 {
+		t.Fatal("Version did not count a's own join")
+	}
 
 	b := gossiptest.Start(t, gossiptest.LANConfig("b", "dc1", gossip.RoleClient))
 	c := gossiptest.Start(t, gossiptest.LANConfig("c", "dc1", gossip.RoleClient))
@@ -118,18 +122,29 @@ func TestChangesSignalsAndCoalesces(t *testing.T) {
 	// Two joins, not read in between: one signal.
 	expectSignal(t, changes, "joins")
 	expectQuiet(t, changes, "after joins were read")
+	if got := a.Version(); got < v+2 {
+		t.Fatalf("Version after two joins = %d, want at least %d", got, v+2)
+	}
+	v = a.Version()
 
 	if err := b.Leave(time.Second); err != nil {
 		t.Fatalf("b Leave: %v", err)
 	}
 	expectSignal(t, changes, "leave")
 	gossiptest.WaitStatus(t, wait, "b", gossip.StatusLeft, a)
+	if got := a.Version(); got <= v {
+		t.Fatalf("Version after a leave = %d, want more than %d", got, v)
+	}
+	v = a.Version()
 
 	if err := c.Shutdown(); err != nil {
 		t.Fatalf("c Shutdown: %v", err)
 	}
 	gossiptest.WaitStatus(t, wait, "c", gossip.StatusFailed, a)
 	expectSignal(t, changes, "failure")
+	if got := a.Version(); got <= v {
+		t.Fatalf("Version after a failure = %d, want more than %d", got, v)
+	}
 }
 
 func expectSignal(t *testing.T, ch <-chan struct{}, what string) {

@@ -50,9 +50,10 @@ type poolKey struct{ dc, addr string }
 
 // poolConn is the session to one address, or its dial in progress.
 type poolConn struct {
-	ready chan struct{}  // closed when the dial has ended
-	sess  *yamux.Session // set before ready is closed, if the dial worked
-	err   error          // set before ready is closed, if it did not
+	ready chan struct{}   // closed when the dial has ended
+	sess  *yamux.Session  // set before ready is closed, if the dial worked
+	done  context.Context // with sess: ends when sess shuts down (yamuxwake.go)
+	err   error           // set before ready is closed, if it did not
 }
 
 // NewPool returns an empty pool. logger gets the component attribute
@@ -130,10 +131,11 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sess, err := p.session(ctx, key)
+	pc, err := p.session(ctx, key)
 	if err != nil {
 		return err
 	}
+	sess := pc.sess
 	// OpenStream does not block on the network; it waits only when
 	// yamux's backlog of unacknowledged streams is full.
 	stream, err := sess.OpenStream()
@@ -150,6 +152,7 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	// write; the deferred Close then ends the stream.
 	stop := context.AfterFunc(ctx, func() { _ = stream.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	defer wakeOnDone(pc.done, stream)() // yamuxwake.go
 
 	err = newStreamCodec(stream, p.cfg.MaxReplySize, p.cfg.MaxMessageSize).call(method, deadline, args, reply)
 	var remote *RemoteError
@@ -189,7 +192,7 @@ func notSentError(err error) error {
 
 // session returns the live session of key, dialing it (once, however
 // many callers wait) if there is none.
-func (p *Pool) session(ctx context.Context, key poolKey) (*yamux.Session, error) {
+func (p *Pool) session(ctx context.Context, key poolKey) (*poolConn, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -220,7 +223,7 @@ func (p *Pool) session(ctx context.Context, key poolKey) (*yamux.Session, error)
 	if pc.err != nil {
 		return nil, pc.err
 	}
-	return pc.sess, nil
+	return pc, nil
 }
 
 // connect dials key's server and starts the session of pc. It runs on its
@@ -235,6 +238,9 @@ func (p *Pool) connect(key poolKey, pc *poolConn) {
 		sess, err = nil, ErrPoolClosed
 	}
 	pc.sess, pc.err = sess, err
+	if sess != nil {
+		pc.done = sessionDone(sess)
+	}
 	close(pc.ready)
 }
 
@@ -312,10 +318,11 @@ func (p *Pool) Close() error {
 // wraps ErrTransport, or is ctx's.
 func (p *Pool) Probe(ctx context.Context, addr string) error {
 	key := poolKey{dc: strings.ToLower(p.cfg.Datacenter), addr: addr}
-	sess, err := p.session(ctx, key)
+	pc, err := p.session(ctx, key)
 	if err != nil {
 		return err
 	}
+	sess := pc.sess
 	done := make(chan error, 1)
 	// Ping waits up to ConnectionWriteTimeout on its own: it runs on a
 	// goroutine that ctx does not hold up, and ends by that timeout.

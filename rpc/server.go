@@ -489,6 +489,7 @@ func (s *Server) serveSession(conn net.Conn) {
 	// session.
 	slots := make(chan struct{}, s.cfg.MaxStreamsPerConn)
 	remote := conn.RemoteAddr()
+	done := sessionDone(sess) // yamuxwake.go
 	for {
 		stream, err := sess.AcceptStream()
 		if err != nil { // the session is closed
@@ -502,6 +503,7 @@ func (s *Server) serveSession(conn net.Conn) {
 		}
 		s.wg.Go(func() {
 			defer func() { <-slots }()
+			defer wakeOnDone(done, stream)()
 			s.serveStream(stream, remote)
 		})
 	}

@@ -170,6 +170,14 @@ type Config struct {
 	// Coordinates are the network coordinate keys (coordinates.go).
 	// Default DefaultCoordinates().
 	Coordinates Coordinates
+	// GossipLAN is the gossip_lan block (gossip.go): the timers of the
+	// LAN pool, every agent's. Default DefaultGossipLAN(), memberlist's
+	// LAN preset. A change applies on restart.
+	GossipLAN GossipTiming
+	// GossipWAN is the gossip_wan block (gossip.go): the timers of the
+	// WAN pool, servers only. Default DefaultGossipWAN(), memberlist's
+	// WAN preset. A change applies on restart.
+	GossipWAN GossipTiming
 	// LeaveOnTerminate (leave_on_terminate) and SkipLeaveOnInterrupt
 	// (skip_leave_on_interrupt) say whether the agent leaves the cluster
 	// gracefully when a SIGTERM or a SIGINT stops it. Nil (the default)
@@ -230,6 +238,8 @@ func Default() Config {
 		Performance:         DefaultPerformance(),
 		Autopilot:           DefaultAutopilot(),
 		Coordinates:         DefaultCoordinates(),
+		GossipLAN:           DefaultGossipLAN(),
+		GossipWAN:           DefaultGossipWAN(),
 	}
 }
 

@@ -44,6 +44,11 @@ func TestConfigDefaults(t *testing.T) {
 		Autopilot: Autopilot{CleanupDeadServers: true, LastContactThreshold: 200 * time.Millisecond,
 			MaxTrailingLogs: 250, ServerStabilizationTime: 10 * time.Second},
 		Coordinates: Coordinates{SyncIntervalMin: 10 * time.Second, UpdatePeriod: 5 * time.Second, UpdateBatchSize: 128, UpdateMaxBatches: 5},
+		// memberlist's LAN and WAN presets, which are Consul's.
+		GossipLAN: GossipTiming{GossipNodes: 3, GossipInterval: 200 * time.Millisecond, ProbeInterval: time.Second,
+			ProbeTimeout: 500 * time.Millisecond, RetransmitMult: 4, SuspicionMult: 4},
+		GossipWAN: GossipTiming{GossipNodes: 4, GossipInterval: 500 * time.Millisecond, ProbeInterval: 5 * time.Second,
+			ProbeTimeout: 3 * time.Second, RetransmitMult: 4, SuspicionMult: 6},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig: got %+v, want %+v", got, want)
@@ -283,7 +288,10 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	slices.Sort(got)
 	want := []string{"acl.default_policy", "advertise_addr", "ae_interval", "autopilot.last_contact_threshold", "bind_addr", "bootstrap_expect", "client_addr",
 		"coordinate_update_batch_size", "coordinate_update_max_batches", "coordinate_update_period", "data_dir", "datacenter", "domain",
-		"encrypt", "http_config.read_timeout", "limits.kv_max_value_size", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
+		"encrypt",
+		"gossip_lan.gossip_interval", "gossip_lan.gossip_nodes", "gossip_lan.probe_interval", "gossip_lan.probe_timeout", "gossip_lan.retransmit_mult", "gossip_lan.suspicion_mult",
+		"gossip_wan.gossip_interval", "gossip_wan.gossip_nodes", "gossip_wan.probe_interval", "gossip_wan.probe_timeout", "gossip_wan.retransmit_mult", "gossip_wan.suspicion_mult",
+		"http_config.read_timeout", "limits.kv_max_value_size", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
 		"ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server",
 		"reconnect_timeout", "retry_interval", "retry_max", "sync_coordinate_interval_min", "telemetry.prometheus_retention_time"}
 	if !slices.Equal(got, want) {

@@ -14,6 +14,6 @@
 // address).
 //
 // The fields that are the agent's own (node name, datacenter, addresses,
-// ports, data dir, clustering, gossip encryption, checks and anti-entropy
-// timing) are Config's top-level fields.
+// ports, data dir, clustering, gossip encryption and timers, checks and
+// anti-entropy timing) are Config's top-level fields.
 package config

@@ -56,6 +56,7 @@ type fileConfig struct {
 
 	fileServerKeys     `hcl:",squash"` // server.go
 	fileCoordinateKeys `hcl:",squash"` // coordinates.go
+	fileGossipKeys     `hcl:",squash"` // gossip.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -209,6 +210,9 @@ func (fc *fileConfig) apply(c *Config) error {
 		return err
 	}
 	if err := fc.fileCoordinateKeys.apply(c); err != nil {
+		return err
+	}
+	if err := fc.fileGossipKeys.apply(c); err != nil {
 		return err
 	}
 	setIf(&c.AltDomain, fc.AltDomain)

@@ -76,21 +76,6 @@ func main() {
 	loopback.Main("scale", func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
-// table collects the summary: one line per figure, with its target.
-type table struct{ rows [][3]string }
-
-func (t *table) add(what, value, target string) {
-	t.rows = append(t.rows, [3]string{what, value, target})
-	fmt.Printf("  %s: %s\n", what, value)
-}
-
-func (t *table) print(w io.Writer) {
-	fmt.Fprintf(w, "\n%-52s %-34s %s\n", "figure", "value", "target")
-	for _, r := range t.rows {
-		fmt.Fprintf(w, "%-52s %-34s %s\n", r[0], r[1], r[2])
-	}
-}
-
 func run(ctx context.Context, cfg config) (err error) {
 	bin, work, err := loopback.Prepare(cfg.cairn, "scale")
 	if err != nil {
@@ -107,16 +92,16 @@ func run(ctx context.Context, cfg config) (err error) {
 	c.IdleConnsPerHost(cfg.workers)
 	defer func() { c.Finish(err, cfg.keep) }()
 	servers := c.Agents[:3]
-	var t table
+	var t loopback.Table
 
-	fmt.Printf("command: %s\nload before: %s\n", command(), uptime())
+	fmt.Printf("command: %s\nload before: %s\n", command(), loopback.LoadAverage())
 	fmt.Printf("starting 3 servers on %s.101–103 (work dir %s)\n", cfg.net, work)
 	for _, s := range servers {
 		if err := c.Start(s); err != nil {
 			return err
 		}
 	}
-	if _, err := waitLeader(ctx, c, servers, ""); err != nil {
+	if _, err := c.WaitLeader(ctx, servers, ""); err != nil {
 		return err
 	}
 
@@ -129,7 +114,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := waitCounts(ctx, c, servers, cfg, "after registration"); err != nil {
 		return err
 	}
-	leader, err := waitLeader(ctx, c, servers, "")
+	leader, err := c.WaitLeader(ctx, servers, "")
 	if err != nil {
 		return err
 	}
@@ -154,8 +139,8 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := clientAnswers(ctx, c, cfg, &t); err != nil {
 		return err
 	}
-	fmt.Printf("load after: %s\n", uptime())
-	t.print(os.Stdout)
+	fmt.Printf("load after: %s\n", loopback.LoadAverage())
+	t.Print(os.Stdout)
 	fmt.Printf("\ncommand: %s\n", command())
 	return nil
 }
@@ -164,37 +149,6 @@ func run(ctx context.Context, cfg config) (err error) {
 // binary's own name is a temporary path then).
 func command() string {
 	return strings.Join(append([]string{"go run ./examples/bench/scale"}, os.Args[1:]...), " ")
-}
-
-// uptime is the machine's load averages, to read the figures by.
-func uptime() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	return "load average " + strings.Join(f[:min(3, len(f))], " ")
-}
-
-// waitLeader waits until every server in servers names the same leader,
-// other than not (a server's name, or ""), and returns it.
-func waitLeader(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agent, not string) (*loopback.Agent, error) {
-	var name string
-	err := c.Poll(ctx, 20*time.Millisecond, "one leader named by every server", func(ctx context.Context) (bool, error) {
-		name = ""
-		for _, s := range servers {
-			l := c.Leader(ctx, s)
-			if l == "" || l == not || (name != "" && l != name) {
-				return false, nil
-			}
-			name = l
-		}
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c.Agent(name), nil
 }
 
 // instance is the i-th registration: node i/perNode, and a service name
@@ -215,7 +169,7 @@ func instance(cfg config, i int) string {
 // register sends every registration, spread over the servers, from
 // cfg.workers goroutines; a failed one is retried up to three times (and
 // counted), so one error does not end the run but is reported.
-func register(ctx context.Context, c *loopback.Cluster, cfg config, servers []*loopback.Agent, t *table) error {
+func register(ctx context.Context, c *loopback.Cluster, cfg config, servers []*loopback.Agent, t *loopback.Table) error {
 	total := cfg.nodes * cfg.perNode
 	var (
 		next     atomic.Int64
@@ -268,11 +222,11 @@ func register(ctx context.Context, c *loopback.Cluster, cfg config, servers []*l
 		return err
 	}
 	slices.Sort(lat)
-	t.add(fmt.Sprintf("register %d instances, %d workers", total, cfg.workers),
+	t.Add(fmt.Sprintf("register %d instances, %d workers", total, cfg.workers),
 		fmt.Sprintf("%.0f reg/s (%s)", float64(len(lat))/elapsed.Seconds(), elapsed.Round(100*time.Millisecond)), "")
-	t.add("  latency p50 / p99 / max",
+	t.Add("  latency p50 / p99 / max",
 		fmt.Sprintf("%.1f / %.1f / %.1f ms", loopback.Ms(lat, 0.5), loopback.Ms(lat, 0.99), loopback.Ms(lat, 1)), "")
-	t.add("  failed attempts (retried)", strconv.FormatInt(failures.Load(), 10), "0")
+	t.Add("  failed attempts (retried)", strconv.FormatInt(failures.Load(), 10), "0")
 	return nil
 }
 
@@ -329,7 +283,7 @@ var heapStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse|Sys) = (\d+)$`)
 // memory reports each server's RSS, then forces a GC on each (the heap
 // profile's gc=1) and reports the RSS and live heap again 10 s later, so
 // that garbage not yet collected is told apart from what the state holds.
-func memory(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agent, leader *loopback.Agent, when, profiles string, t *table) error {
+func memory(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agent, leader *loopback.Agent, when, profiles string, t *loopback.Table) error {
 	rss := func() ([]int64, error) {
 		var out []int64
 		for _, s := range servers {
@@ -382,9 +336,9 @@ func memory(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agent,
 		}
 		return strings.Join(parts, ", ") + " MiB"
 	}
-	t.add("server RSS "+when+" (* leader)", list(before), "< 1024 MiB")
-	t.add("  10 s after a forced GC", list(after), "< 1024 MiB")
-	t.add("  live heap after the GC (alloc/inuse MiB)", strings.Join(heaps, ", "), "")
+	t.Add("server RSS "+when+" (* leader)", list(before), "< 1024 MiB")
+	t.Add("  10 s after a forced GC", list(after), "< 1024 MiB")
+	t.Add("  live heap after the GC (alloc/inuse MiB)", strings.Join(heaps, ", "), "")
 	return nil
 }
 
@@ -408,7 +362,7 @@ func saveProfile(ctx context.Context, c *loopback.Cluster, a *loopback.Agent, pa
 // snapshot saves an archive through a follower's HTTP API with the CLI
 // (so it travels over the RPC from the leader), then restores it the same
 // way into the same cluster.
-func snapshot(ctx context.Context, c *loopback.Cluster, bin, work string, via *loopback.Agent, t *table) error {
+func snapshot(ctx context.Context, c *loopback.Cluster, bin, work string, via *loopback.Agent, t *loopback.Table) error {
 	file := filepath.Join(work, "backup.snap")
 	addr := "http://" + via.IP + ":8500"
 	cli := func(verb string) (time.Duration, error) {
@@ -428,13 +382,13 @@ func snapshot(ctx context.Context, c *loopback.Cluster, bin, work string, via *l
 	if err != nil {
 		return err
 	}
-	t.add("cairn snapshot save (through follower "+via.Name+")",
+	t.Add("cairn snapshot save (through follower "+via.Name+")",
 		fmt.Sprintf("%s, %.1f MiB", saved.Round(time.Millisecond), float64(st.Size())/(1<<20)), "")
 	restored, err := cli("restore")
 	if err != nil {
 		return err
 	}
-	t.add("cairn snapshot restore (through "+via.Name+")", restored.Round(time.Millisecond).String(), "< 10 s")
+	t.Add("cairn snapshot restore (through "+via.Name+")", restored.Round(time.Millisecond).String(), "< 10 s")
 	return nil
 }
 
@@ -443,8 +397,8 @@ func snapshot(ctx context.Context, c *loopback.Cluster, bin, work string, via *l
 // catalog write through it succeeds. Then it restarts the killed server
 // and times until it answers for the whole catalog again (its Raft
 // snapshot read back from disk, or sent by the leader).
-func failover(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agent, cfg config, t *table) error {
-	old, err := waitLeader(ctx, c, servers, "")
+func failover(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agent, cfg config, t *loopback.Table) error {
+	old, err := c.WaitLeader(ctx, servers, "")
 	if err != nil {
 		return err
 	}
@@ -471,8 +425,8 @@ func failover(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agen
 	if err != nil {
 		return fmt.Errorf("after killing leader %s: %w", old.Name, err)
 	}
-	t.add("failover: kill -9 leader "+old.Name+", new leader named", elected.Round(time.Millisecond).String(), "")
-	t.add("  a write through "+watcher.Name+" succeeds", wrote.Round(time.Millisecond).String(), "< 3 s")
+	t.Add("failover: kill -9 leader "+old.Name+", new leader named", elected.Round(time.Millisecond).String(), "")
+	t.Add("  a write through "+watcher.Name+" succeeds", wrote.Round(time.Millisecond).String(), "< 3 s")
 
 	begin = time.Now()
 	if err := c.Start(old); err != nil {
@@ -484,15 +438,15 @@ func failover(ctx context.Context, c *loopback.Cluster, servers []*loopback.Agen
 	if err != nil {
 		return err
 	}
-	t.add("  "+old.Name+" restarted: answers for the whole catalog", time.Since(begin).Round(time.Millisecond).String(), "")
-	_, err = waitLeader(ctx, c, servers, "")
+	t.Add("  "+old.Name+" restarted: answers for the whole catalog", time.Since(begin).Round(time.Millisecond).String(), "")
+	_, err = c.WaitLeader(ctx, servers, "")
 	return err
 }
 
 // clientAnswers starts the client c1 and times until its DNS answers a
 // service name, then asks it names it has not cached yet (each a fetch
 // from a server) and reports what an answer of ~500 instances costs.
-func clientAnswers(ctx context.Context, c *loopback.Cluster, cfg config, t *table) error {
+func clientAnswers(ctx context.Context, c *loopback.Cluster, cfg config, t *loopback.Table) error {
 	c1 := c.Agent("c1")
 	begin := time.Now()
 	if err := c.Start(c1); err != nil {
@@ -506,7 +460,7 @@ func clientAnswers(ctx context.Context, c *loopback.Cluster, cfg config, t *tabl
 	if err != nil {
 		return err
 	}
-	t.add("client c1: process start to first DNS answer", time.Since(begin).Round(time.Millisecond).String(), "")
+	t.Add("client c1: process start to first DNS answer", time.Since(begin).Round(time.Millisecond).String(), "")
 
 	var miss, hit []time.Duration
 	for i := 1; i <= cfg.misses; i++ {
@@ -524,9 +478,9 @@ func clientAnswers(ctx context.Context, c *loopback.Cluster, cfg config, t *tabl
 	}
 	slices.Sort(miss)
 	slices.Sort(hit)
-	t.add(fmt.Sprintf("  first question, not cached (n=%d) p50 / max", len(miss)),
+	t.Add(fmt.Sprintf("  first question, not cached (n=%d) p50 / max", len(miss)),
 		fmt.Sprintf("%.2f / %.2f ms", loopback.Ms(miss, 0.5), loopback.Ms(miss, 1)), "")
-	t.add("  the same question again (cached) p50 / max",
+	t.Add("  the same question again (cached) p50 / max",
 		fmt.Sprintf("%.2f / %.2f ms", loopback.Ms(hit, 0.5), loopback.Ms(hit, 1)), "")
 
 	per := cfg.nodes * cfg.perNode / cfg.services
@@ -542,17 +496,17 @@ func clientAnswers(ctx context.Context, c *loopback.Cluster, cfg config, t *tabl
 		if q.edns {
 			how += "+EDNS0(4096)"
 		}
-		t.add(fmt.Sprintf("  SRV of a %d-instance service, %s", per, how),
+		t.Add(fmt.Sprintf("  SRV of a %d-instance service, %s", per, how),
 			fmt.Sprintf("%d SRV, %d B, TC=%v, %.2f ms", len(r.Answer), r.Len(), r.Truncated, float64(took)/float64(time.Millisecond)), "")
 	}
 	for _, path := range []string{"/v1/catalog/nodes", "/v1/health/state/any"} {
-		t.add("  GET "+path+" through c1", bigRead(ctx, c1, path), "")
+		t.Add("  GET "+path+" through c1", bigRead(ctx, c1, path), "")
 	}
 	_, kib, _, err := loopback.Sample(c1.PID())
 	if err != nil {
 		return err
 	}
-	t.add(fmt.Sprintf("  client RSS with %d names of %d cached", cfg.misses+1, per), fmt.Sprintf("%d MiB", kib>>10), "")
+	t.Add(fmt.Sprintf("  client RSS with %d names of %d cached", cfg.misses+1, per), fmt.Sprintf("%d MiB", kib>>10), "")
 	return nil
 }
 
