@@ -18,7 +18,7 @@
 // The fleet grows from one size to the next; at each size, once every
 // member is in the catalog and passing:
 //
-//   - gossip: for -window with no catalog changes, the LAN gossip bytes the
+//   - gossip: for -gossip-window with no catalog changes, the LAN gossip bytes the
 //     members send (memberlist's udp.sent and tcp.sent counters, which
 //     go-metrics adds up over the whole process), divided by the members
 //     and the window; the servers' CPU then is the idle baseline.
@@ -65,6 +65,7 @@ type options struct {
 	sizes     []int
 	parallel  int
 	window    time.Duration
+	gossipWin time.Duration
 	quiet     time.Duration
 	rate      int
 	storm     int
@@ -86,7 +87,8 @@ func main() {
 	flag.StringVar(&o.net, "net", "127.1", "first two `octets` of the members' loopback addresses")
 	flag.StringVar(&sizes, "sizes", sizes, "comma-separated fleet `sizes` to measure at, growing")
 	flag.IntVar(&o.parallel, "parallel", 16, "members started (and asked) at a time")
-	flag.DurationVar(&o.window, "window", 60*time.Second, "length of each gossip and CPU measuring window")
+	flag.DurationVar(&o.window, "window", 60*time.Second, "length of each feed window")
+	flag.DurationVar(&o.gossipWin, "gossip-window", 3*time.Minute, "length of the idle window gossip bytes are counted over: push/pull syncs come minutes apart")
 	flag.DurationVar(&o.quiet, "quiet", 30*time.Second, "wait this long after the fleet settles before the gossip window")
 	flag.IntVar(&o.rate, "rate", 10, "catalog changes a second during the feed windows")
 	flag.IntVar(&o.storm, "storm", 10000, "registrations in the storm")
@@ -108,9 +110,9 @@ func main() {
 		}
 		o.sizes = append(o.sizes, n)
 	}
-	if o.cairn == "" || o.parallel < 1 || o.window < time.Second || o.rate < 1 || o.storm < 1 || o.stormOver <= 0 ||
+	if o.cairn == "" || o.parallel < 1 || o.window < time.Second || o.gossipWin < time.Second || o.rate < 1 || o.storm < 1 || o.stormOver <= 0 ||
 		o.deaths < 0 || o.deaths >= o.sizes[0] {
-		fmt.Fprintln(os.Stderr, "fleet: -cairn is required; -parallel, -rate, -storm and -storm-over must be positive, -window at least 1s, -deaths below the first size")
+		fmt.Fprintln(os.Stderr, "fleet: -cairn is required; -parallel, -rate, -storm and -storm-over must be positive, -window and -gossip-window at least 1s, -deaths below the first size")
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -217,16 +219,16 @@ func (b *bench) measure(ctx context.Context, n int) (point, error) {
 }
 
 func (b *bench) printCurve() {
-	fmt.Printf("\n%8s %12s %12s %14s %10s %10s %10s %12s %10s %12s %12s %12s %12s\n", "members",
+	fmt.Printf("\n%8s %12s %12s %14s %10s %10s %10s %12s %10s %12s %12s %12s %12s %12s\n", "members",
 		"gossip", "gossip UDP", "server gossip", "CPU idle", "CPU cold", "CPU hot", "member CPU",
-		"RSS/member", "storm p99", "storm done", "critical", "gone (max)")
+		"RSS/member", "storm p99", "storm done", "critical", "gone (max)", "back")
 	for _, p := range b.curve {
-		fmt.Printf("%8d %10.0f/s %10.0f/s %12.0f/s %10.2f %10.2f %10.2f %12.4f %8.1fMi %12s %12s %12s %12s\n", p.n,
+		fmt.Printf("%8d %10.0f/s %10.0f/s %12.0f/s %10.2f %10.2f %10.2f %12.4f %8.1fMi %12s %12s %12s %12s %12s\n", p.n,
 			p.gossipOut, p.gossipUDP, p.serverGossip, p.cpuIdle, p.cpuCold, p.cpuHot, p.memberCPU, p.rssPerMember,
 			p.stormAck99.Round(time.Millisecond), p.stormDone.Round(time.Millisecond),
-			span(p.critical), span(p.gone))
+			span(p.critical), span(p.gone), span(p.back))
 	}
-	fmt.Println("\n(bytes are per member per second; CPU in cores, the busiest server; critical and gone are min–max over the deaths)")
+	fmt.Println("\n(bytes are per member per second; CPU in cores, the busiest server; critical, gone and back (a restarted member answered for everywhere) are min–max over the deaths)")
 }
 
 // span is "min–max" of ds, or "-" when there are none.

@@ -264,7 +264,7 @@ func (b *bench) gossip(ctx context.Context, p *point) error {
 	if err != nil {
 		return err
 	}
-	err = wait(ctx, b.o.window)
+	err = wait(ctx, b.o.gossipWin)
 	stop()
 	if err != nil {
 		return err
@@ -473,7 +473,7 @@ func (b *bench) storm(ctx context.Context, p *point) error {
 		total, over, acked.Round(time.Millisecond), loopback.Ms(lat, 0.5), loopback.Ms(lat, 0.99), loopback.Ms(lat, 1),
 		stored.Load(), done.Round(time.Millisecond), serverCPUs(from, to))
 	// Deregistered, so that the next size starts from the same catalog.
-	err = each(live, b.o.parallel, func(m *member) error {
+	err = each(live, 64, func(m *member) error {
 		for k := slices.Index(live, m); k < total; k += len(live) {
 			if _, err := b.f.call(ctx, m, http.MethodPut, fmt.Sprintf("/v1/agent/service/deregister/storm-%d", k), ""); err != nil {
 				return err
