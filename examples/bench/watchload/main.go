@@ -9,8 +9,10 @@
 //	go build -o /tmp/cairn ./cmd/cairn && go run ./examples/bench/watchload -cairn /tmp/cairn
 //
 // It starts one server (s1) as a process on loopback (NET.71, default
-// ports, Raft on disk), registers -names services through the server's
-// RPC port (Catalog.Register), each with one instance on a node of its own
+// ports, Raft on disk) and a client (c1, NET.72) whose address the RPC
+// connections come from (the server port admits only gossip members),
+// registers -names services through the server's RPC port
+// (Catalog.Register), each with one instance on a node of its own
 // (as agents on many machines would have them), and starts the watchers:
 // watcher i asks Catalog.ServiceInstances for watch-(i mod names) with
 // MinQueryIndex = the index of its last answer, MaxQueryTime -wait and
@@ -115,9 +117,12 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
-	c := loopback.New(bin, work, cfg.net, 71, 1, 0, cfg.timeout)
+	// c1 is there for its address: the server port admits RPC only from
+	// alive gossip members, so the watchers' connections are made from
+	// c1's address, as if c1's host ran them.
+	c := loopback.New(bin, work, cfg.net, 71, 1, 1, cfg.timeout)
 	defer func() { c.Finish(err, cfg.keep) }()
-	fmt.Printf("starting s1 on %s.71 (work dir %s)\n", cfg.net, work)
+	fmt.Printf("starting s1 on %s.71 and c1 on %s.72 (work dir %s)\n", cfg.net, cfg.net, work)
 	if err := c.StartAll(); err != nil {
 		return err
 	}
@@ -127,8 +132,10 @@ func run(ctx context.Context, cfg config) (err error) {
 	s1 := c.Agent("s1")
 
 	pools := make([]*rpc.Pool, cfg.conns)
+	pc := rpc.DefaultPoolConfig()
+	pc.SourceAddr = c.Agent("c1").IP
 	for i := range pools {
-		if pools[i], err = rpc.NewPool(rpc.DefaultPoolConfig(), nil); err != nil {
+		if pools[i], err = rpc.NewPool(pc, nil); err != nil {
 			return err
 		}
 		defer pools[i].Close()
