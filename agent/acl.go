@@ -22,6 +22,17 @@ type tokenDoor struct {
 }
 
 func (d tokenDoor) RPC(ctx context.Context, method string, args, reply any) error {
+	d.setToken(ctx, args)
+	return d.door.RPC(ctx, method, args, reply)
+}
+
+func (d tokenDoor) Stream(ctx context.Context, method string, args any) (rpc.Stream, error) {
+	d.setToken(ctx, args)
+	return d.door.Stream(ctx, method, args)
+}
+
+// setToken gives args ctx's token, or the fallback, unless it has one.
+func (d tokenDoor) setToken(ctx context.Context, args any) {
 	if a, ok := args.(rpc.Authenticated); ok {
 		tok := acl.TokenFromContext(ctx)
 		if tok == "" {
@@ -29,7 +40,6 @@ func (d tokenDoor) RPC(ctx context.Context, method string, args, reply any) erro
 		}
 		a.SetTokenIfEmpty(tok)
 	}
-	return d.door.RPC(ctx, method, args, reply)
 }
 
 // aclBackend is the ACL system as the HTTP API sees it: tokens and

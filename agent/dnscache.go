@@ -34,8 +34,8 @@ const failoverRefresh = 2 * time.Second
 // dnsSource is the resolver's Source on every agent: service, node and
 // prepared query questions are answered from the agent's cache, which
 // fills on a miss through the door and then keeps its entries fresh by
-// following the catalog's change feed (one blocking call per datacenter
-// for all three caches, refetching the names it reports), so a repeated
+// following the catalog's change feed (one stream per datacenter for all
+// three caches, refetching the names it reports; feed.go), so a repeated
 // question costs no RPC and no catalog read, and keeps answering from its
 // last entry while the servers are unreachable (serve-stale). Reverse
 // lookups, rare, go through the door each time.
@@ -66,8 +66,8 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *da
 	s.nearRefresh.Store(int64(defaultNearRefresh))
 	var err error
 	logger = logger.With("component", "cache")
-	// One hub for the three caches: one change feed call per datacenter.
-	if s.hub, err = cache.NewHub(s.feed, cfg, logger); err != nil {
+	// One hub for the three caches: one change feed per datacenter.
+	if s.hub, err = cache.NewHub(s.follow, cfg, logger); err != nil {
 		return nil, err
 	}
 	cfg.Hub = s.hub
@@ -169,42 +169,6 @@ func splitHealth(all []catalog.ServiceInstance, onlyPassing bool) (healthy, unhe
 		}
 	}
 	return healthy, unhealthy
-}
-
-// feed is the caches' Feed: the catalog's changes, told as which keys
-// they touch. Names in keys are lowercased (by zones, and here for HTTP
-// ?cached reads that keep the path's case), as the change log's are.
-func (s *dnsSource) feed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
-	var reply rpc.ChangesResponse
-	if err := s.door.RPC(ctx, rpc.MethodCatalogChanges, &rpc.ChangesRequest{QueryOptions: readOptions(dc, minIndex, wait)}, &reply); err != nil {
-		return 0, nil, false, err
-	}
-	c := reply.Changes
-	services, nodes, queries := setOf(c.Services), setOf(c.Nodes), setOf(c.Queries)
-	changed := func(k cache.Key) bool {
-		switch k.Kind {
-		case kindService:
-			return services[strings.ToLower(k.Name)]
-		case kindNode:
-			return nodes[strings.ToLower(k.Name)]
-		case kindQuery:
-			if queries[strings.ToLower(k.Name)] {
-				return true
-			}
-			e, ok := s.queries.Peek(k)
-			return ok && e.Value != nil && services[strings.ToLower(e.Value.Service)]
-		}
-		return true
-	}
-	return c.Index, changed, c.Reset, nil
-}
-
-func setOf(names []string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
 }
 
 // Instances answers from the cache; names that cannot be in the catalog

@@ -23,9 +23,12 @@ import (
 // the leader, to another datacenter, block, validate.
 //
 // RPC may be called from any goroutine. ctx bounds the call, on the
-// server too (blocking waits and forwards end with it).
+// server too (blocking waits and forwards end with it). Stream starts a
+// stream method (the change feed): ctx bounds the start; the stream then
+// stays with the server that took it until it is closed or fails.
 type door interface {
 	RPC(ctx context.Context, method string, args, reply any) error
+	Stream(ctx context.Context, method string, args any) (rpc.Stream, error)
 }
 
 // serverDoor serves a server agent's calls in process: the endpoints
@@ -35,6 +38,10 @@ type serverDoor struct{ srv *rpc.Server }
 
 func (d serverDoor) RPC(ctx context.Context, method string, args, reply any) error {
 	return d.srv.Call(ctx, method, args, reply)
+}
+
+func (d serverDoor) Stream(ctx context.Context, method string, args any) (rpc.Stream, error) {
+	return d.srv.Stream(ctx, method, args)
 }
 
 // errNoServers is returned, wrapped, by a clientDoor call during whose
@@ -327,4 +334,65 @@ func (d *clientDoor) failed(server string, err error) {
 	if d.preferred == server {
 		d.preferred = "" // the next call picks again
 	}
+}
+
+// Stream starts method on the preferred server, failing over to the
+// others while it cannot be started there, within HoldTimeout. The stream
+// stays with its server: when Recv fails by the connection, or waits past
+// its ctx's deadline (a stream method that stays quiet longer than it
+// promised: a hung server), the server counts as failed, as a missed ping
+// does for a call, so that the stream started next goes elsewhere.
+func (d *clientDoor) Stream(ctx context.Context, method string, args any) (rpc.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.HoldTimeout)
+	defer cancel()
+	tried := make(map[string]bool)
+	var last error
+	for {
+		server, ok := d.pick(tried)
+		if !ok {
+			if last == nil {
+				last = errNoServers
+			}
+			return nil, fmt.Errorf("%s: %w", method, last)
+		}
+		tried[server] = true
+		st, err := d.pool.Stream(ctx, server, method, args)
+		if err == nil {
+			return &doorStream{Stream: st, door: d, server: server}, nil
+		}
+		if retry, _ := retryable(err, false); !retry || ctx.Err() != nil {
+			return nil, err
+		}
+		d.failed(server, err)
+		last = err
+	}
+}
+
+// doorStream is a stream a clientDoor started, which tells the door how
+// its server does.
+type doorStream struct {
+	rpc.Stream
+	door     *clientDoor
+	server   string
+	answered bool
+}
+
+func (s *doorStream) Recv(ctx context.Context, reply any) error {
+	err := s.Stream.Recv(ctx, reply)
+	switch {
+	case err == nil:
+		if !s.answered {
+			s.answered = true
+			s.door.succeeded(s.server)
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		s.door.pool.Forget(s.server) // every call waiting on it moves on too
+		s.door.failed(s.server, errServerHung)
+		return fmt.Errorf("%w: %w: %w", rpc.ErrTransport, errServerHung, err)
+	default:
+		if retry, _ := retryable(err, false); retry {
+			s.door.failed(s.server, err)
+		}
+	}
+	return err
 }

@@ -67,7 +67,7 @@ func startCatalogServer(t *testing.T) string {
 		t.Fatalf("NewCatalog: %v", err)
 	}
 	t.Cleanup(cat.Close)
-	if err := rs.Register(rpc.CatalogEndpoint, cat); err != nil {
+	if err := cat.Publish(rs); err != nil {
 		t.Fatal(err)
 	}
 	status, err := consensus.NewStatus(srv, "dc1")

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -21,10 +22,23 @@ type peers struct {
 	dc  string
 }
 
-// lanMembers returns the LAN pool's members, none before it started.
-func (p *peers) lanMembers() []gossip.Member {
-	if pool := p.lan.Load(); pool != nil {
-		return pool.Members()
+// lanMembers finds members of the LAN pool for the Catalog endpoint's
+// node-owner check, which is configured before the pool starts: nobody
+// until then.
+type lanMembers struct{ p *peers }
+
+var _ consensus.MemberFinder = lanMembers{}
+
+func (l lanMembers) MembersByNode(node string) []gossip.Member {
+	if pool := l.p.lan.Load(); pool != nil {
+		return pool.MembersByNode(node)
+	}
+	return nil
+}
+
+func (l lanMembers) MembersByID(id string) []gossip.Member {
+	if pool := l.p.lan.Load(); pool != nil {
+		return pool.MembersByID(id)
 	}
 	return nil
 }
@@ -47,18 +61,20 @@ func (p *peers) admit(remote net.Addr, kind byte) error {
 		return fmt.Errorf("bad peer address %s", remote)
 	}
 	ip = ip.Unmap()
-	for _, m := range p.lanMembers() {
-		if m.Addr.Unmap() != ip || m.Status != gossip.StatusAlive {
-			continue
-		}
-		if kind == rpc.RPCByte || (m.Role == gossip.RoleServer && m.Datacenter == p.dc) {
-			return nil
+	if pool := p.lan.Load(); pool != nil {
+		for _, m := range pool.MembersAt(ip) {
+			if m.Status != gossip.StatusAlive {
+				continue
+			}
+			if kind == rpc.RPCByte || (m.Role == gossip.RoleServer && m.Datacenter == p.dc) {
+				return nil
+			}
 		}
 	}
 	if kind == rpc.RPCByte {
 		if pool := p.wan.Load(); pool != nil {
-			for _, m := range pool.Members() {
-				if m.Addr.Unmap() == ip && m.Status == gossip.StatusAlive {
+			for _, m := range pool.MembersAt(ip) {
+				if m.Status == gossip.StatusAlive {
 					return nil
 				}
 			}
@@ -111,8 +127,8 @@ func (p *peers) isServer(remote net.Addr) bool {
 		if pool == nil {
 			continue
 		}
-		for _, m := range pool.Members() {
-			if m.Role == gossip.RoleServer && m.Status == gossip.StatusAlive && m.Addr.Unmap() == ip {
+		for _, m := range pool.MembersAt(ip) {
+			if m.Role == gossip.RoleServer && m.Status == gossip.StatusAlive {
 				return true
 			}
 		}

@@ -148,7 +148,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	catCfg.Datacenter = a.cfg.Datacenter
 	catCfg.Router = a.router
 	catCfg.ACL = consensus.ACLConfig{Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow"}
-	catCfg.Members = a.peers.lanMembers
+	catCfg.Members = lanMembers{&a.peers}
 	catCfg.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	var err error
 	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
@@ -170,7 +170,6 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		return err
 	}
 	for name, ep := range map[string]any{
-		rpc.CatalogEndpoint:       a.catalogEP,
 		rpc.SnapshotEndpoint:      consensus.NewSnapshot(a.catalogEP),
 		rpc.StatusEndpoint:        status,
 		rpc.PreparedQueryEndpoint: pq,
@@ -184,7 +183,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 			return err
 		}
 	}
-	return nil
+	return a.catalogEP.Publish(rs)
 }
 
 // startJoin starts the loops that join a pool (through configured and the

@@ -44,7 +44,7 @@ func benchKeys(n int) []cache.Key {
 func BenchmarkGetHit(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		keys := benchKeys(n)
-		c := newCacheWith(b, cache.DefaultConfig(), benchFetch, benchFeed)
+		c := newCacheWith(b, cache.DefaultConfig(), benchFetch, feedFunc(benchFeed).feed)
 		ctx := context.Background()
 		for _, k := range keys {
 			if _, _, err := c.Get(ctx, k); err != nil {
@@ -122,7 +122,7 @@ func BenchmarkLRUGetBaseline(b *testing.B) {
 func BenchmarkGetMiss(b *testing.B) {
 	cfg := cache.DefaultConfig()
 	cfg.MaxEntries = 1000
-	c := newCacheWith(b, cfg, benchFetch, benchFeed)
+	c := newCacheWith(b, cfg, benchFetch, feedFunc(benchFeed).feed)
 	keys := benchKeys(100_000)
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -16,13 +16,9 @@ import (
 // (The misses in flight are bounded by MaxEntries too; see
 // TestMissesInFlightBounded.)
 func TestStateStaysBounded(t *testing.T) {
-	feed := func(ctx context.Context, _ string, _ uint64, _ time.Duration) (uint64, func(Key) bool, bool, error) {
-		<-ctx.Done()
-		return 0, nil, false, ctx.Err()
-	}
 	cfg := DefaultConfig()
 	cfg.MaxEntries = 4
-	hub, err := NewHub(feed, cfg, nil)
+	hub, err := NewHub(func(string) Follower { return blockingFeed{} }, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,3 +57,13 @@ func TestStateStaysBounded(t *testing.T) {
 		t.Errorf("after Close: %d datacenters followed, want none", n)
 	}
 }
+
+// blockingFeed is a Follower whose calls block until their ctx ends.
+type blockingFeed struct{}
+
+func (blockingFeed) Next(ctx context.Context, _ uint64, _ time.Duration) (uint64, func(Key) bool, bool, error) {
+	<-ctx.Done()
+	return 0, nil, false, ctx.Err()
+}
+
+func (blockingFeed) Stop() {}

@@ -17,6 +17,22 @@ var web = cache.Key{Kind: "service", Name: "web", Datacenter: "dc1"}
 
 func svc(name string) cache.Key { return cache.Key{Kind: "service", Name: name, Datacenter: "dc1"} }
 
+// feedFunc is a Feed of a function that keeps nothing between calls.
+type feedFunc func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error)
+
+func (fn feedFunc) feed(dc string) cache.Follower { return funcFollower{fn, dc} }
+
+type funcFollower struct {
+	fn feedFunc
+	dc string
+}
+
+func (f funcFollower) Next(ctx context.Context, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+	return f.fn(ctx, f.dc, minIndex, wait)
+}
+
+func (funcFollower) Stop() {}
+
 // newHub returns a hub over feed, closed when the test ends (inside a
 // bubble, before it ends: cleanups run in the bubble).
 func newHub(t testing.TB, cfg cache.Config, feed cache.Feed) *cache.Hub {

@@ -68,7 +68,7 @@ type Config struct {
 	RetryMin time.Duration
 	RetryMax time.Duration
 	// Hub is the hub whose feeds keep the entries fresh, shared with other
-	// caches (one blocking call per datacenter for all of them); New
+	// caches (one feed per datacenter for all of them); New
 	// requires it. The caches must be closed before the hub. Default nil:
 	// DefaultConfig cannot know the feed; set it from NewHub.
 	Hub *Hub

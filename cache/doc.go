@@ -5,8 +5,8 @@
 // cannot be reached.
 //
 // One way of keeping entries fresh: a Hub (hub.go, required by New)
-// follows each datacenter's change feed with one blocking call shared by
-// all its caches, and each cache refetches the entries a change names
+// follows each datacenter's change feed (a Follower, which may keep one
+// stream open on a server) for all its caches, and each cache refetches the entries a change names
 // (feed.go), so an entry is only its value: no goroutine and no watch on
 // a server of its own. The hub follows a datacenter only while some cache
 // holds an entry of it: it starts on the first entry of the datacenter

@@ -16,19 +16,9 @@ func Example() {
 		}
 		return nil, 42, nil // no such name: a negative entry
 	}
-	// A Feed over a catalog that never changes: its first call (minIndex
-	// 0) answers at once, later ones block until their wait or ctx ends
-	// (the hub's, when the datacenter's last entry goes or it closes).
-	feed := func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
-		if minIndex > 0 {
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return 0, nil, false, ctx.Err()
-			}
-		}
-		return 42, func(cache.Key) bool { return false }, false, nil
-	}
+	// A Feed over a catalog that never changes (staticFeed, below), the same
+	// for every datacenter.
+	feed := func(string) cache.Follower { return staticFeed{} }
 
 	// One hub for every cache of the agent: one feed call per datacenter.
 	cfg := cache.DefaultConfig()
@@ -57,3 +47,22 @@ func Example() {
 	// web [10.0.0.1 10.0.0.2] 42 hit: true
 	// nosuch [] 42 hit: false
 }
+
+// staticFeed is a Feed over a catalog that never changes: its first call
+// (minIndex 0) answers at once, later ones block until their wait or ctx
+// ends (the hub's, when the datacenter's last entry goes or it closes).
+// It keeps nothing open between calls, so Stop has nothing to do.
+type staticFeed struct{}
+
+func (staticFeed) Next(ctx context.Context, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+	if minIndex > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return 0, nil, false, ctx.Err()
+		}
+	}
+	return 42, func(cache.Key) bool { return false }, false, nil
+}
+
+func (staticFeed) Stop() {}

@@ -38,6 +38,7 @@ type fakeCatalog struct {
 	feeds int                 // feed calls
 	open  map[string]int      // feed calls in progress, by datacenter
 	fmins map[string][]uint64 // every feed call's minIndex, by datacenter, in order
+	stops map[string]int      // Stop calls, by datacenter
 	// late, while non-nil, makes plain reads read first and then wait for
 	// it: a read whose answer predates what happens meanwhile.
 	late chan struct{}
@@ -47,7 +48,7 @@ type fakeCatalog struct {
 // inside the bubble (its channels belong to it).
 func newFake() *fakeCatalog {
 	return &fakeCatalog{names: map[string][]string{}, changed: make(chan struct{}), calls: map[string]int{},
-		log: map[uint64]string{}, open: map[string]int{}, fmins: map[string][]uint64{}}
+		log: map[uint64]string{}, open: map[string]int{}, fmins: map[string][]uint64{}, stops: map[string]int{}}
 }
 
 // fetch is the cache.Fetcher: a plain read for minIndex 0 (all the cache
@@ -118,10 +119,41 @@ func (f *fakeCatalog) register(name string, instances ...string) {
 	f.log[f.index] = name
 }
 
-// feed is the cache.Feed over the change log: reset for minIndex 0 or an
+// feed is the fake's cache.Feed: a follower of dc over the change log
+// (next), which counts its Stop.
+func (f *fakeCatalog) feed(dc string) cache.Follower { return &fakeFollower{f: f, dc: dc} }
+
+type fakeFollower struct {
+	f       *fakeCatalog
+	dc      string
+	stopped bool
+}
+
+func (ff *fakeFollower) Next(ctx context.Context, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+	if ff.stopped {
+		panic("Next of " + ff.dc + " after Stop")
+	}
+	return ff.f.next(ctx, ff.dc, minIndex, wait)
+}
+
+func (ff *fakeFollower) Stop() {
+	ff.stopped = true
+	ff.f.mu.Lock()
+	defer ff.f.mu.Unlock()
+	ff.f.stops[ff.dc]++
+}
+
+// stopsFor returns how many times the hub stopped following dc.
+func (f *fakeCatalog) stopsFor(dc string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stops[dc]
+}
+
+// next answers a follower's Next over the change log: reset for minIndex 0 or an
 // index ahead of the catalog's (a restore), else the names changed after
 // minIndex once there are any, or none when wait ends.
-func (f *fakeCatalog) feed(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+func (f *fakeCatalog) next(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
 	f.mu.Lock()
 	f.feeds++
 	f.open[dc]++

@@ -5,17 +5,29 @@ import (
 	"time"
 )
 
-// Feed follows one datacenter's changes: it blocks until something changes
-// after minIndex, or until wait passes, and returns the index it reached
-// and which keys may have changed since minIndex. reset says any key may
-// have changed (the feed cannot tell what: a gap in the servers' change
-// log, a server that is behind); changed is not consulted then. minIndex
-// 0 is a plain read that returns at once (the cache refetches everything
-// after it anyway). As with blocking queries, an index of 0 is blocked on
-// as 1, so a change must have an index above 1 (Raft's first entry is its
-// configuration, so a catalog write's always has). A Feed must return
-// promptly once ctx is done.
-type Feed func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (index uint64, changed func(Key) bool, reset bool, err error)
+// Feed starts following datacenter dc's changes for a Hub, which calls
+// Next on the Follower for as long as it follows dc and Stop once it has
+// stopped. A hub may start a new follower of dc while the one it stopped
+// still ends.
+type Feed func(dc string) Follower
+
+// Follower is one datacenter's change feed, as a Hub follows it. Next
+// blocks until something changes after minIndex, or until wait passes,
+// and returns the index it reached and which keys may have changed since
+// minIndex. reset says any key may have changed (the feed cannot tell
+// what: a gap in the servers' change log, a server that is behind);
+// changed is not consulted then. minIndex 0 is a plain read that returns
+// at once (the cache refetches everything after it anyway). As with
+// blocking queries, an index of 0 is blocked on as 1, so a change must
+// have an index above 1 (Raft's first entry is its configuration, so a
+// catalog write's always has). Next must return promptly once ctx is
+// done. The hub makes one call at a time, each with the index the last
+// one returned (or 0 after a failure), so a follower may keep a stream
+// open between calls; Stop, after the last call, lets it go.
+type Follower interface {
+	Next(ctx context.Context, minIndex uint64, wait time.Duration) (index uint64, changed func(Key) bool, reset bool, err error)
+	Stop()
+}
 
 // catchUpWait bounds how long a refetch waits for a server that is behind
 // the feed's index: replication lag, not an outage, so short.

@@ -367,7 +367,7 @@ func TestNonBlockingFeedDoesNotSpin(t *testing.T) {
 			calls int
 			mins  []uint64
 		)
-		feed := func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
+		feed := feedFunc(func(ctx context.Context, dc string, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
@@ -375,10 +375,10 @@ func TestNonBlockingFeedDoesNotSpin(t *testing.T) {
 				mins = append(mins, minIndex)
 			}
 			return 0, func(cache.Key) bool { return false }, false, nil
-		}
+		})
 		f := newFake()
 		cfg := cache.DefaultConfig()
-		c := newCacheWith(t, cfg, f.fetch, feed)
+		c := newCacheWith(t, cfg, f.fetch, feed.feed)
 		get(t, c, web)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()

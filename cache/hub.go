@@ -17,8 +17,8 @@ const warnEvery = int64(time.Minute)
 
 // Hub follows each datacenter's Feed once for several caches, so that an
 // agent whose caches hold different kinds of values (instances, nodes,
-// prepared query answers) keeps one blocking call per datacenter open on
-// the servers, not one per cache. Every cache needs one (Config.Hub).
+// prepared query answers) keeps one feed per datacenter open on the
+// servers, not one per cache. Every cache needs one (Config.Hub).
 //
 // A hub follows a datacenter only while one of its caches holds an entry
 // of it: the first entry of a datacenter starts that datacenter's feed
@@ -162,6 +162,8 @@ func (h *Hub) release(dc string) {
 // out of contact from the feed's last success, which makes them stale
 // after StaleAfter and drops them after MaxStale (the caches' sweep).
 func (h *Hub) run(ctx context.Context, dc string) {
+	feed := h.feed(dc)
+	defer feed.Stop()
 	inDC := func(k Key) bool { return k.Datacenter == dc }
 	var index uint64
 	failures := 0
@@ -170,7 +172,7 @@ func (h *Hub) run(ctx context.Context, dc string) {
 		wait := jitter(h.cfg.BlockingWait)
 		start := time.Now()
 		fctx, fcancel := context.WithTimeout(ctx, wait+wait/16+h.cfg.FetchTimeout)
-		idx, changed, reset, err := h.feed(fctx, dc, index, wait)
+		idx, changed, reset, err := feed.Next(fctx, index, wait)
 		fcancel()
 		if ctx.Err() != nil {
 			return

@@ -42,6 +42,9 @@ func TestHubStopsAndResumesADatacenter(t *testing.T) {
 		if a, b := f.openFeeds("dc1"), f.openFeeds("dc2"); a != 1 || b != 0 {
 			t.Errorf("feed calls open once dc2's last entry went: got dc1 %d, dc2 %d, want 1 and 0", a, b)
 		}
+		if a, b := f.stopsFor("dc1"), f.stopsFor("dc2"); a != 0 || b != 1 {
+			t.Errorf("followers stopped once dc2's last entry went: got dc1 %d, dc2 %d, want 0 and 1", a, b)
+		}
 		dc2Calls, apiCalls := len(f.feedMinIndexes("dc2")), f.callsFor("api")
 		f.register("api", "10.0.2.2")
 		for range 60 { // an hour of dc1 in use: dc2's feed stays stopped

@@ -149,21 +149,29 @@ func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
 	if err != nil {
 		return nil // not an IP: not a gossip member's address either
 	}
-	for _, m := range c.cfg.Members() {
-		if m.Status != gossip.StatusAlive {
-			continue
-		}
-		if reg.ID != "" && strings.EqualFold(m.ID, reg.ID) && !strings.EqualFold(m.Node, reg.Node) {
+	for _, m := range c.cfg.Members.MembersByID(reg.ID) {
+		if m.Status == gossip.StatusAlive && !strings.EqualFold(m.Node, reg.Node) {
 			return &catalog.FieldError{Field: "ID", Reason: fmt.Sprintf(
 				"node ID %s is held by the live member %q; node IDs must be unique: give this agent another node_id (or delete <data_dir>/node-id)", reg.ID, m.Node)}
 		}
-		if !strings.EqualFold(m.Node, reg.Node) {
-			continue
-		}
-		if m.Addr.Unmap() != addr.Unmap() {
+	}
+	for _, m := range c.cfg.Members.MembersByNode(reg.Node) {
+		if m.Status == gossip.StatusAlive && m.Addr.Unmap() != addr.Unmap() {
 			return &catalog.FieldError{Field: "Node", Reason: fmt.Sprintf(
 				"node name %q is held by a live member at %s; give this agent another node_name", reg.Node, m.Addr)}
 		}
 	}
 	return nil
 }
+
+// MemberFinder finds the members of the LAN gossip pool holding a node
+// name or a node ID, compared as strings.EqualFold does, of any status; nil
+// when none (and for an ID of ""). *gossip.Pool is one. The Catalog
+// endpoint calls it on every registration, from the RPC goroutines: it
+// must be safe for concurrent use and cheap, not a scan of the pool.
+type MemberFinder interface {
+	MembersByNode(node string) []gossip.Member
+	MembersByID(id string) []gossip.Member
+}
+
+var _ MemberFinder = (*gossip.Pool)(nil)

@@ -2,29 +2,72 @@ package consensus
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
 
-// Changes returns which names changed after args.MinQueryIndex, blocking
-// like any read until something does: the one call each agent's cache
-// keeps open per datacenter, instead of one blocking query per cached
-// name. A Reset (the change log cannot answer for that index) is returned
-// at once.
-func (c *Catalog) Changes(ctx context.Context, args *rpc.ChangesRequest, reply *rpc.ChangesResponse) (err error) {
-	ctx, release := c.requestContext(ctx)
-	defer release()
-	if done, err := c.forwardRead(ctx, rpc.MethodCatalogChanges, &args.QueryOptions, &args.Forwarded, args, reply); done {
+// Publish registers c's methods on s, under rpc.CatalogEndpoint, and its
+// change feed (Feed), a stream method.
+func (c *Catalog) Publish(s *rpc.Server) error {
+	if err := s.Register(rpc.CatalogEndpoint, c); err != nil {
 		return err
 	}
-	authz, err := c.authorize(args.Token)
+	return rpc.RegisterStream(s, rpc.MethodCatalogFeed, c.Feed)
+}
+
+// Feed tells its caller, for as long as it listens, which names change
+// after args.MinQueryIndex: the one stream each agent's cache keeps open
+// per datacenter, instead of a blocking query per cached name. Each reply
+// carries the changes since the last one (the first, with MinQueryIndex
+// 0, the current index at once); a reply with a Reset (the change log
+// cannot answer for the index) means anything may have changed. When
+// nothing changes for args.MaxQueryTime a reply with no news is sent all
+// the same: the caller's proof that this server still answers.
+//
+// The feed is answered from this server's state (a stale read, as every
+// agent's feed asks for); a request naming another datacenter is relayed
+// from one of its servers.
+func (c *Catalog) Feed(ctx context.Context, args *rpc.ChangesRequest, send func(*rpc.ChangesResponse) error) error {
+	ctx, release := c.requestContext(ctx)
+	defer release()
+	if err := args.Validate(); err != nil {
+		return err
+	}
+	if args.Datacenter != "" && !strings.EqualFold(args.Datacenter, c.cfg.Datacenter) {
+		return c.relayFeed(ctx, args, send)
+	}
+	q := args.QueryOptions
+	for {
+		reply := new(rpc.ChangesResponse)
+		if err := c.changes(ctx, args.Token, q, reply); err != nil {
+			return err
+		}
+		if err := send(reply); err != nil {
+			return err
+		}
+		q.MinQueryIndex = reply.Index
+	}
+}
+
+// changes answers one turn of the feed: the changes after q.MinQueryIndex,
+// blocking until there are some or q's wait passes.
+func (c *Catalog) changes(ctx context.Context, token string, q rpc.QueryOptions, reply *rpc.ChangesResponse) error {
+	authz, err := c.authorize(token)
 	if err != nil {
 		return err
 	}
-	err = c.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
-		reply.Changes = c.srv.Store().ChangesSince(ws, args.MinQueryIndex)
+	// blockingQuery, not c.query: an index ahead of this store's is a
+	// Reset below, answered at once by the leader, so the feed needs
+	// none of query's check of the store's last index (nine table reads
+	// per turn, a tenth of a busy feed's cost).
+	err = blockingQuery(ctx, c.cfg.Blocking, q, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
+		reply.Changes = c.srv.Store().ChangesSince(ws, q.MinQueryIndex)
 		if authz != nil {
 			// Names the token may not read are not told: their
 			// caches hold nothing to refetch anyway.
@@ -33,20 +76,85 @@ func (c *Catalog) Changes(ctx context.Context, args *rpc.ChangesRequest, reply *
 			ch.Nodes = slices.DeleteFunc(ch.Nodes, func(n string) bool { return !authz.NodeRead(n) })
 			ch.Queries = slices.DeleteFunc(ch.Queries, func(q string) bool { return !authz.QueryRead(q) })
 		}
-		if reply.Changes.Reset && args.MinQueryIndex > reply.Changes.Index && !c.srv.IsLeader() {
+		if reply.Changes.Reset && q.MinQueryIndex > reply.Changes.Index && !c.srv.IsLeader() {
 			// A follower behind the index the caller already holds
 			// (it read from a server further ahead) waits to catch up
 			// rather than tell it to start over: a Reset would make
 			// the caller refetch everything from this server, and take
 			// answers older than those it has.
-			return args.MinQueryIndex, nil
+			return q.MinQueryIndex, nil
 		}
 		if reply.Changes.Reset {
 			// Any index past the one asked about ends the wait.
-			return args.MinQueryIndex + 1, nil
+			return q.MinQueryIndex + 1, nil
 		}
 		return reply.Changes.Index, nil
 	})
 	reply.Index = max(reply.Changes.Index, 1)
+	reply.KnownLeader = c.srv.Leader() != ""
+	reply.LastContact = c.srv.LastContact()
 	return err
+}
+
+// relayFeed follows the feed of the datacenter args names from one of its
+// servers and passes every reply on, until either end stops. A server
+// that cannot be reached is passed over for the next; once the relay
+// runs, its end is the caller's to see (it opens the feed again).
+func (c *Catalog) relayFeed(ctx context.Context, args *rpc.ChangesRequest, send func(*rpc.ChangesResponse) error) error {
+	dc := args.Datacenter
+	if args.FromDatacenter != "" {
+		return fmt.Errorf("%s from datacenter %q for %q reached datacenter %q, and requests cross only one: %w %s",
+			rpc.MethodCatalogFeed, args.FromDatacenter, dc, c.cfg.Datacenter, ErrNoPathToDatacenter, dc)
+	}
+	if c.cfg.Router == nil {
+		return fmt.Errorf("%s: this server of %q is in no WAN pool: %w %s", rpc.MethodCatalogFeed, c.cfg.Datacenter, ErrNoPathToDatacenter, dc)
+	}
+	servers, err := c.cfg.Router.route(dc)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rpc.MethodCatalogFeed, err)
+	}
+	args.FromDatacenter = c.cfg.Datacenter
+	// A remote server that stops answering sends no heartbeat: the relay
+	// gives up a while after the one due, as the caller would.
+	patience := maxBlockingWait(args.QueryOptions, c.cfg.Blocking) + c.cfg.ForwardTimeout
+	var failed []error
+	for _, addr := range servers[:min(len(servers), maxDCAttempts)] {
+		st, err := c.pool.StreamDC(ctx, dc, addr, rpc.MethodCatalogFeed, args)
+		if err == nil {
+			err = relay(ctx, st, patience, send)
+			_ = st.Close()
+			if !errors.Is(err, errNotStarted) {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("relay the feed of datacenter %s: %w", dc, err)
+		}
+		c.srv.logger.Debug("feed relay to another datacenter failed", "dc", dc, "peer", addr, "err", err)
+		failed = append(failed, err)
+	}
+	return fmt.Errorf("%w %s: %d of its servers tried, none answered: %w", ErrNoPathToDatacenter, dc, len(failed), errors.Join(failed...))
+}
+
+// errNotStarted marks a relay whose remote feed failed before its first
+// reply by a transport error: another server of the datacenter may do.
+var errNotStarted = errors.New("the remote feed did not start")
+
+// relay passes st's replies to send until either fails.
+func relay(ctx context.Context, st rpc.Stream, patience time.Duration, send func(*rpc.ChangesResponse) error) error {
+	for n := 0; ; n++ {
+		reply := new(rpc.ChangesResponse)
+		rctx, cancel := context.WithTimeout(ctx, patience)
+		err := st.Recv(rctx, reply)
+		cancel()
+		if err != nil {
+			if n == 0 && errors.Is(err, rpc.ErrTransport) {
+				return fmt.Errorf("%w: %w", errNotStarted, err)
+			}
+			return err
+		}
+		if err := send(reply); err != nil {
+			return err
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -9,48 +10,75 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-func TestCatalogEndpointChanges(t *testing.T) {
+// feed starts the change feed on h's server over its port, closed at the
+// end of the test.
+func (h *endpointHarness) feed(t *testing.T, q rpc.QueryOptions) rpc.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := h.client.Stream(ctx, h.addr, rpc.MethodCatalogFeed, &rpc.ChangesRequest{QueryOptions: q})
+	if err != nil {
+		t.Fatalf("start the feed: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// next receives st's next reply within 10s.
+func next(t *testing.T, st rpc.Stream) rpc.ChangesResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var r rpc.ChangesResponse
+	if err := st.Recv(ctx, &r); err != nil {
+		t.Fatalf("feed reply: %v", err)
+	}
+	return r
+}
+
+func TestCatalogFeed(t *testing.T) {
+	t.Parallel()
 	h := startEndpoint(t, true, nil)
 	h.register(t, "n1", "10.0.0.1", &catalog.Service{Service: "web"})
 
-	var first rpc.ChangesResponse
-	h.mustCall(t, rpc.MethodCatalogChanges, &rpc.ChangesRequest{}, &first)
+	st := h.feed(t, rpc.QueryOptions{MaxQueryTime: 200 * time.Millisecond})
+	first := next(t, st)
 	if !first.Changes.Reset || first.Index == 0 || first.Index != first.Changes.Index {
-		t.Fatalf("first call: %+v, want a Reset with the store's index", first)
+		t.Fatalf("first reply: %+v, want a Reset with the store's index", first)
 	}
 
-	type result struct {
-		reply rpc.ChangesResponse
-		err   error
+	// Quiet: a reply with no news once MaxQueryTime has passed.
+	start := time.Now()
+	beat := next(t, st)
+	if beat.Changes.Reset || len(beat.Changes.Services)+len(beat.Changes.Nodes) != 0 || beat.Index != first.Index {
+		t.Fatalf("reply on a quiet catalog: %+v, want no news at index %d", beat, first.Index)
 	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		r.err = h.call(rpc.MethodCatalogChanges, &rpc.ChangesRequest{
-			QueryOptions: rpc.QueryOptions{MinQueryIndex: first.Index, MaxQueryTime: time.Minute, AllowStale: true},
-		}, &r.reply)
-		done <- r
-	}()
+	if waited := time.Since(start); waited < 150*time.Millisecond {
+		t.Errorf("reply with no news after %s, want one after MaxQueryTime (200ms)", waited)
+	}
+
+	// Each change is told once, in order, on the same stream.
 	h.register(t, "n2", "10.0.0.2", &catalog.Service{Service: "API"})
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatalf("blocking Changes: %v", r.err)
-		}
-		c := r.reply.Changes
-		if c.Reset || !slices.Equal(c.Services, []string{"api"}) || !slices.Equal(c.Nodes, []string{"n2"}) || r.reply.Index <= first.Index {
-			t.Fatalf("blocking Changes: %+v, want api on n2 past index %d", r.reply, first.Index)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("blocking Changes did not return on a registration")
+	got := next(t, st)
+	for len(got.Changes.Services) == 0 && !got.Changes.Reset { // heartbeats before the write landed
+		got = next(t, st)
+	}
+	c := got.Changes
+	if c.Reset || !slices.Equal(c.Services, []string{"api"}) || !slices.Equal(c.Nodes, []string{"n2"}) || got.Index <= first.Index {
+		t.Fatalf("reply after a registration: %+v, want api on n2 past index %d", got, first.Index)
+	}
+	h.register(t, "n3", "10.0.0.3", &catalog.Service{Service: "db"})
+	later := next(t, st)
+	for len(later.Changes.Services) == 0 && !later.Changes.Reset {
+		later = next(t, st)
+	}
+	if c := later.Changes; c.Reset || !slices.Equal(c.Services, []string{"db"}) || later.Index <= got.Index {
+		t.Fatalf("reply after a second registration: %+v, want db alone past index %d", later, got.Index)
 	}
 
 	// An index the store has not reached (another server's, or one from
 	// before a restore) is a Reset, answered at once.
-	var ahead rpc.ChangesResponse
-	h.mustCall(t, rpc.MethodCatalogChanges, &rpc.ChangesRequest{
-		QueryOptions: rpc.QueryOptions{MinQueryIndex: 1 << 40, MaxQueryTime: time.Minute, AllowStale: true},
-	}, &ahead)
+	ahead := next(t, h.feed(t, rpc.QueryOptions{MinQueryIndex: 1 << 40, MaxQueryTime: time.Minute, AllowStale: true}))
 	if !ahead.Changes.Reset || ahead.Index >= 1<<40 {
 		t.Fatalf("an index ahead: %+v, want a Reset at the store's index", ahead)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
-	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/raft"
 )
@@ -35,11 +34,12 @@ type CatalogConfig struct {
 	// ACL says whether requests are checked against their tokens.
 	// Default off.
 	ACL ACLConfig
-	// Members, when set, is the LAN gossip pool: a registration that
-	// would move a node held by a live member to another address is
-	// refused, so nobody takes over a name by registering it. Nil skips
+	// Members, when set, finds the members of the LAN gossip pool: a
+	// registration that would move a node held by a live member to another
+	// address, or take a live member's node ID, is refused, so nobody
+	// takes over a name by registering it (acl_catalog.go). Nil skips
 	// the check (unit tests). Default nil.
-	Members func() []gossip.Member
+	Members MemberFinder
 	// ForwardTimeout bounds a request forwarded to the leader, on top of
 	// the wait of a blocking query. Default 15s: more than the leader's
 	// default ApplyTimeout (10s), so a slow write fails there, with its

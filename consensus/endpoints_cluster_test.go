@@ -29,7 +29,7 @@ func startCatalogCluster(t *testing.T) ([]*consensustest.Node, *rpc.Pool) {
 			t.Fatal(err)
 		}
 		t.Cleanup(cat.Close)
-		if err := n.RPC.Register(rpc.CatalogEndpoint, cat); err != nil {
+		if err := cat.Publish(n.RPC); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -76,7 +76,7 @@ func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *end
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	if err := rsrv.Register(rpc.CatalogEndpoint, cat); err != nil {
+	if err := cat.Publish(rsrv); err != nil {
 		t.Fatal(err)
 	}
 	st, err := NewStatus(srv, ccfg.Datacenter)

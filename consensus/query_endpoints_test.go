@@ -33,7 +33,7 @@ func startQueryServers(t *testing.T, n int, dc string, cfg consensus.PreparedQue
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := node.RPC.Register(rpc.CatalogEndpoint, cat); err != nil {
+		if err := cat.Publish(node.RPC); err != nil {
 			t.Fatal(err)
 		}
 		if err := node.RPC.Register(rpc.PreparedQueryEndpoint, pq); err != nil {

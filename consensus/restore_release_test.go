@@ -43,9 +43,15 @@ func TestSnapshotRestoreReleasesFollowersCatalog(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), within)
 		defer cancel()
-		var reply rpc.ChangesResponse
 		args := &rpc.ChangesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: index, AllowStale: true}}
-		feed <- p.Call(ctx, follower.Addr, rpc.MethodCatalogChanges, args, &reply)
+		st, err := p.Stream(ctx, follower.Addr, rpc.MethodCatalogFeed, args)
+		if err != nil {
+			feed <- err
+			return
+		}
+		defer st.Close()
+		var reply rpc.ChangesResponse
+		feed <- st.Recv(ctx, &reply)
 	}()
 
 	var restored rpc.SnapshotRestoreResponse

@@ -30,7 +30,7 @@ func startSnapshotCluster(t *testing.T, configure ...func(*consensus.CatalogConf
 			t.Fatal(err)
 		}
 		t.Cleanup(cat.Close)
-		if err := n.RPC.Register(rpc.CatalogEndpoint, cat); err != nil {
+		if err := cat.Publish(n.RPC); err != nil {
 			t.Fatal(err)
 		}
 		if err := n.RPC.Register(rpc.SnapshotEndpoint, consensus.NewSnapshot(cat)); err != nil {

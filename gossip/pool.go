@@ -31,8 +31,13 @@ type Pool struct {
 	// broadcasts queues leave intents for memberlist's gossip.
 	broadcasts *memberlist.TransmitLimitedQueue
 
-	mu         sync.Mutex
-	members    map[string]Member       // by name; failed and left kept RetainDead
+	mu sync.Mutex
+	// members is by name; failed and left ones are kept RetainDead. Only
+	// put and forget (index.go) add and remove members or change their
+	// Addr, Node or ID, so that index follows; other writes change their
+	// status only.
+	members    map[string]Member
+	index      index                   // members by address, node name and ID
 	intents    map[string]time.Time    // leave intents received, by member name
 	memberKeys map[string]fingerprints // each member's key fingerprints, from its metadata
 	// updated is closed, and replaced, on every member event: keyring
@@ -73,6 +78,7 @@ func newPool(cfg Config, logger *slog.Logger) *Pool {
 		changes:    make(chan struct{}, 1),
 		limiter:    newLogLimiter(logLimitInterval),
 		members:    make(map[string]Member),
+		index:      newIndex(),
 		intents:    make(map[string]time.Time),
 		memberKeys: make(map[string]fingerprints),
 		updated:    make(chan struct{}),
@@ -300,10 +306,8 @@ func (p *Pool) Members() []Member {
 	defer p.mu.Unlock()
 	out := make([]Member, 0, len(p.members))
 	for name, m := range p.members {
-		if m.Status != StatusAlive && now.Sub(m.Since) > p.cfg.RetainDead {
-			delete(p.members, name)
-			delete(p.intents, name)
-			delete(p.memberKeys, name)
+		if p.expired(m, now) {
+			p.forget(name)
 			continue
 		}
 		out = append(out, m)
@@ -362,7 +366,7 @@ func (p *Pool) observe(n *memberlist.Node, status Status) {
 	if known && old.Status == m.Status {
 		m.Since = old.Since // a metadata update is not a status change
 	}
-	p.members[n.Name] = m
+	p.put(m)
 	p.memberKeys[n.Name] = md.Keys
 	close(p.updated)
 	p.updated = make(chan struct{})

@@ -51,7 +51,15 @@ func TestUDPSocketsShareAPort(t *testing.T) {
 			t.Errorf("socket %d: bound to %s, want %s", i, got, addr)
 		}
 	}
-	if got := boundUDPSockets(t, addr.Port); got != n {
+	// A read of /proc/net/udp walks the kernel's hash table in chunks and
+	// can skip sockets while other tests open and close theirs: it is
+	// read again until it agrees, for a while.
+	got := boundUDPSockets(t, addr.Port)
+	for end := time.Now().Add(5 * time.Second); got != n && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+		got = boundUDPSockets(t, addr.Port)
+	}
+	if got != n {
 		t.Errorf("/proc/net/udp: got %d sockets on port %d, want %d", got, addr.Port, n)
 	}
 	c := &dns.Client{Net: "udp", Timeout: 5 * time.Second} // a new source port per exchange

@@ -23,7 +23,7 @@ const (
 	MethodCatalogNodeChecks       = CatalogEndpoint + ".NodeChecks"
 	MethodCatalogServiceChecks    = CatalogEndpoint + ".ServiceChecks"
 	MethodCatalogChecksInState    = CatalogEndpoint + ".ChecksInState"
-	MethodCatalogChanges          = CatalogEndpoint + ".Changes"
+	MethodCatalogFeed             = CatalogEndpoint + ".Feed" // a stream method (Pool.Stream)
 	MethodCatalogListDatacenters  = CatalogEndpoint + ".ListDatacenters"
 )
 
@@ -180,16 +180,18 @@ type ChecksResponse struct {
 	Checks []*catalog.Check
 }
 
-// ChangesRequest asks which names changed after MinQueryIndex: the feed an
-// agent's cache follows. With MinQueryIndex > 0 it blocks, as any read, until
-// something changes or MaxQueryTime passes; 0 answers at once.
+// ChangesRequest opens the change feed (MethodCatalogFeed), the stream an
+// agent's cache follows: which names change after MinQueryIndex, told as
+// they change, and a reply with no news after MaxQueryTime of quiet. It is
+// answered by the server it reaches (AllowStale and RequireConsistent do
+// not apply), or relayed from a server of Datacenter.
 type ChangesRequest struct {
 	QueryOptions
-	Forwarded bool
 }
 
-// ChangesResponse holds the changes. Changes.Index is the index to block on
-// next; QueryMeta.Index equals it.
+// ChangesResponse is one reply of the feed: the changes since the previous
+// one. Changes.Index is the index reached; QueryMeta.Index equals it (at
+// least 1).
 type ChangesResponse struct {
 	QueryMeta
 	Changes catalog.Changes

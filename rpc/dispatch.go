@@ -73,8 +73,9 @@ func describe(v any) string {
 // methodTable is the set of registered methods. It is never modified once
 // published: Register copies it, so that a lookup takes no lock.
 type methodTable struct {
-	methods  map[string]*method // by "Service.Method"
-	services map[string]bool    // the registered service names
+	methods  map[string]*method       // by "Service.Method"
+	services map[string]bool          // the registered service names
+	streams  map[string]*streamMethod // by "Service.Method" (stream.go)
 }
 
 // registry is a Server's methods. lookup may run concurrently with
@@ -115,7 +116,7 @@ func (r *registry) register(name string, rcvr any) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.table.Load()
-	next := &methodTable{methods: map[string]*method{}, services: map[string]bool{}}
+	next := &methodTable{methods: map[string]*method{}, services: map[string]bool{}, streams: map[string]*streamMethod{}}
 	if old != nil {
 		if old.services[name] {
 			return fmt.Errorf("service %q is already registered", name)
@@ -125,6 +126,9 @@ func (r *registry) register(name string, rcvr any) error {
 		}
 		for k := range old.services {
 			next.services[k] = true
+		}
+		for k, m := range old.streams {
+			next.streams[k] = m
 		}
 	}
 	for k, m := range found {
@@ -149,8 +153,8 @@ func rpcShape(ft reflect.Type) (ok bool, err error) {
 	ptr := func(i int) bool { return ft.In(i).Kind() == reflect.Pointer }
 	switch ft.NumIn() - 1 { // without the receiver
 	case 3:
-		if ft.In(1) != contextType {
-			return false, nil
+		if ft.In(1) != contextType || ft.In(3).Kind() == reflect.Func {
+			return false, nil // not a call; a stream method's shape (RegisterStream)
 		}
 		if !ptr(2) || !ptr(3) {
 			return false, errors.New("want func(context.Context, *Args, *Reply) error: args and reply must be pointers")

@@ -229,6 +229,8 @@ func sentinelCode(err error) string {
 		return "acl-not-found"
 	case errors.Is(err, ErrACLDisabled):
 		return "acl-disabled"
+	case errors.Is(err, ErrStreamEnded):
+		return "stream-ended"
 	}
 	return ""
 }
@@ -256,6 +258,8 @@ func sentinelOf(code string) error {
 		return ErrACLNotFound
 	case "acl-disabled":
 		return ErrACLDisabled
+	case "stream-ended":
+		return ErrStreamEnded
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func newServerMetrics() *serverMetrics {
 		}, []string{"method"}),
 		blocking: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cairn_rpc_blocking_queries",
-			Help: "Blocking queries a server is holding now, by method (Catalog.Changes: the agents' change feeds).",
+			Help: "Blocking queries and streams a server is holding now, by method (Catalog.Feed: the agents' change feeds).",
 		}, []string{"method"}),
 	}
 }

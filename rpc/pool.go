@@ -265,7 +265,8 @@ func (p *Pool) open(key poolKey) (*yamux.Session, error) {
 		closeQuietly(conn)
 		return nil, notSentError(err)
 	}
-	sess, err := yamux.Client(conn, p.yamux)
+	// One write per data frame (frameconn.go).
+	sess, err := yamux.Client(newFrameConn(conn), p.yamux)
 	if err != nil { // only for an invalid config, which NewPool rules out
 		closeQuietly(conn)
 		return nil, notSentError(err)

@@ -460,7 +460,8 @@ func (s *Server) refuse(conn net.Conn, msg string, args ...any) {
 // serveSession serves a yamux session over conn: each stream it accepts
 // is served on its own goroutine, at most MaxStreamsPerConn at once.
 func (s *Server) serveSession(conn net.Conn) {
-	sess, err := yamux.Server(conn, s.yamux)
+	// One write per data frame (frameconn.go).
+	sess, err := yamux.Server(newFrameConn(conn), s.yamux)
 	if err != nil { // only for an invalid config, which NewServer rules out
 		closeQuietly(conn)
 		s.logger.Error("start yamux session", "err", err)
@@ -534,10 +535,15 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 	c.onWriteError = func(err error) {
 		s.logger.Debug("cannot write response", "method", req.ServiceMethod, "err", err)
 	}
-	m, err := s.methods.lookup(req.ServiceMethod)
-	if err != nil {
-		c.writeResponse(req, err, nil)
-		return
+	name := req.ServiceMethod
+	sm := s.methods.lookupStream(name)
+	var m *method
+	if sm == nil {
+		if m, err = s.methods.lookup(name); err != nil {
+			c.writeResponse(req, err, nil)
+			return
+		}
+		name = m.name
 	}
 	deadline, hasDeadline := req.deadlineOf()
 	if hasDeadline && !time.Now().Before(deadline) {
@@ -546,10 +552,14 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 		// elsewhere. Running it now could undo what came after.
 		if ok, dropped := s.expired.allow(time.Now()); ok {
 			s.logger.Warn("refused a request read after its caller's deadline; if this repeats without pauses, check that clocks agree",
-				"method", m.name, "peer", remote, "late_by", time.Since(deadline).Round(time.Millisecond), "dropped", dropped)
+				"method", name, "peer", remote, "late_by", time.Since(deadline).Round(time.Millisecond), "dropped", dropped)
 		}
 		c.writeResponse(req, fmt.Errorf("rpc: %s: %w: the caller's deadline passed %s before this server read the request",
-			m.name, context.DeadlineExceeded, time.Since(deadline).Round(time.Millisecond)), nil)
+			name, context.DeadlineExceeded, time.Since(deadline).Round(time.Millisecond)), nil)
+		return
+	}
+	if sm != nil {
+		s.serveStreamMethod(st, c, req, sm, deadline) // stream.go
 		return
 	}
 	args := reflect.New(m.args.Elem())
@@ -565,7 +575,9 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 		return
 	}
 	reply := reflect.New(m.reply.Elem())
-	err = serverSideCancel(s.runStreamCall(st, c, m, deadline, args, reply))
+	err = serverSideCancel(s.runStreamCall(st, c, deadline, func(ctx context.Context) error {
+		return s.invoke(ctx, m, args, reply)
+	}))
 	c.writeResponse(req, err, reply.Interface())
 }
 
@@ -582,7 +594,7 @@ var errCallerGone = errors.New("rpc: the caller has gone")
 // allow) means that nobody waits for the answer any more. A goroutine
 // makes that read while the method runs; it is woken (a read deadline in
 // the past) and waited for when the method returns.
-func (s *Server) runStreamCall(st stream, c *streamCodec, m *method, deadline time.Time, args, reply reflect.Value) error {
+func (s *Server) runStreamCall(st stream, c *streamCodec, deadline time.Time, run func(ctx context.Context) error) error {
 	ctx, cancel := context.WithCancelCause(s.life)
 	defer cancel(nil)
 	if !deadline.IsZero() {
@@ -603,7 +615,7 @@ func (s *Server) runStreamCall(st stream, c *streamCodec, m *method, deadline ti
 		_ = st.SetReadDeadline(time.Unix(1, 0))
 		<-watching
 	}()
-	return s.invoke(ctx, m, args, reply)
+	return run(ctx)
 }
 
 // invoke runs m, for either door. A method that panics returns an error
@@ -611,13 +623,18 @@ func (s *Server) runStreamCall(st stream, c *streamCodec, m *method, deadline ti
 // handler: a peer's request must not take the whole server down, and an
 // in-process caller gets what a caller over the port would.
 func (s *Server) invoke(ctx context.Context, m *method, args, reply reflect.Value) error {
-	return s.metrics.observe(m.name, args, func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				s.logger.Error("rpc method panicked", "method", m.name, "panic", p, "stack", string(debug.Stack()))
-				err = fmt.Errorf("rpc: %s panicked: %v", m.name, p)
-			}
-		}()
-		return m.call(ctx, args, reply)
+	return s.metrics.observe(m.name, args, func() error {
+		return s.guard(m.name, func() error { return m.call(ctx, args, reply) })
 	})
+}
+
+// guard runs the method named name (fn) and turns a panic into its error.
+func (s *Server) guard(name string, fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("rpc method panicked", "method", name, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("rpc: %s panicked: %v", name, p)
+		}
+	}()
+	return fn()
 }

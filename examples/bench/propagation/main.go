@@ -14,8 +14,8 @@
 //
 //   - asked before (the realistic one, -rounds): B has been asked for the
 //     name before the registration, so its cache holds a negative entry
-//     that B refetches when the change feed it follows (one blocking call
-//     on a server) names the service; the registration reaches B then.
+//     that B refetches when the change feed it follows (one stream from a
+//     server) names the service; the registration reaches B then.
 //   - never asked (-cold rounds): B's first question for the name is the
 //     first poll, sent with the PUT, so it is a cache miss that fetches
 //     (and caches whatever the server it asks has applied by then).

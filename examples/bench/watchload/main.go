@@ -27,10 +27,9 @@
 // with -names 1000 it answers the watchers of watch-0 only.
 //
 // With -feed, each watcher does what an agent's cache does since it follows
-// the change feed: it holds one Catalog.Changes blocking call open and,
-// when a change names its service, reads that service once
-// (Catalog.ServiceInstances, a plain stale read) before asking for the
-// next changes. Its answers are those reads.
+// the change feed: it holds one Catalog.Feed stream open and, when a change
+// names its service, reads that service once (Catalog.ServiceInstances, a
+// plain stale read). Its answers are those reads.
 //
 // The server is stopped with SIGTERM at the end, on a failure and on
 // Ctrl-C; data and logs live in a temporary directory removed unless -keep
@@ -42,6 +41,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -66,6 +66,7 @@ type config struct {
 	timeout  time.Duration
 	keep     bool
 	feed     bool
+	profile  string
 }
 
 func main() {
@@ -81,7 +82,8 @@ func main() {
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Minute, "MaxQueryTime of each blocking query")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up on any one wait after this long")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (data and logs)")
-	flag.BoolVar(&cfg.feed, "feed", false, "watch as agents' caches do: one Catalog.Changes call each, and a read when it names the service")
+	flag.BoolVar(&cfg.feed, "feed", false, "watch as agents' caches do: one Catalog.Feed stream each, and a read when it names the service")
+	flag.StringVar(&cfg.profile, "profile", "", "write the server's CPU profile over the changes window to `file` (the server runs with -enable-debug)")
 	flag.Parse()
 	if cfg.cairn == "" || cfg.watchers < 1 || cfg.conns < 1 || cfg.names < 1 || cfg.every <= 0 || cfg.window < time.Second || cfg.baseline < 0 || cfg.wait <= 0 {
 		fmt.Fprintln(os.Stderr, "watchload: -cairn is required; counts and durations must be positive (-baseline may be 0), -window at least 1s")
@@ -121,6 +123,9 @@ func run(ctx context.Context, cfg config) (err error) {
 	// alive gossip members, so the watchers' connections are made from
 	// c1's address, as if c1's host ran them.
 	c := loopback.New(bin, work, cfg.net, 71, 1, 1, cfg.timeout)
+	if cfg.profile != "" {
+		c.Args = []string{"-enable-debug"}
+	}
 	defer func() { c.Finish(err, cfg.keep) }()
 	fmt.Printf("starting s1 on %s.71 and c1 on %s.72 (work dir %s)\n", cfg.net, cfg.net, work)
 	if err := c.StartAll(); err != nil {
@@ -196,7 +201,16 @@ func run(ctx context.Context, cfg config) (err error) {
 		return call(ctx, pools[0], rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{
 			Deregistration: catalog.DeregisterRequest{Node: "churn", ServiceID: "w"}}, nil)
 	}
+	profiled := make(chan error, 1)
+	if cfg.profile != "" {
+		go func() { profiled <- profile(ctx, c, s1, cfg.window-time.Second, cfg.profile) }()
+	} else {
+		profiled <- nil
+	}
 	m, err := measure(ctx, c, s1, &l, fmt.Sprintf("1 change per %s", cfg.every), cfg.window, cfg.every, write)
+	if perr := <-profiled; err == nil && perr != nil {
+		err = fmt.Errorf("server profile: %w", perr)
+	}
 	if err != nil {
 		return err
 	}
@@ -204,7 +218,7 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	what := "Catalog.ServiceInstances"
 	if cfg.feed {
-		what = "Catalog.Changes, then ServiceInstances when named"
+		what = "a Catalog.Feed stream, and ServiceInstances when named"
 	}
 	fmt.Printf("\n%d blocking queries (%s, AllowStale, MaxQueryTime %s) over %d connections, %d services watched\n",
 		cfg.watchers, what, cfg.wait, cfg.conns, cfg.names)
@@ -258,17 +272,24 @@ func watcher(ctx context.Context, l *load, p *rpc.Pool, addr, service string, wa
 	}
 }
 
-// feedWatcher follows the change feed on addr as an agent's cache does,
-// reading service whenever a change names it, until ctx ends.
-func feedWatcher(ctx context.Context, l *load, p *rpc.Pool, addr, service string, wait time.Duration) {
+// feedWatcher follows the change feed on addr as an agent's cache does
+// (one stream, a reply with no news every 3s when quiet), reading service
+// whenever a change names it, until ctx ends.
+func feedWatcher(ctx context.Context, l *load, p *rpc.Pool, addr, service string, _ time.Duration) {
 	var index uint64
+	opened := false
 	for ctx.Err() == nil {
-		args := &rpc.ChangesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: index, MaxQueryTime: wait, AllowStale: true}}
-		var reply rpc.ChangesResponse
-		err := p.Call(ctx, addr, rpc.MethodCatalogChanges, args, &reply)
-		if err == nil && index != 0 && (reply.Changes.Reset || slices.Contains(reply.Changes.Services, service)) {
+		err := followFeed(ctx, p, addr, &index, func(reply *rpc.ChangesResponse) error {
+			if !opened {
+				opened = true
+				l.open.Add(1)
+				return nil
+			}
+			if !reply.Changes.Reset && !slices.Contains(reply.Changes.Services, service) {
+				return nil
+			}
 			var inst rpc.ServiceInstancesResponse
-			err = p.Call(ctx, addr, rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{
+			err := p.Call(ctx, addr, rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{
 				Service: service, QueryOptions: rpc.QueryOptions{AllowStale: true}}, &inst)
 			if err == nil {
 				d := time.Since(time.Unix(0, l.lastWrite.Load()))
@@ -277,21 +298,41 @@ func feedWatcher(ctx context.Context, l *load, p *rpc.Pool, addr, service string
 				l.delays = append(l.delays, d)
 				l.mu.Unlock()
 			}
-		}
-		switch {
-		case ctx.Err() != nil:
+			return err
+		})
+		if ctx.Err() != nil {
 			return
-		case err != nil:
-			l.errs.Add(1)
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		case index == 0:
-			l.open.Add(1)
 		}
-		index = max(reply.Changes.Index, 1)
+		l.errs.Add(1)
+		fmt.Fprintln(os.Stderr, "feed:", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// followFeed starts a feed stream at *index and hands each reply to
+// handle until either fails.
+func followFeed(ctx context.Context, p *rpc.Pool, addr string, index *uint64, handle func(*rpc.ChangesResponse) error) error {
+	args := &rpc.ChangesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: *index, MaxQueryTime: 3 * time.Second, AllowStale: true}}
+	st, err := p.Stream(ctx, addr, rpc.MethodCatalogFeed, args)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for {
+		var reply rpc.ChangesResponse
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := st.Recv(rctx, &reply)
+		cancel()
+		if err != nil {
+			return err
+		}
+		*index = reply.Index
+		if err := handle(&reply); err != nil {
+			return err
+		}
 	}
 }
 
@@ -362,4 +403,16 @@ func measure(ctx context.Context, c *loopback.Cluster, s *loopback.Agent, l *loa
 	fmt.Printf("  %-26s s1 CPU %.2f%% of one core, RSS %.1f MiB; %d changes, %d answers, %d errors (over %s)\n",
 		phase, m.cpuPct, float64(m.rssMean)/1024, m.changes, m.answers, m.errs, m.wall.Round(time.Millisecond))
 	return m, nil
+}
+
+// profile writes s's CPU profile over the next d to file.
+func profile(ctx context.Context, c *loopback.Cluster, s *loopback.Agent, d time.Duration, file string) error {
+	body, status, err := c.Get(ctx, s, http.MethodGet, fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(int(d.Seconds()), 1)), "")
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("status %d: %s", status, body)
+	}
+	return os.WriteFile(file, body, 0o644)
 }
