@@ -77,7 +77,7 @@ func (f *feedFollower) Next(ctx context.Context, minIndex uint64, wait time.Dura
 		}
 		f.at = reply.Index
 		c := reply.Changes
-		if minIndex != 0 && !c.Reset && c.Index <= minIndex && time.Now().Before(quietUntil) {
+		if minIndex != 0 && !c.Reset && reply.Index == minIndex && time.Now().Before(quietUntil) {
 			continue // a heartbeat
 		}
 		return c.Index, f.src.changedKeys(c.Services, c.Nodes, c.Queries), c.Reset, nil

@@ -93,3 +93,60 @@ func TestClientDoorStreamLeavesAHungServer(t *testing.T) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 }
+
+// scriptedDoor is a door whose streams answer replies from a script.
+type scriptedDoor struct {
+	door    // RPC is not used
+	replies chan rpc.ChangesResponse
+	started int
+}
+
+func (d *scriptedDoor) Stream(context.Context, string, any) (rpc.Stream, error) {
+	d.started++
+	return scriptedStream{d.replies}, nil
+}
+
+type scriptedStream struct{ replies chan rpc.ChangesResponse }
+
+func (s scriptedStream) Recv(ctx context.Context, reply any) error {
+	select {
+	case r := <-s.replies:
+		*reply.(*rpc.ChangesResponse) = r
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (scriptedStream) Close() error { return nil }
+
+// TestFeedFollowerPassesOverHeartbeats: replies with no news do not end a
+// Next until its wait has passed; news does at once.
+func TestFeedFollowerPassesOverHeartbeats(t *testing.T) {
+	t.Parallel()
+	reply := func(index uint64, reset bool, services ...string) rpc.ChangesResponse {
+		var r rpc.ChangesResponse
+		r.Index, r.Changes.Index, r.Changes.Reset, r.Changes.Services = index, index, reset, services
+		return r
+	}
+	d := &scriptedDoor{replies: make(chan rpc.ChangesResponse, 8)}
+	for _, r := range []rpc.ChangesResponse{reply(5, true), reply(5, false), reply(5, false), reply(7, false, "web"), reply(7, false)} {
+		d.replies <- r
+	}
+	f := (&dnsSource{door: d}).follow("dc1")
+	defer f.Stop()
+	ctx := testContext(t)
+	if idx, _, reset, err := f.Next(ctx, 0, time.Minute); idx != 5 || !reset || err != nil {
+		t.Fatalf("first Next: %d, reset %v, %v; want the reset at 5", idx, reset, err)
+	}
+	idx, changed, reset, err := f.Next(ctx, 5, time.Minute)
+	if idx != 7 || reset || err != nil || !changed(cache.Key{Kind: kindService, Datacenter: "dc1", Name: "web"}) {
+		t.Fatalf("second Next: %d, reset %v, %v; want web's change at 7, past two heartbeats", idx, reset, err)
+	}
+	if idx, _, _, err := f.Next(ctx, 7, 0); idx != 7 || err != nil {
+		t.Fatalf("Next whose wait has passed: %d, %v; want the heartbeat at 7", idx, err)
+	}
+	if len(d.replies) != 0 || d.started != 1 {
+		t.Errorf("%d replies left, %d streams started; want none left, one stream", len(d.replies), d.started)
+	}
+}

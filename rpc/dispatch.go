@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -78,6 +79,17 @@ type methodTable struct {
 	streams  map[string]*streamMethod // by "Service.Method" (stream.go)
 }
 
+// clone returns a copy of t to add to; nil's is empty.
+func (t *methodTable) clone() *methodTable {
+	next := &methodTable{methods: map[string]*method{}, services: map[string]bool{}, streams: map[string]*streamMethod{}}
+	if t != nil {
+		maps.Copy(next.methods, t.methods)
+		maps.Copy(next.services, t.services)
+		maps.Copy(next.streams, t.streams)
+	}
+	return next
+}
+
 // registry is a Server's methods. lookup may run concurrently with
 // register.
 type registry struct {
@@ -116,21 +128,10 @@ func (r *registry) register(name string, rcvr any) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.table.Load()
-	next := &methodTable{methods: map[string]*method{}, services: map[string]bool{}, streams: map[string]*streamMethod{}}
-	if old != nil {
-		if old.services[name] {
-			return fmt.Errorf("service %q is already registered", name)
-		}
-		for k, m := range old.methods {
-			next.methods[k] = m
-		}
-		for k := range old.services {
-			next.services[k] = true
-		}
-		for k, m := range old.streams {
-			next.streams[k] = m
-		}
+	if old != nil && old.services[name] {
+		return fmt.Errorf("service %q is already registered", name)
 	}
+	next := old.clone()
 	for k, m := range found {
 		next.methods[k] = m
 	}

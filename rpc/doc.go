@@ -4,7 +4,8 @@
 // connection picks which. RaftByte hands the rest of the connection to
 // Raft through the server's Layer (a net.Listener plus a Dial, which the
 // consensus package adapts to raft.StreamLayer). RPCByte starts a yamux
-// session, and every stream of that session carries one call encoded with
+// session, and every stream of that session carries one call (or one
+// stream method's replies) encoded with
 // msgpack, in length-prefixed frames (codec.go) so that what a peer sends
 // is bounded before it is decoded. A connection that sends any other
 // byte, or nothing within ServerConfig.HandshakeTimeout, is closed; such
@@ -38,6 +39,10 @@
 // methods: no connection, no encoding, the caller's ctx as it is, and the
 // same errors as Pool.Call, so that a server agent reaches its own
 // endpoints as a client agent reaches them over the network.
+//
+// A stream method (RegisterStream, stream.go) answers one request with
+// replies for as long as its caller listens: the change feed. Pool.Stream
+// and Server.Stream are its two doors, with the errors of a call.
 // QueryOptions, QueryMeta and WriteRequest are the envelopes every endpoint
 // embeds; BlockingTimeout turns a blocking query's options into its wait.
 //

@@ -84,6 +84,16 @@ func (e *Echo) Slow(_ context.Context, args *EchoArgs, reply *EchoReply) error {
 // Block waits for ctx to end, as a blocking query does, reports the
 // cause on ended, and answers with its latest result (the args).
 func (e *Echo) Block(ctx context.Context, args *EchoArgs, reply *EchoReply) error {
+	if err := e.hold(ctx); err != nil {
+		return err
+	}
+	reply.Payload = args.Payload
+	return nil
+}
+
+// hold tells started, waits for ctx to end and reports the cause on
+// ended; it fails if the test ends first.
+func (e *Echo) hold(ctx context.Context) error {
 	e.start()
 	select {
 	case <-ctx.Done():
@@ -93,7 +103,6 @@ func (e *Echo) Block(ctx context.Context, args *EchoArgs, reply *EchoReply) erro
 	if e.ended != nil {
 		e.ended <- context.Cause(ctx)
 	}
-	reply.Payload = args.Payload
 	return nil
 }
 

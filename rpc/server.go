@@ -586,10 +586,11 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 // failed.
 var errCallerGone = errors.New("rpc: the caller has gone")
 
-// runStreamCall runs m for a stream's request with a ctx that ends when
-// the server shuts down or the caller goes away. The caller sends nothing
-// after its request and closes the stream only once it has the reply or
-// has stopped waiting for it, so a read of the stream returning (end of
+// runStreamCall runs a method (run) for a stream's request with a ctx that
+// ends when the server shuts down, the request's deadline passes or the
+// caller goes away. The caller sends nothing after its request and closes
+// the stream only once it has the reply (or, for a stream method, the
+// replies it wants) or has stopped waiting for it, so a read of the stream returning (end of
 // stream, a reset, a failed session, or bytes the protocol does not
 // allow) means that nobody waits for the answer any more. A goroutine
 // makes that read while the method runs; it is woken (a read deadline in

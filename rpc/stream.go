@@ -81,21 +81,11 @@ func (r *registry) registerStream(m *streamMethod) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := &methodTable{methods: map[string]*method{}, services: map[string]bool{}, streams: map[string]*streamMethod{}}
-	if old := r.table.Load(); old != nil {
-		if old.methods[m.name] != nil || old.streams[m.name] != nil {
-			return fmt.Errorf("method %q is already registered", m.name)
-		}
-		for k, v := range old.methods {
-			next.methods[k] = v
-		}
-		for k := range old.services {
-			next.services[k] = true
-		}
-		for k, v := range old.streams {
-			next.streams[k] = v
-		}
+	old := r.table.Load()
+	if old != nil && (old.methods[m.name] != nil || old.streams[m.name] != nil) {
+		return fmt.Errorf("method %q is already registered", m.name)
 	}
+	next := old.clone()
 	next.streams[m.name] = m
 	next.services[m.name[:dot]] = true
 	r.table.Store(next)
@@ -260,9 +250,9 @@ func (p *Pool) StreamDC(ctx context.Context, dc, addr, method string, args any) 
 	cs.stop = wakeOnDone(pc.done, st)
 	deadline, _ := ctx.Deadline()
 	_ = st.SetWriteDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = st.SetWriteDeadline(time.Unix(1, 0)) })
+	done := wakeWhenDone(ctx, st.SetWriteDeadline)
 	err = cs.c.writeFrame(requestHeader{ServiceMethod: method, Seq: 1}, args)
-	stop()
+	done()
 	_ = st.SetWriteDeadline(time.Time{})
 	if err != nil {
 		_ = cs.Close()
@@ -306,9 +296,9 @@ func (cs *clientStream) recv(ctx context.Context, reply any) error {
 	}
 	deadline, _ := ctx.Deadline()
 	_ = cs.st.SetReadDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = cs.st.SetReadDeadline(time.Unix(1, 0)) })
+	done := wakeWhenDone(ctx, cs.st.SetReadDeadline)
 	err := cs.c.readFrame()
-	stop()
+	done()
 	var h responseHeader
 	switch {
 	case err == io.EOF:
@@ -340,4 +330,21 @@ func (cs *clientStream) Close() error {
 		closeQuietly(cs.st)
 	})
 	return nil
+}
+
+// wakeWhenDone sets a deadline in the past with set when ctx ends, which
+// wakes a read or write blocked on the stream; the returned func undoes
+// that, or waits for it to have happened, so that a wake-up cannot land
+// after the next operation has set its own deadline.
+func wakeWhenDone(ctx context.Context, set func(time.Time) error) func() {
+	woke := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = set(time.Unix(1, 0))
+		close(woke)
+	})
+	return func() {
+		if !stop() {
+			<-woke
+		}
+	}
 }

@@ -26,14 +26,8 @@ func (e *Echo) Count(ctx context.Context, args *EchoArgs, send func(*EchoReply) 
 	case args.Delay == 0:
 		return nil
 	}
-	e.start()
-	select {
-	case <-ctx.Done():
-	case <-e.stop:
-		return errors.New("the test ended before ctx did")
-	}
-	if e.ended != nil {
-		e.ended <- context.Cause(ctx)
+	if err := e.hold(ctx); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

@@ -52,8 +52,11 @@ func newFleet(work string, servers []string, o options) (*fleet, error) {
 	return &fleet{
 		servers: servers, work: work, o: o,
 		logs: slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Idle connections are dropped before the agents' HTTP servers
+		// drop them (after 2 minutes): a PUT sent on a connection the
+		// server closes at that moment fails with EOF, and is not retried.
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			MaxIdleConns: 4096, MaxIdleConnsPerHost: 2, IdleConnTimeout: 2 * time.Minute,
+			MaxIdleConns: 4096, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute,
 		}},
 		dns: &dns.Client{Timeout: time.Second},
 	}, nil

@@ -56,6 +56,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
 )
 
@@ -97,9 +98,10 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on any one wait after this long")
 	flag.StringVar(&o.profiles, "profiles", "", "write this process's CPU profiles over each idle window and storm to `directory`/fleet-N-{grow,idle,storm}.cpu.pprof")
 	flag.IntVar(&o.gogc, "gogc", 400, "this process's GOGC: the members share one heap, so each collection scans all of them; memory is what this machine has plenty of")
-	flag.DurationVar(&o.probeInterval, "probe-interval", time.Second, "every agent's gossip_lan probe_interval")
-	flag.DurationVar(&o.probeTimeout, "probe-timeout", 500*time.Millisecond, "every agent's gossip_lan probe_timeout")
-	flag.IntVar(&o.suspicionMult, "suspicion-mult", 4, "every agent's gossip_lan suspicion_mult")
+	lan := config.DefaultGossipLAN()
+	flag.DurationVar(&o.probeInterval, "probe-interval", lan.ProbeInterval, "every agent's gossip_lan probe_interval")
+	flag.DurationVar(&o.probeTimeout, "probe-timeout", lan.ProbeTimeout, "every agent's gossip_lan probe_timeout")
+	flag.IntVar(&o.suspicionMult, "suspicion-mult", lan.SuspicionMult, "every agent's gossip_lan suspicion_mult")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data and logs)")
 	flag.Parse()
 	for s := range strings.SplitSeq(sizes, ",") {
