@@ -39,12 +39,12 @@ const catchUpWait = time.Second
 const refetchers = 8
 
 // An entry has no goroutine and no blocking query of its own: the hub
-// follows the feed of each datacenter the entries belong to (one blocking
-// call at a time, hub.go), and the cache refetches the entries the feed
-// names (plain reads, by a few workers, refetch). This is what lets one
-// agent hold ten thousand names for the memory of their values, and a
-// server carry a thousand agents for a thousand open calls instead of
-// millions. (A blocking query per entry, which this replaced, cost a
+// follows the feed of each datacenter the entries belong to (one Follower
+// each, hub.go), and the cache refetches the entries the feed names (plain
+// reads, by a few workers, refetch). This is what lets one agent hold ten
+// thousand names for the memory of their values, and a server carry a
+// thousand agents for a thousand open feeds instead of millions of
+// queries. (A blocking query per entry, which this replaced, cost a
 // goroutine on the agent and a watch on a server per entry: about 14 KiB
 // on a server and twice that on a client, measured.)
 //
