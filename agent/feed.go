@@ -53,27 +53,46 @@ type feedFollower struct {
 // when one is returned. A call whose minIndex is not where the stream
 // stands (the first, or one after a failure: 0) starts a new stream from
 // minIndex.
+//
+// A stream that breaks by its server (unreachable, hung, stopping) is
+// started again at once from where it stood, on another server if the
+// door picks one, within this call: the hub sees no failure, so it does
+// not start over from 0. Starting over would take the whole state of
+// whichever server answers, and a server that has just restarted holds
+// only its last snapshot until it catches up with the leader; asked from
+// an index it has not reached, it waits until it has (consensus/changes.go).
 func (f *feedFollower) Next(ctx context.Context, minIndex uint64, wait time.Duration) (uint64, func(cache.Key) bool, bool, error) {
 	if f.st != nil && (minIndex == 0 || minIndex != f.at || time.Since(f.opened) > feedReopen) {
 		f.Stop()
 	}
 	if f.st == nil {
-		args := &rpc.ChangesRequest{QueryOptions: readOptions(f.dc, minIndex, feedHeartbeat)}
-		st, err := f.src.door.Stream(ctx, rpc.MethodCatalogFeed, args)
-		if err != nil {
-			return 0, nil, false, err
-		}
-		f.st, f.at, f.opened = st, minIndex, time.Now()
+		f.at = minIndex
 	}
 	quietUntil := time.Now().Add(wait)
+	pause := feedResumeMin
 	for {
+		if f.st == nil {
+			args := &rpc.ChangesRequest{QueryOptions: readOptions(f.dc, f.at, feedHeartbeat)}
+			st, err := f.src.door.Stream(ctx, rpc.MethodCatalogFeed, args)
+			if err != nil {
+				return 0, nil, false, err
+			}
+			f.st, f.opened = st, time.Now()
+		}
 		var reply rpc.ChangesResponse
 		rctx, cancel := context.WithTimeout(ctx, feedHeartbeat+feedGrace)
 		err := f.st.Recv(rctx, &reply)
 		cancel()
 		if err != nil {
 			f.Stop()
-			return 0, nil, false, err
+			if retry, _ := retryable(err, false); !retry || ctx.Err() != nil {
+				return 0, nil, false, err
+			}
+			if !sleepCtx(ctx, pause) {
+				return 0, nil, false, err
+			}
+			pause = min(2*pause, feedResumeMax)
+			continue // from f.at, where the broken stream stood
 		}
 		f.at = reply.Index
 		c := reply.Changes
@@ -81,6 +100,25 @@ func (f *feedFollower) Next(ctx context.Context, minIndex uint64, wait time.Dura
 			continue // a heartbeat
 		}
 		return c.Index, f.src.changedKeys(c.Services, c.Nodes, c.Queries), c.Reset, nil
+	}
+}
+
+// feedResumeMin and feedResumeMax bound the pause before a broken feed
+// stream is started again, doubling while it keeps breaking.
+const (
+	feedResumeMin = 50 * time.Millisecond
+	feedResumeMax = time.Second
+)
+
+// sleepCtx waits for d or until ctx ends, and reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -94,45 +95,54 @@ func TestClientDoorStreamLeavesAHungServer(t *testing.T) {
 	}
 }
 
-// scriptedDoor is a door whose streams answer replies from a script.
+// scriptedDoor is a door whose streams answer from scripts, one per
+// stream started, in order; it keeps the requests.
 type scriptedDoor struct {
 	door    // RPC is not used
-	replies chan rpc.ChangesResponse
-	started int
+	scripts [][]step
+	asked   []*rpc.ChangesRequest
 }
 
-func (d *scriptedDoor) Stream(context.Context, string, any) (rpc.Stream, error) {
-	d.started++
-	return scriptedStream{d.replies}, nil
+// step is a reply, or an error a Recv returns.
+type step struct {
+	reply rpc.ChangesResponse
+	err   error
 }
 
-type scriptedStream struct{ replies chan rpc.ChangesResponse }
+func (d *scriptedDoor) Stream(_ context.Context, _ string, args any) (rpc.Stream, error) {
+	d.asked = append(d.asked, args.(*rpc.ChangesRequest))
+	if len(d.asked) > len(d.scripts) {
+		return nil, errors.New("no script left")
+	}
+	return &scriptedStream{steps: d.scripts[len(d.asked)-1]}, nil
+}
 
-func (s scriptedStream) Recv(ctx context.Context, reply any) error {
-	select {
-	case r := <-s.replies:
-		*reply.(*rpc.ChangesResponse) = r
-		return nil
-	case <-ctx.Done():
+type scriptedStream struct{ steps []step }
+
+func (s *scriptedStream) Recv(ctx context.Context, reply any) error {
+	if len(s.steps) == 0 {
+		<-ctx.Done()
 		return ctx.Err()
 	}
+	st := s.steps[0]
+	s.steps = s.steps[1:]
+	*reply.(*rpc.ChangesResponse) = st.reply
+	return st.err
 }
 
-func (scriptedStream) Close() error { return nil }
+func (*scriptedStream) Close() error { return nil }
+
+func changes(index uint64, reset bool, services ...string) step {
+	var r rpc.ChangesResponse
+	r.Index, r.Changes.Index, r.Changes.Reset, r.Changes.Services = index, index, reset, services
+	return step{reply: r}
+}
 
 // TestFeedFollowerPassesOverHeartbeats: replies with no news do not end a
 // Next until its wait has passed; news does at once.
 func TestFeedFollowerPassesOverHeartbeats(t *testing.T) {
 	t.Parallel()
-	reply := func(index uint64, reset bool, services ...string) rpc.ChangesResponse {
-		var r rpc.ChangesResponse
-		r.Index, r.Changes.Index, r.Changes.Reset, r.Changes.Services = index, index, reset, services
-		return r
-	}
-	d := &scriptedDoor{replies: make(chan rpc.ChangesResponse, 8)}
-	for _, r := range []rpc.ChangesResponse{reply(5, true), reply(5, false), reply(5, false), reply(7, false, "web"), reply(7, false)} {
-		d.replies <- r
-	}
+	d := &scriptedDoor{scripts: [][]step{{changes(5, true), changes(5, false), changes(5, false), changes(7, false, "web"), changes(7, false)}}}
 	f := (&dnsSource{door: d}).follow("dc1")
 	defer f.Stop()
 	ctx := testContext(t)
@@ -146,7 +156,41 @@ func TestFeedFollowerPassesOverHeartbeats(t *testing.T) {
 	if idx, _, _, err := f.Next(ctx, 7, 0); idx != 7 || err != nil {
 		t.Fatalf("Next whose wait has passed: %d, %v; want the heartbeat at 7", idx, err)
 	}
-	if len(d.replies) != 0 || d.started != 1 {
-		t.Errorf("%d replies left, %d streams started; want none left, one stream", len(d.replies), d.started)
+	if len(d.asked) != 1 {
+		t.Errorf("%d streams started, want one", len(d.asked))
+	}
+}
+
+// TestFeedFollowerResumesABrokenStream: a stream its server breaks is
+// started again from where it stood, within the same Next, which returns
+// the change the new stream tells; a refusal is returned as it is.
+func TestFeedFollowerResumesABrokenStream(t *testing.T) {
+	t.Parallel()
+	broken := fmt.Errorf("rpc Catalog.Feed to s1: %w: connection reset", rpc.ErrTransport)
+	stopping := fmt.Errorf("rpc Catalog.Feed to s2: %w", rpc.ErrServerStopping)
+	d := &scriptedDoor{scripts: [][]step{
+		{changes(5, true), changes(6, false, "api"), {err: broken}},
+		{{err: stopping}},
+		{changes(6, false), changes(9, false, "web")},
+		{{err: rpc.ErrPermissionDenied}},
+	}}
+	f := (&dnsSource{door: d}).follow("dc1")
+	defer f.Stop()
+	ctx := testContext(t)
+	if _, _, _, err := f.Next(ctx, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if idx, _, _, err := f.Next(ctx, 5, time.Minute); idx != 6 || err != nil {
+		t.Fatalf("second Next: %d, %v; want api's change at 6", idx, err)
+	}
+	idx, changed, reset, err := f.Next(ctx, 6, time.Minute)
+	if idx != 9 || reset || err != nil || !changed(cache.Key{Kind: kindService, Datacenter: "dc1", Name: "web"}) {
+		t.Fatalf("Next across two broken streams: %d, reset %v, %v; want web's change at 9", idx, reset, err)
+	}
+	if got := []uint64{d.asked[0].MinQueryIndex, d.asked[1].MinQueryIndex, d.asked[2].MinQueryIndex}; !slices.Equal(got, []uint64{0, 6, 6}) {
+		t.Errorf("streams started from %v, want 0, then 6 twice (where the broken one stood)", got)
+	}
+	if _, _, _, err := f.Next(ctx, 3, time.Minute); !errors.Is(err, rpc.ErrPermissionDenied) {
+		t.Errorf("Next refused: got %v, want the refusal", err)
 	}
 }
