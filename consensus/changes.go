@@ -97,9 +97,11 @@ func (c *Catalog) changes(ctx context.Context, token string, q rpc.QueryOptions,
 }
 
 // relayFeed follows the feed of the datacenter args names from one of its
-// servers and passes every reply on, until either end stops. A server
-// that cannot be reached is passed over for the next; once the relay
-// runs, its end is the caller's to see (it opens the feed again).
+// servers and passes every reply on, until the caller goes away or no
+// server of the datacenter answers. When the remote server's stream
+// breaks (unreachable, hung, stopping) the relay goes on from the last
+// index it passed on, on the next server: the caller sees no gap, and
+// does not have to start over from a server that may be behind.
 func (c *Catalog) relayFeed(ctx context.Context, args *rpc.ChangesRequest, send func(*rpc.ChangesResponse) error) error {
 	dc := args.Datacenter
 	if args.FromDatacenter != "" {
@@ -109,51 +111,64 @@ func (c *Catalog) relayFeed(ctx context.Context, args *rpc.ChangesRequest, send 
 	if c.cfg.Router == nil {
 		return fmt.Errorf("%s: this server of %q is in no WAN pool: %w %s", rpc.MethodCatalogFeed, c.cfg.Datacenter, ErrNoPathToDatacenter, dc)
 	}
-	servers, err := c.cfg.Router.route(dc)
-	if err != nil {
-		return fmt.Errorf("%s: %w", rpc.MethodCatalogFeed, err)
-	}
 	args.FromDatacenter = c.cfg.Datacenter
 	// A remote server that stops answering sends no heartbeat: the relay
-	// gives up a while after the one due, as the caller would.
+	// gives up on it a while after the one due, as the caller would.
 	patience := maxBlockingWait(args.QueryOptions, c.cfg.Blocking) + c.cfg.ForwardTimeout
-	var failed []error
-	for _, addr := range servers[:min(len(servers), maxDCAttempts)] {
-		st, err := c.pool.StreamDC(ctx, dc, addr, rpc.MethodCatalogFeed, args)
-		if err == nil {
-			err = relay(ctx, st, patience, send)
-			_ = st.Close()
-			if !errors.Is(err, errNotStarted) {
-				return err
-			}
+	passed := func(r *rpc.ChangesResponse) error {
+		if err := send(r); err != nil {
+			return fmt.Errorf("%w: %w", errCallerSide, err)
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("relay the feed of datacenter %s: %w", dc, err)
-		}
-		c.srv.logger.Debug("feed relay to another datacenter failed", "dc", dc, "peer", addr, "err", err)
-		failed = append(failed, err)
+		args.MinQueryIndex = r.Index
+		return nil
 	}
-	return fmt.Errorf("%w %s: %d of its servers tried, none answered: %w", ErrNoPathToDatacenter, dc, len(failed), errors.Join(failed...))
+	for {
+		servers, err := c.cfg.Router.route(dc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rpc.MethodCatalogFeed, err)
+		}
+		var failed []error
+		progress := false
+		for _, addr := range servers[:min(len(servers), maxDCAttempts)] {
+			from := args.MinQueryIndex
+			err := c.relayFrom(ctx, dc, addr, args, patience, passed)
+			switch {
+			case ctx.Err() != nil || errors.Is(err, errCallerSide):
+				return fmt.Errorf("relay the feed of datacenter %s: %w", dc, err)
+			case !errors.Is(err, rpc.ErrTransport) && !errors.Is(err, rpc.ErrServerStopping) && !errors.Is(err, context.DeadlineExceeded):
+				return err // the remote server's answer, as it is
+			}
+			c.srv.logger.Debug("feed relay to another datacenter broke; going on from the next server", "dc", dc, "peer", addr, "index", args.MinQueryIndex, "err", err)
+			progress = progress || args.MinQueryIndex != from
+			failed = append(failed, err)
+		}
+		if !progress {
+			return fmt.Errorf("%w %s: %d of its servers tried, none answered: %w", ErrNoPathToDatacenter, dc, len(failed), errors.Join(failed...))
+		}
+	}
 }
 
-// errNotStarted marks a relay whose remote feed failed before its first
-// reply by a transport error: another server of the datacenter may do.
-var errNotStarted = errors.New("the remote feed did not start")
+// errCallerSide marks a relay that ended on this side: the caller went
+// away or could not be sent to.
+var errCallerSide = errors.New("the relay's caller")
 
-// relay passes st's replies to send until either fails.
-func relay(ctx context.Context, st rpc.Stream, patience time.Duration, send func(*rpc.ChangesResponse) error) error {
-	for n := 0; ; n++ {
+// relayFrom starts args' feed on the server at addr of dc and passes its
+// replies to pass until either fails.
+func (c *Catalog) relayFrom(ctx context.Context, dc, addr string, args *rpc.ChangesRequest, patience time.Duration, pass func(*rpc.ChangesResponse) error) error {
+	st, err := c.pool.StreamDC(ctx, dc, addr, rpc.MethodCatalogFeed, args)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for {
 		reply := new(rpc.ChangesResponse)
 		rctx, cancel := context.WithTimeout(ctx, patience)
 		err := st.Recv(rctx, reply)
 		cancel()
 		if err != nil {
-			if n == 0 && errors.Is(err, rpc.ErrTransport) {
-				return fmt.Errorf("%w: %w", errNotStarted, err)
-			}
 			return err
 		}
-		if err := send(reply); err != nil {
+		if err := pass(reply); err != nil {
 			return err
 		}
 	}

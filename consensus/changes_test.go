@@ -2,11 +2,15 @@ package consensus
 
 import (
 	"context"
+	"io"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -81,5 +85,85 @@ func TestCatalogFeed(t *testing.T) {
 	ahead := next(t, h.feed(t, rpc.QueryOptions{MinQueryIndex: 1 << 40, MaxQueryTime: time.Minute, AllowStale: true}))
 	if !ahead.Changes.Reset || ahead.Index >= 1<<40 {
 		t.Fatalf("an index ahead: %+v, want a Reset at the store's index", ahead)
+	}
+}
+
+// cutProxy forwards TCP connections to a backend until cut closes them
+// all and refuses new ones: a server that goes away under its streams.
+type cutProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutProxy(t *testing.T, backend string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln}
+	t.Cleanup(p.cut)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", backend)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, b)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(b, c); b.Close() }()
+			go func() { _, _ = io.Copy(c, b); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) cut() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// TestCatalogFeedRelayGoesOn: a feed relayed from another datacenter
+// whose server goes away goes on from the next server of that
+// datacenter, from where it stood: the caller sees the next change, not
+// an error or a Reset.
+func TestCatalogFeedRelayGoesOn(t *testing.T) {
+	t.Parallel()
+	dcs := startTwoDCs(t)
+	dcs.dc2.register(t, "n2", "10.0.2.10", &catalog.Service{Service: "web", Port: 80})
+	proxy := newCutProxy(t, dcs.dc2.addr)
+	dcs.router.Update([]gossip.Member{
+		wanMember("s0", "dc2", proxy.ln.Addr().String(), gossip.StatusAlive),
+		wanMember("s1", "dc2", dcs.dc2.addr, gossip.StatusAlive),
+	})
+	swap := dcs.router.Servers("dc2")[0] != proxy.ln.Addr().String()
+	dcs.router.randN = func(n int) int { // the proxy first (TestForwardRetriesAnotherServer)
+		if swap {
+			return 0
+		}
+		return n - 1
+	}
+
+	st := dcs.dc1.feed(t, rpc.QueryOptions{Datacenter: "dc2", MaxQueryTime: time.Minute})
+	first := next(t, st)
+	if !first.Changes.Reset {
+		t.Fatalf("first reply: %+v, want a Reset", first)
+	}
+	proxy.cut()
+	dcs.dc2.register(t, "n3", "10.0.2.11", &catalog.Service{Service: "api", Port: 80})
+	got := next(t, st)
+	if c := got.Changes; c.Reset || !slices.Equal(c.Services, []string{"api"}) || got.Index <= first.Index {
+		t.Fatalf("reply after dc2's first server went away: %+v, want api's change past %d", got, first.Index)
 	}
 }
