@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/internal/porttest"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -83,20 +84,6 @@ func startCatalogServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return rs.Addr().String()
-}
-
-// deadAddr returns a loopback address nothing listens on.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // dialLog records the addresses a pool dials, in order.
@@ -192,7 +179,7 @@ func TestClientDoorWaitsForAServer(t *testing.T) {
 
 func TestClientDoorRetriesTransportError(t *testing.T) {
 	t.Parallel()
-	dead, live := deadAddr(t), startCatalogServer(t)
+	dead, live := porttest.Refused(t), startCatalogServer(t)
 	b, log := newTestDoor(t, dead, live)
 	ctx := testContext(t)
 
@@ -211,7 +198,7 @@ func TestClientDoorRetriesTransportError(t *testing.T) {
 // tries each in turn, again and again, until its hold runs out.
 func TestClientDoorTransportErrorOnBoth(t *testing.T) {
 	t.Parallel()
-	dead1, dead2 := deadAddr(t), deadAddr(t)
+	dead1, dead2 := porttest.Refused(t), porttest.Refused(t)
 	b, log := newTestDoor(t, dead1, dead2)
 	_, err := nodes(testContext(t), b)
 	if !errors.Is(err, rpc.ErrTransport) {
@@ -225,7 +212,7 @@ func TestClientDoorTransportErrorOnBoth(t *testing.T) {
 
 func TestClientDoorDoesNotRetryRemoteError(t *testing.T) {
 	t.Parallel()
-	live, spare := startCatalogServer(t), deadAddr(t)
+	live, spare := startCatalogServer(t), porttest.Refused(t)
 	b, log := newTestDoor(t, live, spare)
 	ctx := testContext(t)
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/porttest"
 )
 
 // recorded is what the fake agent saw of one request.
@@ -370,20 +370,8 @@ func TestResponseTooLarge(t *testing.T) {
 	}
 }
 
-// closedAddress returns an address on which nothing listens.
-func closedAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func TestUnreachableClosedPort(t *testing.T) {
-	addr := closedAddress(t)
+	addr := porttest.Refused(t)
 	c, err := api.NewClient(api.Config{Address: addr})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"errors"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/porttest"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -27,21 +27,6 @@ func startTwoDCs(t *testing.T) *twoDCs {
 	dc1 := startEndpoint(t, true, func(c *CatalogConfig) { c.Router = r })
 	r.Update([]gossip.Member{wanMember("s1", "dc2", dc2.addr, gossip.StatusAlive)})
 	return &twoDCs{dc1: dc1, dc2: dc2, router: r}
-}
-
-// deadAddr returns a loopback address nothing listens on: a dial to it
-// is refused at once.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 func TestForwardReadToAnotherDatacenter(t *testing.T) {
@@ -148,7 +133,7 @@ func TestForwardBlockingQueryToAnotherDatacenter(t *testing.T) {
 
 func TestForwardRetriesAnotherServer(t *testing.T) {
 	dcs := startTwoDCs(t)
-	dead := deadAddr(t)
+	dead := porttest.Refused(t)
 	dcs.router.Update([]gossip.Member{
 		wanMember("s0", "dc2", dead, gossip.StatusAlive),
 		wanMember("s1", "dc2", dcs.dc2.addr, gossip.StatusAlive),
@@ -194,8 +179,8 @@ func TestForwardNoPath(t *testing.T) {
 
 	// Every server of dc2 unreachable: the read fails, quickly, saying so.
 	dcs.router.Update([]gossip.Member{
-		wanMember("s1", "dc2", deadAddr(t), gossip.StatusAlive),
-		wanMember("s2", "dc2", deadAddr(t), gossip.StatusAlive),
+		wanMember("s1", "dc2", porttest.Refused(t), gossip.StatusAlive),
+		wanMember("s2", "dc2", porttest.Refused(t), gossip.StatusAlive),
 	})
 	start := time.Now()
 	expectNoPath("dc2 unreachable", read("dc2"), "2 of its servers tried, none answered")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/porttest"
 	"github.com/cairndns/cairn/tlsutil/tlsutiltest"
 )
 
@@ -328,7 +329,7 @@ func TestACLUsageErrors(t *testing.T) {
 	clearAgentEnv(t)
 	// Nothing listens here: a command that got past its flags would fail
 	// with exit code 1, not 2.
-	t.Setenv(api.AddressEnv, closedAddress(t))
+	t.Setenv(api.AddressEnv, porttest.Refused(t))
 	for _, tc := range []struct {
 		args []string
 		want []string

@@ -2,6 +2,8 @@ package main
 
 import (
 	"testing"
+
+	"github.com/cairndns/cairn/internal/porttest"
 )
 
 // keyringBody is what a server answers to GET /v1/operator/keyring in the
@@ -95,7 +97,7 @@ func TestKeyringUsage(t *testing.T) {
 		{[]string{"-use", ""}, "-use needs a KEY"},
 		{[]string{"-list", "extra"}, `unexpected argument "extra"`},
 	} {
-		_, stderr, code := runCLI(t, append([]string{"keyring", "-http-addr", closedAddress(t)}, tc.args...)...)
+		_, stderr, code := runCLI(t, append([]string{"keyring", "-http-addr", porttest.Refused(t)}, tc.args...)...)
 		wantUsage(t, stderr, code, tc.want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/porttest"
 )
 
 // devAgent starts a dev agent named node and returns its HTTP address.
@@ -303,7 +304,7 @@ func TestJoinMembersLeave(t *testing.T) {
 }
 
 func TestNewCommandsUsageErrors(t *testing.T) {
-	t.Setenv(api.AddressEnv, closedAddress(t))
+	t.Setenv(api.AddressEnv, porttest.Refused(t))
 	file := filepath.Join(t.TempDir(), "x.snap")
 	for _, tc := range []struct {
 		args []string

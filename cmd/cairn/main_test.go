@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cairndns/cairn/internal/porttest"
 )
 
 // runCLI runs the CLI with args and returns its output and exit code.
@@ -133,20 +134,8 @@ func bodyMap(t *testing.T, body []byte) map[string]any {
 	return m
 }
 
-// closedAddress returns an address on which nothing listens.
-func closedAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func TestUnreachableAgentIsOneLine(t *testing.T) {
-	addr := closedAddress(t)
+	addr := porttest.Refused(t)
 	for _, args := range [][]string{
 		{"services", "register", "-http-addr", addr, "-name", "web"},
 		{"services", "deregister", "-http-addr", addr, "-id", "web"},

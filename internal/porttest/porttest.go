@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -68,4 +69,30 @@ func free(port int) bool {
 	}
 	_ = u.Close()
 	return true
+}
+
+// Refused returns a 127.0.0.1 TCP address that refuses every connection
+// until the test ends. Its port is bound but never listened on: closing a
+// listener instead would hand the port back to the kernel, which can give
+// it to the next listener bound to port 0, a parallel test's agent
+// answering where this test expects a refusal.
+func Refused(tb testing.TB) string {
+	tb.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatalf("porttest: socket: %v", err)
+	}
+	tb.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		tb.Fatalf("porttest: bind 127.0.0.1:0: %v", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		tb.Fatalf("porttest: getsockname: %v", err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		tb.Fatalf("porttest: bound address is %T, want IPv4", sa)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(in4.Port))
 }
