@@ -453,3 +453,22 @@ func BenchmarkPoolCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPoolCallDeadline is BenchmarkPoolCall with a deadline on each
+// call, as every call of an agent's door has.
+func BenchmarkPoolCallDeadline(b *testing.B) {
+	s, _ := startServer(b, testConfig())
+	p, _ := newPool(b)
+	addr := s.Addr().String()
+	args := &EchoArgs{Payload: Payload{Name: "web"}}
+	var reply EchoReply
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := p.Call(ctx, addr, "Echo.Echo", args, &reply)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -52,7 +52,7 @@ type poolKey struct{ dc, addr string }
 type poolConn struct {
 	ready chan struct{}   // closed when the dial has ended
 	sess  *yamux.Session  // set before ready is closed, if the dial worked
-	done  context.Context // with sess: ends when sess shuts down (yamuxwake.go)
+	wake  *sessionWaker   // with sess: its streams (yamuxwake.go)
 	err   error           // set before ready is closed, if it did not
 }
 
@@ -140,19 +140,18 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	// yamux's backlog of unacknowledged streams is full.
 	stream, err := sess.OpenStream()
 	if err != nil {
-		p.drop(key, sess)
+		p.drop(key, pc)
 		return notSentError(err)
 	}
 	defer closeQuietly(stream)
+	// When ctx ends (canceled, or at its deadline), a deadline in the
+	// past wakes the blocked read or write; the deferred Close then ends
+	// the stream. The stream gets no deadline of its own: yamux would
+	// start a timer on each wait for data.
 	deadline, _ := ctx.Deadline()
-	if !deadline.IsZero() {
-		_ = stream.SetDeadline(deadline)
-	}
-	// On cancellation, a deadline in the past wakes the blocked read or
-	// write; the deferred Close then ends the stream.
-	stop := context.AfterFunc(ctx, func() { _ = stream.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { _ = stream.SetDeadline(pastDeadline) })
 	defer stop()
-	defer wakeOnDone(pc.done, stream)() // yamuxwake.go
+	defer pc.wake.add(stream)() // yamuxwake.go
 
 	err = newStreamCodec(stream, p.cfg.MaxReplySize, p.cfg.MaxMessageSize).call(method, deadline, args, reply)
 	var remote *RemoteError
@@ -170,7 +169,7 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 		return ctx.Err()
 	}
 	if sess.IsClosed() {
-		p.drop(key, sess)
+		p.drop(key, pc)
 	}
 	return transportError(err)
 }
@@ -239,7 +238,7 @@ func (p *Pool) connect(key poolKey, pc *poolConn) {
 	}
 	pc.sess, pc.err = sess, err
 	if sess != nil {
-		pc.done = sessionDone(sess)
+		pc.wake = watchSession(sess)
 	}
 	close(pc.ready)
 }
@@ -274,15 +273,22 @@ func (p *Pool) open(key poolKey) (*yamux.Session, error) {
 	return sess, nil
 }
 
-// drop forgets sess, if it is still the session of key, and closes it,
-// so that the next call dials again.
-func (p *Pool) drop(key poolKey, sess *yamux.Session) {
+// drop forgets pc, if it is still the session of key, and closes it, so
+// that the next call dials again.
+func (p *Pool) drop(key poolKey, pc *poolConn) {
 	p.mu.Lock()
-	if pc := p.conns[key]; pc != nil && pc.sess == sess {
+	if p.conns[key] == pc {
 		delete(p.conns, key)
 	}
 	p.mu.Unlock()
-	closeQuietly(sess)
+	pc.close()
+}
+
+// close closes pc's session, waking its calls and streams first
+// (yamuxwake.go).
+func (pc *poolConn) close() {
+	pc.wake.wake()
+	closeQuietly(pc.sess)
 }
 
 // Close closes every session (calls in flight fail with ErrTransport),
@@ -292,20 +298,20 @@ func (p *Pool) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	p.cancelDial()
-	var sessions []*yamux.Session
+	var open []*poolConn
 	for key, pc := range p.conns {
 		select {
 		case <-pc.ready:
 			if pc.sess != nil {
-				sessions = append(sessions, pc.sess)
+				open = append(open, pc)
 			}
 		default: // connect sees closed and closes its own session
 		}
 		delete(p.conns, key)
 	}
 	p.mu.Unlock()
-	for _, sess := range sessions {
-		closeQuietly(sess)
+	for _, pc := range open {
+		pc.close()
 	}
 	p.wg.Wait()
 	return nil
@@ -357,7 +363,7 @@ func (p *Pool) Forget(addr string) {
 	select {
 	case <-pc.ready:
 		if pc.sess != nil {
-			p.drop(key, pc.sess)
+			p.drop(key, pc)
 		}
 	default: // a dial in progress: it ends by DialTimeout
 	}

@@ -490,7 +490,7 @@ func (s *Server) serveSession(conn net.Conn) {
 	// session.
 	slots := make(chan struct{}, s.cfg.MaxStreamsPerConn)
 	remote := conn.RemoteAddr()
-	done := sessionDone(sess) // yamuxwake.go
+	wake := watchSession(sess) // yamuxwake.go
 	for {
 		stream, err := sess.AcceptStream()
 		if err != nil { // the session is closed
@@ -504,7 +504,7 @@ func (s *Server) serveSession(conn net.Conn) {
 		}
 		s.wg.Go(func() {
 			defer func() { <-slots }()
-			defer wakeOnDone(done, stream)()
+			defer wake.add(stream)()
 			s.serveStream(stream, remote)
 		})
 	}
@@ -613,7 +613,7 @@ func (s *Server) runStreamCall(st stream, c *streamCodec, deadline time.Time, ru
 		cancel(fmt.Errorf("%w: %w", errCallerGone, err))
 	}()
 	defer func() {
-		_ = st.SetReadDeadline(time.Unix(1, 0))
+		_ = st.SetReadDeadline(pastDeadline)
 		<-watching
 	}()
 	return run(ctx)

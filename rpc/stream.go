@@ -240,14 +240,14 @@ func (p *Pool) StreamDC(ctx context.Context, dc, addr, method string, args any) 
 	}
 	st, err := pc.sess.OpenStream()
 	if err != nil {
-		p.drop(key, pc.sess)
+		p.drop(key, pc)
 		return nil, fmt.Errorf("rpc %s to %s: %w", method, addr, notSentError(err))
 	}
 	cs := &clientStream{name: method, addr: addr, st: st,
 		c: newStreamCodec(st, p.cfg.MaxReplySize, p.cfg.MaxMessageSize)}
 	// The session shutting down (yamuxwake.go) wakes every read and
 	// write of the stream for good; ctx ending, those of the start.
-	cs.stop = wakeOnDone(pc.done, st)
+	cs.stop = pc.wake.add(st)
 	deadline, _ := ctx.Deadline()
 	_ = st.SetWriteDeadline(deadline)
 	done := wakeWhenDone(ctx, st.SetWriteDeadline)
@@ -273,7 +273,7 @@ type clientStream struct {
 	name, addr string
 	st         *yamux.Stream
 	c          *streamCodec
-	stop       func() bool // undoes wakeOnDone
+	stop       func() // removes st from its session's waker
 
 	err       error // the first error of Recv: every later one returns it
 	closeOnce sync.Once
@@ -294,11 +294,17 @@ func (cs *clientStream) recv(ctx context.Context, reply any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	deadline, _ := ctx.Deadline()
-	_ = cs.st.SetReadDeadline(deadline)
-	done := wakeWhenDone(ctx, cs.st.SetReadDeadline)
+	// No read deadline is set from ctx's: ctx ends at its deadline, which
+	// wakes the read as well. A deadline makes yamux start a timer on each
+	// wait for data (two per frame), a tenth of the CPU of an agent
+	// process following a busy feed.
+	woke := wakeWhenDone(ctx, cs.st.SetReadDeadline)
 	err := cs.c.readFrame()
-	done()
+	if woke() {
+		// The deadline in the past stays: a Recv whose ctx ended ends
+		// the stream, even if its frame came in at the same moment.
+		return ctx.Err()
+	}
 	var h responseHeader
 	switch {
 	case err == io.EOF:
@@ -333,18 +339,20 @@ func (cs *clientStream) Close() error {
 }
 
 // wakeWhenDone sets a deadline in the past with set when ctx ends, which
-// wakes a read or write blocked on the stream; the returned func undoes
-// that, or waits for it to have happened, so that a wake-up cannot land
-// after the next operation has set its own deadline.
-func wakeWhenDone(ctx context.Context, set func(time.Time) error) func() {
-	woke := make(chan struct{})
+// wakes a read or write blocked on the stream. The returned func undoes
+// that, or waits for it to have happened and reports true, so that a
+// wake-up cannot land after the next operation has set its own deadline.
+func wakeWhenDone(ctx context.Context, set func(time.Time) error) (undo func() (woke bool)) {
+	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		_ = set(time.Unix(1, 0))
-		close(woke)
+		_ = set(pastDeadline)
+		close(done)
 	})
-	return func() {
-		if !stop() {
-			<-woke
+	return func() bool {
+		if stop() {
+			return false
 		}
+		<-done
+		return true
 	}
 }

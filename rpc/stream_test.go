@@ -172,3 +172,49 @@ func TestRegisterStreamRefuses(t *testing.T) {
 		t.Errorf("Stream with args of the wrong type: got %v, want ErrCodec", err)
 	}
 }
+
+// pacer's stream method sends a reply each time next is sent to, so that
+// every Recv of its caller waits for data, as a feed's does.
+type pacer struct{ next chan struct{} }
+
+func (p *pacer) Paced(ctx context.Context, _ *EchoArgs, send func(*EchoReply) error) error {
+	for i := uint64(1); ; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.next:
+		}
+		r := &EchoReply{}
+		r.Index = i
+		if err := send(r); err != nil {
+			return err
+		}
+	}
+}
+
+// BenchmarkStreamRecvWaiting is one reply of a stream over the port whose
+// Recv waits for it, with a deadline on each Recv as an agent's feed has.
+func BenchmarkStreamRecvWaiting(b *testing.B) {
+	s, _ := startServer(b, testConfig())
+	pc := &pacer{next: make(chan struct{})}
+	if err := RegisterStream(s, "Pacer.Paced", pc.Paced); err != nil {
+		b.Fatal(err)
+	}
+	p, _ := newPool(b)
+	st, err := p.Stream(context.Background(), s.Addr().String(), "Pacer.Paced", &EchoArgs{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var r EchoReply
+	b.ReportAllocs()
+	for b.Loop() {
+		pc.next <- struct{}{}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := st.Recv(ctx, &r)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,9 +209,15 @@ func (f *fleet) call(ctx context.Context, m *member, method, path, body string) 
 	if err != nil {
 		return 0, err
 	}
+	// Which connection a failed request went out on tells a server that
+	// closed it (reused, idle a while) from one that never answered.
+	var conn httptrace.GotConnInfo
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = i }}))
+	start := time.Now()
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s %s on %s: %w", method, path, m.name, err)
+		return 0, fmt.Errorf("%s %s on %s (after %s on a connection %s): %w", method, path, m.name,
+			time.Since(start).Round(time.Millisecond), describeConn(conn), err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -218,6 +225,21 @@ func (f *fleet) call(ctx context.Context, m *member, method, path, body string) 
 		return resp.StatusCode, fmt.Errorf("%s %s on %s: status %d: %s", method, path, m.name, resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	return resp.StatusCode, nil
+}
+
+// describeConn says whether a request's connection was new or reused,
+// and how long it had been idle.
+func describeConn(c httptrace.GotConnInfo) string {
+	switch {
+	case c.Conn == nil:
+		return "not yet had"
+	case !c.Reused:
+		return "new"
+	case c.WasIdle:
+		return fmt.Sprintf("reused, idle %s", c.IdleTime.Round(time.Millisecond))
+	default:
+		return "reused"
+	}
 }
 
 // answers asks m's DNS for name's A records and returns how many the
