@@ -50,10 +50,10 @@ type poolKey struct{ dc, addr string }
 
 // poolConn is the session to one address, or its dial in progress.
 type poolConn struct {
-	ready chan struct{}   // closed when the dial has ended
-	sess  *yamux.Session  // set before ready is closed, if the dial worked
-	wake  *sessionWaker   // with sess: its streams (yamuxwake.go)
-	err   error           // set before ready is closed, if it did not
+	ready chan struct{}  // closed when the dial has ended
+	sess  *yamux.Session // set before ready is closed, if the dial worked
+	wake  *sessionWaker  // with sess: its streams (yamuxwake.go)
+	err   error          // set before ready is closed, if it did not
 }
 
 // NewPool returns an empty pool. logger gets the component attribute

@@ -209,6 +209,14 @@ func (f *fleet) call(ctx context.Context, m *member, method, path, body string) 
 	if err != nil {
 		return 0, err
 	}
+	// Every request sent here is idempotent (a registration names its
+	// ID), and saying so lets net/http send it again when the server
+	// closed the idle connection it went out on. An agent closes a
+	// connection that carried no request for its ReadHeaderTimeout
+	// (10s), and net/http keeps the spare connections it dials when
+	// requests race; in a starved process it may not have seen the close
+	// yet when it picks one.
+	req.Header.Set("Idempotency-Key", method+" "+path+" "+body)
 	// Which connection a failed request went out on tells a server that
 	// closed it (reused, idle a while) from one that never answered.
 	var conn httptrace.GotConnInfo
@@ -234,11 +242,11 @@ func describeConn(c httptrace.GotConnInfo) string {
 	case c.Conn == nil:
 		return "not yet had"
 	case !c.Reused:
-		return "new"
+		return "new, from " + c.Conn.LocalAddr().String()
 	case c.WasIdle:
-		return fmt.Sprintf("reused, idle %s", c.IdleTime.Round(time.Millisecond))
+		return fmt.Sprintf("from %s, reused, idle %s", c.Conn.LocalAddr(), c.IdleTime.Round(time.Millisecond))
 	default:
-		return "reused"
+		return "from " + c.Conn.LocalAddr().String() + ", reused"
 	}
 }
 
