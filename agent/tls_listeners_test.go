@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/internal/porttest"
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/tlsutil/tlsutiltest"
 )
@@ -132,6 +135,23 @@ tls {
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET /v1/agent/self over HTTPS: got %d, %v; want 200", code, err)
 	}
+}
+
+// TestNoHTTPAPI: with plain HTTP and HTTPS both off (allowed, as in
+// Consul) the agent starts and answers DNS, and serves no API.
+func TestNoHTTPAPI(t *testing.T) {
+	t.Parallel()
+	cfg := withFile(t, agenttest.Config(t), "ports {\n  http = -1\n}\n")
+	a := agenttest.Start(t, cfg)
+	if a.HTTPAddr() != nil || a.HTTPSAddr() != nil {
+		t.Fatalf("got HTTP %v and HTTPS %v, want neither", a.HTTPAddr(), a.HTTPSAddr())
+	}
+	waittest.For(t, tlsWait, "DNS to answer for the agent's own node", func() error {
+		if rc := dnsRcode(t, a, "test.node.cluster"); rc != dns.RcodeSuccess {
+			return fmt.Errorf("got %s, want NOERROR", dns.RcodeToString[rc])
+		}
+		return nil
+	})
 }
 
 // TestVerifyIncomingPerListener: verify_incoming of tls.defaults holds
