@@ -374,6 +374,11 @@ func (a *Agent) startHTTP() error {
 	if a.cfg.Ports.HTTPS >= 0 {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
 		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
+		if a.cfg.TLS.HTTPS.VerifyIncoming {
+			// Inherited from tls.defaults, this surprises operators who
+			// meant it for the server port.
+			a.logger.Info("HTTPS requires a client certificate of the CA (tls.https.verify_incoming, or tls.defaults'): browsers, curl and DNS over HTTPS clients without one are refused")
+		}
 	}
 	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc, cacheToken: a.cfg.ACL.Tokens.Default}
 	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
