@@ -305,8 +305,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if a.cfg.Resolver.DNSSEC.Enabled {
 		a.loops.Go(func() { a.followDNSSECKey(loopCtx) }) // dnssec.go
 	}
-	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", a.http.Addr().String(),
-		"advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
+	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", addrOrOff(a.http.Addr()),
+		"https", addrOrOff(a.http.HTTPSAddr()), "advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
 	a.loops.Go(func() { a.logMilestones(loopCtx) }) // milestones.go
 	return nil
 }
@@ -360,7 +360,10 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 
 func (a *Agent) startHTTP() error {
 	hc := httpapi.DefaultConfig()
-	hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
+	hc.Addr = "" // ports.http = -1: HTTPS only, or no API at all
+	if a.cfg.Ports.HTTP >= 0 {
+		hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
+	}
 	hc.Datacenter, hc.Domain = a.cfg.Datacenter, a.cfg.Domain
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
 	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, agentVersion()
@@ -371,6 +374,11 @@ func (a *Agent) startHTTP() error {
 	if a.cfg.Ports.HTTPS >= 0 {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
 		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
+		if a.cfg.TLS.HTTPS.VerifyIncoming {
+			// Inherited from tls.defaults, this surprises operators who
+			// meant it for the server port.
+			a.logger.Info("HTTPS requires a client certificate of the CA (tls.https.verify_incoming, or tls.defaults'): browsers, curl and DNS over HTTPS clients without one are refused")
+		}
 	}
 	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc, cacheToken: a.cfg.ACL.Tokens.Default}
 	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
@@ -455,8 +463,17 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 // DNSAddr is the bound DNS address (UDP; TCP uses the same port).
 func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }
 
-// HTTPAddr is the bound HTTP API address.
+// HTTPAddr is the bound plain HTTP API address, nil with ports.http =
+// -1.
 func (a *Agent) HTTPAddr() net.Addr { return a.http.Addr() }
+
+// addrOrOff is addr for a log line, "off" when nil.
+func addrOrOff(addr net.Addr) string {
+	if addr == nil {
+		return "off"
+	}
+	return addr.String()
+}
 
 // DNSTLSAddr is the DNS over TLS address, nil without ports.dns_tls.
 func (a *Agent) DNSTLSAddr() net.Addr { return a.dns.TLSAddr() }

@@ -21,6 +21,11 @@
 # The defaults are the agent's own. Change them (and ADDRS) to run beside
 # another cairn or Consul holding them, or beside another run of the same
 # script: the end-to-end tests pass free ones.
+#
+# With HTTPS_ONLY=1 (set by the script) the agents serve their API over
+# HTTPS only, on HTTP_PORT (-http-port -1 -https-port HTTP_PORT; the
+# script gives them their certificates), and cli reaches them at
+# https://, trusting the CA named by CAIRN_CACERT.
 
 declare -A ip=() pid=()
 
@@ -29,6 +34,7 @@ HTTP_PORT=${HTTP_PORT:-8500}
 SERVER_PORT=${SERVER_PORT:-8300}
 SERF_LAN_PORT=${SERF_LAN_PORT:-8301}
 SERF_WAN_PORT=${SERF_WAN_PORT:-8302}
+HTTPS_ONLY=${HTTPS_ONLY:-0}
 
 # assign_addrs <name>...: gives the agents the addresses of ADDRS in order
 # (ip[name]); exits when ADDRS does not hold one address per agent.
@@ -52,8 +58,12 @@ assign_addrs() {
 start_agent() {
 	local name=$1
 	shift
+	local http=(-http-port "$HTTP_PORT")
+	if [[ "$HTTPS_ONLY" == 1 ]]; then
+		http=(-http-port -1 -https-port "$HTTP_PORT")
+	fi
 	"$CAIRN" agent -node "$name" -bind "${ip[$name]}" -client "${ip[$name]}" \
-		-dns-port "$DNS_PORT" -http-port "$HTTP_PORT" -server-port "$SERVER_PORT" \
+		-dns-port "$DNS_PORT" "${http[@]}" -server-port "$SERVER_PORT" \
 		-serf-lan-port "$SERF_LAN_PORT" -serf-wan-port "$SERF_WAN_PORT" \
 		-data-dir "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 &
 	pid[$name]=$!
@@ -119,11 +129,15 @@ until_ok() {
 }
 
 # cli <agent> <cairn command...>: runs a CLI command against the agent's
-# HTTP API.
+# HTTP API (HTTPS with HTTPS_ONLY=1).
 cli() {
 	local name=$1
 	shift
-	"$CAIRN" "$@" -http-addr "${ip[$name]}:$HTTP_PORT"
+	local scheme=http
+	if [[ "$HTTPS_ONLY" == 1 ]]; then
+		scheme=https
+	fi
+	"$CAIRN" "$@" -http-addr "$scheme://${ip[$name]}:$HTTP_PORT"
 }
 
 # dig_at <agent> <dig arguments...>: asks the agent's DNS server.

@@ -190,8 +190,12 @@ type Config struct {
 
 // Ports are the TCP/UDP ports the agent listens on.
 type Ports struct {
-	DNS  int // UDP and TCP, default 8600
-	HTTP int // default 8500
+	DNS int // UDP and TCP, default 8600
+	// HTTP is the port of the plain HTTP API, default 8500; -1 serves
+	// none (Consul's), so that an agent may serve its API over HTTPS
+	// only. Both HTTP and HTTPS off is allowed, as in Consul: the agent
+	// then answers DNS and takes signals, and no CLI command reaches it.
+	HTTP int
 	// Server is the server RPC port, default 8300: a server carries Raft
 	// and RPC on it, at AdvertiseAddr:Server. Clients open none.
 	Server int

@@ -66,10 +66,13 @@ func (c *Config) Validate() error {
 	for _, p := range []struct {
 		field string
 		value int
-	}{{"ports.dns", c.Ports.DNS}, {"ports.http", c.Ports.HTTP}, {"ports.server", c.Ports.Server}, {"ports.serf_lan", c.Ports.SerfLAN}, {"ports.serf_wan", c.Ports.SerfWAN}} {
+	}{{"ports.dns", c.Ports.DNS}, {"ports.server", c.Ports.Server}, {"ports.serf_lan", c.Ports.SerfLAN}, {"ports.serf_wan", c.Ports.SerfWAN}} {
 		if p.value < 0 || p.value > 65535 {
 			bad(p.field, "must be between 0 and 65535, got %d", p.value)
 		}
+	}
+	if c.Ports.HTTP < -1 || c.Ports.HTTP > 65535 {
+		bad("ports.http", "must be -1 (off) or between 0 and 65535, got %d", c.Ports.HTTP)
 	}
 	if c.Ports.HTTPS < -1 || c.Ports.HTTPS > 65535 {
 		bad("ports.https", "must be -1 (off) or between 0 and 65535, got %d", c.Ports.HTTPS)

@@ -149,7 +149,9 @@ type Member struct {
 
 // Config configures the HTTP listener.
 type Config struct {
-	// Addr is the listen address. Default "127.0.0.1:8500".
+	// Addr is the listen address of plain HTTP. Empty serves none, so
+	// that the API may be served over HTTPS only. Default
+	// "127.0.0.1:8500".
 	Addr string
 	// HTTPSAddr is the listen address of the same API over TLS, with TLS
 	// (tlsutil's IncomingHTTPS). Empty serves no HTTPS. Default empty.
@@ -230,7 +232,7 @@ func DefaultConfig() Config {
 // Validate reports every bad field.
 func (c Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil && c.Addr != "" {
 		errs = append(errs, fmt.Errorf("http Addr: %q is not host:port", c.Addr))
 	}
 	if c.MaxBodyBytes < 1024 {
@@ -312,19 +314,25 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Start binds the listener (so a bind error is returned here) and serves in
 // a goroutine owned by the server.
 func (s *Server) Start() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("http listen: %w", err)
+	var ln, tlsLn net.Listener
+	var err error
+	if s.cfg.Addr != "" {
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("http listen: %w", err)
+		}
 	}
-	var tlsLn net.Listener
 	if s.cfg.HTTPSAddr != "" {
 		if tlsLn, err = net.Listen("tcp", s.cfg.HTTPSAddr); err != nil {
-			_ = ln.Close()
+			if ln != nil {
+				_ = ln.Close()
+			}
 			return fmt.Errorf("https listen: %w", err)
 		}
 	}
 	if s.cfg.MaxConnsPerClient > 0 || s.cfg.MaxConns > 0 {
-		ln = newLimitListener(ln, s.cfg.MaxConnsPerClient, s.cfg.MaxConns, s.logger) // listener.go
+		if ln != nil {
+			ln = newLimitListener(ln, s.cfg.MaxConnsPerClient, s.cfg.MaxConns, s.logger) // listener.go
+		}
 		if tlsLn != nil {
 			tlsLn = newLimitListener(tlsLn, s.cfg.MaxConnsPerClient, s.cfg.MaxConns, s.logger)
 		}
@@ -348,16 +356,21 @@ func (s *Server) Start() error {
 		TLSConfig:   s.cfg.TLS,
 	}
 	s.mu.Lock()
-	s.srv, s.addr = srv, ln.Addr()
+	s.srv = srv
+	if ln != nil {
+		s.addr = ln.Addr()
+	}
 	if tlsLn != nil {
 		s.httpsAddr = tlsLn.Addr()
 	}
 	s.mu.Unlock()
-	s.wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("http server stopped", "err", err)
-		}
-	})
+	if ln != nil {
+		s.wg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("http server stopped", "err", err)
+			}
+		})
+	}
 	if tlsLn != nil {
 		s.wg.Go(func() {
 			// The certificate comes from TLSConfig (GetCertificate), so
@@ -377,7 +390,8 @@ func (s *Server) HTTPSAddr() net.Addr {
 	return s.httpsAddr
 }
 
-// Addr is the bound address, nil before Start.
+// Addr is the bound plain HTTP address, nil before Start or without
+// plain HTTP.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()

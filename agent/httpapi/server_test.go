@@ -21,9 +21,10 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults", func(*httpapi.Config) {}, nil},
 		{"port zero", func(c *httpapi.Config) { c.Addr = "127.0.0.1:0" }, nil},
 		{"no port", func(c *httpapi.Config) { c.Addr = "127.0.0.1" }, []string{"Addr"}},
+		{"no plain HTTP", func(c *httpapi.Config) { c.Addr = "" }, nil},
 		{"body limit too small", func(c *httpapi.Config) { c.MaxBodyBytes = 1023 }, []string{"MaxBodyBytes"}},
 		{"no header timeout", func(c *httpapi.Config) { c.ReadHeaderTimeout = 0 }, []string{"ReadHeaderTimeout"}},
-		{"everything wrong", func(c *httpapi.Config) { *c = httpapi.Config{} }, []string{"Addr", "MaxBodyBytes", "ReadHeaderTimeout"}},
+		{"everything wrong", func(c *httpapi.Config) { *c = httpapi.Config{Addr: "x"} }, []string{"Addr", "MaxBodyBytes", "ReadHeaderTimeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

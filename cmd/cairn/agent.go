@@ -45,7 +45,8 @@ func agentCommand() *cli.Command {
 			&cli.StringFlag{Name: "advertise-wan", Usage: "`IP` servers of other datacenters use for this server; the node's wan address", DefaultText: "the advertise address"},
 			&cli.StringFlag{Name: "client", Usage: "`IP` the DNS and HTTP listeners bind to", Value: def.ClientAddr},
 			&cli.IntFlag{Name: "dns-port", Usage: "DNS `PORT` (UDP and TCP)", Value: def.Ports.DNS},
-			&cli.IntFlag{Name: "http-port", Usage: "HTTP API `PORT`", Value: def.Ports.HTTP},
+			&cli.IntFlag{Name: "http-port", Usage: "HTTP API `PORT` (-1: off, e.g. to serve the API over HTTPS only)", Value: def.Ports.HTTP},
+			&cli.IntFlag{Name: "https-port", Usage: "HTTPS API `PORT` (Consul's is 8501; needs tls.https or tls.defaults cert_file and key_file; -1: off)", Value: def.Ports.HTTPS},
 			&cli.IntFlag{Name: "dns-tls-port", Usage: "DNS over TLS `PORT` (853 is the standard one; needs tls.dns or tls.defaults cert_file and key_file; -1: off)", Value: def.Ports.DNSTLS},
 			&cli.StringFlag{Name: "data-dir", Usage: "`DIR` holding the Raft log, snapshots and local services (required unless -dev)"},
 			&cli.StringFlag{Name: "log-level", Usage: "log `LEVEL`: debug, info, warn or error", Value: def.LogLevel},
@@ -155,6 +156,8 @@ func flagForField(field string) (string, bool) {
 		return "dns-port", true
 	case "ports.http":
 		return "http-port", true
+	case "ports.https":
+		return "https-port", true
 	case "ports.dns_tls":
 		return "dns-tls-port", true
 	case "ports.server":
@@ -236,6 +239,9 @@ func buildAgentConfig(c *cli.Context) (config.Config, error) {
 	}
 	if c.IsSet("http-port") {
 		cfg.Ports.HTTP = c.Int("http-port")
+	}
+	if c.IsSet("https-port") {
+		cfg.Ports.HTTPS = c.Int("https-port")
 	}
 	if c.IsSet("dns-tls-port") {
 		cfg.Ports.DNSTLS = c.Int("dns-tls-port")

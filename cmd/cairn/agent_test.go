@@ -173,7 +173,8 @@ func TestAgentConfigErrors(t *testing.T) {
 	}{
 		{nil, []string{"-data-dir: is required"}},
 		{[]string{"-dev", "-dns-port", "70000"}, []string{"-dns-port: ", "70000"}},
-		{[]string{"-dev", "-http-port", "-1"}, []string{"-http-port: ", "-1"}},
+		{[]string{"-dev", "-http-port", "-2"}, []string{"-http-port: ", "-2"}},
+		{[]string{"-dev", "-https-port", "8501"}, []string{"-https-port: ", "cert_file"}},
 		{[]string{"-dev", "-datacenter", "dc_1"}, []string{"-datacenter: ", "dc_1"}},
 		{[]string{"-dev", "-node", "a.b"}, []string{"-node: ", "a.b"}},
 		{[]string{"-dev", "-node-id", "web-1"}, []string{"-node-id: ", "web-1", "UUID"}},

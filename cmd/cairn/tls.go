@@ -55,10 +55,12 @@ func tlsCommand() *cli.Command {
 					Name:  "create",
 					Usage: "Create a certificate and key, signed by the CA, in the current directory",
 					UsageText: "cairn tls cert create -server|-client [-dc DC] [-domain DOMAIN] [-days DAYS]\n" +
-						"   [-ca FILE] [-key FILE] [-additional-dnsname NAME]... [-additional-ipaddress IP]...",
+						"   [-ca FILE] [-key FILE] [-node NAME] [-additional-dnsname NAME]... [-additional-ipaddress IP]...",
 					Description: "A server's certificate is for server.<dc>.<domain>, a client agent's for\n" +
 						"client.<dc>.<domain>; both also for localhost and 127.0.0.1. With\n" +
-						"verify_server_hostname, only a server's passes for a server. The files are\n" +
+						"verify_server_hostname, only a server's passes for a server. Give the\n" +
+						"addresses and names HTTPS clients reach the agent by with\n" +
+						"-additional-ipaddress and -additional-dnsname. The files are\n" +
 						"<dc>-server-cairn-<n>.pem and <dc>-server-cairn-<n>-key.pem (or \"client\"),\n" +
 						"<n> the first number free in the current directory.",
 					OnUsageError: onUsageError("cairn tls cert create"),
@@ -70,6 +72,7 @@ func tlsCommand() *cli.Command {
 						&cli.IntFlag{Name: "days", Value: tlsutil.DefaultCertDays, Usage: "how many `DAYS` the certificate is valid"},
 						&cli.StringFlag{Name: "ca", Value: tlsutil.CAFileName, Usage: "the CA certificate's `FILE`"},
 						&cli.StringFlag{Name: "key", Value: tlsutil.CAKeyFileName, Usage: "the CA private key's `FILE`"},
+						&cli.StringFlag{Name: "node", Usage: "the server's node `NAME`: adds <name>.server.<dc>.<domain> (servers only)"},
 						&cli.StringSliceFlag{Name: "additional-dnsname", Usage: "another DNS `NAME` of the agent (repeatable)"},
 						&cli.StringSliceFlag{Name: "additional-ipaddress", Usage: "another `IP` address of the agent (repeatable)"},
 					},
@@ -123,6 +126,14 @@ func tlsCertCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	dnsNames := c.StringSlice("additional-dnsname")
+	if node := c.String("node"); node != "" {
+		if !server {
+			return usagef("-node is for a server's certificate; give a client's names with -additional-dnsname (see \"%s -h\")", path)
+		}
+		// Consul's name for one server: <node>.server.<dc>.<domain>.
+		dnsNames = append([]string{node + "." + tlsutil.ServerName(c.String("dc"), c.String("domain"))}, dnsNames...)
+	}
 	var ips []net.IP
 	for _, s := range c.StringSlice("additional-ipaddress") {
 		ip := net.ParseIP(strings.TrimSpace(s))
@@ -146,7 +157,7 @@ func tlsCertCreate(c *cli.Context) error {
 		Datacenter:  c.String("dc"),
 		Domain:      c.String("domain"),
 		Days:        days,
-		DNSNames:    c.StringSlice("additional-dnsname"),
+		DNSNames:    dnsNames,
 		IPAddresses: ips,
 	})
 	if err != nil {

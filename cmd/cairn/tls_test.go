@@ -3,11 +3,16 @@ package main
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cairndns/cairn/agent/agenttest"
+	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/api"
 	"github.com/cairndns/cairn/tlsutil"
 )
 
@@ -93,6 +98,8 @@ func TestTLSCertCreate(t *testing.T) {
 		{[]string{"-server", "-dc", "dc2", "-additional-dnsname", "cairn.example.com", "-additional-ipaddress", "10.1.2.3",
 			"-additional-ipaddress", "::1"},
 			"dc2-server-cairn-0", "server.dc2.cluster, localhost, cairn.example.com, 127.0.0.1, 10.1.2.3, ::1"},
+		{[]string{"-server", "-dc", "dc2", "-node", "s1", "-additional-dnsname", "s1.example.com"},
+			"dc2-server-cairn-1", "server.dc2.cluster, localhost, s1.server.dc2.cluster, s1.example.com, 127.0.0.1"},
 	} {
 		stdout, stderr, code := runCLI(t, append([]string{"tls", "cert", "create"}, tc.args...)...)
 		if code != 0 {
@@ -153,6 +160,7 @@ func TestTLSErrors(t *testing.T) {
 		{[]string{"tls", "cert", "create", "-server", "-client"}, []string{"one of -server or -client"}},
 		{[]string{"tls", "cert", "create", "-server", "-additional-ipaddress", "10.0.0"}, []string{`-additional-ipaddress "10.0.0"`}},
 		{[]string{"tls", "cert", "create", "-server", "-days", "-3"}, []string{"-days must be positive"}},
+		{[]string{"tls", "cert", "create", "-client", "-node", "c1"}, []string{"-node is for a server's certificate", "-additional-dnsname"}},
 	} {
 		stdout, stderr, code := runCLI(t, tc.args...)
 		wantUsage(t, stderr, code, tc.want...)
@@ -186,4 +194,67 @@ func TestTLSHelp(t *testing.T) {
 			t.Errorf("%v: got help %q, want USAGE naming %q", args, stdout, name)
 		}
 	}
+}
+
+// TestHTTPSOnlyAgentThroughTheCLI follows the secure steps for one agent:
+// a CA, a server certificate naming the address the agent is reached at
+// (-additional-ipaddress), plain HTTP off and HTTPS on. The CLI reaches it
+// at https://<that address>, trusting the CA alone: the certificate
+// verifies for the address.
+func TestHTTPSOnlyAgentThroughTheCLI(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const addr = "127.0.0.5"
+	mustRun(t, "tls", "ca", "create")
+	mustRun(t, "tls", "cert", "create", "-server", "-additional-ipaddress", addr)
+	mustRun(t, "tls", "cert", "create", "-server")
+	if err := readCert(t, "dc1-server-cairn-0.pem").VerifyHostname(addr); err != nil {
+		t.Fatalf("the certificate made with -additional-ipaddress %s: %v", addr, err)
+	}
+	if err := readCert(t, "dc1-server-cairn-1.pem").VerifyHostname(addr); err == nil {
+		t.Fatalf("a certificate made without -additional-ipaddress is valid for %s too", addr)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcl := fmt.Sprintf(`
+ports {
+  http = -1
+  https = 0
+}
+tls {
+  defaults {
+    ca_file = %q
+    cert_file = %q
+    key_file = %q
+    verify_outgoing = true
+  }
+  internal_rpc {
+    verify_incoming = true
+    verify_server_hostname = true
+  }
+}
+`, filepath.Join(dir, "cairn-agent-ca.pem"), filepath.Join(dir, "dc1-server-cairn-0.pem"), filepath.Join(dir, "dc1-server-cairn-0-key.pem"))
+	if err := os.WriteFile("agent.hcl", []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := agenttest.Config(t)
+	cfg.NodeName, cfg.ClientAddr = "secure", addr
+	if err := config.LoadFile("agent.hcl", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	a := agenttest.Start(t, cfg)
+	if a.HTTPAddr() != nil {
+		t.Fatalf("plain HTTP listens on %s with ports.http = -1", a.HTTPAddr())
+	}
+	url := "https://" + a.HTTPSAddr().String()
+
+	t.Setenv(api.AddressEnv, url)
+	t.Setenv(api.CACertEnv, "cairn-agent-ca.pem")
+	if out := mustRun(t, "members"); !strings.Contains(out, "secure") {
+		t.Errorf("members over HTTPS: got %q, want the agent listed", out)
+	}
+	t.Setenv(api.CACertEnv, "")
+	_, stderr, code := runCLI(t, "members")
+	wantError(t, stderr, code, "certificate")
 }

@@ -10,10 +10,12 @@
 #
 # SECURE=1 runs the same with everything README's "Running it securely"
 # sets up: a gossip key (cairn keygen), a CA and a certificate per agent
-# (cairn tls ...) with mutual TLS and verified server names on the server
-# port, and ACLs denying by default, bootstrapped through an initial
-# management token, with the anonymous token allowed to read for DNS. It
-# shows an anonymous registration being refused.
+# naming its address (cairn tls ... -additional-ipaddress) with mutual TLS
+# and verified server names on the server port, the HTTP API over HTTPS
+# only (on HTTP_PORT; the CLI trusts the CA through CAIRN_CACERT), and ACLs
+# denying by default, bootstrapped through an initial management token,
+# with the anonymous token allowed to read for DNS. It shows an anonymous
+# registration being refused.
 #
 #   examples/two-dc/run.sh                # builds cairn with go build
 #   CAIRN=/path/to/cairn examples/two-dc/run.sh
@@ -76,8 +78,12 @@ if [[ "$SECURE" == 1 ]]; then
 		fi
 		n=${issued[$d-$role]:-0}
 		issued[$d-$role]=$((n + 1))
-		(cd "$WORK/tls" && "$CAIRN" tls cert create "-$role" -dc "$d" >/dev/null)
+		# The CLI reaches the agent at its address over HTTPS: the
+		# certificate must name it.
+		(cd "$WORK/tls" && "$CAIRN" tls cert create "-$role" -dc "$d" -additional-ipaddress "${ip[$name]}" >/dev/null)
 		conf[$name]="$WORK/$name.hcl"
+		# Client certificates are required on the server port only:
+		# HTTPS (the CLI, browsers, DNS over HTTPS) needs the CA alone.
 		cat >"${conf[$name]}" <<-EOF
 			encrypt = "$key"
 			acl {
@@ -90,13 +96,18 @@ if [[ "$SECURE" == 1 ]]; then
 			    ca_file = "$WORK/tls/cairn-agent-ca.pem"
 			    cert_file = "$WORK/tls/$d-$role-cairn-$n.pem"
 			    key_file = "$WORK/tls/$d-$role-cairn-$n-key.pem"
-			    verify_incoming = true
 			    verify_outgoing = true
 			  }
-			  internal_rpc { verify_server_hostname = true }
+			  internal_rpc {
+			    verify_incoming = true
+			    verify_server_hostname = true
+			  }
 			}
 		EOF
 	done
+	# ports { http = -1  https = HTTP_PORT } through the flags lib.sh gives.
+	HTTPS_ONLY=1
+	export CAIRN_CACERT="$WORK/tls/cairn-agent-ca.pem"
 fi
 
 # start <name> [flags...]: an agent of dc[name] joining its DC's first

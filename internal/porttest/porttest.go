@@ -3,9 +3,16 @@
 package porttest
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -95,4 +102,44 @@ func Refused(tb testing.TB) string {
 		tb.Fatalf("porttest: bound address is %T, want IPv4", sa)
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(in4.Port))
+}
+
+// ListeningTCP returns the TCP ports listening on exactly the IPv4
+// address ip (not the wildcard), by any process, sorted, as Linux lists
+// them in /proc/net/tcp. It skips the test where there is no such file:
+// asking the kernel is the only way to see every listener, including
+// one the test would not know to dial.
+func ListeningTCP(tb testing.TB, ip netip.Addr) []int {
+	tb.Helper()
+	data, err := os.ReadFile("/proc/net/tcp")
+	if errors.Is(err, os.ErrNotExist) {
+		tb.Skip("porttest: no /proc/net/tcp to list listeners from (not Linux)")
+	}
+	if err != nil {
+		tb.Fatalf("porttest: %v", err)
+	}
+	if !ip.Is4() {
+		tb.Fatalf("porttest: ListeningTCP takes an IPv4 address, got %s", ip)
+	}
+	// The kernel prints the address's bytes read as a host-order word.
+	a := ip.As4()
+	want := fmt.Sprintf("%08X", binary.NativeEndian.Uint32(a[:]))
+	var ports []int
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[3] != "0A" { // 0A: TCP_LISTEN
+			continue
+		}
+		addr, port, ok := strings.Cut(f[1], ":")
+		if !ok || addr != want {
+			continue
+		}
+		p, err := strconv.ParseUint(port, 16, 16)
+		if err != nil {
+			tb.Fatalf("porttest: /proc/net/tcp: bad port in %q", f[1])
+		}
+		ports = append(ports, int(p))
+	}
+	slices.Sort(ports)
+	return ports
 }
