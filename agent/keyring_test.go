@@ -154,12 +154,22 @@ func (w *memberWatch) notAlive() []string {
 // pool (wan false) or WAN pool.
 func waitAlive(t *testing.T, agents []*agent.Agent, wan bool, want ...string) {
 	t.Helper()
+	waitAliveAs(t, "", agents, wan, want...)
+}
+
+// waitAliveAs is waitAlive asking with token.
+func waitAliveAs(t *testing.T, token string, agents []*agent.Agent, wan bool, want ...string) {
+	t.Helper()
 	slices.Sort(want)
 	waittest.For(t, 30*time.Second, fmt.Sprintf("%d members alive (wan %v)", len(want), wan), func() error {
 		for _, a := range agents {
-			list := apiClient(t, a).Agent().Members
+			c, err := api.NewClient(api.Config{Address: a.HTTPAddr().String(), Token: token})
+			if err != nil {
+				return err
+			}
+			list := c.Agent().Members
 			if wan {
-				list = apiClient(t, a).Agent().MembersWAN
+				list = c.Agent().MembersWAN
 			}
 			members, err := list(context.Background())
 			if err != nil {
@@ -380,14 +390,7 @@ func TestKeyringRefusalChangesNoPool(t *testing.T) {
 	s := agenttest.Start(t, scfg)
 	waitManagement(t, s)
 	c := agenttest.Start(t, ccfg)
-	waittest.For(t, aclTestWait, "c1 in the LAN pool", func() error {
-		var members []struct{ Name string }
-		mustCall(t, c, mgmtSecret, "GET", "/v1/agent/members", nil, &members)
-		if len(members) != 2 {
-			return fmt.Errorf("members %+v", members)
-		}
-		return nil
-	})
+	waitAliveAs(t, mgmtSecret, []*agent.Agent{s, c}, false, "s1", "c1")
 	readToken := makeToken(t, s, "keyring-read", `keyring = "read"`)
 	rpcPool := rpctest.NewPool(t)
 	server := net.JoinHostPort("127.0.0.1", strconv.Itoa(scfg.Ports.Server))
@@ -476,4 +479,32 @@ func TestKeyringRestart(t *testing.T) {
 	if got := readKeyringFile(t, filepath.Join(srvCfg.DataDir, "gossip", "wan.keyring")); !slices.Equal(got, []string{newKey}) {
 		t.Errorf("server's WAN keyring file holds %v, want the new key only", got)
 	}
+}
+
+// TestKeyringRefusedInAnotherDatacenterChangesNoPool: each datacenter
+// holds its own tokens, so a change made with a token dc1 knows and dc2
+// does not is refused by dc2, and then no pool changes, dc1's and the
+// WAN pool included.
+func TestKeyringRefusedInAnotherDatacenterChangesNoPool(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := gossiptest.NewKey(t), gossiptest.NewKey(t)
+	s1cfg, s2cfg := aclServerConfig(t, "s1"), aclServerConfig(t, "s1")
+	s2cfg.Datacenter = "dc2"
+	s2cfg.JoinWAN = []string{agenttest.WANAddr(s1cfg)}
+	s1cfg.EncryptKey, s2cfg.EncryptKey = oldKey, oldKey
+	s1, s2 := agenttest.Start(t, s1cfg), agenttest.Start(t, s2cfg)
+	waitManagement(t, s1)
+	waitManagement(t, s2)
+	waitAliveAs(t, mgmtSecret, []*agent.Agent{s1, s2}, true, "s1.dc1", "s1.dc2")
+	dc1Only := makeToken(t, s1, "keyring-writer", `keyring = "write"`)
+
+	code, body := call(t, s1, dc1Only, "POST", "/v1/operator/keyring", map[string]string{"Key": newKey})
+	if code != http.StatusForbidden {
+		t.Errorf("install with a token dc2 does not know: got %d %s, want 403", code, body)
+	}
+	var listed []*api.KeyringResponse
+	mustCall(t, s1, mgmtSecret, "GET", "/v1/operator/keyring", nil, &listed)
+	only := map[string]int{oldKey: 1}
+	wantPools(t, "after the refusal", listed,
+		pool{true, "dc1", times(only, 2), times(only, 2), 2}, pool{false, "dc1", only, only, 1}, pool{false, "dc2", only, only, 1})
 }
