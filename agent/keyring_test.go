@@ -22,6 +22,7 @@ import (
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip/gossiptest"
 	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
@@ -409,10 +410,18 @@ func TestKeyringRefusalChangesNoPool(t *testing.T) {
 			t.Errorf("%s straight to the server: got %v, want permission denied", tok.name, err)
 		}
 	}
-	only := map[string]int{oldKey: 1}
-	want := []pool{{true, "dc1", only, only, 1}, {false, "dc1", times(only, 2), times(only, 2), 2}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// With a token that may, the server still parses before it acts.
+	for _, bad := range []struct{ op, key, field string }{{"rotate", newKey, "Op"}, {"install", "MDEyMzQ1Njc4OQ==", "Key"}} {
+		args := &rpc.KeyringRequest{WriteRequest: rpc.WriteRequest{Token: mgmtSecret}, Op: rpc.KeyringOp(bad.op), Key: bad.key}
+		err := rpcPool.Call(ctx, server, rpc.MethodKeyringOperation, args, &rpc.KeyringResponses{})
+		if fe, ok := errors.AsType[*catalog.FieldError](err); !ok || fe.Field != bad.field {
+			t.Errorf("%s %s straight to the server: got %v, want a field error naming %s", bad.op, bad.key, err, bad.field)
+		}
+	}
+	only := map[string]int{oldKey: 1}
+	want := []pool{{true, "dc1", only, only, 1}, {false, "dc1", times(only, 2), times(only, 2), 2}}
 	got, err := apiClient(t, c).Operator().KeyringList(ctx, false)
 	if err == nil {
 		t.Errorf("an anonymous list: got %s, want it refused", describePools(got))
