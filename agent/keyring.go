@@ -6,24 +6,22 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // The gossip keyring as the HTTP API sees it: /v1/operator/keyring is
 // served through membership, which the API takes as its Cluster and finds
-// to be a Keyring as well. Each pool keeps its keyring in the data dir
+// to be a Keyring as well. Operations go to the servers (the Keyring
+// endpoint), which run them on every pool the key is in, whichever agent
+// they were sent to. Each pool keeps its keyring in the data dir
 // (<data-dir>/gossip/lan.keyring and wan.keyring, Consul's format), so a
 // restarted agent comes back with the rotated keys whatever its encrypt
 // setting still says; a -dev agent, with no data dir, keeps it in memory.
 var _ httpapi.Keyring = membership{}
-
-// keyringTimeout bounds one keyring operation on one pool: every alive
-// member has to show the change in its gossip by then, or is reported.
-const keyringTimeout = 30 * time.Second
 
 // keyringFile is where the pool of kind keeps its keyring, "" without a
 // data dir.
@@ -34,89 +32,82 @@ func (a *Agent) keyringFile(kind gossip.Kind) string {
 	return filepath.Join(a.cfg.DataDir, "gossip", kind.String()+".keyring")
 }
 
-// Keyring lists or changes the gossip keys of this agent's pools: the WAN
-// pool first (servers only), then the LAN pool. See httpapi.Keyring.
-func (m membership) Keyring(ctx context.Context, op httpapi.KeyringOp, key string) ([]httpapi.KeyringResponse, error) {
-	return m.a.Keyring(ctx, op, key)
+// Keyring lists or changes the gossip keys of every pool. See
+// httpapi.Keyring.
+func (m membership) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+	return m.a.Keyring(ctx, op, key, localOnly)
 }
 
-// Keyring applies op with key (base64; "" to list) to each gossip pool of
-// the agent, the WAN pool first on a server, then the LAN pool, and
-// returns one response per pool, as Consul's keyring API does. Every pool
-// is tried even when one fails. Refusals (a bad key, a change that would
-// cut members off, no encryption) are *catalog.FieldError naming "Key" or
-// "encrypt"; a change some members did not confirm is an error naming them
-// per pool, with the responses.
-func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string) ([]httpapi.KeyringResponse, error) {
-	if op != httpapi.KeyringList {
-		if _, err := gossip.ParseKey(key); err != nil {
-			return nil, &catalog.FieldError{Field: "Key", Reason: err.Error()}
+// Keyring applies op with key (base64; "" to list) to every gossip pool
+// through the servers: the WAN pool and the LAN pool of every datacenter,
+// one response each, as Consul's keyring API answers. With localOnly (a
+// list only) it answers from this agent's own view of its LAN pool,
+// without asking the servers.
+//
+// A pool that refused the operation, changing nothing (a bad key, a change
+// that would cut members off, no encryption), makes it a
+// *catalog.FieldError naming "Key" or "encrypt"; one where it failed
+// otherwise (members that did not confirm, a datacenter not reached) an
+// error wrapping httpapi.ErrKeyringIncomplete. Either names each pool and
+// its members at fault.
+func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+	if localOnly {
+		ctx, cancel := context.WithTimeout(ctx, rpc.KeyringPoolTimeout)
+		defer cancel()
+		r, err := a.gossip.ListKeys(ctx)
+		if errors.Is(err, gossip.ErrEncryptionDisabled) {
+			return nil, &catalog.FieldError{Field: "encrypt", Reason: err.Error()}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []httpapi.KeyringResponse{{Datacenter: a.cfg.Datacenter, Keys: r.Keys, PrimaryKeys: r.PrimaryKeys,
+			NumNodes: r.NumNodes, Messages: nonEmpty(r.Messages)}}, nil
+	}
+	var reply rpc.KeyringResponses
+	if err := a.door.RPC(ctx, rpc.MethodKeyringOperation, &rpc.KeyringRequest{Op: rpc.KeyringOp(op), Key: key}, &reply); err != nil {
+		return nil, fmt.Errorf("keyring %s: %w", op, err)
+	}
+	out := make([]httpapi.KeyringResponse, len(reply.Responses))
+	for i, r := range reply.Responses {
+		out[i] = httpapi.KeyringResponse{
+			WAN: r.WAN, Datacenter: r.Datacenter, Messages: r.Messages, Keys: r.Keys, PrimaryKeys: r.PrimaryKeys,
+			NumNodes: r.NumNodes, NumErrs: r.NumErrs, Error: r.Error,
 		}
 	}
-	type pool struct {
-		p    *gossip.Pool
-		wan  bool
-		name string
-	}
-	pools := []pool{{a.gossip, false, a.cfg.Datacenter + " (LAN)"}}
-	if a.wan != nil {
-		pools = []pool{{a.wan, true, "WAN"}, pools[0]}
-	}
-	var out []httpapi.KeyringResponse
+	return out, keyringError(op, reply.Responses)
+}
+
+// keyringError is the error of an operation whose responses are rs: nil
+// when every pool succeeded.
+func keyringError(op httpapi.KeyringOp, rs []rpc.KeyringResponse) error {
 	var refusals, failures []string
-	field := "Key"
-	for _, pl := range pools {
-		r, err := a.keyringOp(ctx, pl.p, op, key)
-		out = append(out, httpapi.KeyringResponse{
-			WAN: pl.wan, Datacenter: a.cfg.Datacenter, Messages: r.Messages,
-			Keys: r.Keys, PrimaryKeys: r.PrimaryKeys, NumNodes: r.NumNodes,
-		})
+	field := ""
+	for _, r := range rs {
 		switch {
-		case err == nil:
-		case errors.Is(err, gossip.ErrEncryptionDisabled):
-			field = "encrypt"
-			refusals = append(refusals, pl.name+": "+err.Error())
-		case refused(err):
-			refusals = append(refusals, pl.name+": "+err.Error())
+		case r.Error == "":
+		case r.RefusedField != "":
+			if field == "" || r.RefusedField == "encrypt" {
+				field = r.RefusedField
+			}
+			refusals = append(refusals, r.Pool()+": "+r.Error)
 		default:
-			failures = append(failures, pl.name+": "+err.Error())
+			failures = append(failures, r.Pool()+": "+r.Error)
 		}
 	}
 	switch {
 	case len(failures) > 0:
-		return out, fmt.Errorf("keyring %s: %s", op, strings.Join(append(failures, refusals...), "; "))
+		return fmt.Errorf("%w: keyring %s failed in %d of %d pools: %s", httpapi.ErrKeyringIncomplete, op,
+			len(failures)+len(refusals), len(rs), strings.Join(append(failures, refusals...), "; "))
 	case len(refusals) > 0:
-		return out, &catalog.FieldError{Field: field, Reason: strings.Join(refusals, "; ")}
+		return &catalog.FieldError{Field: field, Reason: strings.Join(refusals, "; ")}
 	}
-	if op != httpapi.KeyringList {
-		a.logger.Info("gossip keyring changed on every member", "op", string(op), "pools", len(pools))
-	}
-	return out, nil
+	return nil
 }
 
-// keyringOp runs one operation on one pool, within keyringTimeout.
-func (a *Agent) keyringOp(ctx context.Context, p *gossip.Pool, op httpapi.KeyringOp, key string) (gossip.KeyringReport, error) {
-	ctx, cancel := context.WithTimeout(ctx, keyringTimeout)
-	defer cancel()
-	switch op {
-	case httpapi.KeyringList:
-		return p.ListKeys(ctx)
-	case httpapi.KeyringInstall:
-		return p.InstallKey(ctx, key)
-	case httpapi.KeyringUse:
-		return p.UseKey(ctx, key)
-	case httpapi.KeyringRemove:
-		return p.RemoveKey(ctx, key)
+func nonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
 	}
-	return gossip.KeyringReport{}, &catalog.FieldError{Field: "op", Reason: fmt.Sprintf("unknown keyring operation %q", op)}
-}
-
-// refused tells a refusal, with nothing changed, from a failure.
-func refused(err error) bool {
-	for _, target := range []error{gossip.ErrBadKey, gossip.ErrKeyNotInstalled, gossip.ErrPrimaryKey, gossip.ErrKeyringFull} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
+	return m
 }

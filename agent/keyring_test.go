@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +22,11 @@ import (
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip/gossiptest"
 	"github.com/cairndns/cairn/internal/waittest"
+	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
 // logLines is a slog.Handler that keeps "LEVEL message" of every record at
@@ -149,12 +155,22 @@ func (w *memberWatch) notAlive() []string {
 // pool (wan false) or WAN pool.
 func waitAlive(t *testing.T, agents []*agent.Agent, wan bool, want ...string) {
 	t.Helper()
+	waitAliveAs(t, "", agents, wan, want...)
+}
+
+// waitAliveAs is waitAlive asking with token.
+func waitAliveAs(t *testing.T, token string, agents []*agent.Agent, wan bool, want ...string) {
+	t.Helper()
 	slices.Sort(want)
 	waittest.For(t, 30*time.Second, fmt.Sprintf("%d members alive (wan %v)", len(want), wan), func() error {
 		for _, a := range agents {
-			list := apiClient(t, a).Agent().Members
+			c, err := api.NewClient(api.Config{Address: a.HTTPAddr().String(), Token: token})
+			if err != nil {
+				return err
+			}
+			list := c.Agent().Members
 			if wan {
-				list = apiClient(t, a).Agent().MembersWAN
+				list = c.Agent().MembersWAN
 			}
 			members, err := list(context.Background())
 			if err != nil {
@@ -175,130 +191,174 @@ func waitAlive(t *testing.T, agents []*agent.Agent, wan bool, want ...string) {
 	})
 }
 
-// pool is what a keyring list should say of one pool.
+// pool is what a keyring list (or change) should say of one pool.
 type pool struct {
+	wan           bool
+	dc            string
 	keys, primary map[string]int
 	nodes         int
 }
 
-// wantKeyring checks a's keyring list: the WAN pool (servers) then the
-// LAN pool of dc.
-func wantKeyring(t *testing.T, step string, a *agent.Agent, dc string, want ...pool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	got, err := apiClient(t, a).Operator().KeyringList(ctx, false)
-	if err != nil {
-		t.Fatalf("%s: list: %v", step, err)
+// times multiplies each count of m by n.
+func times(m map[string]int, n int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = v * n
 	}
+	return out
+}
+
+// wantPools checks that got says what want does of each pool, in order,
+// with no member at fault.
+func wantPools(t *testing.T, step string, got []*api.KeyringResponse, want ...pool) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("%s: %d pools listed, want %d", step, len(got), len(want))
+		t.Fatalf("%s: %d pools, want %d: %s", step, len(got), len(want), describePools(got))
 	}
 	for i, r := range got {
 		w := want[i]
-		if r.WAN != (i == 0 && len(want) == 2) || r.Datacenter != dc || !maps.Equal(r.Keys, w.keys) ||
-			!maps.Equal(r.PrimaryKeys, w.primary) || r.NumNodes != w.nodes || len(r.Messages) != 0 {
-			t.Errorf("%s: %s lists %+v; want keys %v, primary %v on %d nodes", step, a.HTTPAddr(), r, w.keys, w.primary, w.nodes)
+		if r.WAN != w.wan || r.Datacenter != w.dc || !maps.Equal(r.Keys, w.keys) || !maps.Equal(r.PrimaryKeys, w.primary) ||
+			r.NumNodes != w.nodes || r.NumErrs != 0 || r.Error != "" || len(r.Messages) != 0 {
+			t.Errorf("%s: pool %d is %+v; want WAN %v in %s, keys %v, primary %v on %d nodes, no errors",
+				step, i, *r, w.wan, w.dc, w.keys, w.primary, w.nodes)
 		}
 	}
 }
 
-// TestKeyringRotation rotates the gossip key of a running cluster — dc1's
-// three servers and two clients, and a server of dc2 met over the WAN —
-// through the HTTP API: install a new key, use it, remove the old, on the
-// LAN and WAN pools, with no member ever seen failed or left. An agent
-// with only the old key then cannot join, and the agent it knocks on logs
-// it a bounded number of times.
-func TestKeyringRotation(t *testing.T) {
+func describePools(rs []*api.KeyringResponse) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "\n  %+v", *r)
+	}
+	return b.String()
+}
+
+// wantKeyring checks a's keyring list against want.
+func wantKeyring(t *testing.T, step string, a *agent.Agent, want ...pool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := apiClient(t, a).Operator().KeyringList(ctx, false)
+	if err != nil {
+		t.Fatalf("%s: list from %s: %v", step, a.HTTPAddr(), err)
+	}
+	wantPools(t, step+": list from "+a.HTTPAddr().String(), got, want...)
+}
+
+// TestKeyringRotationThroughAClient rotates the gossip key of two
+// datacenters through the HTTP API of one client agent of dc1: install a
+// new key, use it, remove the old. Each step reaches every pool the key is
+// in (the WAN pool, dc1's and dc2's LAN pools), reports each, and no
+// member is ever seen failed or left. Then an agent with only the old key
+// joins neither LAN pool nor the WAN pool, and the agent it knocks on
+// logs it a bounded number of times.
+func TestKeyringRotationThroughAClient(t *testing.T) {
 	t.Parallel()
 	oldKey, newKey := gossiptest.NewKey(t), gossiptest.NewKey(t)
-	dc1 := agenttest.DatacenterConfigs(t, "dc1", 3)
+	dc1 := agenttest.DatacenterConfigs(t, "dc1", 1)
 	dc2 := agenttest.DatacenterConfigs(t, "dc2", 1)
 	dc2[0].JoinWAN = []string{agenttest.WANAddr(dc1[0])}
 	c1cfg := agenttest.ClientConfig(t, "c1", agenttest.GossipAddr(dc1[0]))
-	c2cfg := agenttest.ClientConfig(t, "c2", agenttest.GossipAddr(dc1[1]))
-	for _, cfg := range []*config.Config{&dc1[0], &dc1[1], &dc1[2], &dc2[0], &c1cfg, &c2cfg} {
+	c2cfg := agenttest.ClientConfig(t, "c2", agenttest.GossipAddr(dc1[0]))
+	d1cfg := agenttest.ClientConfig(t, "d1", agenttest.GossipAddr(dc2[0]))
+	d1cfg.Datacenter = "dc2"
+	for _, cfg := range []*config.Config{&dc1[0], &dc2[0], &c1cfg, &c2cfg, &d1cfg} {
 		cfg.EncryptKey = oldKey
 	}
-	servers := agenttest.StartConfigs(t, dc1).Agents
+	s1 := agenttest.Start(t, dc1[0])
 	c1 := agenttest.Start(t, c1cfg)
 	c2, c2log := startLogged(t, c2cfg)
-	dc2srv := agenttest.Start(t, dc2[0])
-	lan := append(slices.Clone(servers), c1, c2)
-	wan := append(slices.Clone(servers), dc2srv)
-	waitAlive(t, lan, false, "s1", "s2", "s3", "c1", "c2")
-	waitAlive(t, wan, true, "s1.dc1", "s2.dc1", "s3.dc1", "s1.dc2")
-	watch := watchMembers(t, append(slices.Clone(lan), dc2srv), wan)
+	s2 := agenttest.Start(t, dc2[0])
+	d1 := agenttest.Start(t, d1cfg)
+	lan1, lan2, wan := []*agent.Agent{s1, c1, c2}, []*agent.Agent{s2, d1}, []*agent.Agent{s1, s2}
+	waitAlive(t, lan1, false, "s1", "c1", "c2")
+	waitAlive(t, lan2, false, "s1", "d1")
+	waitAlive(t, wan, true, "s1.dc1", "s1.dc2")
+	watch := watchMembers(t, append(slices.Clone(lan1), lan2...), wan)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	op1, op2 := apiClient(t, servers[0]).Operator(), apiClient(t, dc2srv).Operator()
-	both := map[string]int{oldKey: 1, newKey: 1}
-	times := func(m map[string]int, n int) map[string]int {
-		out := map[string]int{}
-		for k, v := range m {
-			out[k] = v * n
-		}
-		return out
-	}
+	op := apiClient(t, c1).Operator()
 	only := func(k string) map[string]int { return map[string]int{k: 1} }
-	wantKeyring(t, "before", servers[0], "dc1", pool{times(only(oldKey), 4), times(only(oldKey), 4), 4}, pool{times(only(oldKey), 5), times(only(oldKey), 5), 5})
+	// The WAN pool's entry names the datacenter of the server that ran
+	// it: the asking agent's.
+	everywhere := func(wanDC string, keys, primary map[string]int) []pool {
+		return []pool{
+			{true, wanDC, times(keys, 2), times(primary, 2), 2},
+			{false, "dc1", times(keys, 3), times(primary, 3), 3},
+			{false, "dc2", times(keys, 2), times(primary, 2), 2},
+		}
+	}
+	wantKeyring(t, "before", d1, everywhere("dc2", only(oldKey), only(oldKey))...)
 
-	// Each step on dc1's server (the WAN pool and dc1's LAN pool), then on
-	// dc2's (its LAN pool; the WAN pool has it already).
-	steps := []struct {
+	both := map[string]int{oldKey: 1, newKey: 1}
+	for _, st := range []struct {
 		name          string
-		do1, do2      func(context.Context, string) error
+		do            func(context.Context, string) ([]*api.KeyringResponse, error)
 		key           string
 		keys, primary map[string]int
 	}{
-		{"install", op1.KeyringInstall, op2.KeyringInstall, newKey, both, only(oldKey)},
-		{"use", op1.KeyringUse, op2.KeyringUse, newKey, both, only(newKey)},
-		{"remove", op1.KeyringRemove, op2.KeyringRemove, oldKey, only(newKey), only(newKey)},
-	}
-	for _, st := range steps {
-		if err := st.do1(ctx, st.key); err != nil {
-			t.Fatalf("%s on dc1: %v", st.name, err)
+		{"install", op.KeyringInstall, newKey, both, only(oldKey)},
+		{"use", op.KeyringUse, newKey, both, only(newKey)},
+		{"remove", op.KeyringRemove, oldKey, only(newKey), only(newKey)},
+	} {
+		got, err := st.do(ctx, st.key)
+		if err != nil {
+			t.Fatalf("%s through client c1: %v", st.name, err)
 		}
-		wantKeyring(t, st.name+" on dc1", servers[0], "dc1",
-			pool{times(st.keys, 4), times(st.primary, 4), 4}, pool{times(st.keys, 5), times(st.primary, 5), 5})
-		if err := st.do2(ctx, st.key); err != nil {
-			t.Fatalf("%s on dc2: %v", st.name, err)
-		}
-		wantKeyring(t, st.name+" on dc2", dc2srv, "dc2",
-			pool{times(st.keys, 4), times(st.primary, 4), 4}, pool{st.keys, st.primary, 1})
+		wantPools(t, st.name+" through client c1", got, everywhere("dc1", st.keys, st.primary)...)
+		wantKeyring(t, st.name, d1, everywhere("dc2", st.keys, st.primary)...)
 	}
 
 	// Refusals: the primary key cannot go, a bad key is named.
 	var se *api.StatusError
-	if err := op1.KeyringRemove(ctx, newKey); !errors.As(err, &se) || se.Code != 400 || se.Field != "Key" {
+	if _, err := op.KeyringRemove(ctx, newKey); !errors.As(err, &se) || se.Code != 400 || se.Field != "Key" {
 		t.Errorf("removing the primary key: got %v, want a 400 naming Key", err)
 	}
-	if err := op1.KeyringInstall(ctx, "MDEyMzQ1Njc4OQ=="); !errors.As(err, &se) || se.Code != 400 || se.Field != "Key" {
+	if _, err := op.KeyringInstall(ctx, "MDEyMzQ1Njc4OQ=="); !errors.As(err, &se) || se.Code != 400 || se.Field != "Key" {
 		t.Errorf("installing a 10-byte key: got %v, want a 400 naming Key", err)
 	}
 	local, err := apiClient(t, c1).Operator().KeyringList(ctx, true)
-	if err != nil || len(local) != 1 || local[0].WAN || local[0].NumNodes != 5 || local[0].Keys[newKey] != 5 {
-		t.Errorf("client's local-only list: %+v, %v; want dc1's LAN pool with the new key on 5", local, err)
+	if err != nil || len(local) != 1 || local[0].WAN || local[0].NumNodes != 3 || local[0].Keys[newKey] != 3 {
+		t.Errorf("client's local-only list: %+v, %v; want dc1's LAN pool with the new key on 3", local, err)
 	}
 
-	waitAlive(t, lan, false, "s1", "s2", "s3", "c1", "c2")
-	waitAlive(t, wan, true, "s1.dc1", "s2.dc1", "s3.dc1", "s1.dc2")
+	waitAlive(t, lan1, false, "s1", "c1", "c2")
+	waitAlive(t, lan2, false, "s1", "d1")
+	waitAlive(t, wan, true, "s1.dc1", "s1.dc2")
 	watch.stopWatching()
 	if bad := watch.notAlive(); len(bad) > 0 {
 		t.Errorf("members were seen not alive during the rotation:\n%s", strings.Join(bad, "\n"))
 	}
-	for i, cfg := range []config.Config{dc1[0], c2cfg} {
-		path := filepath.Join(cfg.DataDir, "gossip", "lan.keyring")
-		if got := readKeyringFile(t, path); !slices.Equal(got, []string{newKey}) {
-			t.Errorf("agent %d: %s holds %v, want the new key only", i, path, got)
+	for _, file := range []string{
+		filepath.Join(c2cfg.DataDir, "gossip", "lan.keyring"),
+		filepath.Join(d1cfg.DataDir, "gossip", "lan.keyring"),
+		filepath.Join(dc2[0].DataDir, "gossip", "wan.keyring"),
+	} {
+		if got := readKeyringFile(t, file); !slices.Equal(got, []string{newKey}) {
+			t.Errorf("%s holds %v, want the new key only", file, got)
 		}
 	}
 
-	// An agent with only the old key knocks on c2 again and again.
+	// An attacker's server with only the old key cannot join the WAN pool.
+	rogueCfg := agenttest.ServerConfig(t, "rogue", 1)
+	rogueCfg.Datacenter = "dc3"
+	rogueCfg.BindAddr, rogueCfg.AdvertiseAddr = "127.0.0.66", "127.0.0.66"
+	rogueCfg.EncryptKey = oldKey
+	rogue := agenttest.Start(t, rogueCfg)
+	if code, body := call(t, rogue, "", "PUT", "/v1/agent/join/"+agenttest.WANAddr(dc1[0])+"?wan=1", nil); code == http.StatusOK {
+		t.Errorf("a server with the removed key joined the WAN pool: %s", body)
+	}
+
+	// An agent with only the old key knocks on c2 again and again, and
+	// cannot join dc2's LAN pool either.
 	staleCfg := agenttest.ClientConfig(t, "stale", agenttest.GossipAddr(c2cfg))
+	staleCfg.BindAddr, staleCfg.AdvertiseAddr = "127.0.0.67", "127.0.0.67"
 	staleCfg.EncryptKey = oldKey
 	stale, staleLog := startLogged(t, staleCfg)
+	if code, body := call(t, stale, "", "PUT", "/v1/agent/join/"+agenttest.GossipAddr(dc2[0]), nil); code == http.StatusOK {
+		t.Errorf("an agent with the removed key joined dc2's LAN pool: %s", body)
+	}
 	const attempts = 15
 	waittest.For(t, 30*time.Second, fmt.Sprintf("%d join attempts of the stale agent", attempts), func() error {
 		if n := len(staleLog.matching("join failed")); n < attempts {
@@ -306,11 +366,77 @@ func TestKeyringRotation(t *testing.T) {
 		}
 		return nil
 	})
-	waitAlive(t, []*agent.Agent{c2, servers[0]}, false, "s1", "s2", "s3", "c1", "c2")
+	waitAlive(t, lan1, false, "s1", "c1", "c2")
+	waitAlive(t, lan2, false, "s1", "d1")
+	waitAlive(t, wan, true, "s1.dc1", "s1.dc2")
 	waitAlive(t, []*agent.Agent{stale}, false, "stale")
 	if got := c2log.matching("decrypt"); len(got) == 0 || len(got) > 3 {
 		t.Errorf("%d join attempts with the old key made c2 log %d lines about decrypting, want 1 to 3:\n%s",
 			attempts, len(got), strings.Join(got, "\n"))
+	}
+}
+
+// TestKeyringRefusalChangesNoPool: under default deny, a keyring change
+// with no token or a token that may only read the keyring is refused,
+// through a client agent and sent straight to the server's RPC port, and
+// no pool holds the key afterwards.
+func TestKeyringRefusalChangesNoPool(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := gossiptest.NewKey(t), gossiptest.NewKey(t)
+	scfg := aclServerConfig(t, "s1")
+	scfg.EncryptKey = oldKey
+	ccfg := agenttest.ClientConfig(t, "c1", agenttest.GossipAddr(scfg))
+	ccfg.EncryptKey = oldKey
+	ccfg.ACL.Enabled, ccfg.ACL.DefaultPolicy, ccfg.ACL.Tokens.Agent = true, "deny", mgmtSecret
+	s := agenttest.Start(t, scfg)
+	waitManagement(t, s)
+	c := agenttest.Start(t, ccfg)
+	waitAliveAs(t, mgmtSecret, []*agent.Agent{s, c}, false, "s1", "c1")
+	readToken := makeToken(t, s, "keyring-read", `keyring = "read"`)
+	rpcPool := rpctest.NewPool(t)
+	server := net.JoinHostPort("127.0.0.1", strconv.Itoa(scfg.Ports.Server))
+
+	for _, tok := range []struct{ name, secret string }{{"no token", ""}, {"a keyring read token", readToken}} {
+		for _, method := range []string{"POST", "PUT", "DELETE"} {
+			if code, body := call(t, c, tok.secret, method, "/v1/operator/keyring", map[string]string{"Key": newKey}); code != http.StatusForbidden {
+				t.Errorf("%s %s through the client: got %d %s, want 403", tok.name, method, code, body)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		args := &rpc.KeyringRequest{WriteRequest: rpc.WriteRequest{Token: tok.secret}, Op: rpc.KeyringInstall, Key: newKey}
+		err := rpcPool.Call(ctx, server, rpc.MethodKeyringOperation, args, &rpc.KeyringResponses{})
+		cancel()
+		if !errors.Is(err, rpc.ErrPermissionDenied) {
+			t.Errorf("%s straight to the server: got %v, want permission denied", tok.name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// With a token that may, the server still parses before it acts.
+	for _, bad := range []struct{ op, key, field string }{{"rotate", newKey, "Op"}, {"install", "MDEyMzQ1Njc4OQ==", "Key"}} {
+		args := &rpc.KeyringRequest{WriteRequest: rpc.WriteRequest{Token: mgmtSecret}, Op: rpc.KeyringOp(bad.op), Key: bad.key}
+		err := rpcPool.Call(ctx, server, rpc.MethodKeyringOperation, args, &rpc.KeyringResponses{})
+		if fe, ok := errors.AsType[*catalog.FieldError](err); !ok || fe.Field != bad.field {
+			t.Errorf("%s %s straight to the server: got %v, want a field error naming %s", bad.op, bad.key, err, bad.field)
+		}
+	}
+	only := map[string]int{oldKey: 1}
+	want := []pool{{true, "dc1", only, only, 1}, {false, "dc1", times(only, 2), times(only, 2), 2}}
+	got, err := apiClient(t, c).Operator().KeyringList(ctx, false)
+	if err == nil {
+		t.Errorf("an anonymous list: got %s, want it refused", describePools(got))
+	}
+	var listed []*api.KeyringResponse
+	mustCall(t, c, readToken, "GET", "/v1/operator/keyring", nil, &listed)
+	wantPools(t, "after the refusals", listed, want...)
+	for _, file := range []string{
+		filepath.Join(scfg.DataDir, "gossip", "lan.keyring"),
+		filepath.Join(scfg.DataDir, "gossip", "wan.keyring"),
+		filepath.Join(ccfg.DataDir, "gossip", "lan.keyring"),
+	} {
+		if got := readKeyringFile(t, file); !slices.Equal(got, []string{oldKey}) {
+			t.Errorf("%s holds %v after the refusals, want the old key only", file, got)
+		}
 	}
 }
 
@@ -344,22 +470,50 @@ func TestKeyringRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	op := apiClient(t, srv).Operator()
-	for _, step := range []func() error{
-		func() error { return op.KeyringInstall(ctx, newKey) },
-		func() error { return op.KeyringUse(ctx, newKey) },
-		func() error { return op.KeyringRemove(ctx, oldKey) },
-	} {
-		if err := step(); err != nil {
+	for _, step := range []func(context.Context, string) ([]*api.KeyringResponse, error){op.KeyringInstall, op.KeyringUse} {
+		if _, err := step(ctx, newKey); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := op.KeyringRemove(ctx, oldKey); err != nil {
+		t.Fatal(err)
 	}
 	agenttest.Stop(t, cli)
 	cli = agenttest.Start(t, cliCfg) // cliCfg.EncryptKey is still the old key
 	waitAlive(t, []*agent.Agent{srv, cli}, false, "s1", "c1")
-	only := map[string]int{newKey: 2}
-	wantKeyring(t, "client after its restart", cli, "dc1", pool{only, only, 2})
-	wantKeyring(t, "server", srv, "dc1", pool{map[string]int{newKey: 1}, map[string]int{newKey: 1}, 1}, pool{only, only, 2})
+	only := map[string]int{newKey: 1}
+	want := []pool{{true, "dc1", only, only, 1}, {false, "dc1", times(only, 2), times(only, 2), 2}}
+	wantKeyring(t, "client after its restart", cli, want...)
+	wantKeyring(t, "server", srv, want...)
 	if got := readKeyringFile(t, filepath.Join(srvCfg.DataDir, "gossip", "wan.keyring")); !slices.Equal(got, []string{newKey}) {
 		t.Errorf("server's WAN keyring file holds %v, want the new key only", got)
 	}
+}
+
+// TestKeyringRefusedInAnotherDatacenterChangesNoPool: each datacenter
+// holds its own tokens, so a change made with a token dc1 knows and dc2
+// does not is refused by dc2, and then no pool changes, dc1's and the
+// WAN pool included.
+func TestKeyringRefusedInAnotherDatacenterChangesNoPool(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := gossiptest.NewKey(t), gossiptest.NewKey(t)
+	s1cfg, s2cfg := aclServerConfig(t, "s1"), aclServerConfig(t, "s1")
+	s2cfg.Datacenter = "dc2"
+	s2cfg.JoinWAN = []string{agenttest.WANAddr(s1cfg)}
+	s1cfg.EncryptKey, s2cfg.EncryptKey = oldKey, oldKey
+	s1, s2 := agenttest.Start(t, s1cfg), agenttest.Start(t, s2cfg)
+	waitManagement(t, s1)
+	waitManagement(t, s2)
+	waitAliveAs(t, mgmtSecret, []*agent.Agent{s1, s2}, true, "s1.dc1", "s1.dc2")
+	dc1Only := makeToken(t, s1, "keyring-writer", `keyring = "write"`)
+
+	code, body := call(t, s1, dc1Only, "POST", "/v1/operator/keyring", map[string]string{"Key": newKey})
+	if code != http.StatusForbidden {
+		t.Errorf("install with a token dc2 does not know: got %d %s, want 403", code, body)
+	}
+	var listed []*api.KeyringResponse
+	mustCall(t, s1, mgmtSecret, "GET", "/v1/operator/keyring", nil, &listed)
+	only := map[string]int{oldKey: 1}
+	wantPools(t, "after the refusal", listed,
+		pool{true, "dc1", times(only, 2), times(only, 2), 2}, pool{false, "dc1", only, only, 1}, pool{false, "dc2", only, only, 1})
 }

@@ -113,10 +113,18 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	}
 	a.leader = leader
 	// The Operator endpoint reports the leader duties' view of the
-	// servers, so it is registered once they exist.
+	// servers, so it is registered once they exist; the Keyring endpoint
+	// changes the pools, so once they do.
 	operator, err := consensus.NewOperator(a.catalogEP, leader)
 	if err == nil {
 		err = rs.Register(rpc.OperatorEndpoint, operator)
+	}
+	if err != nil {
+		return err
+	}
+	keyring, err := consensus.NewKeyring(a.catalogEP, a.gossip, a.wan)
+	if err == nil {
+		err = rs.Register(rpc.KeyringEndpoint, keyring)
 	}
 	if err != nil {
 		return err

@@ -231,6 +231,9 @@ type request struct {
 	// conflictOK makes a 409 decode its body into out, as a 2xx does,
 	// and return errConflict (a rolled-back transaction's answer).
 	conflictOK bool
+	// emptyOK makes a 2xx without a body leave out as it is, as an
+	// agent that answers with none does (Consul's keyring changes).
+	emptyOK bool
 }
 
 // readRetries is how many times more an idempotent read (GET) is sent
@@ -305,7 +308,7 @@ func (c *Client) doOnce(ctx context.Context, r request, out any) (*QueryMeta, er
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
-	if out != nil {
+	if out != nil && !(r.emptyOK && len(bytes.TrimSpace(body)) == 0) {
 		if err := json.Unmarshal(body, out); err != nil {
 			return nil, fmt.Errorf("%s %s: decode response: %w", r.method, r.path, err)
 		}

@@ -25,7 +25,7 @@ func TestKeyring(t *testing.T) {
 		switch {
 		case r.URL.Path != "/v1/operator/keyring":
 			w.WriteHeader(http.StatusNotFound)
-		case r.Method == http.MethodGet:
+		case r.Method == http.MethodGet, r.Method == http.MethodPost:
 			io.WriteString(w, `[{"WAN": false, "Datacenter": "dc1", "Segment": "", "Keys": {"a2V5": 2}, "PrimaryKeys": {"a2V5": 2}, "NumNodes": 2}]`)
 		case r.Method == http.MethodDelete:
 			w.WriteHeader(http.StatusBadRequest)
@@ -42,14 +42,15 @@ func TestKeyring(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Datacenter != "dc1" || got[0].Keys["a2V5"] != 2 || got[0].NumNodes != 2 {
 		t.Errorf("KeyringList: %+v, %v", got, err)
 	}
-	if err := c.Operator().KeyringInstall(ctx, "a2V5"); err != nil {
-		t.Errorf("KeyringInstall: %v", err)
+	if pools, err := c.Operator().KeyringInstall(ctx, "a2V5"); err != nil || len(pools) != 1 || pools[0].Keys["a2V5"] != 2 {
+		t.Errorf("KeyringInstall: %+v, %v; want the pool after the change", pools, err)
 	}
-	if err := c.Operator().KeyringUse(ctx, "a2V5"); err != nil {
-		t.Errorf("KeyringUse: %v", err)
+	// An agent that answers a change without a body (as Consul's do).
+	if pools, err := c.Operator().KeyringUse(ctx, "a2V5"); err != nil || len(pools) != 0 {
+		t.Errorf("KeyringUse: %+v, %v; want no pools and no error", pools, err)
 	}
 	var se *api.StatusError
-	if err := c.Operator().KeyringRemove(ctx, "a2V5"); !errors.As(err, &se) || se.Code != 400 || se.Field != "Key" {
+	if _, err := c.Operator().KeyringRemove(ctx, "a2V5"); !errors.As(err, &se) || se.Code != 400 || se.Field != "Key" {
 		t.Errorf("KeyringRemove of the primary key: got %v, want a 400 naming Key", err)
 	}
 	key, _ := json.Marshal(map[string]string{"Key": "a2V5"})

@@ -24,6 +24,9 @@
 // Raft configuration, and runs the session TTL timers (session_ttl.go),
 // destroying through Raft a session not renewed in time. The KVS and
 // Session endpoints serve the key/value store and its sessions and locks.
+// The Keyring endpoint runs a gossip keyring operation on every pool the
+// key is in: the WAN pool, this datacenter's LAN pool, and, through a
+// server of each, every other datacenter's.
 //
 // consensus imports catalog, gossip and rpc; it must not import agent,
 // resolver or zones.

@@ -73,6 +73,8 @@ type KeyringReport struct {
 	PrimaryKeys map[string]int
 	// NumNodes is how many members are alive, this one included.
 	NumNodes int
+	// NumErrs is how many members failed a change or did not confirm it.
+	NumErrs int
 	// Messages maps a member's name to what is wrong with it: an
 	// operation it failed or did not confirm, keys this member does not
 	// know (by fingerprint), or no keys reported at all.
@@ -304,6 +306,7 @@ func (p *Pool) changeKeys(ctx context.Context, op keyOp, encoded string) (Keyrin
 	for name, why := range failed {
 		r.Messages[name] = why
 	}
+	r.NumErrs = len(failed)
 	if len(failed) > 0 {
 		return r, fmt.Errorf("%w: %s failed on %d of %d members: %s",
 			ErrKeyringIncomplete, op, len(failed), r.NumNodes, summarize(failed))

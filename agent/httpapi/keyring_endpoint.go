@@ -2,31 +2,40 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/cairndns/cairn/acl"
 )
 
-// Keyring lists and changes the gossip encryption keys of the agent's
-// pools. It is optional: the Cluster given to New provides it when it has
-// this method too (as it provides Snapshots), and without it
+// Keyring lists and changes the gossip encryption keys of every pool. It
+// is optional: the Cluster given to New provides it when it has this
+// method too (as it provides Snapshots), and without it
 // /v1/operator/keyring answers 404. Handlers call it from their own
 // goroutines, several at once.
 type Keyring interface {
-	// Keyring applies op to each gossip pool of the agent, the WAN pool
-	// first (servers only), then the LAN pool of its datacenter, and
-	// returns one response per pool: for KeyringList what their alive
-	// members hold, for the others the same, after the change. key is
-	// the base64 key ("" for KeyringList).
+	// Keyring applies op to every gossip pool the key is in, whichever
+	// agent it is: the WAN pool and the LAN pool of each datacenter, run
+	// by the servers, and returns one response per pool, the WAN pool
+	// first: for KeyringList what their alive members hold, for the
+	// others the same, after the change. key is the base64 key ("" for
+	// KeyringList). With localOnly (KeyringList only) it answers from the
+	// agent's own view of its LAN pool instead.
 	//
-	// A change that would cut members off (using a key some member lacks,
-	// removing a key some member encrypts with), a bad key, a full
-	// keyring, or an agent without gossip encryption is refused with a
-	// *catalog.FieldError (naming "Key", or "encrypt"). A change some
-	// members did not confirm is another error, naming them.
-	Keyring(ctx context.Context, op KeyringOp, key string) ([]KeyringResponse, error)
+	// A pool that refused the change, changing nothing (using a key some
+	// member lacks, removing a key some member encrypts with, a bad key,
+	// a full keyring, no gossip encryption), makes it a
+	// *catalog.FieldError (naming "Key", or "encrypt"). A pool where it
+	// failed otherwise makes it an error wrapping ErrKeyringIncomplete.
+	// Both name the pools and members.
+	Keyring(ctx context.Context, op KeyringOp, key string, localOnly bool) ([]KeyringResponse, error)
 }
+
+// ErrKeyringIncomplete is wrapped by the error of a keyring operation
+// that did not complete on every pool: members that did not confirm it, a
+// datacenter not reached. Sending it again is safe: the operations are
+// idempotent.
+var ErrKeyringIncomplete = errors.New("gossip keyring operation incomplete")
 
 // KeyringOp is one operation on the gossip keyrings.
 type KeyringOp string
@@ -44,7 +53,8 @@ const (
 type KeyringResponse struct {
 	// WAN is true for the WAN pool, false for a LAN pool.
 	WAN bool
-	// Datacenter is the agent's datacenter.
+	// Datacenter is the pool's datacenter (the WAN pool's: that of the
+	// server that ran the operation on it).
 	Datacenter string
 	// Segment and Partition are Consul Enterprise's; always "".
 	Segment   string
@@ -58,6 +68,11 @@ type KeyringResponse struct {
 	PrimaryKeys map[string]int
 	// NumNodes is how many members of the pool are alive.
 	NumNodes int
+	// NumErrs is how many members failed the operation or did not
+	// confirm it (named in Messages); Error is why it failed on the pool
+	// as a whole. Neither is Consul's; both are left out when zero.
+	NumErrs int    `json:",omitempty"`
+	Error   string `json:",omitempty"`
 }
 
 // keyringRequest is the body of POST, PUT and DELETE.
@@ -66,9 +81,10 @@ type keyringRequest struct {
 }
 
 // operatorKeyring serves /v1/operator/keyring as Consul does: GET lists
-// the keys of every pool (?local-only: the LAN pool only), POST installs
-// the body's Key, PUT makes it primary, DELETE removes it; the changes
-// answer 200 with no body.
+// the keys of every pool (?local-only: the agent's LAN pool as it sees
+// it), POST installs the body's Key, PUT makes it primary, DELETE removes
+// it, on every pool. The changes answer 200 with the pools after the
+// change, as GET lists them (Consul's clients read no body).
 func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 	kr, ok := s.cluster.(Keyring)
 	if !ok {
@@ -78,12 +94,9 @@ func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 		if err := s.permission(r, "keyring", "read", "", (*acl.Authorizer).KeyringRead); err != nil {
 			return err
 		}
-		out, err := kr.Keyring(r.Context(), KeyringList, "")
+		out, err := kr.Keyring(r.Context(), KeyringList, "", boolParam(r, "local-only"))
 		if err != nil {
 			return err
-		}
-		if boolParam(r, "local-only") {
-			out = slices.DeleteFunc(out, func(k KeyringResponse) bool { return k.WAN })
 		}
 		writeJSONPretty(w, r, out)
 		return nil
@@ -99,9 +112,10 @@ func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("Key", "is required: the base64 of a 16, 24 or 32 byte key (cairn keygen)")
 	}
 	op := map[string]KeyringOp{http.MethodPost: KeyringInstall, http.MethodPut: KeyringUse, http.MethodDelete: KeyringRemove}[r.Method]
-	if _, err := kr.Keyring(r.Context(), op, body.Key); err != nil {
+	out, err := kr.Keyring(r.Context(), op, body.Key, false)
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusOK)
+	writeJSONPretty(w, r, out)
 	return nil
 }

@@ -3,8 +3,9 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -20,14 +21,28 @@ type keyringCluster struct {
 	err   error
 
 	mu    sync.Mutex
-	asked []string // "op key"
+	asked []string // "op key", and " local-only" when asked so
 }
 
-func (c *keyringCluster) Keyring(_ context.Context, op httpapi.KeyringOp, key string) ([]httpapi.KeyringResponse, error) {
+func (c *keyringCluster) Keyring(_ context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.asked = append(c.asked, string(op)+" "+key)
-	return c.pools, c.err
+	asked := string(op) + " " + key
+	if localOnly {
+		asked += " local-only"
+	}
+	c.asked = append(c.asked, asked)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.pools, nil
+}
+
+// lastAsked is the last operation asked of c.
+func (c *keyringCluster) lastAsked() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.asked[len(c.asked)-1]
 }
 
 func TestKeyringEndpoint(t *testing.T) {
@@ -48,10 +63,13 @@ func TestKeyringEndpoint(t *testing.T) {
 	if _, ok := got[0]["Messages"]; ok || got[0]["WAN"] != true || got[0]["Segment"] != "" || got[1]["NumNodes"] != 5.0 {
 		t.Errorf("GET: got %v; want Consul's KeyringResponse shape", got)
 	}
+	if last := cl.lastAsked(); last != "list " {
+		t.Errorf("GET: asked %q, want a list of every pool", last)
+	}
 	rec = serve(h, http.MethodGet, "/v1/operator/keyring?local-only=true", "")
 	wantStatus(t, rec, http.StatusOK)
-	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || len(got) != 1 || got[0]["WAN"] != false {
-		t.Errorf("GET ?local-only: body %s; want the LAN pool only", rec.Body)
+	if last := cl.lastAsked(); last != "list  local-only" {
+		t.Errorf("GET ?local-only: asked %q, want a local-only list", last)
 	}
 
 	for _, tc := range []struct{ method, op string }{
@@ -59,14 +77,13 @@ func TestKeyringEndpoint(t *testing.T) {
 	} {
 		rec := serve(h, tc.method, "/v1/operator/keyring", `{"Key": "a2V5"}`)
 		wantStatus(t, rec, http.StatusOK)
-		if rec.Body.Len() != 0 {
-			t.Errorf("%s: body %s, want none", tc.method, rec.Body)
+		var pools []map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &pools); err != nil || len(pools) != 2 {
+			t.Errorf("%s: body %s, want the two pools after the change", tc.method, rec.Body)
 		}
-		cl.mu.Lock()
-		if last := cl.asked[len(cl.asked)-1]; last != tc.op+" a2V5" {
+		if last := cl.lastAsked(); last != tc.op+" a2V5" {
 			t.Errorf("%s: asked %q, want %q", tc.method, last, tc.op+" a2V5")
 		}
-		cl.mu.Unlock()
 	}
 
 	rec = serve(h, http.MethodPost, "/v1/operator/keyring", `{}`)
@@ -83,9 +100,12 @@ func TestKeyringEndpoint(t *testing.T) {
 	if body := errorBody(t, rec); body["field"] != "Key" || body["reason"] != "gossip key is not installed on web-1" {
 		t.Errorf("refused: got %v", body)
 	}
-	cl.err = errors.New("keyring install: dc1 (LAN): not confirmed by web-1")
+	cl.err = fmt.Errorf("%w: keyring install failed in 1 of 3 pools: dc2 (LAN): not confirmed by web-1", httpapi.ErrKeyringIncomplete)
 	rec = serve(h, http.MethodPost, "/v1/operator/keyring", `{"Key": "a2V5"}`)
-	wantStatus(t, rec, http.StatusInternalServerError)
+	wantStatus(t, rec, http.StatusServiceUnavailable)
+	if body := errorBody(t, rec); !strings.Contains(fmt.Sprint(body["error"]), "dc2 (LAN): not confirmed by web-1") {
+		t.Errorf("incomplete: got %v, want the pool and member named", body)
+	}
 
 	rec = serve(h, http.MethodPatch, "/v1/operator/keyring", "")
 	wantStatus(t, rec, http.StatusMethodNotAllowed)

@@ -61,6 +61,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = badRequest("wan", "%s", oneLine(err.Error()))
 	case errors.Is(err, rpc.ErrRateLimited):
 		he = &httpError{code: http.StatusTooManyRequests, body: errorBody{Error: oneLine(err.Error())}}
+	case errors.Is(err, ErrKeyringIncomplete):
+		he = unavailable(err, "not done on every pool; sending it again is safe")
 	case errors.Is(err, local.ErrNotSynced):
 		// Kept on this agent, which pushes it until the servers take it:
 		// known to end up applied, just not yet.

@@ -58,16 +58,23 @@ func TestKeyringList(t *testing.T) {
 	}
 }
 
+// changedBody is what an agent answers to a change reached everywhere.
+const changedBody = `[
+	{"WAN": true, "Datacenter": "dc1", "Segment": "", "Keys": {"bmV3bmV3bmV3bmV3bmV3bg==": 4}, "PrimaryKeys": {}, "NumNodes": 4},
+	{"WAN": false, "Datacenter": "dc1", "Segment": "", "Keys": {"bmV3bmV3bmV3bmV3bmV3bg==": 5}, "PrimaryKeys": {}, "NumNodes": 5},
+	{"WAN": false, "Datacenter": "dc2", "Segment": "", "Keys": {"bmV3bmV3bmV3bmV3bmV3bg==": 1}, "PrimaryKeys": {}, "NumNodes": 1}]`
+
 func TestKeyringChanges(t *testing.T) {
 	const key = "bmV3bmV3bmV3bmV3bmV3bg=="
+	const pools = "WAN: 4 nodes, 0 errors\ndc1 (LAN): 5 nodes, 0 errors\ndc2 (LAN): 1 node, 0 errors\n"
 	for _, tc := range []struct {
 		flag, method, want string
 	}{
-		{"-install", "POST", "==> Installing new gossip encryption key...\n"},
-		{"-use", "PUT", "==> Changing primary gossip encryption key...\n"},
-		{"-remove", "DELETE", "==> Removing gossip encryption key...\n"},
+		{"-install", "POST", "==> Installing new gossip encryption key...\n" + pools},
+		{"-use", "PUT", "==> Changing primary gossip encryption key...\n" + pools},
+		{"-remove", "DELETE", "==> Removing gossip encryption key...\n" + pools},
 	} {
-		agent := newFakeAgent(t, map[string]answer{tc.method + " /v1/operator/keyring": {}})
+		agent := newFakeAgent(t, map[string]answer{tc.method + " /v1/operator/keyring": {body: changedBody}})
 		stdout, stderr, code := runCLI(t, "keyring", "-http-addr", agent.URL, tc.flag, key)
 		if code != 0 || stdout != tc.want {
 			t.Errorf("%s: got exit code %d, stdout %q, stderr %q; want 0, %q", tc.flag, code, stdout, stderr, tc.want)
@@ -76,6 +83,32 @@ func TestKeyringChanges(t *testing.T) {
 		if body := bodyMap(t, got.Body); len(body) != 1 || body["Key"] != key {
 			t.Errorf("%s: sent body %s, want {\"Key\": %q}", tc.flag, got.Body, key)
 		}
+	}
+}
+
+// TestKeyringChangeFailed: a change that failed in one pool exits 1 and
+// names the pool and the member, whether the agent reports it as an error
+// status (as cairn's do) or in a pool of a 200.
+func TestKeyringChangeFailed(t *testing.T) {
+	const key = "bmV3bmV3bmV3bmV3bmV3bg=="
+	agent := newFakeAgent(t, map[string]answer{"POST /v1/operator/keyring": {status: 503,
+		body: `{"error": "not done on every pool; sending it again is safe: gossip keyring operation incomplete: keyring install failed in 1 of 3 pools: dc2 (LAN): install failed on 1 of 2 members: c2: did not confirm the change"}`}})
+	_, stderr, code := runCLI(t, "keyring", "-http-addr", agent.URL, "-install", key)
+	wantError(t, stderr, code, "install the gossip key", "dc2 (LAN)", "c2: did not confirm")
+
+	agent = newFakeAgent(t, map[string]answer{"DELETE /v1/operator/keyring": {body: `[
+		{"WAN": true, "Datacenter": "dc1", "Keys": {}, "PrimaryKeys": {}, "NumNodes": 2},
+		{"WAN": false, "Datacenter": "dc2", "Keys": {}, "PrimaryKeys": {}, "NumNodes": 2, "NumErrs": 1,
+		 "Messages": {"c2": "did not confirm the change"}, "Error": "remove failed on 1 of 2 members"}]`}})
+	stdout, stderr, code := runCLI(t, "keyring", "-http-addr", agent.URL, "-remove", key)
+	wantError(t, stderr, code, "remove the gossip key", "failed in dc2 (LAN)")
+	const want = "==> Removing gossip encryption key...\n" +
+		"WAN: 2 nodes, 0 errors\n" +
+		"dc2 (LAN): 2 nodes, 1 error\n" +
+		"  ! c2: did not confirm the change\n" +
+		"  ! failed: remove failed on 1 of 2 members\n"
+	if stdout != want {
+		t.Errorf("got\n%s\nwant\n%s", stdout, want)
 	}
 }
 
