@@ -193,7 +193,7 @@ func TestSnapshotRestoreRefusesCorruptArchive(t *testing.T) {
 }
 
 // TestSnapshotRestoreIsAuthorizedBeforeItIsInflated sends a 400 KB archive
-// that inflates to 320 MiB without a management token to a follower and
+// that inflates to 400 MiB without a management token to a follower and
 // to the leader of a cluster with ACLs on: each refuses it, and no server
 // inflated a byte of it (a follower used to check its checksums first,
 // inflating it whole for a caller with no token). Authorize answers as a
@@ -215,7 +215,7 @@ func TestSnapshotRestoreIsAuthorizedBeforeItIsInflated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bomb := consensustest.ArchiveBomb(t, 320<<20)
+	bomb := consensustest.ArchiveBomb(t, 400<<20)
 	for _, n := range nodes {
 		for _, tok := range []string{"", "anonymous"} {
 			err := callErr(p, n, rpc.MethodSnapshotRestore, &rpc.SnapshotRestoreRequest{WriteRequest: rpc.WriteRequest{Token: tok}, Archive: bomb}, &rpc.SnapshotRestoreResponse{})
