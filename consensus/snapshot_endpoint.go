@@ -44,13 +44,14 @@ func (sn *Snapshot) Save(ctx context.Context, args *rpc.SnapshotSaveRequest, rep
 	if done, err := c.forwardDC(ctx, rpc.MethodSnapshotSave, args.Datacenter, &args.FromDatacenter, false, args, reply, args.MaxBlockingWait()); done {
 		return err
 	}
+	// Authorized here, before a hop to the leader, as a restore is.
+	if err := c.requireManagement(args.Token); err != nil {
+		return err
+	}
 	if !args.AllowStale {
 		if done, err := c.forward(ctx, rpc.MethodSnapshotSave, &args.Forwarded, args, reply, args.MaxBlockingWait()); done {
 			return err
 		}
-	}
-	if err := c.requireManagement(args.Token); err != nil {
-		return err
 	}
 	var buf bytes.Buffer
 	meta, err := c.srv.SaveSnapshot(&buf, c.cfg.Datacenter)
