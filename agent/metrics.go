@@ -52,6 +52,7 @@ var (
 	descLeaderKnown  = prometheus.NewDesc("cairn_server_leader_known", "1 while this server knows a Raft leader of its datacenter, 0 without one.", nil, nil)
 	descAppliedIndex = prometheus.NewDesc("cairn_server_applied_index", "The last Raft index this server's catalog applied.", nil, nil)
 	descLastContact  = prometheus.NewDesc("cairn_server_last_contact_seconds", "Time since this server last heard from the leader (0 on the leader).", nil, nil)
+	descInflated     = prometheus.NewDesc("cairn_snapshot_restore_inflated_bytes_total", "Bytes this server inflated from snapshot archives it restored (it inflates only as the leader, after the restore was authorized).", nil, nil)
 	descCatalog      = prometheus.NewDesc("cairn_catalog_entries", "What a server's catalog holds, by kind: nodes, service_instances, checks, kv_entries, sessions, prepared_queries.", []string{"kind"}, nil)
 
 	descGossipMembers   = prometheus.NewDesc("cairn_gossip_members", "Members of a gossip pool as this agent sees them, by pool and status (alive, failed, left).", []string{"pool", "status"}, nil)
@@ -111,6 +112,7 @@ func (c agentCollector) Collect(ch chan<- prometheus.Metric) {
 		} else if d, err := time.ParseDuration(stats["last_contact"]); err == nil {
 			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, d.Seconds())
 		}
+		counter(ch, descInflated, s.SnapshotInflatedBytes())
 		if sz, err := s.Store().Sizes(); err == nil {
 			for _, k := range []struct {
 				kind string

@@ -24,6 +24,17 @@ func (m membership) SaveSnapshot(ctx context.Context, dc string, stale bool) ([]
 	return reply.Archive, reply.Index, nil
 }
 
+// AuthorizeRestore asks a server of datacenter dc ("" for the agent's)
+// whether the request's token may restore a snapshot there. It is asked
+// whatever the agent's own ACL configuration says: the servers decide.
+func (m membership) AuthorizeRestore(ctx context.Context, dc string) error {
+	args := &rpc.SnapshotAuthorizeRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true}}
+	if err := m.a.door.RPC(ctx, rpc.MethodSnapshotAuthorize, args, &struct{}{}); err != nil {
+		return fmt.Errorf("authorize snapshot restore: %w", err)
+	}
+	return nil
+}
+
 // RestoreSnapshot restores archive into every server of datacenter dc (""
 // for the agent's) and returns the catalog's index afterwards. A bad
 // archive is a *catalog.FieldError naming "snapshot".

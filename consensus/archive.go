@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -27,10 +28,12 @@ import (
 //	SHA256SUMS   "<hex sha256>  <name>" for meta.json and state.bin
 //
 // SHA256SUMS is in sha256sum's format, so an archive can be checked by
-// hand: tar xzf backup.snap && sha256sum -c SHA256SUMS. Reading verifies
-// it before anything is decoded, and then checks that state.bin is a
-// catalog consistent with meta.json; any failure is a *catalog.FieldError
-// naming "snapshot", which the HTTP API answers with 400.
+// hand: tar xzf backup.snap && sha256sum -c SHA256SUMS. Reading inflates
+// and decodes as it goes, verifies the sums before anything is used, and
+// then checks that state.bin is a catalog consistent with meta.json; any
+// failure is a *catalog.FieldError naming "snapshot", which the HTTP API
+// answers with 400. Only the leader reads an archive, once the restore is
+// authorized.
 
 // The names of the files in a snapshot archive.
 const (
@@ -42,10 +45,6 @@ const (
 // ArchiveVersion is the format version written to meta.json; an archive of
 // another version is refused.
 const ArchiveVersion = 1
-
-// maxArchiveFile caps one file of an archive once decompressed, so that a
-// small crafted archive cannot make a server inflate gigabytes.
-const maxArchiveFile = 512 << 20
 
 // SnapshotMeta describes an archive; it is its meta.json. Version, ID,
 // Index, Term and Size are named as in Consul's meta.json (a Raft
@@ -116,26 +115,82 @@ func badArchive(format string, args ...any) error {
 	return &catalog.FieldError{Field: "snapshot", Reason: fmt.Sprintf(format, args...)}
 }
 
-// checkArchive verifies an archive's framing, checksums and meta without
-// decoding the catalog, which readArchive does: enough to refuse a
-// corrupted archive, at a fraction of the cost (decoding 100,000
-// instances with their checks takes seconds). Failures are as
-// readArchive's.
-func checkArchive(r io.Reader) error {
-	files, err := untar(r)
+// Caps on what an archive inflates to. state.bin is decoded as it is
+// inflated and never held whole; meta.json and SHA256SUMS are read whole,
+// and are small. After the tar's end only padding may follow.
+const (
+	maxArchiveState   = 512 << 20
+	maxArchiveSmall   = 64 << 10
+	maxArchiveTrailer = 64 << 10
+)
+
+// readArchive inflates an archive as it reads it, verifies it and decodes
+// it, holding no more of it than its small files and the decoded catalog.
+// inflated, when not nil, counts the bytes inflated. Every failure is a
+// *catalog.FieldError naming "snapshot" with the reason.
+func readArchive(r io.Reader, inflated *atomic.Uint64) (*SnapshotMeta, *catalog.Dump, error) {
+	gz, err := gzip.NewReader(bufio.NewReader(r))
 	if err != nil {
-		return err
+		return nil, nil, badArchive("not a gzip'ed tar archive: %v", err)
 	}
-	if err := verifySums(files); err != nil {
-		return err
+	counted := &countingReader{r: gz, n: inflated}
+	ar := &archiveReader{tr: tar.NewReader(counted), seen: map[string]bool{}}
+	metaJSON, err := ar.small(archiveMeta)
+	if err != nil {
+		return nil, nil, err
 	}
-	_, err = decodeMeta(files)
-	return err
+	if err := ar.next(archiveState, maxArchiveState); err != nil {
+		return nil, nil, err
+	}
+	// The catalog is decoded before SHA256SUMS, which follows it, can be
+	// checked; nothing is applied until it is. A decode failure is told
+	// only once the sums pass, so a corrupted archive is named so.
+	stateSum := sha256.New()
+	var d catalog.Dump
+	decodeErr := codec.NewDecoder(bufio.NewReaderSize(io.TeeReader(ar.tr, stateSum), 64<<10), msgpackHandle).Decode(&d)
+	if decodeErr != nil {
+		decodeErr = badArchive("%s: decode catalog: %v", archiveState, decodeErr)
+	}
+	// What the decoder left of state.bin is hashed too (what its buffer
+	// read ahead went through the hash already).
+	if _, err := io.Copy(stateSum, ar.tr); err != nil {
+		return nil, nil, badArchive("read %s: %v", archiveState, err)
+	}
+	sums, err := ar.small(archiveSums)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ar.end(); err != nil {
+		return nil, nil, err
+	}
+	// The gzip trailer holds a CRC of the whole stream: reading to its end
+	// checks it, catching damage the tar layer would not notice.
+	if n, err := io.CopyN(io.Discard, counted, maxArchiveTrailer+1); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return nil, nil, badArchive("more than %d bytes follow the tar archive", n-1)
+		}
+		return nil, nil, badArchive("read archive: %v", err)
+	}
+	metaSum := sha256.Sum256(metaJSON)
+	if err := verifySums(sums, map[string][]byte{archiveMeta: metaSum[:], archiveState: stateSum.Sum(nil)}); err != nil {
+		return nil, nil, err
+	}
+	if decodeErr != nil {
+		return nil, nil, decodeErr
+	}
+	meta, err := decodeMeta(metaJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkDump(meta, &d); err != nil {
+		return nil, nil, err
+	}
+	return meta, &d, nil
 }
 
-func decodeMeta(files map[string][]byte) (*SnapshotMeta, error) {
+func decodeMeta(metaJSON []byte) (*SnapshotMeta, error) {
 	var meta SnapshotMeta
-	if err := json.Unmarshal(files[archiveMeta], &meta); err != nil {
+	if err := json.Unmarshal(metaJSON, &meta); err != nil {
 		return nil, badArchive("%s: %v", archiveMeta, err)
 	}
 	if meta.Version != ArchiveVersion {
@@ -144,93 +199,103 @@ func decodeMeta(files map[string][]byte) (*SnapshotMeta, error) {
 	return &meta, nil
 }
 
-// readArchive verifies an archive and decodes it. Every failure is a
-// *catalog.FieldError naming "snapshot" with the reason.
-func readArchive(r io.Reader) (*SnapshotMeta, *catalog.Dump, error) {
-	files, err := untar(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := verifySums(files); err != nil {
-		return nil, nil, err
-	}
-	meta, err := decodeMeta(files)
-	if err != nil {
-		return nil, nil, err
-	}
-	var d catalog.Dump
-	if err := codec.NewDecoderBytes(files[archiveState], msgpackHandle).Decode(&d); err != nil {
-		return nil, nil, badArchive("%s: decode catalog: %v", archiveState, err)
-	}
-	if err := checkDump(meta, &d); err != nil {
-		return nil, nil, err
-	}
-	return meta, &d, nil
+// countingReader counts the bytes read through it into n (when not nil).
+type countingReader struct {
+	r io.Reader
+	n *atomic.Uint64
 }
 
-// untar reads the archive's three files, refusing anything else in it.
-func untar(r io.Reader) (map[string][]byte, error) {
-	gz, err := gzip.NewReader(bufio.NewReader(r))
-	if err != nil {
-		return nil, badArchive("not a gzip'ed tar archive: %v", err)
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.n != nil {
+		c.n.Add(uint64(n))
 	}
-	tr := tar.NewReader(gz)
-	files := make(map[string][]byte, 3)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, badArchive("read archive: %v", err)
-		}
-		switch {
-		case hdr.Name != archiveMeta && hdr.Name != archiveState && hdr.Name != archiveSums:
-			return nil, badArchive("unexpected file %q in archive", hdr.Name)
-		case hdr.Typeflag != tar.TypeReg:
-			return nil, badArchive("%s is not a regular file", hdr.Name)
-		case files[hdr.Name] != nil:
-			return nil, badArchive("%s appears twice", hdr.Name)
-		case hdr.Size > maxArchiveFile:
-			return nil, badArchive("%s is %d bytes, more than the %d allowed", hdr.Name, hdr.Size, maxArchiveFile)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, badArchive("read %s: %v", hdr.Name, err)
-		}
-		files[hdr.Name] = data
-	}
-	// The gzip trailer holds a CRC of the whole stream: reading to its end
-	// checks it, catching damage the tar layer would not notice.
-	if _, err := io.Copy(io.Discard, gz); err != nil {
-		return nil, badArchive("read archive: %v", err)
-	}
-	for _, name := range []string{archiveMeta, archiveState, archiveSums} {
-		if files[name] == nil {
-			return nil, badArchive("%s is missing", name)
-		}
-	}
-	return files, nil
+	return n, err
 }
 
-// verifySums checks meta.json and state.bin against SHA256SUMS, which must
-// list both and nothing else.
-func verifySums(files map[string][]byte) error {
+// archiveReader walks an archive's tar, whose files must come in the
+// order writeArchive writes them, each once.
+type archiveReader struct {
+	tr   *tar.Reader
+	seen map[string]bool
+}
+
+// next moves to the file name, which must come next and hold at most
+// limit bytes; its data is then read from ar.tr.
+func (ar *archiveReader) next(name string, limit int64) error {
+	hdr, err := ar.tr.Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return badArchive("%s is missing", name)
+	case err != nil:
+		return badArchive("read archive: %v", err)
+	case hdr.Name != name:
+		return ar.misplaced(hdr.Name, name)
+	case hdr.Typeflag != tar.TypeReg:
+		return badArchive("%s is not a regular file", hdr.Name)
+	case hdr.Size > limit:
+		return badArchive("%s is %d bytes, more than the %d allowed", hdr.Name, hdr.Size, limit)
+	}
+	ar.seen[name] = true
+	return nil
+}
+
+// misplaced is the error of a file got where want should be.
+func (ar *archiveReader) misplaced(got, want string) error {
+	switch {
+	case ar.seen[got]:
+		return badArchive("%s appears twice", got)
+	case got != archiveMeta && got != archiveState && got != archiveSums:
+		return badArchive("unexpected file %q in archive", got)
+	}
+	return badArchive("%s is missing (%s is in its place; an archive holds %s, %s and %s in this order)",
+		want, got, archiveMeta, archiveState, archiveSums)
+}
+
+// small reads the file name, which must come next, whole.
+func (ar *archiveReader) small(name string) ([]byte, error) {
+	if err := ar.next(name, maxArchiveSmall); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(ar.tr)
+	if err != nil {
+		return nil, badArchive("read %s: %v", name, err)
+	}
+	return data, nil
+}
+
+// end checks that no file follows.
+func (ar *archiveReader) end() error {
+	hdr, err := ar.tr.Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return badArchive("read archive: %v", err)
+	case ar.seen[hdr.Name]:
+		return badArchive("%s appears twice", hdr.Name)
+	}
+	return badArchive("unexpected file %q in archive", hdr.Name)
+}
+
+// verifySums checks meta.json's and state.bin's SHA-256 (got, by name)
+// against SHA256SUMS, which must list both and nothing else.
+func verifySums(sums []byte, got map[string][]byte) error {
 	listed := map[string]bool{}
-	for line := range strings.Lines(string(files[archiveSums])) {
+	for line := range strings.Lines(string(sums)) {
 		sum, name, ok := strings.Cut(strings.TrimRight(line, "\n"), "  ")
 		if !ok || len(sum) != 2*sha256.Size {
 			return badArchive("%s: malformed line %q", archiveSums, strings.TrimSpace(line))
 		}
-		data, known := files[name]
-		if !known || name == archiveSums || listed[name] {
+		have, known := got[name]
+		if !known || listed[name] {
 			return badArchive("%s: unexpected entry %q", archiveSums, name)
 		}
 		want, err := hex.DecodeString(sum)
 		if err != nil {
 			return badArchive("%s: malformed checksum for %s", archiveSums, name)
 		}
-		if got := sha256.Sum256(data); !bytes.Equal(got[:], want) {
+		if !bytes.Equal(have, want) {
 			return badArchive("checksum mismatch for %s: the archive is corrupted", name)
 		}
 		listed[name] = true
@@ -292,6 +357,6 @@ func checkDump(meta *SnapshotMeta, d *catalog.Dump) error {
 // it, and returns its meta. A bad archive is a *catalog.FieldError naming
 // "snapshot".
 func VerifyArchive(r io.Reader) (*SnapshotMeta, error) {
-	meta, _, err := readArchive(r)
+	meta, _, err := readArchive(r, nil)
 	return meta, err
 }

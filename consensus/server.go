@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -52,6 +53,9 @@ type Server struct {
 	writeMu sync.RWMutex
 	// restored signals the Leader after a restore (Restored).
 	restored chan struct{}
+	// inflated counts the bytes inflated from archives to restore
+	// (SnapshotInflatedBytes).
+	inflated atomic.Uint64
 	// ttls are the session TTL timers, run while the leader duties run
 	// (session_ttl.go).
 	ttls sessionTimers

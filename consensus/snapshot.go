@@ -44,12 +44,12 @@ func (s *Server) SaveSnapshot(w io.Writer, dc string) (*SnapshotMeta, error) {
 // Like Consul's restore it is for disaster recovery: it replaces anything
 // written since the archive was saved. Writes wait while it runs.
 func (s *Server) RestoreSnapshot(ctx context.Context, archive io.Reader) (*SnapshotMeta, uint64, error) {
-	meta, d, err := readArchive(archive)
-	if err != nil {
-		return nil, 0, err
-	}
 	if !s.IsLeader() {
 		return nil, 0, fmt.Errorf("restore snapshot: %w", ErrNotLeader)
+	}
+	meta, d, err := readArchive(archive, &s.inflated)
+	if err != nil {
+		return nil, 0, err
 	}
 	timeout, err := s.waitBound(ctx)
 	if err != nil {
@@ -90,6 +90,10 @@ func (s *Server) restore(d *catalog.Dump, timeout time.Duration) (uint64, error)
 	}
 	return index, nil
 }
+
+// SnapshotInflatedBytes returns how many bytes this server inflated from
+// the archives it was given to restore, since it started.
+func (s *Server) SnapshotInflatedBytes() uint64 { return s.inflated.Load() }
 
 // Restored returns a channel that receives a value after each restore of
 // a snapshot through RestoreSnapshot. It is a level-triggered signal with

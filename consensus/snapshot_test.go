@@ -10,6 +10,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/consensus/consensustest"
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/rpc/rpctest"
 )
@@ -34,6 +35,9 @@ func startSnapshotCluster(t *testing.T, configure ...func(*consensus.CatalogConf
 			t.Fatal(err)
 		}
 		if err := n.RPC.Register(rpc.SnapshotEndpoint, consensus.NewSnapshot(cat)); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.RPC.Register(rpc.ACLEndpoint, consensus.NewACL(cat)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,5 +189,63 @@ func TestSnapshotRestoreRefusesCorruptArchive(t *testing.T) {
 	}
 	if err := sameCatalog(after, before); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSnapshotRestoreIsAuthorizedBeforeItIsInflated sends a 400 KB archive
+// that inflates to 400 MiB without a management token to a follower and
+// to the leader of a cluster with ACLs on: each refuses it, and no server
+// inflated a byte of it (a follower used to check its checksums first,
+// inflating it whole for a caller with no token). Authorize answers as a
+// restore would. A management token's restore through a follower is
+// inflated by the leader alone.
+func TestSnapshotRestoreIsAuthorizedBeforeItIsInflated(t *testing.T) {
+	nodes, leader, p := startSnapshotCluster(t, func(c *consensus.CatalogConfig) { c.ACL = consensus.ACLConfig{Enabled: true} })
+	var boot rpc.ACLTokenResponse
+	catalogCall(t, p, leader, rpc.MethodACLBootstrap, &rpc.ACLBootstrapRequest{}, &boot)
+	mgmt := boot.Token.SecretID
+	for _, n := range nodes { // each server authorizes from its own copy of the tokens
+		waittest.For(t, within, "the management token on "+n.ID, func() error {
+			return callErr(p, n, rpc.MethodSnapshotAuthorize, &rpc.SnapshotAuthorizeRequest{QueryOptions: rpc.QueryOptions{Token: mgmt}}, &struct{}{})
+		})
+	}
+	var saved rpc.SnapshotSaveResponse
+	catalogCall(t, p, leader, rpc.MethodSnapshotSave, &rpc.SnapshotSaveRequest{QueryOptions: rpc.QueryOptions{Token: mgmt}}, &saved)
+	before, err := leader.Store.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb := consensustest.ArchiveBomb(t, 400<<20)
+	for _, n := range nodes {
+		for _, tok := range []string{"", "anonymous"} {
+			err := callErr(p, n, rpc.MethodSnapshotRestore, &rpc.SnapshotRestoreRequest{WriteRequest: rpc.WriteRequest{Token: tok}, Archive: bomb}, &rpc.SnapshotRestoreResponse{})
+			if !errors.Is(err, rpc.ErrPermissionDenied) {
+				t.Errorf("restore a bomb on %s with token %q: got %v, want permission denied", n.ID, tok, err)
+			}
+			err = callErr(p, n, rpc.MethodSnapshotAuthorize, &rpc.SnapshotAuthorizeRequest{QueryOptions: rpc.QueryOptions{Token: tok}}, &struct{}{})
+			if !errors.Is(err, rpc.ErrPermissionDenied) {
+				t.Errorf("authorize on %s with token %q: got %v, want permission denied", n.ID, tok, err)
+			}
+		}
+	}
+	for _, n := range nodes {
+		if got := n.Server.SnapshotInflatedBytes(); got != 0 {
+			t.Errorf("%s inflated %d bytes of refused archives, want none", n.ID, got)
+		}
+	}
+	after, err := leader.Store.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Index != before.Index {
+		t.Errorf("refused restores moved the index from %d to %d", before.Index, after.Index)
+	}
+
+	follower := catalogFollowers(nodes)[0]
+	catalogCall(t, p, follower, rpc.MethodSnapshotRestore, &rpc.SnapshotRestoreRequest{WriteRequest: rpc.WriteRequest{Token: mgmt}, Archive: saved.Archive}, &rpc.SnapshotRestoreResponse{})
+	for _, n := range nodes {
+		if got := n.Server.SnapshotInflatedBytes(); (got > 0) != (n == leader) {
+			t.Errorf("%s (leader %v) inflated %d bytes of the restored archive; only the leader inflates", n.ID, n == leader, got)
+		}
 	}
 }

@@ -10,7 +10,10 @@ import "time"
 // An archive travels whole in one message: a saved one in a reply, bounded
 // by MaxReplySize (256 MiB by default), a restored one in a request,
 // bounded by MaxMessageSize (8 MiB by default; archives are gzip'ed, and
-// one of 100,000 instances with a check each is about 3 MiB).
+// one of 100,000 instances with a check each is about 3 MiB). A restore is
+// authorized before any of it is read: by the agent, which asks Authorize
+// before it reads the HTTP body, and by every server the request reaches,
+// before it forwards the archive or decompresses a byte of it.
 
 // SnapshotEndpoint is the name the Snapshot endpoint is registered under on
 // the Server; its methods are called as "Snapshot.<Method>".
@@ -18,9 +21,21 @@ const SnapshotEndpoint = "Snapshot"
 
 // The methods of the Snapshot endpoint, as Pool.Call names them.
 const (
-	MethodSnapshotSave    = SnapshotEndpoint + ".Save"
-	MethodSnapshotRestore = SnapshotEndpoint + ".Restore"
+	MethodSnapshotSave      = SnapshotEndpoint + ".Save"
+	MethodSnapshotRestore   = SnapshotEndpoint + ".Restore"
+	MethodSnapshotAuthorize = SnapshotEndpoint + ".Authorize"
 )
+
+// SnapshotAuthorizeRequest asks whether the request's token may restore a
+// snapshot into Datacenter (a management token, as in Consul): an agent
+// asks it before it reads an archive from its HTTP client, so that a
+// caller without the right token never gets a byte of its upload read. It
+// is answered by any server of that datacenter from its own copy of the
+// ACL data, with nil or an error wrapping ErrPermissionDenied or
+// ErrACLNotFound; with ACLs off, nil.
+type SnapshotAuthorizeRequest struct {
+	QueryOptions
+}
 
 // SnapshotWait is how long the servers may take over one save or restore,
 // given on top of a caller's usual deadline (a client agent's hold, a

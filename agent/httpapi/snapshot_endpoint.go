@@ -1,9 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 )
@@ -17,6 +17,10 @@ type Snapshots interface {
 	// SaveSnapshot returns an archive of the catalog and the index it
 	// was saved at; with stale any server may answer, else the leader.
 	SaveSnapshot(ctx context.Context, dc string, stale bool) (archive []byte, index uint64, err error)
+	// AuthorizeRestore asks the servers of dc whether the request's
+	// token may restore a snapshot there: nil, or an error wrapping
+	// rpc.ErrPermissionDenied or rpc.ErrACLNotFound.
+	AuthorizeRestore(ctx context.Context, dc string) error
 	// RestoreSnapshot restores an archive into every server and returns
 	// the catalog's index afterwards. An archive that fails verification
 	// is a *catalog.FieldError naming "snapshot", and nothing changed.
@@ -27,10 +31,10 @@ type Snapshots interface {
 // is a gzip'ed tar.
 const SnapshotContentType = "application/gzip"
 
-// maxSnapshotBytes caps the archive PUT /v1/snapshot accepts. An archive
-// travels to the servers in one RPC message, whose default cap is 8 MiB;
-// this leaves room for the envelope.
-const maxSnapshotBytes = 8<<20 - 64<<10
+// MaxSnapshotBytes caps the archive PUT /v1/snapshot accepts, gzip'ed as
+// it comes. An archive travels to the servers in one RPC message, whose
+// default cap is 8 MiB; this leaves room for the envelope.
+const MaxSnapshotBytes = 8<<20 - 64<<10
 
 // snapshot answers GET /v1/snapshot with an archive of the catalog and PUT
 // /v1/snapshot by restoring the archive in the body, as Consul's endpoint
@@ -53,15 +57,15 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
 		_, _ = w.Write(archive)
 		return nil
 	}
-	archive, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSnapshotBytes))
-	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return badRequest("body", "a snapshot archive must be at most %d bytes", tooBig.Limit)
+	// The servers say whether the token may restore before a byte of the
+	// body is read: the agent holds the archive until it is sent on, and
+	// the servers authorize again before they inflate any of it.
+	if err := snaps.AuthorizeRestore(r.Context(), dc); err != nil {
+		return err
 	}
+	archive, err := readArchiveBody(w, r)
 	if err != nil {
-		return badRequest("body", "read the snapshot archive: %v", err)
-	}
-	if len(archive) == 0 {
-		return badRequest("body", "is empty; the snapshot archive is required")
+		return err
 	}
 	index, err := snaps.RestoreSnapshot(r.Context(), dc, archive)
 	if err != nil {
@@ -70,4 +74,31 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// readArchiveBody reads a restore's archive, refusing one over
+// MaxSnapshotBytes with a 413 before reading it when its length is told.
+func readArchiveBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := &httpError{code: http.StatusRequestEntityTooLarge, body: errorBody{
+		Error: "body: a snapshot archive must be at most " + strconv.Itoa(MaxSnapshotBytes) + " bytes", Field: "body",
+		Reason: "a snapshot archive must be at most " + strconv.Itoa(MaxSnapshotBytes) + " bytes",
+	}}
+	if r.ContentLength > MaxSnapshotBytes {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxSnapshotBytes))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, badRequest("body", "read the snapshot archive: %v", err)
+	}
+	if buf.Len() == 0 {
+		return nil, badRequest("body", "is empty; the snapshot archive is required")
+	}
+	return buf.Bytes(), nil
 }

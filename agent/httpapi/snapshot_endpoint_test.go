@@ -3,12 +3,17 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // snapCluster is a Cluster that also provides Snapshots: it hands out
@@ -17,9 +22,21 @@ type snapCluster struct {
 	fakeCluster
 	archive []byte
 
+	refuse bool // AuthorizeRestore refuses, as the servers do a token without acl:write
+
 	mu       sync.Mutex
 	restored [][]byte
-	asked    []string // "save dc stale" / "restore dc"
+	asked    []string // "save dc stale" / "authorize dc" / "restore dc"
+}
+
+func (c *snapCluster) AuthorizeRestore(_ context.Context, dc string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, "authorize "+dc)
+	if c.refuse {
+		return fmt.Errorf("authorize snapshot restore: %w: token lacks acl:write", rpc.ErrPermissionDenied)
+	}
+	return nil
 }
 
 func (c *snapCluster) SaveSnapshot(_ context.Context, dc string, stale bool) ([]byte, uint64, error) {
@@ -76,10 +93,16 @@ func TestSnapshotEndpoint(t *testing.T) {
 	}
 
 	rec = serve(h, http.MethodPut, "/v1/snapshot", strings.Repeat("x", 9<<20))
-	wantStatus(t, rec, http.StatusBadRequest)
-	if body := errorBody(t, rec); body["field"] != "body" || !strings.Contains(body["error"].(string), "at most") {
-		t.Errorf("too big: got body %v, want field body, at most", body)
+	wantStatus(t, rec, http.StatusRequestEntityTooLarge)
+	if body := errorBody(t, rec); body["field"] != "body" || !strings.Contains(body["error"].(string), fmt.Sprintf("at most %d bytes", httpapi.MaxSnapshotBytes)) {
+		t.Errorf("too big: got body %v, want field body, at most %d bytes", body, httpapi.MaxSnapshotBytes)
 	}
+	// Without a length told, the cap is found by reading up to it.
+	req := httptest.NewRequest(http.MethodPut, "/v1/snapshot", io.MultiReader(strings.NewReader(strings.Repeat("x", 9<<20))))
+	req.ContentLength = -1
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	wantStatus(t, rec, http.StatusRequestEntityTooLarge)
 
 	rec = serve(h, http.MethodPost, "/v1/snapshot", "")
 	wantStatus(t, rec, http.StatusMethodNotAllowed)
@@ -89,7 +112,7 @@ func TestSnapshotEndpoint(t *testing.T) {
 
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if want := []string{"save dc2 stale", "restore ", "restore "}; strings.Join(cl.asked, "|") != strings.Join(want, "|") {
+	if want := []string{"save dc2 stale", "authorize ", "restore ", "authorize ", "restore ", "authorize ", "authorize ", "authorize "}; strings.Join(cl.asked, "|") != strings.Join(want, "|") {
 		t.Errorf("got calls %q, want %q", cl.asked, want)
 	}
 	if len(cl.restored) != 1 {
@@ -103,5 +126,35 @@ func TestSnapshotEndpointWithoutSnapshots(t *testing.T) {
 		rec := serve(h, m, "/v1/snapshot", "x")
 		wantStatus(t, rec, http.StatusNotFound)
 		errorBody(t, rec)
+	}
+}
+
+// countingBody is a request body that counts the bytes read from it.
+type countingBody struct {
+	r    io.Reader
+	read int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += n
+	return n, err
+}
+
+func TestSnapshotRestoreIsAuthorizedBeforeTheBodyIsRead(t *testing.T) {
+	cl := &snapCluster{archive: []byte("\x1f\x8b archive bytes"), refuse: true}
+	h := newClusterServer(t, cl)
+	body := &countingBody{r: strings.NewReader(string(cl.archive))}
+	req := httptest.NewRequest(http.MethodPut, "/v1/snapshot?dc=dc2", body)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	wantStatus(t, rec, http.StatusForbidden)
+	if body.read != 0 {
+		t.Errorf("a refused restore read %d bytes of its body, want none", body.read)
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if want := []string{"authorize dc2"}; strings.Join(cl.asked, "|") != strings.Join(want, "|") {
+		t.Errorf("got calls %q, want %q", cl.asked, want)
 	}
 }
