@@ -96,6 +96,17 @@ type Config struct {
 	// leave the file descriptors of the default soft limit of 1024 to the
 	// rest of the agent.
 	MaxTCPConns int
+	// MaxTCPConnsPerClient caps the TCP connections (DNS over TLS ones
+	// included) one client holds at once, a client being an IPv4 address
+	// or an IPv6 /64: one more is closed as soon as it is accepted, so
+	// that one address cannot take every place MaxTCPConns leaves and
+	// lock the others out of TCP, which is where truncated answers send
+	// them. 0 means no cap. Default 64: a stub resolver's connections are
+	// those of its truncated answers in flight, and a forwarding resolver
+	// keeps a handful per thread (Unbound's outgoing-num-tcp is 10), so
+	// even every application of a node asking through 127.0.0.1 stays
+	// well under it, while it takes eight addresses to fill MaxTCPConns.
+	MaxTCPConnsPerClient int
 	// UDPSockets is how many UDP sockets serve Addr, each read by its own
 	// goroutines: on Linux they share the address (SO_REUSEPORT) and the
 	// kernel spreads the clients over them, so that every core answers.
@@ -153,12 +164,13 @@ func DefaultConfig() Config {
 		QueryTimeout: 2 * time.Second,
 		// UDPAnswerLimit and ARecordLimit: 0, no cap; replies are cut
 		// to the client's size anyway.
-		TCPIdleTimeout:   10 * time.Second, // a little over miekg/dns's 8s (RFC 7766 asks for seconds, not minutes)
-		RecursorTimeout:  2 * time.Second,
-		RecursorStrategy: RecursorSequential, // Consul's default
-		UnhealthyAnswer:  UnhealthyNoData,
-		SetTC:            true,
-		MaxTCPConns:      512, // see Config.MaxTCPConns
+		TCPIdleTimeout:       10 * time.Second, // a little over miekg/dns's 8s (RFC 7766 asks for seconds, not minutes)
+		RecursorTimeout:      2 * time.Second,
+		RecursorStrategy:     RecursorSequential, // Consul's default
+		UnhealthyAnswer:      UnhealthyNoData,
+		SetTC:                true,
+		MaxTCPConns:          512, // see Config.MaxTCPConns
+		MaxTCPConnsPerClient: 64,  // see Config.MaxTCPConnsPerClient
 		// UDPSockets: 0, one per core on Linux.
 		RRL: RRLConfig{
 			// Enabled: false, see RRLConfig.Enabled.
@@ -233,6 +245,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxTCPConns < 0 {
 		bad("MaxTCPConns", "must be 0 (no cap) or more, got %d", c.MaxTCPConns)
+	}
+	if c.MaxTCPConnsPerClient < 0 {
+		bad("MaxTCPConnsPerClient", "must be 0 (no cap) or more, got %d", c.MaxTCPConnsPerClient)
 	}
 	if r := c.RRL; r.Enabled && r.ResponsesPerSecond < 1 || r.ResponsesPerSecond < 0 || r.ResponsesPerSecond > maxRRLRate {
 		bad("RRL.ResponsesPerSecond", "must be between 1 and %d, got %d", maxRRLRate, r.ResponsesPerSecond)

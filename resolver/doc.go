@@ -51,10 +51,11 @@
 //
 // Over TCP a connection carries any number of queries, pipelined (RFC
 // 7766), and is closed after Config.TCPIdleTimeout without one; at most
-// Config.MaxTCPConns are served at once, one more being closed as soon as
-// it is accepted (tcplimit.go). DNS over TLS (RFC 7858, Config.TLSAddr)
+// Config.MaxTCPConns are served at once, and Config.MaxTCPConnsPerClient
+// from one address, one more being closed as soon as it is accepted
+// (tcplimit.go). DNS over TLS (RFC 7858, Config.TLSAddr)
 // is the same protocol inside TLS: its connections are served the same
-// way and count against the same cap. ServeWire answers a wire-format
+// way and count against the same caps. ServeWire answers a wire-format
 // query for DNS over HTTPS (RFC 8484) as a TCP query is answered.
 //
 // So that the agent cannot be used to flood the address a spoofed UDP

@@ -53,12 +53,13 @@ type HTTPConfig struct {
 }
 
 type fileLimits struct {
-	HTTPMaxConnsPerClient *int     `hcl:"http_max_conns_per_client"`
-	HTTPMaxConns          *int     `hcl:"http_max_conns"`
-	DNSMaxTCPConns        *int     `hcl:"dns_max_tcp_conns"`
-	RPCRate               *float64 `hcl:"rpc_rate"`
-	RPCMaxBurst           *int     `hcl:"rpc_max_burst"`
-	KVMaxValueSize        *int     `hcl:"kv_max_value_size"`
+	HTTPMaxConnsPerClient   *int     `hcl:"http_max_conns_per_client"`
+	HTTPMaxConns            *int     `hcl:"http_max_conns"`
+	DNSMaxTCPConns          *int     `hcl:"dns_max_tcp_conns"`
+	DNSMaxTCPConnsPerClient *int     `hcl:"dns_max_tcp_conns_per_client"`
+	RPCRate                 *float64 `hcl:"rpc_rate"`
+	RPCMaxBurst             *int     `hcl:"rpc_max_burst"`
+	KVMaxValueSize          *int     `hcl:"kv_max_value_size"`
 }
 
 type fileHTTPConfig struct {
@@ -76,7 +77,7 @@ type fileRRL struct {
 
 func init() {
 	for _, k := range []string{
-		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns",
+		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns", "limits.dns_max_tcp_conns_per_client",
 		"limits.rpc_rate", "limits.rpc_max_burst", "limits.kv_max_value_size",
 		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
 		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
@@ -90,6 +91,7 @@ func (f *fileLimits) apply(c *Config) {
 	setIf(&c.Limits.HTTPMaxConnsPerClient, f.HTTPMaxConnsPerClient)
 	setIf(&c.Limits.HTTPMaxConns, f.HTTPMaxConns)
 	setIf(&c.Resolver.MaxTCPConns, f.DNSMaxTCPConns)
+	setIf(&c.Resolver.MaxTCPConnsPerClient, f.DNSMaxTCPConnsPerClient)
 	setIf(&c.Limits.RPCRate, f.RPCRate)
 	setIf(&c.Limits.RPCMaxBurst, f.RPCMaxBurst)
 	setIf(&c.Limits.KVMaxValueSize, f.KVMaxValueSize)
@@ -119,7 +121,7 @@ func (f *fileRRL) apply(c *Config) {
 }
 
 // validateLimits reports the bad fields of the limits and http_config
-// blocks (the resolver validates its own: rrl, dns_max_tcp_conns).
+// blocks (the resolver's are validated with it: rrl, dns_max_tcp_conns, dns_max_tcp_conns_per_client).
 func (c *Config) validateLimits(bad func(field, format string, args ...any)) {
 	l := c.Limits
 	if l.HTTPMaxConnsPerClient < 0 {

@@ -54,7 +54,7 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 func TestLimitsAndTLSBlocks(t *testing.T) {
 	c := Default()
 	file := `
-limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  rpc_rate = 100.5  rpc_max_burst = 10  kv_max_value_size = 1024 }
+limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  dns_max_tcp_conns_per_client = 8  rpc_rate = 100.5  rpc_max_burst = 10  kv_max_value_size = 1024 }
 http_config { allowed_hosts = ["cairn.example"]  read_timeout = "3s" }
 dns_config { rrl { enabled = true  responses_per_second = 20  slip = 3 } }
 tls {
@@ -68,8 +68,8 @@ ports { https = 8501  dns_tls = 853 }
 	if err := LoadFile(writeConfig(t, "all.hcl", file), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 || c.Limits.KVMaxValueSize != 1024 {
-		t.Errorf("limits: got %+v and dns_max_tcp_conns %d", c.Limits, c.Resolver.MaxTCPConns)
+	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Resolver.MaxTCPConnsPerClient != 8 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 || c.Limits.KVMaxValueSize != 1024 {
+		t.Errorf("limits: got %+v and dns_max_tcp_conns %d (per client %d)", c.Limits, c.Resolver.MaxTCPConns, c.Resolver.MaxTCPConnsPerClient)
 	}
 	if len(c.HTTP.AllowedHosts) != 1 || c.HTTP.ReadTimeout != 3*time.Second {
 		t.Errorf("http_config: got %+v", c.HTTP)

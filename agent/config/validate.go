@@ -43,6 +43,9 @@ func (c *Config) Validate() error {
 	if c.Resolver.MaxTCPConns < 0 {
 		bad("limits.dns_max_tcp_conns", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConns)
 	}
+	if c.Resolver.MaxTCPConnsPerClient < 0 {
+		bad("limits.dns_max_tcp_conns_per_client", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConnsPerClient)
+	}
 	if err := checkDomain(c.Domain); err != "" {
 		bad("domain", "%q %s", c.Domain, err)
 	}
