@@ -113,6 +113,21 @@ type Config struct {
 	// 0 means one per core (GOMAXPROCS) on Linux; elsewhere there is
 	// always one. Default 0; at least 0.
 	UDPSockets int
+	// Cookies answers DNS Cookies (RFC 7873; server cookies made as RFC
+	// 9018 says) and makes a valid server cookie the proof of address a
+	// client needs to be sent a UDP reply larger than 512 bytes (up to
+	// UDPSize) and to be passed over by RRL: a client without one gets at
+	// most 512 bytes, the rest cut with TC set, and asks again over TCP
+	// (cookie.go). A malformed COOKIE option is answered FORMERR. Off,
+	// COOKIE options are ignored and every client gets up to UDPSize.
+	// Default true.
+	Cookies bool
+	// CookieSecret is the key server cookies are made with, 16 bytes.
+	// Agents answering for one address (anycast) must share it, so that
+	// each accepts the cookies the others made. Default none: a random
+	// one is made by New, and cookies last until the process restarts
+	// (a client then gets a fresh one with its next answer).
+	CookieSecret []byte
 	// RRL is response-rate limiting of UDP replies (rrl.go). Default off.
 	RRL RRLConfig
 	// DNSSEC is the online signing of the zones' answers (dnssec.go).
@@ -164,11 +179,13 @@ func DefaultConfig() Config {
 		QueryTimeout: 2 * time.Second,
 		// UDPAnswerLimit and ARecordLimit: 0, no cap; replies are cut
 		// to the client's size anyway.
-		TCPIdleTimeout:       10 * time.Second, // a little over miekg/dns's 8s (RFC 7766 asks for seconds, not minutes)
-		RecursorTimeout:      2 * time.Second,
-		RecursorStrategy:     RecursorSequential, // Consul's default
-		UnhealthyAnswer:      UnhealthyNoData,
-		SetTC:                true,
+		TCPIdleTimeout:   10 * time.Second, // a little over miekg/dns's 8s (RFC 7766 asks for seconds, not minutes)
+		RecursorTimeout:  2 * time.Second,
+		RecursorStrategy: RecursorSequential, // Consul's default
+		UnhealthyAnswer:  UnhealthyNoData,
+		SetTC:            true,
+		Cookies:          true, // see Config.Cookies
+		// CookieSecret: none, a random one per process.
 		MaxTCPConns:          512, // see Config.MaxTCPConns
 		MaxTCPConnsPerClient: 64,  // see Config.MaxTCPConnsPerClient
 		// UDPSockets: 0, one per core on Linux.
@@ -245,6 +262,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxTCPConns < 0 {
 		bad("MaxTCPConns", "must be 0 (no cap) or more, got %d", c.MaxTCPConns)
+	}
+	if n := len(c.CookieSecret); n != 0 && n != 16 {
+		bad("CookieSecret", "must be 16 bytes, got %d", n)
 	}
 	if c.MaxTCPConnsPerClient < 0 {
 		bad("MaxTCPConnsPerClient", "must be 0 (no cap) or more, got %d", c.MaxTCPConnsPerClient)

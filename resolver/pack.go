@@ -50,6 +50,7 @@ type packer struct {
 	qwire, lower, recs []byte
 	names              map[string]string
 	qctx               *queryContext
+	cookie             [maxCookieLen]byte // a COOKIE option's data, decoded
 }
 
 // getPacker returns a packer from the pool, or a new one.

@@ -57,6 +57,8 @@ type Server struct {
 	// allocation: every query writes it, and in Server it would share
 	// cache lines with fields every query reads on other cores.
 	metrics *metrics
+	// cookies is the key of server cookies (cookie.go).
+	cookies cookieSecret
 	// rrl limits the rate of UDP replies (rrl.go); nil when off.
 	rrl *rrl
 	// signer signs answers (dnssec.go); nil until a key is set.
@@ -106,7 +108,7 @@ func New(cfg Config, zs []*zones.Zone, src Source, logger *slog.Logger) (*Server
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, zone: zs[0], zones: slices.Clone(zs), src: src, log: logger.With("component", "resolver"),
-		metrics: &metrics{epoch: time.Now()}, rrl: newRRL(cfg.RRL)}
+		metrics: &metrics{epoch: time.Now()}, rrl: newRRL(cfg.RRL), cookies: newCookieSecret(cfg.CookieSecret)}
 	if cfg.MaxTCPConns > 0 || cfg.MaxTCPConnsPerClient > 0 {
 		s.tcp = newTCPLimits(cfg.MaxTCPConns, cfg.MaxTCPConnsPerClient, &s.metrics.tcpRefused)
 	}

@@ -121,9 +121,10 @@ func slowReply(t *testing.T, s *Server, src Source, req *dns.Msg, network string
 	}
 	e := set.memo.entry(z, req.Question[0].Qtype, q.Qname)
 	var a wireQuestion
-	if e == nil || !new(packer).readMsg(req, resolvertest.NewRecorder(network).RemoteAddr(), &a, s.cfg.UDPSize) {
+	if e == nil || !new(packer).readMsg(req, resolvertest.NewRecorder(network).RemoteAddr(), &a) {
 		return nil, false
 	}
+	s.admit(&a, s.metrics.now())
 	if f := e.wire.get(a.shape(), s.signer.Load(), s.metrics.now()); f == nil || f.slow {
 		return nil, false // the slow path answered
 	}
@@ -427,14 +428,14 @@ func FuzzReadPacket(f *testing.F) {
 		var p1, p2 packer
 		var a1, a2 wireQuestion
 		remote := formUDPAddr
-		if !p1.readPacket(b, remote, &a1, 1232) {
+		if !p1.readPacket(b, remote, &a1) {
 			return
 		}
 		m := new(dns.Msg)
 		if err := m.Unpack(b); err != nil {
 			t.Fatalf("readPacket took a packet that does not unpack: %v", err)
 		}
-		if !p2.readMsg(m, remote, &a2, 1232) {
+		if !p2.readMsg(m, remote, &a2) {
 			t.Fatalf("readMsg does not take what readPacket took: %v", m)
 		}
 		a1.wire, a2.wire = slices.Clone(a1.wire), slices.Clone(a2.wire)
