@@ -34,18 +34,37 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 // the wire cache looked up of it already, if anything.
 func (s *Server) serveMsg(w dns.ResponseWriter, r *dns.Msg, pre *prefetched, start time.Duration) {
 	m, size, proved := s.reply(w, r, pre)
-	if s.rrl != nil && !isTCP(w) && !proved { // rrl.go; TCP and cookies prove the address, never limited
-		switch s.rrl.check(w.RemoteAddr(), m, start) {
-		case rrlDrop:
-			s.metrics.rrlDropped.Add(1)
-			return // no reply went out: not counted as one
-		case rrlSlip:
-			s.metrics.rrlSlipped.Add(1)
-			slip(m)
+	p := s.getPacker()
+	defer s.putPacker(p)
+	wire, err := p.pack(m, size) // pack.go
+	// rrl.go; TCP and cookies prove the address: never limited.
+	if s.rrl != nil && !isTCP(w) && !proved {
+		n := len(wire)
+		if err != nil {
+			n = size // left to miekg/dns: at most the size it was cut to
+		}
+		if s.rrl.amplifies(r.Len(), n) {
+			switch s.rrl.check(w.RemoteAddr(), m, start) {
+			case rrlDrop:
+				s.metrics.rrlDropped.Add(1)
+				return // no reply went out: not counted as one
+			case rrlSlip:
+				s.metrics.rrlSlipped.Add(1)
+				slip(m)
+				wire, err = p.pack(m, size)
+			}
 		}
 	}
 	rcode := m.Rcode
-	_ = s.write(w, m, size) // pack.go; a lost reply is the client's to retry; nothing is logged per query
+	// A lost reply is the client's to retry; nothing is logged per query.
+	if err != nil {
+		_ = w.WriteMsg(m)
+	} else {
+		// The writer must not keep wire past Write (the io.Writer
+		// contract; miekg/dns's writers send it at once): the next reply
+		// reuses it.
+		_, _ = w.Write(wire)
+	}
 	s.metrics.observe(r, rcode, start)
 }
 

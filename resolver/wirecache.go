@@ -90,6 +90,7 @@ type wireQuestion struct {
 	// bufSize is the buffer size of the query's OPT record, size the
 	// size fit cuts the reply to (set by admit).
 	bufSize uint16
+	qlen    int // the query's length in wire form, over UDP (for RRL; set by the caller of admit)
 	size    int
 	do, co  bool
 	tcp     bool
@@ -284,7 +285,7 @@ func (s *Server) serveKept(a *wireQuestion, p *packer, start time.Duration) ([]b
 	if a.fresh {
 		p.intern(a.lower)
 	}
-	if s.rrl != nil && !a.tcp && !a.ck.verified { // as ServeDNS charges the slow path's replies
+	if s.rrl != nil && !a.tcp && !a.ck.verified && s.rrl.amplifies(a.qlen, len(b)) { // as serveMsg charges the slow path's replies
 		q := dns.Question{Name: a.lower, Qtype: a.qtype, Qclass: dns.ClassINET}
 		switch s.rrl.charge(a.remote, f.rcode, &q, start) {
 		case rrlDrop:

@@ -31,6 +31,7 @@ func (s *Server) servePacket(w dns.ResponseWriter, b []byte) (*dns.Msg, error) {
 	st, pre := keptNot, (*prefetched)(nil)
 	var a wireQuestion
 	if p.readPacket(b, w.RemoteAddr(), &a) {
+		a.qlen = len(b)
 		s.admit(&a, start)
 		st, pre = s.servePacketKept(w, b, &a, p, start)
 	}
@@ -87,6 +88,9 @@ func (s *Server) serveKeptMsg(w dns.ResponseWriter, r *dns.Msg, start time.Durat
 		return false, nil
 	}
 	s.admit(&a, start)
+	if s.rrl != nil && !a.tcp && !a.ck.verified {
+		a.qlen = r.Len() // not before: a COOKIE option's length is computed by decoding its hex
+	}
 	reply, rcode, st, pre := s.serveKept(&a, p, start)
 	switch st {
 	case keptSent:
