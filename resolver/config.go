@@ -153,8 +153,8 @@ type Config struct {
 // rates gets TC and its answer over TCP. With the defaults, a spoofed
 // source sending 1,000 queries a second has the victim sent at most
 // about twice the bytes it sends (replies are at most 512 bytes without
-// a cookie; 100 or 150 a second of them, the rest truncated replies the
-// size of the query).
+// a cookie; 100 a second of them, the rest truncated replies the size of
+// the query).
 type RRLConfig struct {
 	// Enabled turns it on. Default true.
 	Enabled bool
@@ -168,7 +168,7 @@ type RRLConfig struct {
 	// AllPerSecond is the rate of all the replies counted that a client
 	// network is sent, as BIND's all-per-second, so that asking for many
 	// names does not multiply ResponsesPerSecond; 0 means no such limit.
-	// Default 150.
+	// Default 100.
 	AllPerSecond int
 	// MinAmplification is how many times the size of its query a reply
 	// may be and not be counted; 0 counts every reply, as BIND does.
@@ -214,7 +214,7 @@ func DefaultConfig() Config {
 		RRL: RRLConfig{
 			Enabled:            true,
 			ResponsesPerSecond: 100, // see RRLConfig.ResponsesPerSecond
-			AllPerSecond:       150, // see RRLConfig.AllPerSecond
+			AllPerSecond:       100, // see RRLConfig.AllPerSecond
 			MinAmplification:   3,   // see RRLConfig.MinAmplification
 			Slip:               1,   // see RRLConfig.Slip
 			IPv4PrefixLength:   24,  // BIND's

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -70,6 +71,8 @@ type fileHTTPConfig struct {
 type fileRRL struct {
 	Enabled            *bool `hcl:"enabled"`
 	ResponsesPerSecond *int  `hcl:"responses_per_second"`
+	AllPerSecond       *int  `hcl:"all_per_second"`
+	MinAmplification   *int  `hcl:"min_amplification"`
 	Slip               *int  `hcl:"slip"`
 	IPv4PrefixLength   *int  `hcl:"ipv4_prefix_length"`
 	IPv6PrefixLength   *int  `hcl:"ipv6_prefix_length"`
@@ -82,6 +85,8 @@ func init() {
 		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
 		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
 		"dns_config.rrl.ipv4_prefix_length", "dns_config.rrl.ipv6_prefix_length",
+		"dns_config.rrl.all_per_second", "dns_config.rrl.min_amplification",
+		"dns_config.answer_cookie", "dns_config.cookie_secret",
 	} {
 		securityKeys[k] = true
 	}
@@ -115,9 +120,28 @@ func (f *fileRRL) apply(c *Config) {
 	r := &c.Resolver.RRL
 	setIf(&r.Enabled, f.Enabled)
 	setIf(&r.ResponsesPerSecond, f.ResponsesPerSecond)
+	setIf(&r.AllPerSecond, f.AllPerSecond)
+	setIf(&r.MinAmplification, f.MinAmplification)
 	setIf(&r.Slip, f.Slip)
 	setIf(&r.IPv4PrefixLength, f.IPv4PrefixLength)
 	setIf(&r.IPv6PrefixLength, f.IPv6PrefixLength)
+}
+
+// applyCookies applies dns_config's answer_cookie and cookie_secret, as
+// Unbound names them: DNS Cookies answered (resolver.Config.Cookies), and
+// the secret server cookies are made with, 32 hex digits (16 bytes), the
+// same on every agent answering for one address.
+func (f *fileDNS) applyCookies(c *Config) error {
+	setIf(&c.Resolver.Cookies, f.AnswerCookie)
+	if f.CookieSecret == nil {
+		return nil
+	}
+	b, err := hex.DecodeString(*f.CookieSecret)
+	if err != nil || len(b) != 16 {
+		return &FieldError{Field: "dns_config.cookie_secret", Reason: "must be 32 hex digits (16 bytes), such as `openssl rand -hex 16` prints"}
+	}
+	c.Resolver.CookieSecret = b
+	return nil
 }
 
 // validateLimits reports the bad fields of the limits and http_config
