@@ -3,6 +3,7 @@ package resolver
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -392,21 +394,33 @@ func BenchmarkServePacket(b *testing.B) {
 	src := webThree()
 	s3 := newTestServer(b, src, nil)
 	s10 := newTestServer(b, webTen(), nil)
+	// A client cookie, and one with a server cookie s3 made for the
+	// Sink's address (cookie.go).
+	client := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	var sc [serverCookieLen]byte
+	s3.cookies.serverCookie(&sc, client, clientIP(resolvertest.NewSink("udp").RemoteAddr()), uint32(time.Now().Unix()))
+	proved := append(slices.Clone(client), sc[:]...)
 	for _, bc := range []struct {
-		name  string
-		s     *Server
-		qtype uint16
-		edns  bool
-		qname string
+		name   string
+		s      *Server
+		qtype  uint16
+		edns   bool
+		qname  string
+		cookie []byte
 	}{
-		{"SRV", s3, dns.TypeSRV, false, "web.service.cluster."}, {"SRV+EDNS", s3, dns.TypeSRV, true, "web.service.cluster."},
-		{"A", s3, dns.TypeA, false, "web.service.cluster."}, {"A10", s10, dns.TypeA, false, "web.service.cluster."},
-		{"SRV-0x20", s3, dns.TypeSRV, false, "wEb.SeRvIcE.cLuStEr."},
+		{"SRV", s3, dns.TypeSRV, false, "web.service.cluster.", nil}, {"SRV+EDNS", s3, dns.TypeSRV, true, "web.service.cluster.", nil},
+		{"A", s3, dns.TypeA, false, "web.service.cluster.", nil}, {"A10", s10, dns.TypeA, false, "web.service.cluster.", nil},
+		{"SRV-0x20", s3, dns.TypeSRV, false, "wEb.SeRvIcE.cLuStEr.", nil},
+		{"SRV+client-cookie", s3, dns.TypeSRV, true, "web.service.cluster.", client},
+		{"SRV+server-cookie", s3, dns.TypeSRV, true, "web.service.cluster.", proved},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			req := query(bc.qname, bc.qtype)
 			if bc.edns {
 				req.SetEdns0(1232, false)
+			}
+			if bc.cookie != nil {
+				req.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: hex.EncodeToString(bc.cookie)}}
 			}
 			pkt, err := req.Pack()
 			if err != nil {
