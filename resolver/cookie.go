@@ -135,10 +135,10 @@ func (s *Server) readCookie(ck *queryCookie, c []byte, remote net.Addr, now uint
 }
 
 // msgCookie finds the first COOKIE option of opt (RFC 7873 5.2: the
-// others are ignored) and reads it into ck as readCookie does. A COOKIE
-// option not well-formed is errMalformed. With Config.Cookies off it
-// reads nothing.
-func (s *Server) msgCookie(ck *queryCookie, opt *dns.OPT, remote net.Addr, now uint32) error {
+// others are ignored) and reads it into ck as readCookie does, now. A
+// COOKIE option not well-formed is errMalformed. With Config.Cookies off
+// it reads nothing.
+func (s *Server) msgCookie(ck *queryCookie, opt *dns.OPT, remote net.Addr) error {
 	if !s.cfg.Cookies || opt == nil {
 		return nil
 	}
@@ -152,7 +152,7 @@ func (s *Server) msgCookie(ck *queryCookie, opt *dns.OPT, remote net.Addr, now u
 		if !ok {
 			return errMalformed
 		}
-		s.readCookie(ck, buf[:n], remote, now)
+		s.readCookie(ck, buf[:n], remote, s.unixSeconds(s.metrics.now()))
 		return nil
 	}
 	return nil

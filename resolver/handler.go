@@ -79,7 +79,7 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg, pre *prefetched) (*dns.
 	opt, err := checkQuery(r)
 	var ck queryCookie
 	if err == nil && opt != nil {
-		err = s.msgCookie(&ck, opt, w.RemoteAddr(), s.unixSeconds(s.metrics.now()))
+		err = s.msgCookie(&ck, opt, w.RemoteAddr())
 	}
 	if pre != nil && pre.sized {
 		ck.verified = true
