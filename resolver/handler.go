@@ -331,10 +331,10 @@ func (s *Server) opt(q *dns.OPT, signed bool, ck *queryCookie) *dns.OPT {
 // left out: over UDP 512 bytes, or the client's EDNS0 buffer size capped at
 // Config.UDPSize when it proved its address with a server cookie (proved,
 // or Config.Cookies off: cookie.go); over TCP the 64 KiB a DNS message can
-// hold. The answer
-// limits of Config (limits.go) are applied first, without TC, but not to
-// a signed reply (signed), whose RRsets must stay whole to validate.
-// Names are always compressed. It returns the size m was fitted to.
+// hold. The answer limits of Config (limits.go) are applied first, without
+// TC, but not to a signed reply (signed), whose RRsets must stay whole to
+// validate. Names are always compressed. It returns the size m was fitted
+// to.
 func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT, signed, proved bool) int {
 	size := dns.MaxMsgSize
 	if _, tcp := w.RemoteAddr().(*net.TCPAddr); !tcp {
