@@ -107,6 +107,7 @@ func TestTCPConnsPerClient(t *testing.T) {
 		t.Fatalf("a second address while the first holds %d connections: got %v, %v; want an answer over TCP", attack, reply, err)
 	}
 	all, held := s.tcp.open(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 66)})
+	t.Logf("the attacker holds %d connections (%d refused); %d open in all; the second address was answered", held, s.Metrics().TCPRefused, all)
 	if held != s.cfg.MaxTCPConnsPerClient {
 		t.Errorf("the attacker holds %d connections (of %d open), want MaxTCPConnsPerClient, %d", held, all, s.cfg.MaxTCPConnsPerClient)
 	}
