@@ -35,7 +35,7 @@ var (
 	descDNSQuestions = prometheus.NewDesc("cairn_dns_questions_total", "DNS questions answered, by query type and rcode.", []string{"qtype", "rcode"}, nil)
 	descDNSLatency   = prometheus.NewDesc("cairn_dns_answer_seconds", "Time from a DNS query's arrival to its reply having been written.", nil, nil)
 	descDNSRRL       = prometheus.NewDesc("cairn_dns_rate_limited_total", "UDP replies over the response rate limit, by what became of them (dropped, or slipped: sent truncated).", []string{"action"}, nil)
-	descDNSTCP       = prometheus.NewDesc("cairn_dns_tcp_refused_total", "TCP DNS connections closed at once because dns_max_tcp_conns were open.", nil, nil)
+	descDNSTCP       = prometheus.NewDesc("cairn_dns_tcp_refused_total", "TCP DNS connections closed at once because dns_max_tcp_conns were open, or dns_max_tcp_conns_per_client from the same client.", nil, nil)
 
 	descCacheHits     = prometheus.NewDesc("cairn_cache_hits_total", "DNS cache lookups answered from memory.", nil, nil)
 	descCacheMisses   = prometheus.NewDesc("cairn_cache_misses_total", "DNS cache lookups that waited for a fetch from the servers.", nil, nil)

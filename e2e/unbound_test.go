@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +33,27 @@ func TestUnboundStubZone(t *testing.T) {
 	// answers empty non-terminals with NOERROR and no records.
 	t.Run("strict QNAME minimisation", func(t *testing.T) {
 		checkResolvesCluster(t, startUnbound(t, bin, stub, "qname-minimisation-strict: yes"))
+	})
+
+	// An answer over 512 bytes: the agent sends a client that has not
+	// returned one of its DNS cookies (Unbound sends none) at most 512
+	// bytes over UDP, with TC set, and Unbound asks again over TCP; dig,
+	// which sends a client cookie, does the same when asking the agent.
+	t.Run("large answer through TC and TCP", func(t *testing.T) {
+		const n = 40 // 40 A records: 640 bytes of answers
+		for i := range n {
+			id := strconv.Itoa(i + 1)
+			mustCLI(t, a.httpAddr(), "services", "register", "-name", "big", "-id", "big-"+id, "-port", "80", "-address", "10.0.3."+id)
+		}
+		for _, port := range []int{startUnbound(t, bin, stub, ""), a.dnsPort} {
+			out := dig(t, port, "big.service.dc1.cluster", "A")
+			if got := len(digSection(out, "ANSWER")); got != n || digStatus(out) != "NOERROR" {
+				t.Errorf("dig big.service.dc1.cluster A on port %d: got %d answers, want %d:\n%s", port, got, n, out)
+			}
+			if port == a.dnsPort && !strings.Contains(out, "Truncated, retrying in TCP mode") {
+				t.Errorf("dig big.service.dc1.cluster A from the agent: answered over UDP, want TC and TCP:\n%s", out)
+			}
+		}
 	})
 }
 

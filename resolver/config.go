@@ -96,13 +96,39 @@ type Config struct {
 	// leave the file descriptors of the default soft limit of 1024 to the
 	// rest of the agent.
 	MaxTCPConns int
+	// MaxTCPConnsPerClient caps the TCP connections (DNS over TLS ones
+	// included) one client holds at once, a client being an IPv4 address
+	// or an IPv6 /64: one more is closed as soon as it is accepted, so
+	// that one address cannot take every place MaxTCPConns leaves and
+	// lock the others out of TCP, which is where truncated answers send
+	// them. 0 means no cap. Default 64: a stub resolver's connections are
+	// those of its truncated answers in flight, and a forwarding resolver
+	// keeps a handful per thread (Unbound's outgoing-num-tcp is 10), so
+	// even every application of a node asking through 127.0.0.1 stays
+	// well under it, while it takes eight addresses to fill MaxTCPConns.
+	MaxTCPConnsPerClient int
 	// UDPSockets is how many UDP sockets serve Addr, each read by its own
 	// goroutines: on Linux they share the address (SO_REUSEPORT) and the
 	// kernel spreads the clients over them, so that every core answers.
 	// 0 means one per core (GOMAXPROCS) on Linux; elsewhere there is
 	// always one. Default 0; at least 0.
 	UDPSockets int
-	// RRL is response-rate limiting of UDP replies (rrl.go). Default off.
+	// Cookies answers DNS Cookies (RFC 7873; server cookies made as RFC
+	// 9018 says) and makes a valid server cookie the proof of address a
+	// client needs to be sent a UDP reply larger than 512 bytes (up to
+	// UDPSize) and to be passed over by RRL: a client without one gets at
+	// most 512 bytes, the rest cut with TC set, and asks again over TCP
+	// (cookie.go). A malformed COOKIE option is answered FORMERR. Off,
+	// COOKIE options are ignored and every client gets up to UDPSize.
+	// Default true.
+	Cookies bool
+	// CookieSecret is the key server cookies are made with, 16 bytes.
+	// Agents answering for one address (anycast) must share it, so that
+	// each accepts the cookies the others made. Default none: a random
+	// one is made by New, and cookies last until the process restarts
+	// (a client then gets a fresh one with its next answer).
+	CookieSecret []byte
+	// RRL is response-rate limiting of UDP replies (rrl.go). Default on.
 	RRL RRLConfig
 	// DNSSEC is the online signing of the zones' answers (dnssec.go).
 	// Default off.
@@ -111,17 +137,26 @@ type Config struct {
 
 // RRLConfig configures response-rate limiting, as BIND's rate-limit: a
 // client network (a prefix of the source address) may be sent at most
-// ResponsesPerSecond UDP replies per second that are alike: the same
-// answer (name and type), any name error, or any other error. A reply
-// over that rate is dropped, except every Slip-th, which is sent
-// truncated and empty so that a real client asks again over TCP, which is
-// never limited. It keeps the agent from being used to flood the address
-// a spoofed query names, while a client behind that address can still get
-// its answers.
+// ResponsesPerSecond UDP replies per second that are alike (the same
+// answer, name and type; any name error; or any other error), and at
+// most AllPerSecond in all. A reply over a rate is dropped, except every
+// Slip-th, which is sent truncated and empty so that a real client asks
+// again over TCP, which is never limited. It keeps the agent from being
+// used to flood the address a spoofed query names, while a client behind
+// that address can still get its answers.
+//
+// Only replies that amplify are counted (rrl.go): those more than
+// MinAmplification times the size of their query, to a client that did
+// not prove its address with a server cookie (Config.Cookies). A stub
+// resolver asking for small answers, or one sending cookies, is never
+// limited; one without cookies asking for large answers faster than the
+// rates gets TC and its answer over TCP. With the defaults, a spoofed
+// source sending 1,000 queries a second has the victim sent at most
+// about twice the bytes it sends (replies are at most 512 bytes without
+// a cookie; 100 a second of them, the rest truncated replies the size of
+// the query).
 type RRLConfig struct {
-	// Enabled turns it on. Default false: an agent's DNS serves its own
-	// node's applications, and those may ask for one name far more often
-	// than any rate fit to stop a flood.
+	// Enabled turns it on. Default true.
 	Enabled bool
 	// ResponsesPerSecond is the rate of alike replies a client network
 	// is sent, and as many may be sent at once (a burst of one second's
@@ -130,9 +165,22 @@ type RRLConfig struct {
 	// a resolver in front of it asks as often as its clients do). At
 	// least 1 when Enabled.
 	ResponsesPerSecond int
+	// AllPerSecond is the rate of all the replies counted that a client
+	// network is sent, as BIND's all-per-second, so that asking for many
+	// names does not multiply ResponsesPerSecond; 0 means no such limit.
+	// Default 100.
+	AllPerSecond int
+	// MinAmplification is how many times the size of its query a reply
+	// may be and not be counted; 0 counts every reply, as BIND does.
+	// Default 3: a reply at most 3 times its query cannot be used to
+	// flood anyone with much more than the attacker sends itself.
+	MinAmplification int
 	// Slip makes every Slip-th limited reply go out truncated (TC set, no
 	// records) rather than not at all; 0 drops them all, 1 truncates them
-	// all. Default 2, as BIND's. At most 10.
+	// all. Default 1: a stub resolver that is limited gets TC and asks
+	// again over TCP at once, where a dropped reply would keep it waiting
+	// for its timeout (5s for glibc); a truncated reply is about the size
+	// of its query, so amplifies nothing. At most 10.
 	Slip int
 	// IPv4PrefixLength and IPv6PrefixLength are the lengths of the
 	// prefixes of source addresses counted as one client: one network
@@ -158,12 +206,17 @@ func DefaultConfig() Config {
 		RecursorStrategy: RecursorSequential, // Consul's default
 		UnhealthyAnswer:  UnhealthyNoData,
 		SetTC:            true,
-		MaxTCPConns:      512, // see Config.MaxTCPConns
+		Cookies:          true, // see Config.Cookies
+		// CookieSecret: none, a random one per process.
+		MaxTCPConns:          512, // see Config.MaxTCPConns
+		MaxTCPConnsPerClient: 64,  // see Config.MaxTCPConnsPerClient
 		// UDPSockets: 0, one per core on Linux.
 		RRL: RRLConfig{
-			// Enabled: false, see RRLConfig.Enabled.
+			Enabled:            true,
 			ResponsesPerSecond: 100, // see RRLConfig.ResponsesPerSecond
-			Slip:               2,   // BIND's
+			AllPerSecond:       100, // see RRLConfig.AllPerSecond
+			MinAmplification:   3,   // see RRLConfig.MinAmplification
+			Slip:               1,   // see RRLConfig.Slip
 			IPv4PrefixLength:   24,  // BIND's
 			IPv6PrefixLength:   56,  // BIND's
 		},
@@ -234,8 +287,20 @@ func (c Config) Validate() error {
 	if c.MaxTCPConns < 0 {
 		bad("MaxTCPConns", "must be 0 (no cap) or more, got %d", c.MaxTCPConns)
 	}
+	if n := len(c.CookieSecret); n != 0 && n != 16 {
+		bad("CookieSecret", "must be 16 bytes, got %d", n)
+	}
+	if c.MaxTCPConnsPerClient < 0 {
+		bad("MaxTCPConnsPerClient", "must be 0 (no cap) or more, got %d", c.MaxTCPConnsPerClient)
+	}
 	if r := c.RRL; r.Enabled && r.ResponsesPerSecond < 1 || r.ResponsesPerSecond < 0 || r.ResponsesPerSecond > maxRRLRate {
 		bad("RRL.ResponsesPerSecond", "must be between 1 and %d, got %d", maxRRLRate, r.ResponsesPerSecond)
+	}
+	if r := c.RRL.AllPerSecond; r < 0 || r > maxRRLRate {
+		bad("RRL.AllPerSecond", "must be between 0 (no limit) and %d, got %d", maxRRLRate, r)
+	}
+	if r := c.RRL.MinAmplification; r < 0 || r > 100 {
+		bad("RRL.MinAmplification", "must be between 0 (count every reply) and 100, got %d", r)
 	}
 	if c.RRL.Slip < 0 || c.RRL.Slip > 10 {
 		bad("RRL.Slip", "must be between 0 (drop every limited reply) and 10, got %d", c.RRL.Slip)

@@ -24,6 +24,7 @@ func newSigningServer(t testing.TB, src Source, configure func(*Config)) (*Serve
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DNSSEC.Enabled = true
+	cfg.RRL.Enabled = false // see newTestServer
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -51,20 +51,24 @@
 //
 // Over TCP a connection carries any number of queries, pipelined (RFC
 // 7766), and is closed after Config.TCPIdleTimeout without one; at most
-// Config.MaxTCPConns are served at once, one more being closed as soon as
-// it is accepted (tcplimit.go). DNS over TLS (RFC 7858, Config.TLSAddr)
+// Config.MaxTCPConns are served at once, and Config.MaxTCPConnsPerClient
+// from one address, one more being closed as soon as it is accepted
+// (tcplimit.go). DNS over TLS (RFC 7858, Config.TLSAddr)
 // is the same protocol inside TLS: its connections are served the same
-// way and count against the same cap. ServeWire answers a wire-format
+// way and count against the same caps. ServeWire answers a wire-format
 // query for DNS over HTTPS (RFC 8484) as a TCP query is answered.
 //
 // So that the agent cannot be used to flood the address a spoofed UDP
 // query names: an ANY question over UDP is answered with one record
-// (limits.go), and response-rate limiting (Config.RRL, off by default;
-// rrl.go) caps the alike replies a client network is sent per second,
-// dropping the rest or sending every Slip-th truncated and empty so that
-// a real client asks again over TCP, which is never limited. Its accounts
-// live in a table of fixed size; with it off the handler does not look at
-// it.
+// (limits.go); a UDP reply is at most 512 bytes unless the client
+// returned a valid DNS cookie of this server's (Config.Cookies,
+// cookie.go), the rest cut with TC set so that it asks again over TCP;
+// and response-rate limiting (Config.RRL, on by default; rrl.go) caps the
+// replies that amplify a client network is sent per second, alike and in
+// all, dropping the rest or sending every Slip-th truncated and empty so
+// that a real client asks again over TCP, which is never limited. Its
+// accounts live in a table of fixed size; with it off the handler does
+// not look at it.
 //
 // resolver imports miekg/dns, zones and catalog only, and golang.org/x/net
 // and x/sys for UDP batches and SO_REUSEPORT. It gets its data through

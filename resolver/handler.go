@@ -33,30 +33,57 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 // serveMsg answers r by building its reply (the slow path); pre is what
 // the wire cache looked up of it already, if anything.
 func (s *Server) serveMsg(w dns.ResponseWriter, r *dns.Msg, pre *prefetched, start time.Duration) {
-	m, size := s.reply(w, r, pre)
-	if s.rrl != nil && !isTCP(w) { // rrl.go; TCP proves the address, so is never limited
-		switch s.rrl.check(w.RemoteAddr(), m, start) {
-		case rrlDrop:
-			s.metrics.rrlDropped.Add(1)
-			return // no reply went out: not counted as one
-		case rrlSlip:
-			s.metrics.rrlSlipped.Add(1)
-			slip(m)
+	m, size, proved := s.reply(w, r, pre)
+	p := s.getPacker()
+	defer s.putPacker(p)
+	wire, err := p.pack(m, size) // pack.go
+	// rrl.go; TCP and cookies prove the address: never limited.
+	if s.rrl != nil && !isTCP(w) && !proved {
+		n := len(wire)
+		if err != nil {
+			n = size // left to miekg/dns: at most the size it was cut to
+		}
+		if s.rrl.amplifies(r.Len(), n) {
+			switch s.rrl.check(w.RemoteAddr(), m, start) {
+			case rrlDrop:
+				s.metrics.rrlDropped.Add(1)
+				return // no reply went out: not counted as one
+			case rrlSlip:
+				s.metrics.rrlSlipped.Add(1)
+				slip(m)
+				wire, err = p.pack(m, size)
+			}
 		}
 	}
 	rcode := m.Rcode
-	_ = s.write(w, m, size) // pack.go; a lost reply is the client's to retry; nothing is logged per query
+	// A lost reply is the client's to retry; nothing is logged per query.
+	if err != nil {
+		_ = w.WriteMsg(m)
+	} else {
+		// The writer must not keep wire past Write (the io.Writer
+		// contract; miekg/dns's writers send it at once): the next reply
+		// reuses it.
+		_, _ = w.Write(wire)
+	}
 	s.metrics.observe(r, rcode, start)
 }
 
 // reply builds the reply to r, and returns it with the most bytes it may
-// take (see fit). pre, when not nil, holds the Source's answer to r's
+// take (see fit) and whether the client proved its address with a server
+// cookie (cookie.go). pre, when not nil, holds the Source's answer to r's
 // service question, already asked by the wire cache, and may ask for the
 // answers rotated rather than shuffled (wirecache.go).
-func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg, pre *prefetched) (*dns.Msg, int) {
+func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg, pre *prefetched) (*dns.Msg, int, bool) {
 	m := new(dns.Msg)
 	m.SetReply(r)
 	opt, err := checkQuery(r)
+	var ck queryCookie
+	if err == nil && opt != nil {
+		err = s.msgCookie(&ck, opt, w.RemoteAddr())
+	}
+	if pre != nil && pre.sized {
+		ck.verified = true
+	}
 	var ans zones.Answer
 	kind, qname := zones.KindOutside, ""
 	ours := false   // the answer is cairn's own data, not a recursor's
@@ -92,9 +119,9 @@ func (s *Server) reply(w dns.ResponseWriter, r *dns.Msg, pre *prefetched) (*dns.
 	if opt != nil {
 		// A fresh slice: Extra may be shared with other answers, and both
 		// this append and Truncate write into it.
-		m.Extra = append(slices.Clip(m.Extra), s.opt(opt, signed))
+		m.Extra = append(slices.Clip(m.Extra), s.opt(opt, signed, &ck))
 	}
-	return m, s.fit(w, m, opt, signed)
+	return m, s.fit(w, m, opt, signed, ck.verified), ck.verified
 }
 
 // checkQuery checks what is answered before the name is looked at, and
@@ -282,9 +309,10 @@ func reorder(rrs []dns.RR, pre *prefetched) []dns.RR {
 // opt returns the OPT record of a reply to a query carrying q: version 0,
 // the server's UDP size, the DO bit copied (RFC 3225), the CO bit copied
 // to a signed reply (RFC 9824: the client may be sent NXDOMAIN with a
-// compact denial), no options. It is new for each reply because packing
-// writes the extended rcode into it.
-func (s *Server) opt(q *dns.OPT, signed bool) *dns.OPT {
+// compact denial), and the COOKIE option when the query had one (ck). It
+// is new for each reply because packing writes the extended rcode into
+// it.
+func (s *Server) opt(q *dns.OPT, signed bool, ck *queryCookie) *dns.OPT {
 	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 	o.SetUDPSize(s.cfg.UDPSize)
 	if q.Do() {
@@ -293,21 +321,26 @@ func (s *Server) opt(q *dns.OPT, signed bool) *dns.OPT {
 	if signed && q.Co() {
 		o.SetCo()
 	}
+	if ck.present {
+		o.Option = []dns.EDNS0{cookieOption(ck)}
+	}
 	return o
 }
 
 // fit cuts m to what the client can receive, setting TC when records are
 // left out: over UDP 512 bytes, or the client's EDNS0 buffer size capped at
-// Config.UDPSize; over TCP the 64 KiB a DNS message can hold. The answer
-// limits of Config (limits.go) are applied first, without TC, but not to
-// a signed reply (signed), whose RRsets must stay whole to validate.
-// Names are always compressed. It returns the size m was fitted to.
-func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT, signed bool) int {
+// Config.UDPSize when it proved its address with a server cookie (proved,
+// or Config.Cookies off: cookie.go); over TCP the 64 KiB a DNS message can
+// hold. The answer limits of Config (limits.go) are applied first, without
+// TC, but not to a signed reply (signed), whose RRsets must stay whole to
+// validate. Names are always compressed. It returns the size m was fitted
+// to.
+func (s *Server) fit(w dns.ResponseWriter, m *dns.Msg, opt *dns.OPT, signed, proved bool) int {
 	size := dns.MaxMsgSize
 	if _, tcp := w.RemoteAddr().(*net.TCPAddr); !tcp {
 		size = dns.MinMsgSize
 		if opt != nil {
-			size = min(max(int(opt.UDPSize()), dns.MinMsgSize), int(s.cfg.UDPSize))
+			size = min(max(int(opt.UDPSize()), dns.MinMsgSize), int(s.udpLimit(proved)))
 		}
 	}
 	if signed {

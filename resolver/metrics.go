@@ -44,7 +44,7 @@ type metrics struct {
 	// response-rate limiting (rrl.go): not sent, or sent truncated.
 	rrlDropped, rrlSlipped atomic.Uint64
 	// tcpRefused counts the TCP connections closed at once for being over
-	// Config.MaxTCPConns (tcplimit.go).
+	// Config.MaxTCPConns or MaxTCPConnsPerClient (tcplimit.go).
 	tcpRefused atomic.Uint64
 }
 
@@ -120,7 +120,7 @@ type DNSMetrics struct {
 	// (Config.RRL) held back.
 	RateLimited RateLimited
 	// TCPRefused counts the TCP connections closed as soon as they were
-	// accepted, for being over Config.MaxTCPConns.
+	// accepted, for being over Config.MaxTCPConns or MaxTCPConnsPerClient.
 	TCPRefused uint64
 }
 

@@ -17,7 +17,7 @@ import (
 // short list (packname.go). It writes exactly the bytes Msg.Pack would
 // (the same header bits, the same names compressed with the same
 // pointers) for the record types the zones build and for an OPT record
-// without options; any other message is left to Msg.Pack, which then
+// without options or with a COOKIE one; any other message is left to Msg.Pack, which then
 // packs it or fails as it always did. pack_test.go checks the equality
 // and fuzzes it.
 
@@ -50,6 +50,7 @@ type packer struct {
 	qwire, lower, recs []byte
 	names              map[string]string
 	qctx               *queryContext
+	cookie             [maxCookieLen]byte // a COOKIE option's data, decoded
 }
 
 // getPacker returns a packer from the pool, or a new one.
@@ -79,22 +80,6 @@ func (p *packer) reset() {
 		}
 		p.inMap = false
 	}
-}
-
-// write packs m and writes it to w, with the packer's memory when pack
-// can, else with w.WriteMsg. size is the most the client accepts (fit),
-// which the packed message is expected to respect.
-func (s *Server) write(w dns.ResponseWriter, m *dns.Msg, size int) error {
-	p := s.getPacker()
-	defer s.putPacker(p)
-	wire, err := p.pack(m, size)
-	if err != nil {
-		return w.WriteMsg(m)
-	}
-	// The writer must not keep wire past Write (the io.Writer contract;
-	// miekg/dns's writers send it at once): the next reply reuses it.
-	_, err = w.Write(wire)
-	return err
 }
 
 // pack packs m as m.Pack would with m.Compress set, into p's buffer,
@@ -239,8 +224,19 @@ func (p *packer) packData(rr dns.RR, msg []byte, off int) (int, error) {
 		}
 		return packTypeBitmap(rr.TypeBitMap, msg, off)
 	case *dns.OPT:
-		if len(rr.Option) > 0 {
-			return 0, errNotPacked
+		for _, o := range rr.Option {
+			c, ok := o.(*dns.EDNS0_COOKIE) // the one option a reply carries (cookie.go)
+			if !ok || off+4+len(c.Cookie)/2 > len(msg) {
+				return 0, errNotPacked
+			}
+			var buf [maxCookieLen]byte
+			n, ok := decodeCookie(&buf, c.Cookie)
+			if !ok {
+				return 0, errNotPacked
+			}
+			binary.BigEndian.PutUint16(msg[off:], dns.EDNS0COOKIE)
+			binary.BigEndian.PutUint16(msg[off+2:], uint16(n))
+			off += 4 + copy(msg[off+4:], buf[:n])
 		}
 		return off, nil
 	}

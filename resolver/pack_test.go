@@ -67,7 +67,7 @@ func TestPackReplies(t *testing.T) {
 						if edns != 0 {
 							req.SetEdns0(edns, edns == 4096)
 						}
-						m, size := set.s.reply(resolvertest.NewRecorder(network), req, nil)
+						m, size, _ := set.s.reply(resolvertest.NewRecorder(network), req, nil)
 						if !checkPack(t, p, m, size) {
 							t.Errorf("%s %s over %s, EDNS0 %d: left to miekg/dns:\n%v", qname, dns.TypeToString[q.qtype], network, edns, m)
 						}
@@ -99,7 +99,7 @@ func TestPackSignedReplies(t *testing.T) {
 		for _, network := range []string{"udp", "tcp"} {
 			req := query(q.name, q.qtype)
 			req.SetEdns0(1232, true)
-			m, size := s.reply(resolvertest.NewRecorder(network), req, nil)
+			m, size, _ := s.reply(resolvertest.NewRecorder(network), req, nil)
 			if got := checkPack(t, p, m, size); got != q.packed {
 				t.Errorf("%s %s over %s: packed by pack %v, want %v", q.name, dns.TypeToString[q.qtype], network, got, q.packed)
 			}

@@ -8,16 +8,24 @@ import (
 	"github.com/miekg/dns"
 )
 
-// Response-rate limiting (Config.RRL), after BIND's. Each UDP reply is
-// charged to an account named by the client's network (its address cut
-// to a prefix) and by what the reply is:
+// Response-rate limiting (Config.RRL), after BIND's. It is there against
+// reflection: a UDP reply goes wherever the query's source address says,
+// and a spoofed one names the victim. So only replies that would amplify
+// are counted: over UDP, to a client that did not prove its address with
+// a server cookie (cookie.go), and more than RRLConfig.MinAmplification
+// times the size of their query. Such a reply is charged to an account
+// named by the client's network (its address cut to a prefix) and by what
+// the reply is:
 //
 //   - a NOERROR reply (records or none), by its question's name and type,
 //     so a client asking for many names is limited per name, as a
 //     resolver behind which many clients sit needs;
 //   - an NXDOMAIN, one account for every name: names that do not exist
 //     are free to make up, so they must not each get a rate of their own;
-//   - any other rcode (REFUSED, SERVFAIL, FORMERR, ...), one account.
+//   - any other rcode (REFUSED, SERVFAIL, FORMERR, ...), one account;
+//
+// and, with RRLConfig.AllPerSecond, to the network's account of every
+// reply, so that asking many names does not multiply the rate.
 //
 // An account is a token bucket kept as GCRA's "theoretical arrival time"
 // (tat): each reply moves it interval later; a reply that would move it
@@ -57,17 +65,33 @@ const (
 	rrlKindAnswer = 1 + iota
 	rrlKindNXDomain
 	rrlKindError
+	rrlKindAll
 )
 
 // rrl is the limiter of a Server with RRL enabled. It is safe for
 // concurrent use.
 type rrl struct {
-	interval int64  // nanoseconds one reply moves an account's tat
-	window   int64  // how far past now a tat may be, the burst: 1s - interval
-	slip     uint32 // every slip-th limited reply of an account slips; 0: none
-	v4bits   int    // prefix lengths of a client network
-	v6bits   int
-	sets     []rrlSet
+	alike  rrlRate // the accounts of alike replies
+	all    rrlRate // the accounts of all a network's replies; interval 0: none
+	slip   uint32  // every slip-th limited reply of an account slips; 0: none
+	minAmp int     // RRLConfig.MinAmplification
+	v4bits int     // prefix lengths of a client network
+	v6bits int
+	sets   []rrlSet
+}
+
+// rrlRate is the rate of a kind of account.
+type rrlRate struct {
+	interval int64 // nanoseconds one reply moves an account's tat
+	window   int64 // how far past now a tat may be, the burst: 1s - interval
+}
+
+func newRRLRate(perSecond int) rrlRate {
+	if perSecond <= 0 {
+		return rrlRate{}
+	}
+	interval := int64(time.Second) / int64(perSecond)
+	return rrlRate{interval: interval, window: int64(time.Second) - interval}
 }
 
 // rrlSet is one set of the table.
@@ -88,15 +112,21 @@ func newRRL(cfg RRLConfig) *rrl {
 	if !cfg.Enabled {
 		return nil
 	}
-	interval := int64(time.Second) / int64(cfg.ResponsesPerSecond)
 	return &rrl{
-		interval: interval,
-		window:   int64(time.Second) - interval,
-		slip:     uint32(cfg.Slip),
-		v4bits:   cfg.IPv4PrefixLength,
-		v6bits:   cfg.IPv6PrefixLength,
-		sets:     make([]rrlSet, rrlSets),
+		alike:  newRRLRate(cfg.ResponsesPerSecond),
+		all:    newRRLRate(cfg.AllPerSecond),
+		slip:   uint32(cfg.Slip),
+		minAmp: cfg.MinAmplification,
+		v4bits: cfg.IPv4PrefixLength,
+		v6bits: cfg.IPv6PrefixLength,
+		sets:   make([]rrlSet, rrlSets),
 	}
+}
+
+// amplifies reports whether a reply of rlen bytes to a query of qlen is
+// counted: more than MinAmplification times the query.
+func (l *rrl) amplifies(qlen, rlen int) bool {
+	return rlen > l.minAmp*qlen
 }
 
 // check charges m, a reply about to be sent over UDP to client, to its
@@ -113,23 +143,31 @@ func (l *rrl) check(client net.Addr, m *dns.Msg, now time.Duration) rrlAction {
 // charge is check for a reply known by its rcode and question (nil when
 // it has not exactly one), as a reply kept in wire form is (wirecache.go).
 func (l *rrl) charge(client net.Addr, rcode int, q *dns.Question, now time.Duration) rrlAction {
-	key, ok := l.key(client, rcode, q)
+	network, ok := l.network(client)
 	if !ok {
 		return rrlSend
 	}
-	t := int64(now)
+	act := l.take(l.key(network, rcode, q), l.alike, int64(now))
+	if act == rrlSend && l.all.interval > 0 {
+		act = l.take(finish(mix(network, rrlKindAll)), l.all, int64(now))
+	}
+	return act
+}
+
+// take charges the account of key, of the given rate, at now.
+func (l *rrl) take(key uint64, rate rrlRate, now int64) rrlAction {
 	set := &l.sets[key&(rrlSets-1)]
 	set.mu.Lock()
 	defer set.mu.Unlock()
-	e := set.account(key, t)
-	if e.tat-t > l.window {
+	e := set.account(key, now)
+	if e.tat-now > rate.window {
 		e.limited++
 		if l.slip > 0 && e.limited%l.slip == 0 {
 			return rrlSlip
 		}
 		return rrlDrop
 	}
-	e.tat = max(e.tat, t) + l.interval
+	e.tat = max(e.tat, now) + rate.interval
 	return rrlSend
 }
 
@@ -156,10 +194,21 @@ const (
 	fnvPrime  = 1099511628211
 )
 
-// key returns the hash naming the account of a reply with rcode to the
-// question q (nil: not exactly one) sent to client, and false for a
-// client that is not a UDP address (never limited).
-func (l *rrl) key(client net.Addr, rcode int, q *dns.Question) (uint64, bool) {
+// mix returns h with the byte b hashed in.
+func mix(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+// finish returns the key of the hash h.
+func finish(h uint64) uint64 {
+	h ^= h >> 29 // the low bits pick the set: fold the high ones in
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// network returns the hash of client's network, and false for a client
+// that is not a UDP address (never limited).
+func (l *rrl) network(client net.Addr) (uint64, bool) {
 	a, ok := client.(*net.UDPAddr)
 	if !ok {
 		return 0, false
@@ -179,6 +228,13 @@ func (l *rrl) key(client net.Addr, rcode int, q *dns.Question) (uint64, bool) {
 	if rest := bits % 8; rest != 0 {
 		h = (h ^ uint64(ip[bits/8]&(0xFF<<(8-rest)))) * fnvPrime
 	}
+	return h, true
+}
+
+// key returns the key of the account of alike replies of a client's
+// network (its hash h) a reply with rcode to the question q (nil: not
+// exactly one) is charged to.
+func (l *rrl) key(h uint64, rcode int, q *dns.Question) uint64 {
 	kind := rrlKindError
 	switch {
 	case rcode == dns.RcodeSuccess && q != nil:
@@ -198,11 +254,7 @@ func (l *rrl) key(client net.Addr, rcode int, q *dns.Question) (uint64, bool) {
 			h = (h ^ uint64(c)) * fnvPrime
 		}
 	}
-	h ^= h >> 29 // the low bits pick the set: fold the high ones in
-	if h == 0 {
-		h = 1
-	}
-	return h, true
+	return finish(h)
 }
 
 // slip makes m the truncated reply sent instead of a limited one: TC set,

@@ -23,6 +23,7 @@ func newConfiguredServer(t testing.TB, src Source, change func(*Config)) *Server
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.QueryTimeout = 100 * time.Millisecond
+	cfg.RRL.Enabled = false // see newTestServer
 	change(&cfg)
 	s, err := New(cfg, testZones(t), src, nil)
 	if err != nil {
@@ -65,7 +66,12 @@ func TestConfigValidateRRL(t *testing.T) {
 		{"no TCP cap", func(c *Config) { c.MaxTCPConns = 0 }, ""},
 		{"negative TCP cap", func(c *Config) { c.MaxTCPConns = -1 }, "MaxTCPConns"},
 		{"on at rate 0", func(c *Config) { c.RRL.Enabled, c.RRL.ResponsesPerSecond = true, 0 }, "RRL.ResponsesPerSecond"},
-		{"off at rate 0", func(c *Config) { c.RRL.ResponsesPerSecond = 0 }, ""},
+		{"off at rate 0", func(c *Config) { c.RRL.Enabled, c.RRL.ResponsesPerSecond = false, 0 }, ""},
+		{"all rate -1", func(c *Config) { c.RRL.AllPerSecond = -1 }, "RRL.AllPerSecond"},
+		{"all rate off", func(c *Config) { c.RRL.AllPerSecond = 0 }, ""},
+		{"amplification -1", func(c *Config) { c.RRL.MinAmplification = -1 }, "RRL.MinAmplification"},
+		{"cookie secret of 8 bytes", func(c *Config) { c.CookieSecret = make([]byte, 8) }, "CookieSecret"},
+		{"negative TCP cap per client", func(c *Config) { c.MaxTCPConnsPerClient = -1 }, "MaxTCPConnsPerClient"},
 		{"rate too high", func(c *Config) { c.RRL.ResponsesPerSecond = maxRRLRate + 1 }, "RRL.ResponsesPerSecond"},
 		{"slip 11", func(c *Config) { c.RRL.Slip = 11 }, "RRL.Slip"},
 		{"slip -1", func(c *Config) { c.RRL.Slip = -1 }, "RRL.Slip"},

@@ -57,6 +57,8 @@ type Server struct {
 	// allocation: every query writes it, and in Server it would share
 	// cache lines with fields every query reads on other cores.
 	metrics *metrics
+	// cookies is the key of server cookies (cookie.go).
+	cookies cookieSecret
 	// rrl limits the rate of UDP replies (rrl.go); nil when off.
 	rrl *rrl
 	// signer signs answers (dnssec.go); nil until a key is set.
@@ -72,10 +74,11 @@ type Server struct {
 	udpAddr net.Addr
 	tcpAddr net.Addr
 	tlsAddr net.Addr
-	// tcpLive counts the TCP and TLS connections open, against
-	// Config.MaxTCPConns (tcplimit.go).
-	tcpLive atomic.Int64
-	wg      sync.WaitGroup // the serving goroutines, UDP readers included
+	// tcp counts the TCP and TLS connections open, against
+	// Config.MaxTCPConns and MaxTCPConnsPerClient (tcplimit.go); nil
+	// with neither.
+	tcp *tcpLimits
+	wg  sync.WaitGroup // the serving goroutines, UDP readers included
 }
 
 const (
@@ -104,8 +107,12 @@ func New(cfg Config, zs []*zones.Zone, src Source, logger *slog.Logger) (*Server
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, zone: zs[0], zones: slices.Clone(zs), src: src, log: logger.With("component", "resolver"),
-		metrics: &metrics{epoch: time.Now()}, rrl: newRRL(cfg.RRL)}, nil
+	s := &Server{cfg: cfg, zone: zs[0], zones: slices.Clone(zs), src: src, log: logger.With("component", "resolver"),
+		metrics: &metrics{epoch: time.Now()}, rrl: newRRL(cfg.RRL), cookies: newCookieSecret(cfg.CookieSecret)}
+	if cfg.MaxTCPConns > 0 || cfg.MaxTCPConnsPerClient > 0 {
+		s.tcp = newTCPLimits(cfg.MaxTCPConns, cfg.MaxTCPConnsPerClient, &s.metrics.tcpRefused)
+	}
+	return s, nil
 }
 
 // Start binds the UDP sockets (Config.UDPSockets) and the TCP listener
@@ -202,13 +209,13 @@ func (s *Server) streamServer(ln net.Listener) *dns.Server {
 		MaxTCPQueries: -1, IdleTimeout: func() time.Duration { return s.cfg.TCPIdleTimeout }}
 }
 
-// limit puts ln under Config.MaxTCPConns, shared by every stream
-// listener of s (tcplimit.go).
+// limit puts ln under Config.MaxTCPConns and MaxTCPConnsPerClient,
+// counted for every stream listener of s together (tcplimit.go).
 func (s *Server) limit(ln net.Listener) net.Listener {
-	if s.cfg.MaxTCPConns <= 0 {
+	if s.tcp == nil {
 		return ln
 	}
-	return newTCPLimitListener(ln, s.cfg.MaxTCPConns, &s.tcpLive, &s.metrics.tcpRefused)
+	return &tcpLimitListener{Listener: ln, l: s.tcp}
 }
 
 // orErr returns err, or def when err is nil.

@@ -3,12 +3,15 @@ package resolver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // TestTCPPipelining sends two queries on one TCP connection before
@@ -64,5 +67,48 @@ func TestTCPPipelining(t *testing.T) {
 		t.Fatalf("read on an idle connection: got %v, want EOF", err)
 	case waited < idle/2:
 		t.Errorf("idle connection closed after %s, want about %s", waited, idle)
+	}
+}
+
+// TestTCPConnsPerClient is the attack of one address holding every TCP
+// connection the server allows: 127.0.0.66 opens 1,000 connections and
+// keeps them, and 127.0.0.67 must still get its answer over TCP. The
+// attacker would keep each connection open by sending a query within each
+// timeout; the test lengthens the timeouts instead.
+func TestTCPConnsPerClient(t *testing.T) {
+	t.Parallel()
+	const attack = 1000
+	s := newConfiguredServer(t, newFakeSource(), func(c *Config) {
+		c.ReadTimeout, c.TCPIdleTimeout = time.Minute, time.Minute
+	})
+	startServer(t, s)
+	addr := s.TCPAddr().String()
+	attacker := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 66)}, Timeout: 5 * time.Second}
+	for i := range attack {
+		c, err := attacker.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("attacker's connection %d: %v", i+1, err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	// The kernel completes the handshakes; wait for the server to have
+	// accepted (and kept or refused) every one of them.
+	waittest.For(t, 30*time.Second, "the server to take the attacker's connections", func() error {
+		live, _ := s.tcp.open(nil)
+		if refused := s.Metrics().TCPRefused; live+int(refused) < attack {
+			return fmt.Errorf("%d kept and %d refused of %d", live, refused, attack)
+		}
+		return nil
+	})
+	victim := &dns.Client{Net: "tcp", Timeout: 5 * time.Second,
+		Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 67)}, Timeout: 5 * time.Second}}
+	reply, _, err := victim.Exchange(query("web.service.cluster.", dns.TypeA), addr)
+	if err != nil || reply.Rcode != dns.RcodeSuccess || len(reply.Answer) == 0 {
+		t.Fatalf("a second address while the first holds %d connections: got %v, %v; want an answer over TCP", attack, reply, err)
+	}
+	all, held := s.tcp.open(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 66)})
+	t.Logf("the attacker holds %d connections (%d refused); %d open in all; the second address was answered", held, s.Metrics().TCPRefused, all)
+	if held != s.cfg.MaxTCPConnsPerClient {
+		t.Errorf("the attacker holds %d connections (of %d open), want MaxTCPConnsPerClient, %d", held, all, s.cfg.MaxTCPConnsPerClient)
 	}
 }

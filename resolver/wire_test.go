@@ -180,3 +180,35 @@ func TestMinTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestDNSOverTLSPerClient: a client's DNS over TLS connections count
+// against MaxTCPConnsPerClient together with its plain TCP ones, and
+// another client is still served.
+func TestDNSOverTLSPerClient(t *testing.T) {
+	t.Parallel()
+	serverTLS, clientTLS := dotTLS(t)
+	s := newConfiguredServer(t, newFakeSource(), func(c *Config) {
+		c.TLSAddr, c.TLS, c.MaxTCPConnsPerClient = "127.0.0.1:0", serverTLS, 1
+	})
+	startServer(t, s)
+	q := query("web.service.cluster.", dns.TypeSRV)
+	from := func(ip, network string) *dns.Client {
+		return &dns.Client{Net: network, TLSConfig: clientTLS, Timeout: 2 * time.Second,
+			Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 2 * time.Second}}
+	}
+	attacker := from("127.0.0.66", "tcp")
+	held, err := attacker.Dial(s.TCPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, _, err := attacker.ExchangeWithConn(q, held); err != nil {
+		t.Fatalf("the attacker's one connection: %v", err)
+	}
+	if _, _, err := from("127.0.0.66", "tcp-tls").Exchange(q, s.TLSAddr().String()); err == nil {
+		t.Errorf("a TLS connection past the client's one: got an answer, want it closed")
+	}
+	if r, _, err := from("127.0.0.67", "tcp-tls").Exchange(q, s.TLSAddr().String()); err != nil || len(r.Answer) == 0 {
+		t.Errorf("another client over TLS: got %v, %v; want an answer", r, err)
+	}
+}

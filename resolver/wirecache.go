@@ -87,10 +87,18 @@ type wireQuestion struct {
 	wire   []byte // the name as asked, in wire form
 	fresh  bool   // lower was allocated for this question: intern it once served
 	edns   bool
-	size   int // the size fit cuts the reply to
-	do, co bool
-	tcp    bool
-	remote net.Addr
+	// bufSize is the buffer size of the query's OPT record, size the
+	// size fit cuts the reply to (set by admit).
+	bufSize uint16
+	qlen    int // the query's length in wire form, over UDP (for RRL; set by the caller of admit)
+	size    int
+	do, co  bool
+	tcp     bool
+	remote  net.Addr
+	// cookie is the data of the query's first COOKIE option, nil when
+	// none (a view, as wire is); ck what it says (admit).
+	cookie []byte
+	ck     queryCookie
 }
 
 // shape is what, besides the records, decides a reply's bytes.
@@ -99,11 +107,12 @@ type shape struct {
 	tcp    bool
 	edns   bool
 	do, co bool
+	cookie bool // the reply carries a COOKIE option, patched in by fill
 	class  int
 }
 
 func (a *wireQuestion) shape() shape {
-	return shape{size: a.size, tcp: a.tcp, edns: a.edns, do: a.do, co: a.co, class: caseClass(a.wire)}
+	return shape{size: a.size, tcp: a.tcp, edns: a.edns, do: a.do, co: a.co, cookie: a.ck.present, class: caseClass(a.wire)}
 }
 
 // caseClass returns the number of leading labels of the wire name n up to
@@ -135,6 +144,10 @@ type prefetched struct {
 	build   bool
 	perm    []int
 	section []dns.RR
+	// sized is set for a form's request, whose buffer size is its
+	// shape's, cut already for a client that did not prove its address
+	// (admit): the reply is fitted to it as to a proved client's.
+	sized bool
 }
 
 // reordered returns rrs in pre's order.
@@ -272,7 +285,7 @@ func (s *Server) serveKept(a *wireQuestion, p *packer, start time.Duration) ([]b
 	if a.fresh {
 		p.intern(a.lower)
 	}
-	if s.rrl != nil && !a.tcp { // as ServeDNS charges the slow path's replies
+	if s.rrl != nil && !a.tcp && !a.ck.verified && s.rrl.amplifies(a.qlen, len(b)) { // as serveMsg charges the slow path's replies
 		q := dns.Question{Name: a.lower, Qtype: a.qtype, Qclass: dns.ClassINET}
 		switch s.rrl.charge(a.remote, f.rcode, &q, start) {
 		case rrlDrop:
@@ -309,6 +322,9 @@ func (f *wireForm) fill(a *wireQuestion, p *packer) []byte {
 		b[3] |= 0x10
 	}
 	copy(b[12:], a.wire)
+	if f.shape.cookie { // the last option of the OPT record, the last record
+		copy(b[len(b)-cookieLen:], a.ck.reply[:])
+	}
 	return b
 }
 
@@ -336,8 +352,8 @@ func (f *wireForm) shuffle(b []byte, p *packer) {
 }
 
 // slip makes b, a reply of f, the truncated reply RRL sends instead of a
-// limited one, as slip does: TC set, the question and the OPT record
-// kept, no other record.
+// limited one, as slip does: TC set, the question and the OPT record (the
+// last record) kept, no other record.
 func (f *wireForm) slip(b []byte) []byte {
 	b[2] |= 0x02
 	binary.BigEndian.PutUint16(b[6:], 0)
@@ -347,8 +363,8 @@ func (f *wireForm) slip(b []byte) []byte {
 		return b[:f.qend]
 	}
 	binary.BigEndian.PutUint16(b[10:], 1)
-	copy(b[f.qend:], b[f.opt:f.opt+optLen])
-	return b[:f.qend+optLen]
+	n := copy(b[f.qend:], b[f.opt:])
+	return b[:f.qend+n]
 }
 
 // addrWriter is the dns.ResponseWriter a form is built with: only its
@@ -381,6 +397,9 @@ func (s *Server) buildForm(a *wireQuestion, set *Instances, sh shape, sg *signer
 		if sh.co {
 			opt.SetCo()
 		}
+		if sh.cookie { // any client cookie: fill patches the reply's in
+			opt.Option = []dns.EDNS0{&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0000000000000000"}}
+		}
 		req.Extra = []dns.RR{opt}
 	}
 	w := addrWriter{remote: formUDPAddr}
@@ -388,8 +407,8 @@ func (s *Server) buildForm(a *wireQuestion, set *Instances, sh shape, sg *signer
 		w.remote = askAddr
 	}
 	pack := func(perm []int) ([]byte, *prefetched, bool) {
-		pre := &prefetched{set: set, build: true, perm: perm}
-		m, size := s.reply(w, req, pre)
+		pre := &prefetched{set: set, build: true, perm: perm, sized: true}
+		m, size, _ := s.reply(w, req, pre)
 		if !m.Authoritative || m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError ||
 			sh.class > 0 && otherNamesUpper(m, spelt) {
 			return nil, nil, false
@@ -403,8 +422,13 @@ func (s *Server) buildForm(a *wireQuestion, set *Instances, sh shape, sg *signer
 	}
 	f.rcode, f.qend = int(first[3]&0xF), 12+len(a.wire)+4
 	if sh.edns {
-		f.opt = len(first) - optLen
-		if f.opt < f.qend || first[f.opt] != 0 || binary.BigEndian.Uint16(first[f.opt+1:]) != dns.TypeOPT {
+		size := optLen
+		if sh.cookie {
+			size += cookieOptionLen
+		}
+		f.opt = len(first) - size
+		if f.opt < f.qend || first[f.opt] != 0 || binary.BigEndian.Uint16(first[f.opt+1:]) != dns.TypeOPT ||
+			int(binary.BigEndian.Uint16(first[f.opt+9:])) != size-optLen {
 			return f
 		}
 	}

@@ -30,7 +30,9 @@ func (s *Server) servePacket(w dns.ResponseWriter, b []byte) (*dns.Msg, error) {
 	p := s.getPacker()
 	st, pre := keptNot, (*prefetched)(nil)
 	var a wireQuestion
-	if p.readPacket(b, w.RemoteAddr(), &a, s.cfg.UDPSize) {
+	if p.readPacket(b, w.RemoteAddr(), &a) {
+		a.qlen = len(b)
+		s.admit(&a, start)
 		st, pre = s.servePacketKept(w, b, &a, p, start)
 	}
 	s.putPacker(p)
@@ -82,8 +84,12 @@ func (s *Server) serveKeptMsg(w dns.ResponseWriter, r *dns.Msg, start time.Durat
 	p := s.getPacker()
 	defer s.putPacker(p)
 	var a wireQuestion
-	if !p.readMsg(r, w.RemoteAddr(), &a, s.cfg.UDPSize) {
+	if !p.readMsg(r, w.RemoteAddr(), &a) {
 		return false, nil
+	}
+	s.admit(&a, start)
+	if s.rrl != nil && !a.tcp && !a.ck.verified {
+		a.qlen = r.Len() // not before: a COOKIE option's length is computed by decoding its hex
 	}
 	reply, rcode, st, pre := s.serveKept(&a, p, start)
 	switch st {
@@ -108,9 +114,18 @@ func fitted(tcp, edns bool, size, limit uint16) int {
 	return dns.MinMsgSize
 }
 
+// admit completes a, a question read at start: what its cookie says, and
+// the size its reply is cut to (see fit).
+func (s *Server) admit(a *wireQuestion, start time.Duration) {
+	if a.cookie != nil && s.cfg.Cookies {
+		s.readCookie(&a.ck, a.cookie, a.remote, s.unixSeconds(start))
+	}
+	a.size = fitted(a.tcp, a.edns, a.bufSize, s.udpLimit(a.ck.verified))
+}
+
 // readMsg reads r, from remote, into a, reporting whether the wire cache
-// may answer it. udpSize is Config.UDPSize.
-func (p *packer) readMsg(r *dns.Msg, remote net.Addr, a *wireQuestion, udpSize uint16) bool {
+// may answer it (once admitted).
+func (p *packer) readMsg(r *dns.Msg, remote net.Addr, a *wireQuestion) bool {
 	if r.Opcode != dns.OpcodeQuery || len(r.Question) != 1 || len(r.Answer) != 0 || len(r.Ns) != 0 || len(r.Extra) > 1 {
 		return false
 	}
@@ -120,15 +135,23 @@ func (p *packer) readMsg(r *dns.Msg, remote net.Addr, a *wireQuestion, udpSize u
 	}
 	*a = wireQuestion{id: r.Id, rd: r.RecursionDesired, cd: r.CheckingDisabled, qtype: q.Qtype, remote: remote}
 	_, a.tcp = remote.(*net.TCPAddr)
-	var bufSize uint16
 	if len(r.Extra) == 1 {
 		opt, ok := r.Extra[0].(*dns.OPT)
 		if !ok || opt.Version() != 0 {
 			return false
 		}
-		a.edns, a.do, a.co, bufSize = true, opt.Do(), opt.Co(), opt.UDPSize()
+		a.edns, a.do, a.co, a.bufSize = true, opt.Do(), opt.Co(), opt.UDPSize()
+		for _, o := range opt.Option {
+			if c, ok := o.(*dns.EDNS0_COOKIE); ok {
+				n, ok := decodeCookie(&p.cookie, c.Cookie)
+				if !ok {
+					return false // FORMERR, from the slow path
+				}
+				a.cookie = p.cookie[:n]
+				break
+			}
+		}
 	}
-	a.size = fitted(a.tcp, a.edns, bufSize, udpSize)
 	// The name's wire form, and whether it needs lowercasing.
 	name := q.Name
 	if len(name) < 2 || name[len(name)-1] != '.' {
@@ -171,8 +194,9 @@ func (p *packer) readMsg(r *dns.Msg, remote net.Addr, a *wireQuestion, udpSize u
 }
 
 // readPacket reads the query packet b, from remote, into a, reporting
-// whether the wire cache may answer it; a.wire is a view of b.
-func (p *packer) readPacket(b []byte, remote net.Addr, a *wireQuestion, udpSize uint16) bool {
+// whether the wire cache may answer it (once admitted); a.wire and
+// a.cookie are views of b.
+func (p *packer) readPacket(b []byte, remote net.Addr, a *wireQuestion) bool {
 	if len(b) < 12+1+4 {
 		return false
 	}
@@ -216,14 +240,13 @@ func (p *packer) readPacket(b []byte, remote net.Addr, a *wireQuestion, udpSize 
 	a.wire = b[12:off]
 	a.qtype = binary.BigEndian.Uint16(b[off:])
 	off += 4
-	var bufSize uint16
 	if ar == 1 {
 		// The OPT record: the root, its type, the buffer size as class,
 		// the TTL (extended rcode, version, flags), its options.
 		if off+optLen > len(b) || b[off] != 0 || binary.BigEndian.Uint16(b[off+1:]) != dns.TypeOPT || b[off+6] != 0 {
 			return false
 		}
-		bufSize = binary.BigEndian.Uint16(b[off+3:])
+		a.bufSize = binary.BigEndian.Uint16(b[off+3:])
 		a.edns, a.do, a.co = true, b[off+7]&0x80 != 0, b[off+7]&0x40 != 0
 		end := off + optLen + int(binary.BigEndian.Uint16(b[off+9:]))
 		if end > len(b) {
@@ -241,6 +264,12 @@ func (p *packer) readPacket(b []byte, remote net.Addr, a *wireQuestion, udpSize 
 			if code != dns.EDNS0COOKIE && code != dns.EDNS0PADDING || o+4+n > end {
 				return false
 			}
+			if code == dns.EDNS0COOKIE && a.cookie == nil { // the first (RFC 7873 5.2)
+				if !validCookie(n) {
+					return false // FORMERR, from the slow path
+				}
+				a.cookie = b[o+4 : o+4+n]
+			}
 			o += 4 + n
 		}
 		off = end
@@ -248,7 +277,6 @@ func (p *packer) readPacket(b []byte, remote net.Addr, a *wireQuestion, udpSize 
 	if off != len(b) {
 		return false // trailing bytes: as the slow path takes them
 	}
-	a.size = fitted(a.tcp, a.edns, bufSize, udpSize)
 	a.lower, a.fresh = p.interned(p.lower)
 	return true
 }

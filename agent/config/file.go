@@ -80,6 +80,8 @@ type fileDNS struct {
 	EnableAdditionalNodeMetaTXT *bool             `hcl:"enable_additional_node_meta_txt"`
 	SOA                         *fileSOA          `hcl:"soa"`
 	RRL                         *fileRRL          `hcl:"rrl"`
+	AnswerCookie                *bool             `hcl:"answer_cookie"` // limits.go
+	CookieSecret                *string           `hcl:"cookie_secret"`
 	DNSSEC                      *fileDNSSEC       `hcl:"dnssec"` // dnssec.go
 }
 
@@ -319,6 +321,9 @@ func (f *fileDNS) apply(c *Config) error {
 	}
 	if f.RRL != nil {
 		f.RRL.apply(c)
+	}
+	if err := f.applyCookies(c); err != nil {
+		return err
 	}
 	if f.DNSSEC != nil {
 		if err := f.DNSSEC.apply(c); err != nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -53,12 +54,13 @@ type HTTPConfig struct {
 }
 
 type fileLimits struct {
-	HTTPMaxConnsPerClient *int     `hcl:"http_max_conns_per_client"`
-	HTTPMaxConns          *int     `hcl:"http_max_conns"`
-	DNSMaxTCPConns        *int     `hcl:"dns_max_tcp_conns"`
-	RPCRate               *float64 `hcl:"rpc_rate"`
-	RPCMaxBurst           *int     `hcl:"rpc_max_burst"`
-	KVMaxValueSize        *int     `hcl:"kv_max_value_size"`
+	HTTPMaxConnsPerClient   *int     `hcl:"http_max_conns_per_client"`
+	HTTPMaxConns            *int     `hcl:"http_max_conns"`
+	DNSMaxTCPConns          *int     `hcl:"dns_max_tcp_conns"`
+	DNSMaxTCPConnsPerClient *int     `hcl:"dns_max_tcp_conns_per_client"`
+	RPCRate                 *float64 `hcl:"rpc_rate"`
+	RPCMaxBurst             *int     `hcl:"rpc_max_burst"`
+	KVMaxValueSize          *int     `hcl:"kv_max_value_size"`
 }
 
 type fileHTTPConfig struct {
@@ -69,6 +71,8 @@ type fileHTTPConfig struct {
 type fileRRL struct {
 	Enabled            *bool `hcl:"enabled"`
 	ResponsesPerSecond *int  `hcl:"responses_per_second"`
+	AllPerSecond       *int  `hcl:"all_per_second"`
+	MinAmplification   *int  `hcl:"min_amplification"`
 	Slip               *int  `hcl:"slip"`
 	IPv4PrefixLength   *int  `hcl:"ipv4_prefix_length"`
 	IPv6PrefixLength   *int  `hcl:"ipv6_prefix_length"`
@@ -76,11 +80,13 @@ type fileRRL struct {
 
 func init() {
 	for _, k := range []string{
-		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns",
+		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns", "limits.dns_max_tcp_conns_per_client",
 		"limits.rpc_rate", "limits.rpc_max_burst", "limits.kv_max_value_size",
 		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
 		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
 		"dns_config.rrl.ipv4_prefix_length", "dns_config.rrl.ipv6_prefix_length",
+		"dns_config.rrl.all_per_second", "dns_config.rrl.min_amplification",
+		"dns_config.answer_cookie", "dns_config.cookie_secret",
 	} {
 		securityKeys[k] = true
 	}
@@ -90,6 +96,7 @@ func (f *fileLimits) apply(c *Config) {
 	setIf(&c.Limits.HTTPMaxConnsPerClient, f.HTTPMaxConnsPerClient)
 	setIf(&c.Limits.HTTPMaxConns, f.HTTPMaxConns)
 	setIf(&c.Resolver.MaxTCPConns, f.DNSMaxTCPConns)
+	setIf(&c.Resolver.MaxTCPConnsPerClient, f.DNSMaxTCPConnsPerClient)
 	setIf(&c.Limits.RPCRate, f.RPCRate)
 	setIf(&c.Limits.RPCMaxBurst, f.RPCMaxBurst)
 	setIf(&c.Limits.KVMaxValueSize, f.KVMaxValueSize)
@@ -113,13 +120,32 @@ func (f *fileRRL) apply(c *Config) {
 	r := &c.Resolver.RRL
 	setIf(&r.Enabled, f.Enabled)
 	setIf(&r.ResponsesPerSecond, f.ResponsesPerSecond)
+	setIf(&r.AllPerSecond, f.AllPerSecond)
+	setIf(&r.MinAmplification, f.MinAmplification)
 	setIf(&r.Slip, f.Slip)
 	setIf(&r.IPv4PrefixLength, f.IPv4PrefixLength)
 	setIf(&r.IPv6PrefixLength, f.IPv6PrefixLength)
 }
 
+// applyCookies applies dns_config's answer_cookie and cookie_secret, as
+// Unbound names them: DNS Cookies answered (resolver.Config.Cookies), and
+// the secret server cookies are made with, 32 hex digits (16 bytes), the
+// same on every agent answering for one address.
+func (f *fileDNS) applyCookies(c *Config) error {
+	setIf(&c.Resolver.Cookies, f.AnswerCookie)
+	if f.CookieSecret == nil {
+		return nil
+	}
+	b, err := hex.DecodeString(*f.CookieSecret)
+	if err != nil || len(b) != 16 {
+		return &FieldError{Field: "dns_config.cookie_secret", Reason: "must be 32 hex digits (16 bytes), such as `openssl rand -hex 16` prints"}
+	}
+	c.Resolver.CookieSecret = b
+	return nil
+}
+
 // validateLimits reports the bad fields of the limits and http_config
-// blocks (the resolver validates its own: rrl, dns_max_tcp_conns).
+// blocks (the resolver's are validated with it: rrl, dns_max_tcp_conns, dns_max_tcp_conns_per_client).
 func (c *Config) validateLimits(bad func(field, format string, args ...any)) {
 	l := c.Limits
 	if l.HTTPMaxConnsPerClient < 0 {

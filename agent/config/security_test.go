@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -54,9 +55,12 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 func TestLimitsAndTLSBlocks(t *testing.T) {
 	c := Default()
 	file := `
-limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  rpc_rate = 100.5  rpc_max_burst = 10  kv_max_value_size = 1024 }
+limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  dns_max_tcp_conns_per_client = 8  rpc_rate = 100.5  rpc_max_burst = 10  kv_max_value_size = 1024 }
 http_config { allowed_hosts = ["cairn.example"]  read_timeout = "3s" }
-dns_config { rrl { enabled = true  responses_per_second = 20  slip = 3 } }
+dns_config {
+  rrl { enabled = true  responses_per_second = 20  slip = 3  all_per_second = 40  min_amplification = 0 }
+  answer_cookie = false  cookie_secret = "e5e973e5a6b2a43f48e7dc849e37bfcf"
+}
 tls {
   defaults { ca_file = "/ca.pem"  verify_incoming = true }
   internal_rpc { cert_file = "/rpc.pem"  key_file = "/rpc-key.pem"  verify_server_hostname = true }
@@ -68,14 +72,17 @@ ports { https = 8501  dns_tls = 853 }
 	if err := LoadFile(writeConfig(t, "all.hcl", file), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 || c.Limits.KVMaxValueSize != 1024 {
-		t.Errorf("limits: got %+v and dns_max_tcp_conns %d", c.Limits, c.Resolver.MaxTCPConns)
+	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Resolver.MaxTCPConnsPerClient != 8 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 || c.Limits.KVMaxValueSize != 1024 {
+		t.Errorf("limits: got %+v and dns_max_tcp_conns %d (per client %d)", c.Limits, c.Resolver.MaxTCPConns, c.Resolver.MaxTCPConnsPerClient)
 	}
 	if len(c.HTTP.AllowedHosts) != 1 || c.HTTP.ReadTimeout != 3*time.Second {
 		t.Errorf("http_config: got %+v", c.HTTP)
 	}
-	if rl := c.Resolver.RRL; !rl.Enabled || rl.ResponsesPerSecond != 20 || rl.Slip != 3 {
+	if rl := c.Resolver.RRL; !rl.Enabled || rl.ResponsesPerSecond != 20 || rl.Slip != 3 || rl.AllPerSecond != 40 || rl.MinAmplification != 0 {
 		t.Errorf("rrl: got %+v", rl)
+	}
+	if r := c.Resolver; r.Cookies || hex.EncodeToString(r.CookieSecret) != "e5e973e5a6b2a43f48e7dc849e37bfcf" {
+		t.Errorf("answer_cookie, cookie_secret: got %v, %x", r.Cookies, r.CookieSecret)
 	}
 	rpc, https := c.TLS.RPC, c.TLS.HTTPS
 	if rpc.CAFile != "/ca.pem" || !rpc.VerifyIncoming || rpc.CertFile != "/rpc.pem" || !rpc.VerifyServerHostname {
@@ -102,5 +109,12 @@ ports { https = 8501  dns_tls = 853 }
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "tls.defaults.verify_server_hostname" {
 		t.Errorf("verify_server_hostname in defaults: got %v, want an error naming it", err)
+	}
+	for _, secret := range []string{"e5e973", "not hex at all, not hex at all!!", "e5e973e5a6b2a43f48e7dc849e37bfcf00"} {
+		bad := Default()
+		err := LoadFile(writeConfig(t, "bad-cookie.hcl", `dns_config { cookie_secret = "`+secret+`" }`), &bad)
+		if !errors.As(err, &fe) || fe.Field != "dns_config.cookie_secret" {
+			t.Errorf("cookie_secret %q: got %v, want an error naming it", secret, err)
+		}
 	}
 }

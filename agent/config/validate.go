@@ -43,6 +43,9 @@ func (c *Config) Validate() error {
 	if c.Resolver.MaxTCPConns < 0 {
 		bad("limits.dns_max_tcp_conns", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConns)
 	}
+	if c.Resolver.MaxTCPConnsPerClient < 0 {
+		bad("limits.dns_max_tcp_conns_per_client", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConnsPerClient)
+	}
 	if err := checkDomain(c.Domain); err != "" {
 		bad("domain", "%q %s", c.Domain, err)
 	}
@@ -224,6 +227,12 @@ func (c *Config) validateDNS() []error {
 	if rl := r.RRL; rl.Enabled {
 		if rl.ResponsesPerSecond < 1 {
 			bad("rrl.responses_per_second", "must be at least 1, got %d", rl.ResponsesPerSecond)
+		}
+		if rl.AllPerSecond < 0 {
+			bad("rrl.all_per_second", "must be 0 (no limit) or more, got %d", rl.AllPerSecond)
+		}
+		if rl.MinAmplification < 0 || rl.MinAmplification > 100 {
+			bad("rrl.min_amplification", "must be between 0 (count every reply) and 100, got %d", rl.MinAmplification)
 		}
 		if rl.Slip < 0 || rl.Slip > 10 {
 			bad("rrl.slip", "must be between 0 (drop all) and 10, got %d", rl.Slip)
