@@ -71,6 +71,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
 	cc.SealKeys = a.gossipKeys // dnssec.go
+	cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -90,7 +91,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
-	lc.ACLEnabled, lc.InitialManagement = a.cfg.ACL.Enabled, a.cfg.ACL.Tokens.InitialManagement
+	lc.ACLEnabled = a.cfg.ACL.Enabled
 	lc.VerifyServer = a.verifyServer
 	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
 	lc.Caller, lc.Version = a.rpcPool, agentVersion()

@@ -95,11 +95,9 @@ type LeaderConfig struct {
 	// Default "".
 	Version string
 	// ACLEnabled makes the leader create what ACLs need when it takes
-	// office (the management policy, the anonymous token) and, when
-	// InitialManagement is set, a management token with that secret, as
-	// Consul's acl.tokens.initial_management. Default off.
-	ACLEnabled        bool
-	InitialManagement string
+	// office (the management policy, the anonymous token) and the
+	// server's Config.InitialManagement token. Default off.
+	ACLEnabled bool
 	// VerifyServer, when set, is asked before a server gossip reports is
 	// made a voter: an error keeps it out of the Raft configuration (and
 	// is logged, once a minute). The agent sets it with TLS on, to check
@@ -294,7 +292,7 @@ func (l *Leader) Reconcile(ctx context.Context) error {
 		return err
 	}
 	if l.cfg.ACLEnabled {
-		if err := l.s.initACL(ctx, l.cfg.InitialManagement); err != nil {
+		if err := l.s.initACL(ctx); err != nil {
 			return fmt.Errorf("initialise ACLs: %w", err)
 		}
 	}
