@@ -372,7 +372,8 @@ func (a *Agent) startHTTP() error {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
 		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
 	}
-	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc, cacheToken: a.cfg.ACL.Tokens.Default}
+	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc,
+		cacheToken: a.cfg.ACL.DNSToken(), defaultToken: a.cfg.ACL.Tokens.Default}
 	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
 	if err != nil {
 		return err
@@ -416,9 +417,11 @@ func (a *Agent) startDNS() error {
 }
 
 // newDNSSource builds the cache DNS answers from, which reads the servers
-// through the door.
+// through the door with the DNS token (acl.tokens.dns): its reads carry
+// no token of their own, and the door would give them the default one.
 func (a *Agent) newDNSSource() (*dnsSource, error) {
-	src, err := newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, a.door, a.datacenters, a.logger)
+	d := tokenDoor{door: a.door, fallback: a.cfg.ACL.DNSToken()}
+	src, err := newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, d, a.datacenters, a.logger)
 	if err != nil {
 		return nil, err
 	}
