@@ -368,19 +368,3 @@ func reserve(ctx context.Context, keep time.Duration) (context.Context, context.
 	}
 	return context.WithDeadline(ctx, deadline.Add(-keep))
 }
-
-// serverService is the cairn service of a server: on its RPC port, at its
-// RPC host when that differs from the node's address, so that
-// cairn.service.<domain> finds the servers.
-func serverService(rpcAddr, nodeAddr string) *catalog.Service {
-	svc := &catalog.Service{ID: consensus.ServerServiceName, Service: consensus.ServerServiceName}
-	host, port, err := net.SplitHostPort(rpcAddr)
-	if err != nil {
-		return svc
-	}
-	svc.Port, _ = strconv.Atoi(port)
-	if host != nodeAddr {
-		svc.Address = host
-	}
-	return svc
-}

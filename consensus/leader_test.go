@@ -203,10 +203,10 @@ func TestLeaderReconcilesMembers(t *testing.T) {
 			}
 		}
 	}
-	// A node's services are its agent's: the leader writes none, so
-	// anti-entropy never has to undo what the leader wrote.
-	if got := cairnInstances(t, store); len(got) != 0 {
-		t.Errorf("cairn instances: got %v, want none from the leader", got)
+	// The leader keeps the cairn service of each server, on its RPC
+	// address, and of no client.
+	if got, want := cairnInstances(t, store), []string{"srv1=" + gossiptest.RPCAddr("srv1")}; !slices.Equal(got, want) {
+		t.Errorf("cairn instances: got %v, want %v", got, want)
 	}
 	if _, nodes, _ := store.Nodes(nil); len(nodes) != 3 {
 		t.Errorf("got %d catalog nodes, want 3", len(nodes))
