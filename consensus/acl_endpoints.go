@@ -59,8 +59,11 @@ func (a *ACL) Bootstrap(ctx context.Context, args *rpc.ACLBootstrapRequest, repl
 		return err
 	}
 	srv := a.cat.srv
-	if err := srv.initACL(ctx); err != nil {
-		return fmt.Errorf("initialise ACLs: %w", err)
+	if _, ok := srv.Store().ACLBootstrapped(); !ok {
+		// The initial management token, when configured, goes first.
+		if err := srv.initACL(ctx); err != nil {
+			return fmt.Errorf("initialise ACLs: %w", err)
+		}
 	}
 	// Checked here too, not only by the FSM: a refused caller costs no
 	// Raft write.
