@@ -97,6 +97,7 @@ func TestAnonymousBootstrapNeverWinsAgainstInitialManagement(t *testing.T) {
 			}
 		})
 	}
+	t.Cleanup(func() { stop(); wg.Wait() }) // the attack ends with the test, whatever fails
 	s := agenttest.Start(t, scfg)
 	agenttest.Start(t, ccfg)
 	waitManagement(t, s)
