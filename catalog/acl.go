@@ -54,7 +54,8 @@ const (
 	// ManagementPolicyName is its name.
 	ManagementPolicyName = "global-management"
 	// AnonymousTokenID is the accessor of the token used by requests that
-	// carry none: its policies govern DNS and unauthenticated reads.
+	// carry none: its policies govern unauthenticated reads (and DNS, on
+	// agents with neither acl.tokens.dns nor acl.tokens.default).
 	AnonymousTokenID = "00000000-0000-0000-0000-000000000002"
 )
 
