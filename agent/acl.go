@@ -13,9 +13,9 @@ import (
 
 // tokenDoor gives every request through the door the token it is made
 // with: the one its context carries (an HTTP request's, or a service's
-// own for anti-entropy), else fallback (acl.tokens.default, what DNS and
-// requests without a token use). The servers check it; the agent only
-// carries it.
+// own for anti-entropy), else fallback (acl.tokens.default for requests
+// without a token; the DNS source's door, acl.tokens.dns). The servers
+// check it; the agent only carries it.
 type tokenDoor struct {
 	door     door
 	fallback string

@@ -18,7 +18,6 @@ import (
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
-	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/logstream"
@@ -327,25 +326,23 @@ func (a *Agent) waitSynced(ctx context.Context) {
 }
 
 // startLocal loads this node's local state and starts its anti-entropy
-// loop, whose first full sync retries until a leader takes it. A server
-// carries the cairn service, on its RPC port, among its own services: its
-// agent keeps it in the catalog like any other, and the leader registers
-// nothing on a node but the node and its gossip check.
+// loop, whose first full sync retries until a leader takes it. The
+// leader keeps a server's cairn service (consensus.ServerServiceName), as
+// it keeps every node's gossip check: anti-entropy leaves both alone, so
+// the agent token needs only node:write on its node.
 func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc := local.DefaultConfig()
 	lc.NodeName, lc.NodeID, lc.Address, lc.Datacenter = a.cfg.NodeName, a.cfg.NodeID, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
 	lc.TaggedAddresses = nodeTaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
 	lc.ServerChecks = []string{consensus.GossipCheckID}
+	lc.ServerServices = []string{consensus.ServerServiceName}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
 	lc.AliasSource = aliasSource{a}
 	lc.ClusterSize = func() int { return len(a.gossip.Members()) }
 	lc.DataDir = a.cfg.DataDir
-	if a.rpcServer != nil {
-		lc.Services = []*catalog.Service{serverService(a.rpcServer.RaftLayer().Addr().String(), a.advertise)}
-	}
 	st, err := local.New(lc, a.localCatalog(), a.logger)
 	if err != nil {
 		return err
@@ -380,7 +377,8 @@ func (a *Agent) startHTTP() error {
 			a.logger.Info("HTTPS requires a client certificate of the CA (tls.https.verify_incoming, or tls.defaults'): browsers, curl and DNS over HTTPS clients without one are refused")
 		}
 	}
-	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc, cacheToken: a.cfg.ACL.Tokens.Default}
+	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc,
+		cacheToken: a.cfg.ACL.DNSToken(), defaultToken: a.cfg.ACL.Tokens.Default}
 	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
 	if err != nil {
 		return err
@@ -424,9 +422,11 @@ func (a *Agent) startDNS() error {
 }
 
 // newDNSSource builds the cache DNS answers from, which reads the servers
-// through the door.
+// through the door with the DNS token (acl.tokens.dns): its reads carry
+// no token of their own, and the door would give them the default one.
 func (a *Agent) newDNSSource() (*dnsSource, error) {
-	src, err := newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, a.door, a.datacenters, a.logger)
+	d := tokenDoor{door: a.door, fallback: a.cfg.ACL.DNSToken()}
+	src, err := newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, d, a.datacenters, a.logger)
 	if err != nil {
 		return nil, err
 	}

@@ -70,3 +70,7 @@ func GossipTiming(a *Agent) (lan, wan gossip.Timing) {
 	}
 	return lan, wan
 }
+
+// Synced reports whether a's first full sync of its node succeeded (what
+// its "ready" milestone waits for).
+func Synced(a *Agent) bool { return isClosed(a.synced) }

@@ -26,11 +26,12 @@ type httpBackend struct {
 	dc   string
 	node string // the agent's node, which prepared queries' Near "_agent" means
 	dns  *dnsSource
-	// cacheToken is the token the DNS cache reads with (acl.tokens.default):
-	// a ?cached read made with another token is answered by the servers
+	// cacheToken is the token the DNS cache reads with (acl.tokens.dns,
+	// else acl.tokens.default): a ?cached read made with another token
+	// (defaultToken when it carries none) is answered by the servers
 	// instead, since the cache holds what that token may read, not the
 	// request's.
-	cacheToken string
+	cacheToken, defaultToken string
 }
 
 var (
@@ -118,7 +119,11 @@ func (h httpBackend) Deregister(ctx context.Context, dc string, req *catalog.Der
 }
 
 func (h httpBackend) CachedServiceInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
-	if tok := acl.TokenFromContext(ctx); tok != "" && tok != h.cacheToken {
+	tok := acl.TokenFromContext(ctx)
+	if tok == "" {
+		tok = h.defaultToken
+	}
+	if tok != h.cacheToken {
 		all, meta, err := h.ServiceInstances(ctx, httpapi.QueryOptions{AllowStale: true}, name, tag)
 		return meta.Index, all, false, 0, err
 	}

@@ -81,7 +81,7 @@ func TestMetrics(t *testing.T) {
 		`cairn_cache_evictions_total`:                            0,
 		`cairn_cache_refresh_errors_total`:                       0,
 		`cairn_cache_entries`:                                    2,
-		`cairn_agent_services`:                                   2, // web, and the server's own cairn
+		`cairn_agent_services`:                                   1, // web (the servers' cairn service is the leader's)
 		`cairn_agent_checks{status="passing"}`:                   1,
 		`cairn_agent_checks{status="warning"}`:                   1,
 		`cairn_agent_checks{status="critical"}`:                  0,

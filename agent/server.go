@@ -71,6 +71,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
 	cc.SealKeys = a.gossipKeys // dnssec.go
+	cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -90,7 +91,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
-	lc.ACLEnabled, lc.InitialManagement = a.cfg.ACL.Enabled, a.cfg.ACL.Tokens.InitialManagement
+	lc.ACLEnabled = a.cfg.ACL.Enabled
 	lc.VerifyServer = a.verifyServer
 	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
 	lc.Caller, lc.Version = a.rpcPool, agentVersion()
@@ -374,20 +375,4 @@ func reserve(ctx context.Context, keep time.Duration) (context.Context, context.
 		return context.WithCancel(ctx)
 	}
 	return context.WithDeadline(ctx, deadline.Add(-keep))
-}
-
-// serverService is the cairn service of a server: on its RPC port, at its
-// RPC host when that differs from the node's address, so that
-// cairn.service.<domain> finds the servers.
-func serverService(rpcAddr, nodeAddr string) *catalog.Service {
-	svc := &catalog.Service{ID: consensus.ServerServiceName, Service: consensus.ServerServiceName}
-	host, port, err := net.SplitHostPort(rpcAddr)
-	if err != nil {
-		return svc
-	}
-	svc.Port, _ = strconv.Atoi(port)
-	if host != nodeAddr {
-		svc.Address = host
-	}
-	return svc
 }

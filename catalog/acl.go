@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -53,7 +54,8 @@ const (
 	// ManagementPolicyName is its name.
 	ManagementPolicyName = "global-management"
 	// AnonymousTokenID is the accessor of the token used by requests that
-	// carry none: its policies govern DNS and unauthenticated reads.
+	// carry none: its policies govern unauthenticated reads (and DNS, on
+	// agents with neither acl.tokens.dns nor acl.tokens.default).
 	AnonymousTokenID = "00000000-0000-0000-0000-000000000002"
 )
 
@@ -68,12 +70,14 @@ const (
 	ACLTokenDelete  ACLOp = "token-delete"  // delete Token.AccessorID
 	// ACLBootstrap creates the management policy, the anonymous token and
 	// Token (linked to the management policy), once: a second bootstrap
-	// is refused with ErrACLBootstrapped.
+	// is refused with ErrACLBootstrapped, unless ResetIndex is the index
+	// of the last one (Consul's reset procedure).
 	ACLBootstrap ACLOp = "bootstrap"
 	// ACLInit creates the management policy and the anonymous token when
 	// they are missing, and Token too when it is set and missing; it never
-	// replaces anything. The leader applies it when it takes office (for
-	// acl.tokens.initial_management); it does not count as a bootstrap.
+	// replaces anything. The leader applies it when it takes office. Token
+	// is acl.tokens.initial_management: as in Consul, it is the bootstrap,
+	// so ACLInit with a Token marks ACLs bootstrapped when they were not.
 	ACLInit ACLOp = "init"
 )
 
@@ -87,10 +91,16 @@ type ACLRequest struct {
 	// what ACLInit creates (the FSM must not read its own clock, or the
 	// servers would disagree).
 	Time time.Time
+	// ResetIndex allows an ACLBootstrap after an earlier one: it must be
+	// the index that bootstrap was made at (ACLBootstrapped), which an
+	// operator gives the leader in its data dir. 0 for a first bootstrap.
+	ResetIndex uint64
 }
 
-// ErrACLBootstrapped refuses a second bootstrap.
-var ErrACLBootstrapped = fmt.Errorf("ACL bootstrap no longer allowed: already done")
+// ErrACLBootstrapped is wrapped by the refusal of a bootstrap after one
+// was made (by `cairn acl bootstrap` or the initial management token);
+// the refusal names the reset index, Consul's words.
+var ErrACLBootstrapped = errors.New("ACL bootstrap no longer allowed")
 
 // ACL tables.
 const (
@@ -177,7 +187,7 @@ func (s *Store) ApplyACL(idx uint64, req *ACLRequest) error {
 	case ACLTokenDelete:
 		err = deleteToken(tx, req.Token)
 	case ACLBootstrap:
-		err = bootstrapACL(tx, idx, req.Token)
+		err = bootstrapACL(tx, idx, req.Token, req.ResetIndex)
 	case ACLInit:
 		err = initACL(tx, idx, req.Token, req.Time)
 	default:
@@ -291,7 +301,10 @@ func deleteToken(tx *memdb.Txn, t *ACLToken) error {
 
 // initACL creates what ACLs need to work and are missing: the management
 // policy, the anonymous token (no policies: what it may do is the default
-// policy's, until an operator gives it one), and t when set.
+// policy's, until an operator gives it one), and t when set. t is the
+// initial management token: its creation is the bootstrap, so ACLs are
+// marked bootstrapped with it (also when t exists already, made by a
+// release that did not mark it), and nobody can bootstrap after it.
 func initACL(tx *memdb.Txn, idx uint64, t *ACLToken, now time.Time) error {
 	raw, err := tx.First(tableACLPolicies, "id", ManagementPolicyID)
 	if err != nil {
@@ -321,6 +334,9 @@ func initACL(tx *memdb.Txn, idx uint64, t *ACLToken, now time.Time) error {
 	if t == nil {
 		return nil
 	}
+	if err := markBootstrapped(tx, idx); err != nil {
+		return err
+	}
 	if raw, err = tx.First(tableACLTokens, "id", strings.ToLower(t.AccessorID)); err == nil && raw != nil {
 		return nil
 	}
@@ -328,6 +344,19 @@ func initACL(tx *memdb.Txn, idx uint64, t *ACLToken, now time.Time) error {
 		return nil
 	}
 	return setToken(tx, idx, t)
+}
+
+// markBootstrapped records idx as the bootstrap's index unless one is
+// recorded already.
+func markBootstrapped(tx *memdb.Txn, idx uint64) error {
+	raw, err := tx.First(tableIndex, "id", aclBootstrapRow)
+	if err != nil {
+		return fmt.Errorf("look up bootstrap: %w", err)
+	}
+	if raw != nil {
+		return nil
+	}
+	return tx.Insert(tableIndex, &indexRow{Table: aclBootstrapRow, Index: idx})
 }
 
 // ManagementRules are the rules stored in the management policy. Servers
@@ -344,13 +373,15 @@ key_prefix "" { policy = "write" }
 session_prefix "" { policy = "write" }
 `
 
-func bootstrapACL(tx *memdb.Txn, idx uint64, t *ACLToken) error {
+func bootstrapACL(tx *memdb.Txn, idx uint64, t *ACLToken, resetIndex uint64) error {
 	raw, err := tx.First(tableIndex, "id", aclBootstrapRow)
 	if err != nil {
 		return fmt.Errorf("look up bootstrap: %w", err)
 	}
 	if raw != nil {
-		return fmt.Errorf("reset index: %d: %w", raw.(*indexRow).Index, ErrACLBootstrapped)
+		if err := CheckBootstrapReset(raw.(*indexRow).Index, resetIndex); err != nil {
+			return err
+		}
 	}
 	if t == nil {
 		return fieldErr("Token", "is required")
@@ -364,6 +395,20 @@ func bootstrapACL(tx *memdb.Txn, idx uint64, t *ACLToken) error {
 		return err
 	}
 	return tx.Insert(tableIndex, &indexRow{Table: aclBootstrapRow, Index: idx})
+}
+
+// CheckBootstrapReset says whether a bootstrap with resetIndex may follow
+// the one made at index done: only with resetIndex equal to done. The
+// refusal wraps ErrACLBootstrapped and names done, the index an operator
+// writes into the leader's acl-bootstrap-reset file to allow one more.
+func CheckBootstrapReset(done, resetIndex uint64) error {
+	switch resetIndex {
+	case done:
+		return nil
+	case 0:
+		return fmt.Errorf("%w (reset index: %d)", ErrACLBootstrapped, done)
+	}
+	return fmt.Errorf("%w: invalid bootstrap reset index (specified %d, reset index: %d)", ErrACLBootstrapped, resetIndex, done)
 }
 
 // ACLIndex is the Raft index of the last change to ACL data: what a cache

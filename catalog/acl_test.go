@@ -44,6 +44,74 @@ func TestACLBootstrapOnlyOnce(t *testing.T) {
 	}
 }
 
+// TestACLInitialManagementIsTheBootstrap: the initial management token's
+// creation marks ACLs bootstrapped, as Consul's does, and so does a later
+// init finding that token made by a release that did not mark it.
+func TestACLInitialManagementIsTheBootstrap(t *testing.T) {
+	for _, preexisting := range []bool{false, true} {
+		s := newStore(t)
+		initial := &catalog.ACLToken{AccessorID: tokenA, SecretHash: hashOf('a'), Policies: []catalog.ACLPolicyLink{{ID: catalog.ManagementPolicyID}}}
+		if preexisting {
+			if err := s.ApplyACL(3, &catalog.ACLRequest{Op: catalog.ACLInit}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ApplyACL(4, &catalog.ACLRequest{Op: catalog.ACLTokenSet, Token: initial}); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := s.ACLBootstrapped(); ok {
+				t.Fatal("a token set marked ACLs bootstrapped")
+			}
+		}
+		if err := s.ApplyACL(5, &catalog.ACLRequest{Op: catalog.ACLInit, Token: initial}); err != nil {
+			t.Fatalf("init: %v", err)
+		}
+		if idx, ok := s.ACLBootstrapped(); !ok || idx != 5 {
+			t.Fatalf("preexisting %v: ACLBootstrapped = %d, %v; want 5, true", preexisting, idx, ok)
+		}
+		boot := &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: &catalog.ACLToken{AccessorID: tokenB, SecretHash: hashOf('b')}}
+		err := s.ApplyACL(6, boot)
+		if !errors.Is(err, catalog.ErrACLBootstrapped) || !strings.Contains(err.Error(), "(reset index: 5)") {
+			t.Fatalf("bootstrap after the initial management token: got %v, want ErrACLBootstrapped naming reset index 5", err)
+		}
+		// Another init (a new leader) keeps the bootstrap's index.
+		if err := s.ApplyACL(7, &catalog.ACLRequest{Op: catalog.ACLInit, Token: initial}); err != nil {
+			t.Fatal(err)
+		}
+		if idx, _ := s.ACLBootstrapped(); idx != 5 {
+			t.Fatalf("bootstrap index after a second init: got %d, want 5", idx)
+		}
+	}
+}
+
+// TestACLBootstrapReset: a bootstrap after one is allowed with the
+// current reset index only, once; it moves the reset index.
+func TestACLBootstrapReset(t *testing.T) {
+	s := newStore(t)
+	tok := func(c byte, id string) *catalog.ACLToken {
+		return &catalog.ACLToken{AccessorID: id, SecretHash: hashOf(c)}
+	}
+	if err := s.ApplyACL(5, &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: tok('a', tokenA)}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.ApplyACL(6, &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: tok('b', tokenB), ResetIndex: 4})
+	if !errors.Is(err, catalog.ErrACLBootstrapped) || !strings.Contains(err.Error(), "specified 4, reset index: 5") {
+		t.Fatalf("bootstrap with a wrong reset index: got %v", err)
+	}
+	if err := s.ApplyACL(7, &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: tok('b', tokenB), ResetIndex: 5}); err != nil {
+		t.Fatalf("bootstrap with the reset index: %v", err)
+	}
+	if idx, _ := s.ACLBootstrapped(); idx != 7 {
+		t.Fatalf("reset index after the reset: got %d, want 7", idx)
+	}
+	if _, got, _ := s.ACLToken(nil, tokenB, false); got == nil || len(got.Policies) != 1 || got.Policies[0].ID != catalog.ManagementPolicyID {
+		t.Fatalf("token of the reset bootstrap: got %+v, want a management token", got)
+	}
+	const tokenC = "44444444-4444-4444-4444-444444444444"
+	if err := s.ApplyACL(8, &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: tok('c', tokenC), ResetIndex: 5}); !errors.Is(err, catalog.ErrACLBootstrapped) {
+		t.Fatalf("the same reset index twice: got %v, want ErrACLBootstrapped", err)
+	}
+}
+
 func TestACLTokensLinkOnlyExistingPolicies(t *testing.T) {
 	s := newStore(t)
 	set := &catalog.ACLRequest{Op: catalog.ACLTokenSet, Token: &catalog.ACLToken{

@@ -208,36 +208,43 @@ func filterChecks(a authorizer, checks []*catalog.Check) []*catalog.Check {
 }
 
 // initACL makes sure the management policy and the anonymous token exist,
-// and the initial management token when one is configured: the leader
-// runs it when it takes office with ACLs enabled. Nothing is replaced.
-func (s *Server) initACL(ctx context.Context, initialManagement string) error {
+// and the initial management token when one is configured: its creation
+// is the bootstrap (the same Raft write marks ACLs bootstrapped). The
+// leader runs it when it takes office with ACLs enabled, and the
+// Bootstrap endpoint before a bootstrap, so that no caller bootstraps
+// ahead of the configured token. It writes only what is missing.
+func (s *Server) initACL(ctx context.Context) error {
+	store := s.store
+	_, pol, err := store.ACLPolicy(nil, catalog.ManagementPolicyID, false)
+	_, anon, err2 := store.ACLToken(nil, catalog.AnonymousTokenID, false)
+	if err := errors.Join(err, err2); err != nil {
+		return err
+	}
+	missing := pol == nil || anon == nil
 	req := &catalog.ACLRequest{Op: catalog.ACLInit, Time: time.Now().UTC()}
-	if initialManagement != "" {
-		_, tok, err := s.store.ACLToken(nil, acl.HashSecret(initialManagement), true)
+	if secret := s.cfg.InitialManagement; secret != "" {
+		hash := acl.HashSecret(secret)
+		_, tok, err := store.ACLToken(nil, hash, true)
 		if err != nil {
 			return err
 		}
-		if tok == nil {
-			id, err := acl.NewID()
-			if err != nil {
-				return err
-			}
-			req.Token = &catalog.ACLToken{
-				AccessorID: id, SecretHash: acl.HashSecret(initialManagement),
-				Description: "Initial Management Token",
-				Policies:    []catalog.ACLPolicyLink{{ID: catalog.ManagementPolicyID}},
-				CreateTime:  time.Now().UTC(),
-			}
-		}
-	} else {
-		_, pol, err := s.store.ACLPolicy(nil, catalog.ManagementPolicyID, false)
-		_, anon, err2 := s.store.ACLToken(nil, catalog.AnonymousTokenID, false)
-		if err := errors.Join(err, err2); err != nil {
+		_, bootstrapped := store.ACLBootstrapped()
+		missing = missing || tok == nil || !bootstrapped
+		var id string
+		if tok != nil {
+			id = tok.AccessorID // exists: the FSM only marks the bootstrap
+		} else if id, err = acl.NewID(); err != nil {
 			return err
 		}
-		if pol != nil && anon != nil {
-			return nil
+		req.Token = &catalog.ACLToken{
+			AccessorID: id, SecretHash: hash,
+			Description: "Initial Management Token",
+			Policies:    []catalog.ACLPolicyLink{{ID: catalog.ManagementPolicyID}},
+			CreateTime:  req.Time,
 		}
+	}
+	if !missing {
+		return nil
 	}
 	return s.apply(ctx, cmdACL, req)
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +37,18 @@ func (a *ACL) enabled() error {
 	return nil
 }
 
+// BootstrapResetFile is the file, in a server's data dir, an operator
+// writes the reset index into to allow one more bootstrap: Consul's
+// procedure, for a cluster whose management tokens are lost. The leader
+// reads it, and removes it once it was used.
+const BootstrapResetFile = "acl-bootstrap-reset"
+
 // Bootstrap makes the first management token and answers it with its
-// secret: once per cluster, and only while no bootstrap was made.
+// secret: once per cluster, and only while no bootstrap was made. The
+// initial management token, when configured, is the bootstrap, made here
+// first if the leader has not made it yet. After a bootstrap the refusal
+// names the reset index; with that index in the leader's
+// BootstrapResetFile one more bootstrap is allowed.
 func (a *ACL) Bootstrap(ctx context.Context, args *rpc.ACLBootstrapRequest, reply *rpc.ACLTokenResponse) error {
 	ctx, release := a.cat.requestContext(ctx)
 	defer release()
@@ -42,6 +56,25 @@ func (a *ACL) Bootstrap(ctx context.Context, args *rpc.ACLBootstrapRequest, repl
 		return err
 	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLBootstrap, &args.Forwarded, args, reply, 0); done {
+		return err
+	}
+	srv := a.cat.srv
+	if _, ok := srv.Store().ACLBootstrapped(); !ok {
+		// The initial management token, when configured, goes first.
+		if err := srv.initACL(ctx); err != nil {
+			return fmt.Errorf("initialise ACLs: %w", err)
+		}
+	}
+	// Checked here too, not only by the FSM: a refused caller costs no
+	// Raft write.
+	var reset uint64
+	if done, ok := srv.Store().ACLBootstrapped(); ok {
+		reset = a.bootstrapResetIndex()
+		if err := catalog.CheckBootstrapReset(done, reset); err != nil {
+			return fmt.Errorf("%w: %w", rpc.ErrPermissionDenied, err)
+		}
+	}
+	if err := validateBootstrapSecret(args.Secret); err != nil {
 		return err
 	}
 	accessor, err := acl.NewID()
@@ -53,21 +86,56 @@ func (a *ACL) Bootstrap(ctx context.Context, args *rpc.ACLBootstrapRequest, repl
 		if secret, err = acl.NewID(); err != nil {
 			return err
 		}
-	} else if !catalog.IsQueryID(secret) {
-		return &catalog.FieldError{Field: "BootstrapSecret", Reason: "must be a UUID"}
 	}
 	tok := &catalog.ACLToken{
 		AccessorID: accessor, SecretHash: acl.HashSecret(secret),
 		Description: "Bootstrap Token (Global Management)", CreateTime: time.Now().UTC(),
 	}
-	err = a.cat.srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: tok})
+	err = srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLBootstrap, Token: tok, ResetIndex: reset})
 	if errors.Is(err, catalog.ErrACLBootstrapped) {
-		return fmt.Errorf("%w: ACL bootstrap no longer allowed: it was done already", rpc.ErrPermissionDenied)
+		return fmt.Errorf("%w: %w", rpc.ErrPermissionDenied, err)
 	}
 	if err != nil {
 		return err
 	}
+	if reset != 0 {
+		path := filepath.Join(srv.cfg.DataDir, BootstrapResetFile)
+		if err := os.Remove(path); err != nil {
+			srv.logger.Warn("ACL bootstrap reset used, but its file stays; remove it", "path", path, "err", err)
+		}
+		srv.logger.Info("ACLs bootstrapped again with the reset index", "reset_index", reset)
+	}
 	return a.answerToken(accessor, secret, reply)
+}
+
+func validateBootstrapSecret(secret string) error {
+	if secret != "" && !catalog.IsQueryID(secret) {
+		return &catalog.FieldError{Field: "BootstrapSecret", Reason: "must be a UUID"}
+	}
+	return nil
+}
+
+// bootstrapResetIndex is the index in this server's BootstrapResetFile, 0
+// when there is none (or it holds no index, which is logged).
+func (a *ACL) bootstrapResetIndex() uint64 {
+	srv := a.cat.srv
+	if srv.cfg.DataDir == "" {
+		return 0
+	}
+	path := filepath.Join(srv.cfg.DataDir, BootstrapResetFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			srv.logger.Warn("cannot read the ACL bootstrap reset file", "path", path, "err", err)
+		}
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		srv.logger.Warn("the ACL bootstrap reset file holds no index", "path", path, "err", err)
+		return 0
+	}
+	return n
 }
 
 // PolicySet creates a policy (an empty ID) or replaces one, after parsing

@@ -60,6 +60,11 @@ type Config struct {
 	// the primary (dnssec_seal.go), so none of them gives the key away.
 	// Nil, or none returned: the key is stored as it is. Default nil.
 	SealKeys func() [][]byte
+	// InitialManagement is the secret of a management token the servers
+	// create when ACLs are on (Consul's acl.tokens.initial_management):
+	// creating it is the ACL bootstrap, so `PUT /v1/acl/bootstrap` is
+	// refused from the start. Default "": none.
+	InitialManagement string
 }
 
 // DefaultConfig returns a Config with every timer set; NodeID and Address

@@ -33,6 +33,13 @@ type endpointHarness struct {
 // stopped in order when the test ends: the endpoint, then RPC, then Raft.
 func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *endpointHarness {
 	t.Helper()
+	return startEndpointWith(t, bootstrap, nil, tune)
+}
+
+// startEndpointWith is startEndpoint with tuneServer applied to the
+// server's configuration.
+func startEndpointWith(t *testing.T, bootstrap bool, tuneServer func(*Config), tune func(*CatalogConfig)) *endpointHarness {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rcfg := rpc.DefaultServerConfig()
 	rcfg.Addr = "127.0.0.1:0"
@@ -52,6 +59,9 @@ func startEndpoint(t *testing.T, bootstrap bool, tune func(*CatalogConfig)) *end
 	cfg := DefaultConfig()
 	cfg.NodeID, cfg.Address, cfg.Bootstrap = "s1", addr, bootstrap
 	cfg.SingleServerTiming()
+	if tuneServer != nil {
+		tuneServer(&cfg)
+	}
 	srv, err := New(cfg, store, logger)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +31,11 @@ const (
 	GossipCheckID = "serfHealth"
 	// GossipCheckType is the Type of that check.
 	GossipCheckType = "gossip"
-	// ServerServiceName is the service every server's agent registers on
-	// its own node, so cairn.service.<domain> finds the servers. The
-	// leader writes no service: what it keeps for a node (the node and its
-	// gossip check) is what the node's anti-entropy leaves alone.
+	// ServerServiceName is the service (ID and name) the leader keeps on
+	// every server's node, on its RPC port, so cairn.service.<domain>
+	// finds the servers: as Consul's leader keeps the consul service, so
+	// that a server's agent token needs no service:write on it. With the
+	// gossip check, it is what agents' anti-entropy leaves alone.
 	ServerServiceName = "cairn"
 
 	gossipCheckName = "Serf Health Status"
@@ -95,11 +98,9 @@ type LeaderConfig struct {
 	// Default "".
 	Version string
 	// ACLEnabled makes the leader create what ACLs need when it takes
-	// office (the management policy, the anonymous token) and, when
-	// InitialManagement is set, a management token with that secret, as
-	// Consul's acl.tokens.initial_management. Default off.
-	ACLEnabled        bool
-	InitialManagement string
+	// office (the management policy, the anonymous token) and the
+	// server's Config.InitialManagement token. Default off.
+	ACLEnabled bool
 	// VerifyServer, when set, is asked before a server gossip reports is
 	// made a voter: an error keeps it out of the Raft configuration (and
 	// is logged, once a minute). The agent sets it with TLS on, to check
@@ -294,7 +295,7 @@ func (l *Leader) Reconcile(ctx context.Context) error {
 		return err
 	}
 	if l.cfg.ACLEnabled {
-		if err := l.s.initACL(ctx, l.cfg.InitialManagement); err != nil {
+		if err := l.s.initACL(ctx); err != nil {
 			return fmt.Errorf("initialise ACLs: %w", err)
 		}
 	}
@@ -392,7 +393,20 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 	if err != nil {
 		return err
 	}
-	if nodeOK && checkOK {
+	svc, svcOK, err := l.serverServiceState(m)
+	if err != nil {
+		return err
+	}
+	if svc == nil && !svcOK {
+		// No longer a server (restarted as a client): its cairn service
+		// would send clients to a port that serves no RPC.
+		l.logger.Info("removing the cairn service of a node that is no longer a server", "node", m.Node)
+		if err := l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: m.Node, ServiceID: ServerServiceName}); err != nil {
+			return err
+		}
+		svcOK = true
+	}
+	if nodeOK && checkOK && svcOK {
 		return nil
 	}
 	// The node ID is the one the member gossips, as Consul's leader
@@ -400,6 +414,9 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 	req := &catalog.RegisterRequest{
 		Datacenter: l.cfg.Datacenter, ID: m.ID, Node: m.Node, Address: addr,
 		Checks: []*catalog.Check{check},
+	}
+	if !svcOK {
+		req.Service = svc
 	}
 	switch {
 	case nodeOK:
@@ -419,6 +436,36 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 		}
 	}
 	return l.s.Register(ctx, req)
+}
+
+// serverServiceState returns the cairn service member m's node should
+// carry (nil for a client) and whether it carries exactly that (for a
+// client: whether it carries none).
+func (l *Leader) serverServiceState(m gossip.Member) (*catalog.Service, bool, error) {
+	_, svcs, err := l.s.Store().NodeServices(nil, m.Node)
+	if err != nil {
+		return nil, false, err
+	}
+	i := slices.IndexFunc(svcs, func(s *catalog.Service) bool { return s.ID == ServerServiceName })
+	if !m.IsServer() {
+		return nil, i < 0, nil
+	}
+	want := serverService(m)
+	return want, i >= 0 && svcs[i].SameAs(want), nil
+}
+
+// serverService is the cairn service of server member m: on its RPC port,
+// at its RPC host when that differs from the node's address.
+func serverService(m gossip.Member) *catalog.Service {
+	svc := &catalog.Service{ID: ServerServiceName, Service: ServerServiceName}
+	if host, port, err := net.SplitHostPort(m.RPCAddr); err == nil {
+		svc.Port, _ = strconv.Atoi(port)
+		if host != m.Addr.String() {
+			svc.Address = host
+		}
+	}
+	_ = catalog.NormalizeService(svc) // a valid name: compared as stored
+	return svc
 }
 
 func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *catalog.Node) error {

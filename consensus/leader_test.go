@@ -55,6 +55,13 @@ func newLeader(t *testing.T, cfg consensus.LeaderConfig, s *consensus.Server, m 
 // as the dev agent runs it.
 func startSingleServer(t *testing.T, id string) *consensus.Server {
 	t.Helper()
+	return startSingleServerWith(t, id, nil)
+}
+
+// startSingleServerWith is startSingleServer with tune applied to its
+// configuration.
+func startSingleServerWith(t *testing.T, id string, tune func(*consensus.Config)) *consensus.Server {
+	t.Helper()
 	store, err := catalog.NewStore()
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +69,9 @@ func startSingleServer(t *testing.T, id string) *consensus.Server {
 	cfg := consensus.DefaultConfig()
 	cfg.NodeID, cfg.Address, cfg.Bootstrap = id, "127.0.0.1:8300", true
 	cfg.SingleServerTiming()
+	if tune != nil {
+		tune(&cfg)
+	}
 	s, err := consensus.New(cfg, store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -203,10 +213,10 @@ func TestLeaderReconcilesMembers(t *testing.T) {
 			}
 		}
 	}
-	// A node's services are its agent's: the leader writes none, so
-	// anti-entropy never has to undo what the leader wrote.
-	if got := cairnInstances(t, store); len(got) != 0 {
-		t.Errorf("cairn instances: got %v, want none from the leader", got)
+	// The leader keeps the cairn service of each server, on its RPC
+	// address, and of no client.
+	if got, want := cairnInstances(t, store), []string{"srv1=" + gossiptest.RPCAddr("srv1")}; !slices.Equal(got, want) {
+		t.Errorf("cairn instances: got %v, want %v", got, want)
 	}
 	if _, nodes, _ := store.Nodes(nil); len(nodes) != 3 {
 		t.Errorf("got %d catalog nodes, want 3", len(nodes))

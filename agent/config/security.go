@@ -37,9 +37,17 @@ type ACLTokens struct {
 	// services with when they were registered without one
 	// (acl.tokens.agent). Default: Default.
 	Agent string
-	// Default is the token of requests that carry none, DNS questions
-	// included (acl.tokens.default). Default none: the anonymous token.
+	// Default is the token of requests that carry none (acl.tokens.default),
+	// DNS questions too when DNS is not set. Default none: the anonymous
+	// token.
 	Default string
+	// DNS is the token the agent reads with to answer DNS (acl.tokens.dns,
+	// Consul's): its cache's fills and change feeds, and its lookups of
+	// nodes, addresses and prepared queries. So DNS answers under
+	// default_policy "deny" with a token that reads services, nodes (and
+	// prepared queries) while the anonymous token reads nothing over HTTP.
+	// Default: Default.
+	DNS string
 }
 
 // DefaultACL returns the defaults documented on ACL.
@@ -51,6 +59,14 @@ func DefaultACL() ACL {
 func (a ACL) AgentToken() string {
 	if a.Tokens.Agent != "" {
 		return a.Tokens.Agent
+	}
+	return a.Tokens.Default
+}
+
+// DNSToken is the token the agent answers DNS with.
+func (a ACL) DNSToken() string {
+	if a.Tokens.DNS != "" {
+		return a.Tokens.DNS
 	}
 	return a.Tokens.Default
 }
@@ -67,6 +83,7 @@ type fileACLTokens struct {
 	InitialManagement *string `hcl:"initial_management"`
 	Agent             *string `hcl:"agent"`
 	Default           *string `hcl:"default"`
+	DNS               *string `hcl:"dns"`
 }
 
 // securityKeys are the keys of the security blocks, checked like
@@ -74,6 +91,7 @@ type fileACLTokens struct {
 var securityKeys = map[string]bool{
 	"acl": true, "acl.enabled": true, "acl.default_policy": true, "acl.token_ttl": true,
 	"acl.tokens": true, "acl.tokens.initial_management": true, "acl.tokens.agent": true, "acl.tokens.default": true,
+	"acl.tokens.dns": true,
 }
 
 func (f *fileACL) apply(a *ACL) error {
@@ -90,6 +108,7 @@ func (f *fileACL) apply(a *ACL) error {
 		setIf(&a.Tokens.InitialManagement, t.InitialManagement)
 		setIf(&a.Tokens.Agent, t.Agent)
 		setIf(&a.Tokens.Default, t.Default)
+		setIf(&a.Tokens.DNS, t.DNS)
 	}
 	return nil
 }

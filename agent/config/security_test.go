@@ -14,16 +14,16 @@ func TestACLBlock(t *testing.T) {
   enabled = true
   default_policy = "allow"
   token_ttl = "10s"
-  tokens { agent = "a-token" default = "d-token" }
+  tokens { agent = "a-token" default = "d-token" dns = "dns-token" }
 }`},
 		{"acl.json", `{"acl": {"enabled": true, "default_policy": "allow", "token_ttl": "10s",
-  "tokens": {"agent": "a-token", "default": "d-token"}}}`},
+  "tokens": {"agent": "a-token", "default": "d-token", "dns": "dns-token"}}}`},
 	} {
 		c := Default()
 		if err := LoadFile(writeConfig(t, tc.name, tc.file), &c); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		want := ACL{Enabled: true, DefaultPolicy: "allow", TokenTTL: 10 * time.Second, Tokens: ACLTokens{Agent: "a-token", Default: "d-token"}}
+		want := ACL{Enabled: true, DefaultPolicy: "allow", TokenTTL: 10 * time.Second, Tokens: ACLTokens{Agent: "a-token", Default: "d-token", DNS: "dns-token"}}
 		if c.ACL != want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, c.ACL, want)
 		}

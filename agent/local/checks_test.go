@@ -220,3 +220,26 @@ func TestDeregisterCriticalServiceAfter(t *testing.T) {
 		return len(st.Services()) == 0 && cat.services(t, nodeName)["web"] == nil
 	})
 }
+
+// TestSyncFullLeavesTheServersServices: a service the servers keep on the
+// node (the leader's cairn service) stays through a full sync that removes
+// a stranger, and the agent refuses one of that ID for its own.
+func TestSyncFullLeavesTheServersServices(t *testing.T) {
+	cat := newFakeCatalog(t)
+	cfg := testConfig(t.TempDir())
+	cfg.ServerServices = []string{"cairn"}
+	st := newState(t, cfg, cat)
+	ctx := context.Background()
+	cat.seed(t, &catalog.RegisterRequest{Node: nodeName, Address: nodeAddr, Service: svc("cairn", "cairn", 8300)})
+	cat.seed(t, &catalog.RegisterRequest{Node: nodeName, SkipNodeUpdate: true, Service: svc("stranger", "stranger", 1)})
+	if err := st.SyncFull(ctx); err != nil {
+		t.Fatalf("SyncFull: %v", err)
+	}
+	if got := cat.services(t, nodeName); got["cairn"] == nil || got["stranger"] != nil {
+		t.Errorf("services after sync: got %v, want cairn kept and stranger removed", sortedKeys(got))
+	}
+	var fe *catalog.FieldError
+	if err := st.AddService(ctx, svc("cairn", "cairn", 1), nil); !errors.As(err, &fe) || fe.Field != "ID" {
+		t.Errorf("AddService cairn: got %v, want a FieldError on ID", err)
+	}
+}

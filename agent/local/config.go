@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/agent/checks"
-	"github.com/cairndns/cairn/catalog"
 )
 
 // Config describes this agent's node and where its state is kept.
@@ -38,14 +37,13 @@ type Config struct {
 	// change is pushed at once). Default 5 minutes, like Consul's
 	// check_update_interval; 0 pushes every output change.
 	CheckUpdateInterval time.Duration
-	// Services are services the agent itself defines for its node (a
-	// server's cairn service): held in memory from New on, replacing a
-	// persisted service of the same ID, and kept in the catalog like any
-	// other. Optional.
-	Services []*catalog.Service
 	// ServerChecks are the IDs of node checks the servers keep themselves
 	// (the leader's gossip check): a full sync leaves them alone.
 	ServerChecks []string
+	// ServerServices are the IDs of services the servers keep themselves
+	// (the leader's cairn service on a server's node): a full sync leaves
+	// them alone, and the agent refuses to register a service with one.
+	ServerServices []string
 	// Checks configures the check runners (script checks, alias source).
 	Checks checks.Config
 	// AliasSource answers alias checks; nil makes them critical.

@@ -109,12 +109,10 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 	}
 	s.tokens = tokens
 	for _, svc := range loaded {
-		s.svcs[svc.ID] = svc
-	}
-	for i, svc := range cfg.Services {
-		svc = cloneService(svc)
-		if err := catalog.NormalizeService(svc); err != nil {
-			return nil, fmt.Errorf("local Services[%d]: %w", i, err)
+		if slices.Contains(cfg.ServerServices, svc.ID) {
+			// Registered before the servers kept it; theirs wins.
+			logger.Warn("ignoring a stored service whose ID the servers keep", "service", svc.ID)
+			continue
 		}
 		s.svcs[svc.ID] = svc
 	}
@@ -157,6 +155,9 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 	svc = cloneService(svc)
 	if err := catalog.NormalizeService(svc); err != nil {
 		return err
+	}
+	if slices.Contains(s.cfg.ServerServices, svc.ID) {
+		return &catalog.FieldError{Field: "ID", Reason: fmt.Sprintf("%q is the servers' own service, kept by the leader", svc.ID)}
 	}
 	defs, err := s.serviceChecks(svc, defs)
 	if err != nil {

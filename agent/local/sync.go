@@ -16,7 +16,7 @@ import (
 // local service (with its checks) and node check the catalog lacks or
 // holds differently, and deregisters every service and check the catalog
 // holds for this node that the agent does not (but the servers' own
-// checks, Config.ServerChecks). A check whose output alone differs is
+// checks and services, Config.ServerChecks and ServerServices). A check whose output alone differs is
 // left for its next push when it was pushed less than
 // CheckUpdateInterval ago.
 func (s *State) SyncFull(ctx context.Context) (err error) {
@@ -48,7 +48,9 @@ func (s *State) SyncFull(ctx context.Context) (err error) {
 	}
 	svcByID := make(map[string]*catalog.Service, len(remote))
 	for _, svc := range remote {
-		svcByID[svc.ID] = svc
+		if !slices.Contains(s.cfg.ServerServices, svc.ID) {
+			svcByID[svc.ID] = svc
+		}
 	}
 	checkByID := make(map[string]*catalog.Check, len(remoteChecks))
 	for _, c := range remoteChecks {

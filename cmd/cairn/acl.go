@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/consensus"
 	"github.com/urfave/cli/v2"
 )
 
@@ -27,7 +28,9 @@ func aclCommand() *cli.Command {
 				Name:      "bootstrap",
 				Usage:     "Create the first management token and print it, secret included",
 				UsageText: "cairn acl bootstrap [-format table|json] [FILE]",
-				Description: "Works once per cluster; the agent refuses it afterwards. FILE, when given,\n" +
+				Description: "Works once per cluster (acl.tokens.initial_management counts as the bootstrap);\n" +
+					"afterwards the agent refuses it with the reset index: written into the file\n" +
+					"acl-bootstrap-reset in the leader's data dir, it allows one more. FILE, when given,\n" +
 					"holds the secret (a UUID) the token is to have, so that it never appears\n" +
 					"in the process list; without it the servers choose one. Keep the printed\n" +
 					"SecretID: it is not shown again.",
@@ -70,6 +73,10 @@ func aclBootstrap(c *cli.Context) error {
 	}
 	tok, err := client.ACL().Bootstrap(c.Context, secret)
 	if err != nil {
+		if strings.Contains(err.Error(), "(reset index: ") {
+			// Consul's reset procedure, which the refusal alone does not tell.
+			return fmt.Errorf("bootstrap ACLs: %w (to bootstrap again, write that index into %s in the leader's data dir)", err, consensus.BootstrapResetFile)
+		}
 		return fmt.Errorf("bootstrap ACLs: %w", err)
 	}
 	return writeToken(c.App.Writer, format, tok)

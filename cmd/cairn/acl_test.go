@@ -49,7 +49,8 @@ func TestACLAgainstAgent(t *testing.T) {
 		t.Fatalf("bootstrap: got %+v, want an accessor and a secret", boot)
 	}
 	_, stderr, code = runCLI(t, "acl", "bootstrap")
-	wantError(t, stderr, code, "bootstrap ACLs: agent returned 403")
+	wantError(t, stderr, code, "bootstrap ACLs: agent returned 403: Permission denied: ACL bootstrap no longer allowed (reset index: ",
+		"write that index into acl-bootstrap-reset in the leader's data dir")
 	mgmt := boot.SecretID
 
 	out := mustRun(t, "acl", "policy", "create", "-token", mgmt, "-name", "web-write",

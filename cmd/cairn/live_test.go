@@ -74,11 +74,12 @@ func TestCommandsAgainstAgent(t *testing.T) {
 		t.Errorf("register: got %q", out)
 	}
 	out := mustRun(t, "services", "list")
-	// A dev agent is a server: its own cairn service is listed too.
-	if !strings.Contains(out, "\ncairn  cairn") || !strings.Contains(out, "\nweb    web") || !strings.Contains(out, "8080   v1\n") {
+	// The agent's own services only: a server's cairn service is the
+	// leader's, in the catalog, as Consul's consul service is.
+	if out != "ID   Name  Address  Port  Tags\nweb  web            8080  v1\n" {
 		t.Errorf("services list: got %q", out)
 	}
-	if svcs := decodeJSON[[]api.AgentService](t, mustRun(t, "services", "list", "-format", "json")); len(svcs) != 2 || svcs[1].ID != "web" || svcs[1].Port != 8080 {
+	if svcs := decodeJSON[[]api.AgentService](t, mustRun(t, "services", "list", "-format", "json")); len(svcs) != 1 || svcs[0].ID != "web" || svcs[0].Port != 8080 {
 		t.Errorf("services list json: got %+v", svcs)
 	}
 

@@ -14,8 +14,9 @@
 # and verified server names on the server port, the HTTP API over HTTPS
 # only (on HTTP_PORT; the CLI trusts the CA through CAIRN_CACERT), and ACLs
 # denying by default, bootstrapped through an initial management token,
-# with the anonymous token allowed to read for DNS. It shows an anonymous
-# registration being refused.
+# DNS answering with acl.tokens.dns while the anonymous token reads nothing.
+# It shows an anonymous registration being refused, and an anonymous
+# catalog read seeing no service.
 #
 #   examples/two-dc/run.sh                # builds cairn with go build
 #   CAIRN=/path/to/cairn examples/two-dc/run.sh
@@ -62,12 +63,14 @@ declare -A conf=() # agent name → its config file, with SECURE=1
 if [[ "$SECURE" == 1 ]]; then
 	# One gossip key for every agent of both datacenters; one CA; one
 	# management token, which every agent also writes its own node with
-	# (a shortcut of this demo: give each agent a token with node:write
-	# on its own name in production).
+	# (a shortcut of this demo: in production give each agent a token with
+	# node "<its name>" write and service_prefix "" read); one DNS token,
+	# made in each datacenter with the same secret once the servers run.
 	key=$("$CAIRN" keygen)
 	mkdir -p "$WORK/tls"
 	(cd "$WORK/tls" && "$CAIRN" tls ca create >/dev/null)
 	mgmt=$(cat /proc/sys/kernel/random/uuid)
+	dnstok=$(cat /proc/sys/kernel/random/uuid)
 	export CAIRN_HTTP_TOKEN=$mgmt
 	declare -A issued=()
 	for name in "${agents[@]}"; do
@@ -89,7 +92,7 @@ if [[ "$SECURE" == 1 ]]; then
 			acl {
 			  enabled = true
 			  default_policy = "deny"
-			  tokens { agent = "$mgmt" $extra }
+			  tokens { agent = "$mgmt" dns = "$dnstok" $extra }
 			}
 			tls {
 			  defaults {
@@ -136,13 +139,14 @@ for d in dc1 dc2; do
 	until_ok "a Raft leader in $d" has_leader
 done
 if [[ "$SECURE" == 1 ]]; then
-	# DNS asks with the anonymous token: let it read services, nodes and
-	# prepared queries, in each datacenter (ACLs are per datacenter).
+	# DNS asks with acl.tokens.dns: it reads services, nodes and prepared
+	# queries, in each datacenter (ACLs are per datacenter: a question
+	# for dc2 is asked there with the same secret).
 	rules=$'service_prefix "" { policy = "read" }\nnode_prefix "" { policy = "read" }\nquery_prefix "" { policy = "read" }'
 	for d in dc1 dc2; do
 		until_ok "a DNS read policy in $d" cli "$d-c1" acl policy create -name dns-read -rules "$rules"
-		until_ok "the anonymous token reading in $d" \
-			cli "$d-c1" acl token update -id 00000000-0000-0000-0000-000000000002 -policy-name dns-read
+		until_ok "the DNS token in $d" \
+			cli "$d-c1" acl token create -description DNS -policy-name dns-read -secret "$dnstok"
 	done
 	if CAIRN_HTTP_TOKEN='' cli dc1-c1 services register -name intruder -port 1 >"$WORK/refused.txt" 2>&1; then
 		echo "an anonymous registration was accepted" >&2
@@ -160,6 +164,10 @@ answered_in_dc1() {
 	dig_at dc1-c1 +short +time=1 +tries=1 web.service.dc2.cluster SRV | grep -q dc2-c1.node.dc2.cluster
 }
 until_ok "web.service.dc2 answered by dc1's client" answered_in_dc1
+if [[ "$SECURE" == 1 ]] && CAIRN_HTTP_TOKEN='' cli dc2-c1 catalog services | grep -q web; then
+	echo "an anonymous catalog read listed web" >&2
+	exit 1
+fi
 
 echo
 echo "== cairn members -wan (from dc1-s1)"
