@@ -18,8 +18,10 @@ import (
 // node:write when the node is new or changes (address, metadata) or a
 // node-level check is written; service:write on the service, and on the
 // service an existing instance of that ID had, so a token cannot rename
-// someone else's instance into its own; service:write on the service of
-// each service-level check.
+// someone else's instance into its own; for each check, write on its
+// owner and on the owner of the check of that ID the node holds already,
+// so a token cannot take another service's (or the node's) check onto a
+// service of its own and so bring a failing instance back into answers.
 func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterRequest) error {
 	if authz == nil {
 		return nil
@@ -36,9 +38,15 @@ func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterReque
 		return denied("node", "write", reg.Node)
 	}
 	var existing []*catalog.Service
+	var existingChecks []*catalog.Check
 	if node != nil {
 		if _, existing, err = store.NodeServices(nil, reg.Node); err != nil {
 			return err
+		}
+		if len(reg.Checks) > 0 {
+			if _, existingChecks, err = store.NodeChecks(nil, reg.Node); err != nil {
+				return err
+			}
 		}
 	}
 	if s := reg.Service; s != nil {
@@ -65,6 +73,23 @@ func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterReque
 			if !authz.ServiceWrite(name) {
 				return denied("service", "write", name)
 			}
+		}
+		if old := findCheck(existingChecks, ch.CheckID); old != nil && old.ServiceID != ch.ServiceID {
+			if old.ServiceID == "" && !authz.NodeWrite(reg.Node) {
+				return denied("node", "write", reg.Node)
+			}
+			if old.ServiceID != "" && !authz.ServiceWrite(old.ServiceName) {
+				return denied("service", "write", old.ServiceName)
+			}
+		}
+	}
+	return nil
+}
+
+func findCheck(checks []*catalog.Check, id string) *catalog.Check {
+	for _, c := range checks {
+		if c.CheckID == id {
+			return c
 		}
 	}
 	return nil
