@@ -161,12 +161,25 @@ func findService(services []*catalog.Service, id string) *catalog.Service {
 // node_name (by mistake or not) must be told so, not take the name over
 // and have the real node's services deregistered by its anti-entropy.
 // Likewise a registration with the node ID of a live member of another
-// name is refused, as Consul refuses it. Nodes that are not gossip members
+// name is refused, as Consul refuses it, and one giving a node another
+// node ID than the catalog's: a name is bound to its ID until the node is
+// deregistered. Nodes that are not gossip members
 // (external ones registered through /v1/catalog/register) are not checked
 // by name. A registration that leaves the node row alone
 // (SkipNodeUpdate) is checked all the same when it gives an address, as an
 // agent's pushes do: the address says who sends it.
 func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
+	if reg.ID != "" {
+		_, node, err := c.srv.Store().Node(nil, reg.Node)
+		if err != nil {
+			return err
+		}
+		if node != nil && node.ID != "" && !strings.EqualFold(node.ID, reg.ID) {
+			return &catalog.FieldError{Field: "ID", Reason: fmt.Sprintf(
+				"node name %q is held by node ID %s until that node is deregistered (the leader reaps it once gossip forgets it, after reconnect_timeout); "+
+					"a replacement of that node starts with its node_id, any other agent with another node_name", reg.Node, node.ID)}
+		}
+	}
 	if c.cfg.Members == nil || reg.Address == "" {
 		return nil
 	}

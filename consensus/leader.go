@@ -384,6 +384,19 @@ func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
 }
 
 func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catalog.Node) error {
+	if node != nil && m.ID != "" && node.ID != "" && !strings.EqualFold(node.ID, m.ID) {
+		// A node name is bound to its node ID: gossip admits a member of
+		// another ID under it only once it forgot the old one (failed
+		// past reconnect_timeout; gossip.Pool.heldName). That node is
+		// reaped first, so its services never move to the newcomer's
+		// address.
+		l.logger.Warn("deregistering a node whose name a member of another node ID now holds",
+			"node", m.Node, "old_id", node.ID, "id", m.ID, "old_addr", node.Address, "addr", m.Addr)
+		if err := l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: node.Node}); err != nil {
+			return err
+		}
+		node = nil
+	}
 	addr := m.Addr.String()
 	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Type: GossipCheckType, Status: catalog.HealthPassing, Output: outputAlive}
 	nodeOK := node != nil && node.Node == m.Node && node.Address == addr && node.Datacenter == l.cfg.Datacenter &&
