@@ -1,0 +1,51 @@
+package consensus_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/gossip"
+)
+
+// members is a Membership of fixed members.
+type members []gossip.Member
+
+func (m members) Members() []gossip.Member { return m }
+func (m members) Changes() <-chan struct{} { return nil }
+
+// TestLeaderReapsANodeBeforeAnotherIDTakesItsName: once gossip holds a
+// node's name under another node ID (it forgot the old member), the
+// leader deregisters the old node, services and all, before it registers
+// the newcomer: the old node's services never move to the new address.
+func TestLeaderReapsANodeBeforeAnotherIDTakesItsName(t *testing.T) {
+	s := startSingleServer(t, "srv1")
+	ctx := context.Background()
+	const oldID, newID = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	err := s.Register(ctx, &catalog.RegisterRequest{
+		Datacenter: "dc1", ID: oldID, Node: "c2", Address: "10.0.0.2",
+		Service: &catalog.Service{ID: "web", Service: "web", Port: 80},
+		Checks:  []*catalog.Check{{CheckID: catalog.SerfCheckID, Name: "Serf Health Status", Type: "gossip", Status: catalog.HealthCritical}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLeader(t, testLeaderConfig(), s, members{
+		{Name: "srv1", Node: "srv1", Addr: netip.MustParseAddr("127.0.0.1"), Status: gossip.StatusAlive, Datacenter: "dc1", Role: gossip.RoleServer},
+		{Name: "c2", Node: "c2", ID: newID, Addr: netip.MustParseAddr("10.0.0.66"), Status: gossip.StatusAlive, Datacenter: "dc1", Role: gossip.RoleClient},
+	})
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	_, node, err := s.Store().Node(nil, "c2")
+	if err != nil || node == nil {
+		t.Fatalf("node c2: %v, %v", node, err)
+	}
+	if node.ID != newID || node.Address != "10.0.0.66" {
+		t.Errorf("c2: got ID %s at %s, want %s at 10.0.0.66", node.ID, node.Address, newID)
+	}
+	if _, services, err := s.Store().NodeServices(nil, "c2"); err != nil || len(services) != 0 {
+		t.Errorf("c2's services: got %v (err %v), want the old node's gone with it", services, err)
+	}
+}
