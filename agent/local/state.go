@@ -200,15 +200,19 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 			return err
 		}
 	}
+	if pushErr == nil {
+		s.markPushed(states)
+	}
+	for _, id := range stale {
+		// Unreachable servers: each is dropped here all the same, and
+		// the error of the registration is the one returned.
+		if err := s.dropCheck(ctx, id); err != nil && pushErr == nil {
+			return err
+		}
+	}
 	if pushErr != nil {
 		s.retrySoon()
 		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, pushErr)
-	}
-	s.markPushed(states)
-	for _, id := range stale {
-		if err := s.dropCheck(ctx, id); err != nil {
-			return err
-		}
 	}
 	return nil
 }
