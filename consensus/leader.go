@@ -389,7 +389,13 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 		// another ID under it only once it forgot the old one (failed
 		// past reconnect_timeout; gossip.Pool.heldName). That node is
 		// reaped first, so its services never move to the newcomer's
-		// address.
+		// address. While gossip knows the old ID (a live node, and a
+		// name differing in case only), the node is left alone.
+		if l.knowsID(node.ID) {
+			l.warn("conflict:"+m.Node, "node name conflict: a member of another node ID claims a node gossip still knows; the node is kept",
+				"node", node.Node, "id", node.ID, "member", m.Name, "member_id", m.ID, "addr", m.Addr)
+			return nil
+		}
 		l.logger.Warn("deregistering a node whose name a member of another node ID now holds",
 			"node", m.Node, "old_id", node.ID, "id", m.ID, "old_addr", node.Address, "addr", m.Addr)
 		if err := l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: node.Node}); err != nil {
@@ -432,6 +438,12 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 		}
 	}
 	return l.s.Register(ctx, req)
+}
+
+// knowsID reports whether gossip has a member of node ID id, of any
+// status.
+func (l *Leader) knowsID(id string) bool {
+	return slices.ContainsFunc(l.m.Members(), func(m gossip.Member) bool { return strings.EqualFold(m.ID, id) })
 }
 
 func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *catalog.Node) error {

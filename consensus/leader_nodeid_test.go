@@ -49,3 +49,34 @@ func TestLeaderReapsANodeBeforeAnotherIDTakesItsName(t *testing.T) {
 		t.Errorf("c2's services: got %v (err %v), want the old node's gone with it", services, err)
 	}
 }
+
+// TestLeaderKeepsANodeWhoseIDGossipKnows: a member claiming a node name
+// (in another case: memberlist names are case sensitive) with another
+// node ID, while the node's own ID is still a member, takes nothing.
+func TestLeaderKeepsANodeWhoseIDGossipKnows(t *testing.T) {
+	s := startSingleServer(t, "srv1")
+	ctx := context.Background()
+	const realID, rogueID = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	err := s.Register(ctx, &catalog.RegisterRequest{
+		Datacenter: "dc1", ID: realID, Node: "c2", Address: "10.0.0.2",
+		Service: &catalog.Service{ID: "web", Service: "web", Port: 80},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLeader(t, testLeaderConfig(), s, members{
+		{Name: "srv1", Node: "srv1", Addr: netip.MustParseAddr("127.0.0.1"), Status: gossip.StatusAlive, Datacenter: "dc1", Role: gossip.RoleServer},
+		{Name: "C2", Node: "C2", ID: rogueID, Addr: netip.MustParseAddr("10.0.0.66"), Status: gossip.StatusAlive, Datacenter: "dc1", Role: gossip.RoleClient},
+		{Name: "c2", Node: "c2", ID: realID, Addr: netip.MustParseAddr("10.0.0.2"), Status: gossip.StatusAlive, Datacenter: "dc1", Role: gossip.RoleClient},
+	})
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	_, node, err := s.Store().Node(nil, "c2")
+	if err != nil || node == nil || node.ID != realID || node.Address != "10.0.0.2" {
+		t.Fatalf("c2: got %+v (err %v), want ID %s at 10.0.0.2", node, err, realID)
+	}
+	if _, services, err := s.Store().NodeServices(nil, "c2"); err != nil || len(services) != 1 {
+		t.Errorf("c2's services: got %v (err %v), want web kept", services, err)
+	}
+}
