@@ -26,7 +26,7 @@ const (
 	// them. (Catalogs written before it had this name carry a check
 	// "gossip", which each node's anti-entropy removes as one it does not
 	// know.)
-	GossipCheckID = "serfHealth"
+	GossipCheckID = catalog.SerfCheckID
 	// GossipCheckType is the Type of that check.
 	GossipCheckType = "gossip"
 	// ServerServiceName is the service every server's agent registers on
