@@ -384,13 +384,15 @@ func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
 }
 
 func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catalog.Node) error {
-	if node != nil && m.ID != "" && node.ID != "" && !strings.EqualFold(node.ID, m.ID) {
+	if node != nil && node.ID != "" && (m.ID != "" && !strings.EqualFold(node.ID, m.ID) || m.ID == "" && node.Address != m.Addr.String()) {
 		// A node name is bound to its node ID: gossip admits a member of
 		// another ID under it only once it forgot the old one (failed
 		// past reconnect_timeout; gossip.Pool.heldName). That node is
 		// reaped first, so its services never move to the newcomer's
 		// address. While gossip knows the old ID (a live node, and a
-		// name differing in case only), the node is left alone.
+		// name differing in case only), the node is left alone. A member
+		// gossiping no ID (an older agent) is taken for the node only at
+		// its address.
 		if l.knowsID(node.ID) {
 			l.warn("conflict:"+m.Node, "node name conflict: a member of another node ID claims a node gossip still knows; the node is kept",
 				"node", node.Node, "id", node.ID, "member", m.Name, "member_id", m.ID, "addr", m.Addr)

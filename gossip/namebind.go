@@ -8,7 +8,8 @@ import (
 
 // heldName refuses, on the LAN, a peer gossiping a node name with node ID
 // id while the pool keeps a failed member of that name (compared as
-// strings.EqualFold does) with another ID. A node's name stays bound to
+// strings.EqualFold does) with another ID, or with one where id is ""
+// (a peer cannot shed the binding by gossiping none). A node's name stays bound to
 // its ID until the pool forgets the failed member (RetainDead: the
 // agent's reconnect_timeout) or the member leaves: otherwise whoever holds
 // the gossip key could start an agent under a dead node's name, and the
@@ -18,7 +19,7 @@ import (
 // It runs on memberlist's receive path, which it must not block: p.mu is
 // held only for the lookup.
 func (p *Pool) heldName(name, id string) error {
-	if p.cfg.Pool != LAN || id == "" {
+	if p.cfg.Pool != LAN {
 		return nil
 	}
 	p.mu.Lock()
