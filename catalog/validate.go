@@ -203,6 +203,9 @@ func ValidateRegister(r *RegisterRequest) error {
 		if err := ValidateCheckType(fmt.Sprintf("Checks[%d].Type", i), c.Type); err != nil {
 			return err
 		}
+		if err := ValidateCheckOwner(fmt.Sprintf("Checks[%d].CheckID", i), c); err != nil {
+			return err
+		}
 	}
 	return nil
 }

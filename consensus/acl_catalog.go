@@ -18,8 +18,10 @@ import (
 // node:write when the node is new or changes (address, metadata) or a
 // node-level check is written; service:write on the service, and on the
 // service an existing instance of that ID had, so a token cannot rename
-// someone else's instance into its own; service:write on the service of
-// each service-level check.
+// someone else's instance into its own; for each check, write on its
+// owner and on the owner of the check of that ID the node holds already,
+// so a token cannot take another service's (or the node's) check onto a
+// service of its own and so bring a failing instance back into answers.
 func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterRequest) error {
 	if authz == nil {
 		return nil
@@ -36,9 +38,15 @@ func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterReque
 		return denied("node", "write", reg.Node)
 	}
 	var existing []*catalog.Service
+	var existingChecks []*catalog.Check
 	if node != nil {
 		if _, existing, err = store.NodeServices(nil, reg.Node); err != nil {
 			return err
+		}
+		if len(reg.Checks) > 0 {
+			if _, existingChecks, err = store.NodeChecks(nil, reg.Node); err != nil {
+				return err
+			}
 		}
 	}
 	if s := reg.Service; s != nil {
@@ -65,6 +73,23 @@ func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterReque
 			if !authz.ServiceWrite(name) {
 				return denied("service", "write", name)
 			}
+		}
+		if old := findCheck(existingChecks, ch.CheckID); old != nil && old.ServiceID != ch.ServiceID {
+			if old.ServiceID == "" && !authz.NodeWrite(reg.Node) {
+				return denied("node", "write", reg.Node)
+			}
+			if old.ServiceID != "" && !authz.ServiceWrite(old.ServiceName) {
+				return denied("service", "write", old.ServiceName)
+			}
+		}
+	}
+	return nil
+}
+
+func findCheck(checks []*catalog.Check, id string) *catalog.Check {
+	for _, c := range checks {
+		if c.CheckID == id {
+			return c
 		}
 	}
 	return nil
@@ -136,12 +161,25 @@ func findService(services []*catalog.Service, id string) *catalog.Service {
 // node_name (by mistake or not) must be told so, not take the name over
 // and have the real node's services deregistered by its anti-entropy.
 // Likewise a registration with the node ID of a live member of another
-// name is refused, as Consul refuses it. Nodes that are not gossip members
+// name is refused, as Consul refuses it, and one giving a node another
+// node ID than the catalog's: a name is bound to its ID until the node is
+// deregistered. Nodes that are not gossip members
 // (external ones registered through /v1/catalog/register) are not checked
 // by name. A registration that leaves the node row alone
 // (SkipNodeUpdate) is checked all the same when it gives an address, as an
 // agent's pushes do: the address says who sends it.
 func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
+	if reg.ID != "" {
+		_, node, err := c.srv.Store().Node(nil, reg.Node)
+		if err != nil {
+			return err
+		}
+		if node != nil && node.ID != "" && !strings.EqualFold(node.ID, reg.ID) {
+			return &catalog.FieldError{Field: "ID", Reason: fmt.Sprintf(
+				"node name %q is held by node ID %s until that node is deregistered (the leader reaps it once gossip forgets it, after reconnect_timeout); "+
+					"a replacement of that node starts with its node_id, any other agent with another node_name", reg.Node, node.ID)}
+		}
+	}
 	if c.cfg.Members == nil || reg.Address == "" {
 		return nil
 	}

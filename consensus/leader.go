@@ -28,7 +28,7 @@ const (
 	// them. (Catalogs written before it had this name carry a check
 	// "gossip", which each node's anti-entropy removes as one it does not
 	// know.)
-	GossipCheckID = "serfHealth"
+	GossipCheckID = catalog.SerfCheckID
 	// GossipCheckType is the Type of that check.
 	GossipCheckType = "gossip"
 	// ServerServiceName is the service (ID and name) the leader keeps on
@@ -385,6 +385,27 @@ func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
 }
 
 func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catalog.Node) error {
+	if node != nil && node.ID != "" && (m.ID != "" && !strings.EqualFold(node.ID, m.ID) || m.ID == "" && node.Address != m.Addr.String()) {
+		// A node name is bound to its node ID: gossip admits a member of
+		// another ID under it only once it forgot the old one (failed
+		// past reconnect_timeout; gossip.Pool.heldName). That node is
+		// reaped first, so its services never move to the newcomer's
+		// address. While gossip knows the old ID (a live node, and a
+		// name differing in case only), the node is left alone. A member
+		// gossiping no ID (an older agent) is taken for the node only at
+		// its address.
+		if l.knowsID(node.ID) {
+			l.warn("conflict:"+m.Node, "node name conflict: a member of another node ID claims a node gossip still knows; the node is kept",
+				"node", node.Node, "id", node.ID, "member", m.Name, "member_id", m.ID, "addr", m.Addr)
+			return nil
+		}
+		l.logger.Warn("deregistering a node whose name a member of another node ID now holds",
+			"node", m.Node, "old_id", node.ID, "id", m.ID, "old_addr", node.Address, "addr", m.Addr)
+		if err := l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: node.Node}); err != nil {
+			return err
+		}
+		node = nil
+	}
 	addr := m.Addr.String()
 	check := &catalog.Check{CheckID: GossipCheckID, Name: gossipCheckName, Type: GossipCheckType, Status: catalog.HealthPassing, Output: outputAlive}
 	nodeOK := node != nil && node.Node == m.Node && node.Address == addr && node.Datacenter == l.cfg.Datacenter &&
@@ -466,6 +487,12 @@ func serverService(m gossip.Member) *catalog.Service {
 	}
 	_ = catalog.NormalizeService(svc) // a valid name: compared as stored
 	return svc
+}
+
+// knowsID reports whether gossip has a member of node ID id, of any
+// status.
+func (l *Leader) knowsID(id string) bool {
+	return slices.ContainsFunc(l.m.Members(), func(m gossip.Member) bool { return strings.EqualFold(m.ID, id) })
 }
 
 func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *catalog.Node) error {

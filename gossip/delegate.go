@@ -80,6 +80,9 @@ type peerFilter struct {
 	// name and id are this member's name and node ID ("" for none): on
 	// the LAN, a peer with this ID under another name is refused.
 	name, id string
+	// held refuses a peer of a name bound to another node ID
+	// (Pool.heldName); nil for none.
+	held func(name, id string) error
 }
 
 var (
@@ -92,7 +95,19 @@ func (f peerFilter) NotifyAlive(peer *memberlist.Node) error {
 	if err != nil {
 		return err
 	}
-	return f.checkID(peer, md)
+	if err := f.checkID(peer, md); err != nil {
+		return err
+	}
+	return f.checkName(peer, md)
+}
+
+// checkName refuses a peer whose name the pool keeps bound to another
+// node ID.
+func (f peerFilter) checkName(n *memberlist.Node, md meta) error {
+	if f.held == nil || f.kind != LAN {
+		return nil
+	}
+	return f.held(n.Name, md.NodeID)
 }
 
 // checkID refuses, on the LAN, a peer that has this member's node ID
@@ -121,6 +136,9 @@ func (f peerFilter) NotifyMerge(peers []*memberlist.Node) error {
 			continue
 		}
 		if err := f.checkID(p, md); err != nil {
+			return err
+		}
+		if err := f.checkName(p, md); err != nil {
 			return err
 		}
 		if other, ok := ids[md.NodeID]; ok && !strings.EqualFold(other, p.Name) {

@@ -136,7 +136,7 @@ func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*P
 		p.keys = keys
 		mlc.Keyring = p.keyring
 	}
-	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter, name: cfg.MemberName(), id: cfg.NodeID}
+	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter, name: cfg.MemberName(), id: cfg.NodeID, held: p.heldName}
 	mlc.Delegate = delegate{p: p}
 	mlc.Events = eventDelegate{p: p}
 	mlc.Conflict = conflictDelegate{p: p}

@@ -76,6 +76,11 @@ func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) er
 	if err := s.mayWriteService(r, norm.ID); err != nil {
 		return err
 	}
+	for _, def := range defs {
+		if err := s.mayWriteCheck(r, def.ID); err != nil {
+			return err
+		}
+	}
 	if err := s.local.AddService(r.Context(), svc, defs); err != nil {
 		return err
 	}

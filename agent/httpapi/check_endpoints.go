@@ -60,6 +60,10 @@ func (s *Server) agentCheckRegister(w http.ResponseWriter, r *http.Request) erro
 	if err := s.mayWriteCheckDef(r, def.ServiceID); err != nil {
 		return err
 	}
+	// A check of that ID replaced must be the token's to change too.
+	if err := s.mayWriteCheck(r, def.ID); err != nil {
+		return err
+	}
 	if err := s.local.AddCheck(r.Context(), def); err != nil {
 		return err
 	}

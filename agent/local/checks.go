@@ -17,8 +17,8 @@ import (
 // DNS answers without deregistering anything, and removing it brings them
 // back.
 const (
-	nodeMaintenanceID        = "_node_maintenance"
-	serviceMaintenancePrefix = "_service_maintenance:"
+	nodeMaintenanceID        = catalog.NodeMaintenanceCheckID
+	serviceMaintenancePrefix = catalog.ServiceMaintenancePrefix
 	typeMaintenance          = "maintenance"
 	defaultMaintenanceReason = "Maintenance mode is enabled; no reason was given"
 )
@@ -34,6 +34,13 @@ func (s *State) loadChecks() error {
 		c := pc.Check
 		if c.ServiceID != "" && s.svcs[c.ServiceID] == nil {
 			s.logger.Warn("dropping a persisted check of an unknown service", "check", c.CheckID, "service", c.ServiceID)
+			_ = s.checkDir.remove(c.CheckID)
+			continue
+		}
+		if err := catalog.ValidateCheckOwner("CheckID", &c); err != nil {
+			// Stored before registrations were vetted for it: the
+			// servers refuse it, and it would stall every sync.
+			s.logger.Warn("dropping a persisted check with a reserved ID", "check", c.CheckID, "service", c.ServiceID, "err", err)
 			_ = s.checkDir.remove(c.CheckID)
 			continue
 		}
@@ -54,21 +61,29 @@ func (s *State) loadChecks() error {
 	return nil
 }
 
-// storeCheck persists def and starts it, replacing a check with its ID.
-// The caller holds the change lock of its service.
-func (s *State) storeCheck(def *checks.Definition) error {
+// checkState is the state def starts in: a re-registration of a check
+// of the same type keeps its state. serviceName is the name of its
+// service ("" for a node check, or to look it up among the agent's).
+func (s *State) checkState(def *checks.Definition, serviceName string) catalog.Check {
 	c := catalog.Check{
 		Node: s.cfg.NodeName, CheckID: def.ID, Name: def.Name, Notes: def.Notes,
-		Status: def.Status, ServiceID: def.ServiceID, Type: def.Type(),
+		Status: def.Status, ServiceID: def.ServiceID, ServiceName: serviceName, Type: def.Type(),
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if old := s.checks[def.ID]; old != nil && old.def != nil && old.def.Type() == def.Type() {
-		c.Status, c.Output = old.check.Status, old.check.Output // a re-registration keeps the state
+		c.Status, c.Output = old.check.Status, old.check.Output
 	}
-	if svc := s.svcs[def.ServiceID]; svc != nil {
+	if svc := s.svcs[def.ServiceID]; svc != nil && serviceName == "" {
 		c.ServiceName = svc.Service
 	}
-	s.mu.Unlock()
+	return c
+}
+
+// storeCheck persists def in state c (checkState's) and starts it,
+// replacing a check with its ID. The caller holds the change lock of its
+// service.
+func (s *State) storeCheck(def *checks.Definition, c catalog.Check) error {
 	if err := saveCheck(s.checkDir, def, &c); err != nil {
 		return err
 	}
@@ -84,19 +99,23 @@ func (s *State) storeCheck(def *checks.Definition) error {
 	return s.runner.Add(start)
 }
 
-// dropCheck stops and forgets a check and deregisters it from the catalog.
-// The caller holds the change lock of its service.
+// dropCheck deregisters a check from the catalog, then stops and forgets
+// it; the servers' refusal leaves it as it was. The caller holds the
+// change lock of its service.
 func (s *State) dropCheck(ctx context.Context, id string) error {
+	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
+		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, CheckID: id,
+	})
+	if refused(err) {
+		return fmt.Errorf("deregister check %q: %w", id, err)
+	}
 	s.runner.Remove(id)
-	if err := s.checkDir.remove(id); err != nil {
-		return err
+	if rerr := s.checkDir.remove(id); rerr != nil {
+		return rerr
 	}
 	s.mu.Lock()
 	delete(s.checks, id)
 	s.mu.Unlock()
-	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
-		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, CheckID: id,
-	})
 	if err != nil {
 		s.retrySoon()
 		return fmt.Errorf("deregister check %q: %w: %w", id, ErrNotSynced, err)
@@ -104,12 +123,18 @@ func (s *State) dropCheck(ctx context.Context, id string) error {
 	return nil
 }
 
-// AddCheck validates def, stores and persists it, starts it, and pushes
-// it. A check of a service this agent does not hold is refused with a
-// *catalog.FieldError naming ServiceID.
+// AddCheck validates def, pushes it, and then stores and persists it and
+// starts it: the servers' refusal leaves nothing stored; when they cannot
+// be reached, it is stored and the error wraps ErrNotSynced. A check of a
+// service this agent does not hold, or with a check ID reserved for
+// another owner (the gossip and maintenance checks), is refused with a
+// *catalog.FieldError.
 func (s *State) AddCheck(ctx context.Context, def *checks.Definition) error {
 	d := *def
 	if err := d.Validate("", s.cfg.Checks.EnableScriptChecks); err != nil {
+		return err
+	}
+	if err := reservedCheckID("CheckID", d.ID); err != nil {
 		return err
 	}
 	key := s.nodeLock
@@ -124,10 +149,29 @@ func (s *State) AddCheck(ctx context.Context, def *checks.Definition) error {
 	if d.ServiceID != "" && !known {
 		return &catalog.FieldError{Field: "ServiceID", Reason: fmt.Sprintf("no service %q is registered with this agent", d.ServiceID)}
 	}
-	if err := s.storeCheck(&d); err != nil {
-		return err
+	c := s.checkState(&d, "")
+	err := s.pushStates(ctx, c.ServiceID, []*catalog.Check{&c})
+	if refused(err) {
+		return fmt.Errorf("register check %q: %w", d.ID, err)
 	}
-	return s.pushChecks(ctx, d.ID)
+	if serr := s.storeCheck(&d, c); serr != nil {
+		return serr
+	}
+	if err != nil {
+		s.retrySoon()
+		return fmt.Errorf("register check %q: %w: %w", d.ID, ErrNotSynced, err)
+	}
+	s.markPushed([]*catalog.Check{&c})
+	return nil
+}
+
+// reservedCheckID refuses a check ID that only the leader (the gossip
+// check) or the maintenance endpoints may write.
+func reservedCheckID(field, id string) error {
+	if _, reserved := catalog.ReservedCheckOwner(id); reserved {
+		return &catalog.FieldError{Field: field, Reason: fmt.Sprintf("%q is reserved: the servers keep the gossip check and the maintenance endpoints the maintenance checks", id)}
+	}
+	return nil
 }
 
 // RemoveCheck stops and forgets a check and deregisters it. An unknown ID
@@ -254,16 +298,20 @@ func (s *State) pushChecks(ctx context.Context, ids ...string) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	// A service's checks are pushed with the service's token.
-	ctx = s.withServiceToken(ctx, serviceID)
-	req := s.registerRequest(nil)
-	req.Checks = batch
-	if err := s.catalog.Register(ctx, req); err != nil {
+	if err := s.pushStates(ctx, serviceID, batch); err != nil {
 		s.retrySoon()
 		return fmt.Errorf("push checks %v: %w: %w", ids, ErrNotSynced, err)
 	}
 	s.markPushed(batch)
 	return nil
+}
+
+// pushStates registers the check states batch, of service serviceID (""
+// for the node's), with the service's token.
+func (s *State) pushStates(ctx context.Context, serviceID string, batch []*catalog.Check) error {
+	req := s.registerRequest(nil)
+	req.Checks = batch
+	return s.catalog.Register(s.withServiceToken(ctx, serviceID), req)
 }
 
 // SetServiceMaintenance puts a service in maintenance mode (out of DNS
@@ -308,13 +356,22 @@ func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool
 		reason = defaultMaintenanceReason
 	}
 	c.Node, c.Status, c.Notes, c.Type = s.cfg.NodeName, catalog.HealthMaintenance, reason, typeMaintenance
-	if err := saveCheck(s.checkDir, nil, &c); err != nil {
-		return err
+	err := s.pushStates(ctx, c.ServiceID, []*catalog.Check{&c})
+	if refused(err) {
+		return fmt.Errorf("set maintenance: %w", err)
+	}
+	if serr := saveCheck(s.checkDir, nil, &c); serr != nil {
+		return serr
 	}
 	s.mu.Lock()
 	s.checks[c.CheckID] = &checkEntry{check: c}
 	s.mu.Unlock()
-	return s.pushChecks(ctx, c.CheckID)
+	if err != nil {
+		s.retrySoon()
+		return fmt.Errorf("set maintenance: %w: %w", ErrNotSynced, err)
+	}
+	s.markPushed([]*catalog.Check{&c})
+	return nil
 }
 
 // HasService reports whether the agent holds service id.

@@ -1,6 +1,11 @@
 package local
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
+)
 
 var (
 	// ErrUnknownService is returned for a service ID this agent does not hold.
@@ -14,3 +19,12 @@ var (
 	// but could not be pushed to the catalog yet; anti-entropy retries it.
 	ErrNotSynced = errors.New("stored on the agent but not yet in the catalog")
 )
+
+// refused reports whether err is the servers' answer that a write is not
+// allowed (a permission, a token, a field), as opposed to a failure to
+// reach them: such a write will never be applied, so the agent keeps
+// nothing of it. Nil is no refusal.
+func refused(err error) bool {
+	var fe *catalog.FieldError
+	return errors.Is(err, rpc.ErrPermissionDenied) || errors.Is(err, rpc.ErrACLNotFound) || errors.As(err, &fe)
+}

@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/internal/waittest"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // waitFor bounds every wait on a condition; it returns as soon as the
@@ -41,8 +43,9 @@ type fakeCatalog struct {
 	mu       sync.Mutex
 	index    uint64
 	failing  bool
-	failures int // calls refused while failing
-	writes   int // Register and Deregister calls applied to the store
+	denying  bool // every call answered as a token without the permission
+	failures int  // calls refused while failing or denying
+	writes   int  // Register and Deregister calls applied to the store
 	// registers holds every Register request applied, in order.
 	registers []*catalog.RegisterRequest
 	// gate, when set, is called before each write is applied, outside the
@@ -102,11 +105,25 @@ func (f *fakeCatalog) passGate(serviceID string) {
 	}
 }
 
-func (f *fakeCatalog) refuse() bool {
-	if f.failing {
+// setDenying makes every call fail as the servers refuse a token
+// (true), or not (false).
+func (f *fakeCatalog) setDenying(denying bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.denying = denying
+}
+
+// refuse returns the error of a call failing or denied, nil for none.
+func (f *fakeCatalog) refuse() error {
+	switch {
+	case f.denying:
 		f.failures++
+		return fmt.Errorf("%w: token lacks node:write", rpc.ErrPermissionDenied)
+	case f.failing:
+		f.failures++
+		return errDown
 	}
-	return f.failing
+	return nil
 }
 
 func (f *fakeCatalog) Register(ctx context.Context, req *catalog.RegisterRequest) error {
@@ -117,8 +134,8 @@ func (f *fakeCatalog) Register(ctx context.Context, req *catalog.RegisterRequest
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.refuse() {
-		return errDown
+	if err := f.refuse(); err != nil {
+		return err
 	}
 	if err := catalog.ValidateRegister(req); err != nil {
 		return err
@@ -133,8 +150,8 @@ func (f *fakeCatalog) Deregister(ctx context.Context, req *catalog.DeregisterReq
 	f.passGate(req.ServiceID)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.refuse() {
-		return errDown
+	if err := f.refuse(); err != nil {
+		return err
 	}
 	f.index++
 	f.writes++
@@ -144,8 +161,8 @@ func (f *fakeCatalog) Deregister(ctx context.Context, req *catalog.DeregisterReq
 func (f *fakeCatalog) NodeServices(ctx context.Context, node string) (*catalog.Node, []*catalog.Service, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.refuse() {
-		return nil, nil, errDown
+	if err := f.refuse(); err != nil {
+		return nil, nil, err
 	}
 	_, n, err := f.store.Node(nil, node)
 	if err != nil {
@@ -158,8 +175,8 @@ func (f *fakeCatalog) NodeServices(ctx context.Context, node string) (*catalog.N
 func (f *fakeCatalog) NodeChecks(ctx context.Context, node string) (uint64, []*catalog.Check, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.refuse() {
-		return 0, nil, errDown
+	if err := f.refuse(); err != nil {
+		return 0, nil, err
 	}
 	return f.store.NodeChecks(nil, node)
 }

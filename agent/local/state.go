@@ -144,13 +144,13 @@ func (s *State) Services() []*catalog.Service {
 	return out
 }
 
-// AddService validates svc (filling in defaults) and its checks, stores
-// and persists them, starts the checks, then pushes the service with its
-// checks to the catalog and returns once that is committed. The checks
-// replace every check the service had. A validation error is a
-// *catalog.FieldError and changes nothing. A push that fails returns an
-// error wrapping ErrNotSynced: the service is kept and anti-entropy
-// retries it.
+// AddService validates svc (filling in defaults) and its checks, pushes
+// the service with its checks to the catalog, then stores and persists
+// them and starts the checks. The checks replace every check the service
+// had. A validation error is a *catalog.FieldError and changes nothing;
+// so does the servers' refusal. A push that fails otherwise (no server
+// answered) returns an error wrapping ErrNotSynced: the service is kept
+// and anti-entropy retries it.
 func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*checks.Definition) error {
 	svc = cloneService(svc)
 	if err := catalog.NormalizeService(svc); err != nil {
@@ -167,6 +167,17 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 	// the catalog in the order they were stored.
 	unlock := s.lockChange(svc.ID)
 	defer unlock()
+	states := make([]*catalog.Check, len(defs))
+	for i, def := range defs {
+		c := s.checkState(def, svc.Service)
+		states[i] = &c
+	}
+	req := s.registerRequest(svc)
+	req.Checks = states
+	pushErr := s.catalog.Register(ctx, req)
+	if refused(pushErr) {
+		return fmt.Errorf("register service %q: %w", svc.ID, pushErr)
+	}
 	token := acl.TokenFromContext(ctx)
 	if err := saveService(s.services, svc, token); err != nil {
 		return err
@@ -185,23 +196,25 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 		}
 	}
 	s.mu.Unlock()
+	for i, def := range defs {
+		if err := s.storeCheck(def, *states[i]); err != nil {
+			return err
+		}
+	}
+	if pushErr == nil {
+		s.markPushed(states)
+	}
 	for _, id := range stale {
-		if err := s.dropCheck(ctx, id); err != nil {
+		// Unreachable servers: each is dropped here all the same, and
+		// the error of the registration is the one returned.
+		if err := s.dropCheck(ctx, id); err != nil && pushErr == nil {
 			return err
 		}
 	}
-	for _, def := range defs {
-		if err := s.storeCheck(def); err != nil {
-			return err
-		}
-	}
-	req := s.registerRequest(svc)
-	req.Checks = s.serviceCheckStates(svc.ID)
-	if err := s.catalog.Register(ctx, req); err != nil {
+	if pushErr != nil {
 		s.retrySoon()
-		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, err)
+		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, pushErr)
 	}
-	s.markPushed(req.Checks)
 	return nil
 }
 
@@ -217,14 +230,17 @@ func (s *State) serviceChecks(svc *catalog.Service, defs []*checks.Definition) (
 		if err := d.Validate(fmt.Sprintf("Checks[%d].", i), s.cfg.Checks.EnableScriptChecks); err != nil {
 			return nil, err
 		}
+		if err := reservedCheckID(fmt.Sprintf("Checks[%d].CheckID", i), d.ID); err != nil {
+			return nil, err
+		}
 		out = append(out, &d)
 	}
 	return out, nil
 }
 
-// RemoveService forgets a service and its checks and deregisters it from
-// the catalog (which drops its checks with it). An unknown ID returns
-// ErrUnknownService.
+// RemoveService deregisters a service from the catalog (which drops its
+// checks with it), then forgets it and its checks; the servers' refusal
+// leaves it as it was. An unknown ID returns ErrUnknownService.
 func (s *State) RemoveService(ctx context.Context, id string) error {
 	unlock := s.lockChange(id)
 	defer unlock()
@@ -240,6 +256,12 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 		}
 	}
 	s.mu.Unlock()
+	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
+		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, ServiceID: id,
+	})
+	if refused(err) {
+		return fmt.Errorf("deregister service %q: %w", id, err)
+	}
 	for _, cid := range owned {
 		s.runner.Remove(cid)
 		if err := s.checkDir.remove(cid); err != nil {
@@ -256,9 +278,6 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 		delete(s.checks, cid)
 	}
 	s.mu.Unlock()
-	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
-		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, ServiceID: id,
-	})
 	if err != nil {
 		s.retrySoon()
 		return fmt.Errorf("deregister service %q: %w: %w", id, ErrNotSynced, err)
