@@ -121,6 +121,7 @@ type MethodInfo struct {
 	Name   string       // "Service.Method"
 	Need   Need         // as declared
 	Args   reflect.Type // *A
+	Reply  reflect.Type // *R
 	Stream bool         // registered with RegisterStream
 }
 
@@ -132,10 +133,10 @@ func (s *Server) Methods() []MethodInfo {
 	}
 	out := make([]MethodInfo, 0, len(t.methods)+len(t.streams))
 	for _, m := range t.methods {
-		out = append(out, MethodInfo{Name: m.name, Need: m.need, Args: m.args})
+		out = append(out, MethodInfo{Name: m.name, Need: m.need, Args: m.args, Reply: m.reply})
 	}
 	for _, m := range t.streams {
-		out = append(out, MethodInfo{Name: m.name, Need: m.need, Args: m.args, Stream: true})
+		out = append(out, MethodInfo{Name: m.name, Need: m.need, Args: m.args, Reply: m.reply, Stream: true})
 	}
 	slices.SortFunc(out, func(a, b MethodInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
