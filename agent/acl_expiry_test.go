@@ -1,19 +1,22 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairndns/cairn/agent"
 	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/internal/waittest"
 )
 
 // A token made with ExpirationTTL works until its ExpirationTime and from
 // then on is unknown everywhere at once: on the servers, at the agent
-// that cached what it may do, in token reads and lists. The bounds of the
+// that cached what it may do, in token reads and lists; the leader then
+// deletes it. The bounds of the
 // TTL are the servers' knobs, lowered here so the test need not wait a
 // minute.
 func TestTokenExpiresAtItsExpirationTime(t *testing.T) {
@@ -80,4 +83,12 @@ func TestTokenExpiresAtItsExpirationTime(t *testing.T) {
 	if strings.Contains(string(b), tok.AccessorID) {
 		t.Errorf("token list shows the expired token: %s", b)
 	}
+
+	// The leader's reconcile deletes it, which frees its secret.
+	ctx, cancel := context.WithTimeout(context.Background(), aclTestWait)
+	defer cancel()
+	if err := agent.Reconcile(ctx, a); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	mustCall(t, a, mgmtSecret, "PUT", "/v1/acl/token", map[string]any{"SecretID": tok.SecretID}, nil)
 }

@@ -269,3 +269,25 @@ func (s *Server) initACL(ctx context.Context, initialManagement string) error {
 	}
 	return s.apply(ctx, cmdACL, req)
 }
+
+// reapExpiredTokens deletes the tokens whose ExpirationTime has passed:
+// every server refuses them from that instant anyway (resolve), so this
+// only frees their rows and their secrets. The leader runs it with each
+// reconcile.
+func (s *Server) reapExpiredTokens(ctx context.Context, now time.Time) error {
+	_, toks, err := s.store.ACLTokens(nil)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range toks {
+		if !t.Expired(now) {
+			continue
+		}
+		err := s.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLTokenDelete, Token: &catalog.ACLToken{AccessorID: t.AccessorID}})
+		if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("reap expired token %s: %w", t.AccessorID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
