@@ -18,12 +18,12 @@ import (
 // runs.
 type Level uint8
 
+// The zero Level is none: a method declared without one is refused.
 const (
-	levelUnset Level = iota
 	// LevelPublic methods are answered to anyone, token or not: they reveal
 	// nothing a token guards (Status), or have a rule of their own that
 	// the method applies (ACL.Bootstrap, ACL.Resolve).
-	LevelPublic
+	LevelPublic Level = iota + 1
 	// LevelToken methods run only for a token the servers know (the
 	// anonymous one included): an unknown or expired one is refused
 	// with ErrACLNotFound before the method runs. The method then checks
