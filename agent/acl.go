@@ -101,7 +101,11 @@ func (b *aclBackend) Authorizer(ctx context.Context) (*acl.Authorizer, error) {
 	if len(b.cache) >= resolvedTokenCap {
 		clear(b.cache)
 	}
-	b.cache[secret] = resolvedToken{authz: authz, expires: now.Add(b.ttl)}
+	expires := now.Add(b.ttl)
+	if e := reply.ExpirationTime; !e.IsZero() && e.Before(expires) {
+		expires = e // an expiring token stops working here when it does on the servers
+	}
+	b.cache[secret] = resolvedToken{authz: authz, expires: expires}
 	b.mu.Unlock()
 	return authz, nil
 }

@@ -156,7 +156,10 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	catCfg := consensus.DefaultCatalogConfig()
 	catCfg.Datacenter = a.cfg.Datacenter
 	catCfg.Router = a.router
-	catCfg.ACL = consensus.ACLConfig{Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow"}
+	catCfg.ACL = consensus.ACLConfig{
+		Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow",
+		TokenMinExpirationTTL: a.cfg.ACL.TokenMinExpirationTTL, TokenMaxExpirationTTL: a.cfg.ACL.TokenMaxExpirationTTL,
+	}
 	catCfg.Members = lanMembers{&a.peers}
 	catCfg.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	var err error

@@ -38,22 +38,28 @@ type ACLToken struct {
 	// Policies are the policies whose rules the token grants.
 	Policies []ACLLink `json:",omitempty"`
 	// Local keeps the token in its own datacenter.
-	Local       bool
-	CreateTime  time.Time `json:",omitzero"`
-	CreateIndex uint64    `json:",omitzero"`
-	ModifyIndex uint64    `json:",omitzero"`
+	Local      bool
+	CreateTime time.Time `json:",omitzero"`
+	// ExpirationTTL, on create, makes the token stop working that long
+	// after (within the servers' acl.token_min/max_expiration_ttl);
+	// ExpirationTime is when it does. Zero: never.
+	ExpirationTTL  time.Duration `json:",omitzero"`
+	ExpirationTime *time.Time    `json:",omitempty"`
+	CreateIndex    uint64        `json:",omitzero"`
+	ModifyIndex    uint64        `json:",omitzero"`
 }
 
 // ACLTokenListEntry is a token as TokenList shows it: without its secret,
 // which the servers never send in a list.
 type ACLTokenListEntry struct {
-	AccessorID  string
-	Description string
-	Policies    []ACLLink
-	Local       bool
-	CreateTime  time.Time
-	CreateIndex uint64
-	ModifyIndex uint64
+	AccessorID     string
+	Description    string
+	Policies       []ACLLink
+	Local          bool
+	CreateTime     time.Time
+	ExpirationTime *time.Time `json:",omitempty"`
+	CreateIndex    uint64
+	ModifyIndex    uint64
 }
 
 // ACLPolicy is a policy in Consul's shape: rules in HCL, such as

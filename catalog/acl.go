@@ -44,7 +44,16 @@ type ACLToken struct {
 	// Local is kept for Consul's shape; tokens are per datacenter here.
 	Local      bool
 	CreateTime time.Time
+	// ExpirationTime, when set, is when the token stops working: from
+	// then on it resolves as if it did not exist (Consul's semantics).
+	// Set once, on create; zero means never.
+	ExpirationTime time.Time
 	RaftIndex
+}
+
+// Expired reports whether the token has expired at now.
+func (t *ACLToken) Expired(now time.Time) bool {
+	return !t.ExpirationTime.IsZero() && !now.Before(t.ExpirationTime)
 }
 
 // Well-known IDs, Consul's.

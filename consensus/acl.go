@@ -22,6 +22,20 @@ type ACLConfig struct {
 	// says: false denies (default_policy = "deny", the secure choice),
 	// true allows everything but managing ACLs. Default false.
 	DefaultAllow bool
+	// TokenMinExpirationTTL and TokenMaxExpirationTTL bound the lifetime a
+	// token may be created with (ExpirationTTL, or ExpirationTime from
+	// now). Defaults 1m and 24h, Consul's
+	// (acl.token_min_expiration_ttl, acl.token_max_expiration_ttl).
+	TokenMinExpirationTTL time.Duration
+	TokenMaxExpirationTTL time.Duration
+}
+
+// DefaultACLConfig returns the defaults documented on ACLConfig.
+func DefaultACLConfig() ACLConfig {
+	return ACLConfig{
+		TokenMinExpirationTTL: time.Minute,    // Consul's
+		TokenMaxExpirationTTL: 24 * time.Hour, // Consul's
+	}
 }
 
 // authorizer is what the endpoints ask before they read or write.
@@ -30,7 +44,8 @@ type authorizer = *acl.Authorizer
 // resolved is a token turned into its authorizer, cached until the ACL
 // data changes.
 type resolved struct {
-	index      uint64 // the ACL index it was resolved at
+	index      uint64    // the ACL index it was resolved at
+	expires    time.Time // the token's ExpirationTime; zero: never
 	accessor   string
 	management bool
 	rules      []string
@@ -70,9 +85,13 @@ func (r *aclResolver) resolve(secret string) (*resolved, error) {
 		hash = acl.HashSecret(secret)
 	}
 	index := r.store.ACLIndex()
+	now := time.Now()
 	r.mu.Lock()
 	if res, ok := r.cache[hash]; ok && res.index == index {
 		r.mu.Unlock()
+		if res.expired(now) {
+			return nil, rpc.ErrACLNotFound
+		}
 		return res, nil
 	}
 	r.mu.Unlock()
@@ -87,7 +106,16 @@ func (r *aclResolver) resolve(secret string) (*resolved, error) {
 	}
 	r.cache[hash] = res
 	r.mu.Unlock()
+	if res.expired(now) {
+		return nil, rpc.ErrACLNotFound
+	}
 	return res, nil
+}
+
+// expired reports whether the token had expired at now: it is refused
+// from that instant on every server, whether or not it was deleted yet.
+func (r *resolved) expired(now time.Time) bool {
+	return !r.expires.IsZero() && !now.Before(r.expires)
 }
 
 func (r *aclResolver) compile(hash string, index uint64) (*resolved, error) {
@@ -102,7 +130,7 @@ func (r *aclResolver) compile(hash string, index uint64) (*resolved, error) {
 	case tok == nil:
 		return nil, rpc.ErrACLNotFound
 	default:
-		res.accessor = tok.AccessorID
+		res.accessor, res.expires = tok.AccessorID, tok.ExpirationTime
 	}
 	var policies []*acl.Policy
 	if tok != nil {
@@ -247,4 +275,26 @@ func (s *Server) initACL(ctx context.Context) error {
 		return nil
 	}
 	return s.apply(ctx, cmdACL, req)
+}
+
+// reapExpiredTokens deletes the tokens whose ExpirationTime has passed:
+// every server refuses them from that instant anyway (resolve), so this
+// only frees their rows and their secrets. The leader runs it with each
+// reconcile.
+func (s *Server) reapExpiredTokens(ctx context.Context, now time.Time) error {
+	_, toks, err := s.store.ACLTokens(nil)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range toks {
+		if !t.Expired(now) {
+			continue
+		}
+		err := s.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLTokenDelete, Token: &catalog.ACLToken{AccessorID: t.AccessorID}})
+		if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("reap expired token %s: %w", t.AccessorID, err))
+		}
+	}
+	return errors.Join(errs...)
 }

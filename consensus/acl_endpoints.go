@@ -265,6 +265,7 @@ func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply 
 		return err
 	}
 	tok := &catalog.ACLToken{AccessorID: strings.ToLower(spec.AccessorID), Description: spec.Description, Policies: links, Local: spec.Local}
+	now := time.Now().UTC()
 	secret := ""
 	if args.Update {
 		_, old, err := store.ACLToken(nil, tok.AccessorID, false)
@@ -280,7 +281,14 @@ func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply 
 		if spec.Local != old.Local {
 			return &catalog.FieldError{Field: "Local", Reason: "cannot be changed once the token exists"}
 		}
-		tok.SecretHash, tok.CreateTime = old.SecretHash, old.CreateTime
+		if old.Expired(now) {
+			return fmt.Errorf("token %q: %w", spec.AccessorID, catalog.ErrNotFound)
+		}
+		// Consul's rule: the expiry is set once; an update may restate it.
+		if spec.ExpirationTTL != 0 || !spec.ExpirationTime.IsZero() && !spec.ExpirationTime.Equal(old.ExpirationTime) {
+			return &catalog.FieldError{Field: "ExpirationTime", Reason: "cannot be changed once the token exists"}
+		}
+		tok.SecretHash, tok.CreateTime, tok.ExpirationTime = old.SecretHash, old.CreateTime, old.ExpirationTime
 		if err := catalog.ValidateToken(tok); err != nil {
 			return err
 		}
@@ -301,7 +309,10 @@ func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply 
 		} else if !catalog.IsQueryID(secret) {
 			return &catalog.FieldError{Field: "SecretID", Reason: "must be a UUID"}
 		}
-		tok.SecretHash, tok.CreateTime = acl.HashSecret(secret), time.Now().UTC()
+		tok.SecretHash, tok.CreateTime = acl.HashSecret(secret), now
+		if tok.ExpirationTime, err = a.expiration(spec, now); err != nil {
+			return err
+		}
 		if err := catalog.ValidateToken(tok); err != nil {
 			return err
 		}
@@ -310,6 +321,39 @@ func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply 
 		return err
 	}
 	return a.answerToken(tok.AccessorID, secret, reply)
+}
+
+// expiration is the ExpirationTime a new token gets from spec (zero:
+// never), within the configured bounds, as Consul checks them.
+func (a *ACL) expiration(spec rpc.ACLTokenSpec, now time.Time) (time.Time, error) {
+	lo, hi := a.cat.cfg.ACL.TokenMinExpirationTTL, a.cat.cfg.ACL.TokenMaxExpirationTTL
+	inRange := func(field string, ttl time.Duration) error {
+		if ttl < lo || ttl > hi {
+			return &catalog.FieldError{Field: field, Reason: fmt.Sprintf("must be between %s and %s from now (acl.token_min_expiration_ttl, acl.token_max_expiration_ttl), got %s", lo, hi, ttl.Round(time.Second))}
+		}
+		return nil
+	}
+	switch {
+	case spec.ExpirationTTL != 0 && !spec.ExpirationTime.IsZero():
+		return time.Time{}, &catalog.FieldError{Field: "ExpirationTTL", Reason: "set ExpirationTTL or ExpirationTime, not both"}
+	case spec.ExpirationTTL != 0:
+		if spec.ExpirationTTL < 0 {
+			return time.Time{}, &catalog.FieldError{Field: "ExpirationTTL", Reason: fmt.Sprintf("must be positive, got %s", spec.ExpirationTTL)}
+		}
+		if err := inRange("ExpirationTTL", spec.ExpirationTTL); err != nil {
+			return time.Time{}, err
+		}
+		return now.Add(spec.ExpirationTTL), nil
+	case !spec.ExpirationTime.IsZero():
+		if !spec.ExpirationTime.After(now) {
+			return time.Time{}, &catalog.FieldError{Field: "ExpirationTime", Reason: "is in the past"}
+		}
+		if err := inRange("ExpirationTime", spec.ExpirationTime.Sub(now)); err != nil {
+			return time.Time{}, err
+		}
+		return spec.ExpirationTime.UTC(), nil
+	}
+	return time.Time{}, nil
 }
 
 // resolveLinks turns policy links given by ID or by name into links by ID,
@@ -396,7 +440,11 @@ func (a *ACL) TokenList(ctx context.Context, args *rpc.ACLTokenListRequest, repl
 			return 0, err
 		}
 		reply.Tokens = make([]*rpc.ACLTokenView, 0, len(toks))
+		now := time.Now()
 		for _, t := range toks {
+			if t.Expired(now) { // gone for every purpose, as in Consul
+				continue
+			}
 			reply.Tokens = append(reply.Tokens, a.view(t, ""))
 		}
 		return idx, nil
@@ -418,7 +466,7 @@ func (a *ACL) Resolve(ctx context.Context, args *rpc.ACLResolveRequest, reply *r
 	if err != nil {
 		return err
 	}
-	reply.AccessorID, reply.Management, reply.Index = res.accessor, res.management, res.index
+	reply.AccessorID, reply.Management, reply.Index, reply.ExpirationTime = res.accessor, res.management, res.index, res.expires
 	reply.Rules = slices.Clone(res.rules)
 	return nil
 }
@@ -452,7 +500,7 @@ func (a *ACL) answerToken(accessor, secret string, reply *rpc.ACLTokenResponse) 
 	if err != nil {
 		return err
 	}
-	if tok == nil {
+	if tok == nil || tok.Expired(time.Now()) {
 		return fmt.Errorf("token %q: %w", accessor, catalog.ErrNotFound)
 	}
 	reply.Token, reply.Index = a.view(tok, secret), max(idx, 1)
@@ -461,7 +509,7 @@ func (a *ACL) answerToken(accessor, secret string, reply *rpc.ACLTokenResponse) 
 
 // view is a stored token as clients see it: policy names filled in.
 func (a *ACL) view(t *catalog.ACLToken, secret string) *rpc.ACLTokenView {
-	v := &rpc.ACLTokenView{AccessorID: t.AccessorID, SecretID: secret, Description: t.Description, Local: t.Local, CreateTime: t.CreateTime, RaftIndex: t.RaftIndex}
+	v := &rpc.ACLTokenView{AccessorID: t.AccessorID, SecretID: secret, Description: t.Description, Local: t.Local, CreateTime: t.CreateTime, ExpirationTime: t.ExpirationTime, RaftIndex: t.RaftIndex}
 	for _, l := range t.Policies {
 		name := ""
 		if _, p, err := a.cat.srv.Store().ACLPolicy(nil, l.ID, false); err == nil && p != nil {

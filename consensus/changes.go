@@ -13,12 +13,14 @@ import (
 )
 
 // Publish registers c's methods on s, under rpc.CatalogEndpoint, and its
-// change feed (Feed), a stream method.
+// change feed (Feed), a stream method; and makes s check every call's
+// token against its method's Need with c's ACL data (AuthorizeCall).
 func (c *Catalog) Publish(s *rpc.Server) error {
+	s.SetAuthorizer(c)
 	if err := s.Register(rpc.CatalogEndpoint, c); err != nil {
 		return err
 	}
-	return rpc.RegisterStream(s, rpc.MethodCatalogFeed, c.Feed)
+	return rpc.RegisterStream(s, rpc.MethodCatalogFeed, feedNeed, c.Feed)
 }
 
 // Feed tells its caller, for as long as it listens, which names change

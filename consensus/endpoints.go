@@ -58,6 +58,7 @@ func DefaultCatalogConfig() CatalogConfig {
 		LeaderWait:     2 * time.Second,
 		ForwardTimeout: 15 * time.Second,
 		KVMaxValueSize: catalog.DefaultKVMaxValueSize,
+		ACL:            DefaultACLConfig(),
 	}
 }
 
@@ -75,6 +76,9 @@ func (c CatalogConfig) Validate() error {
 	}
 	if c.ForwardTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("consensus ForwardTimeout: must be positive, got %s", c.ForwardTimeout))
+	}
+	if c.ACL.TokenMinExpirationTTL < 0 || c.ACL.TokenMaxExpirationTTL < c.ACL.TokenMinExpirationTTL {
+		errs = append(errs, fmt.Errorf("consensus ACL: TokenMinExpirationTTL (%s) must not be negative nor above TokenMaxExpirationTTL (%s)", c.ACL.TokenMinExpirationTTL, c.ACL.TokenMaxExpirationTTL))
 	}
 	if c.Router != nil && !strings.EqualFold(c.Router.Datacenter(), c.Datacenter) {
 		errs = append(errs, fmt.Errorf("consensus Router: routes for datacenter %q, this endpoint serves %q", c.Router.Datacenter(), c.Datacenter))

@@ -198,6 +198,10 @@ func TestCatalogEndpointErrorsOnFollower(t *testing.T) {
 // follower makes of the leader's errors.
 type refusingLeader struct{}
 
+func (refusingLeader) RPCNeeds() rpc.Needs {
+	return rpc.Needs{"Register": rpc.NeedToken("service,node", "write"), "Deregister": rpc.NeedToken("service,node", "write")}
+}
+
 func (refusingLeader) Register(_ context.Context, args *rpc.RegisterRequest, _ *struct{}) error {
 	if !args.Forwarded {
 		return errors.New("want a forwarded request")

@@ -22,6 +22,10 @@ type stallingLeader struct {
 	ended   chan struct{}
 }
 
+func (stallingLeader) RPCNeeds() rpc.Needs {
+	return rpc.Needs{"Register": rpc.NeedToken("service,node", "write")}
+}
+
 func (l stallingLeader) Register(ctx context.Context, _ *rpc.RegisterRequest, _ *struct{}) error {
 	l.started <- struct{}{}
 	<-ctx.Done()

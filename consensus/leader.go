@@ -298,6 +298,9 @@ func (l *Leader) Reconcile(ctx context.Context) error {
 		if err := l.s.initACL(ctx); err != nil {
 			return fmt.Errorf("initialise ACLs: %w", err)
 		}
+		if err := l.s.reapExpiredTokens(ctx, time.Now()); err != nil {
+			return err
+		}
 	}
 	if err := l.s.initAutopilot(ctx, l.cfg.Autopilot); err != nil {
 		return err

@@ -101,6 +101,10 @@ type ACLTokenSpec struct {
 	Description string
 	Policies    []catalog.ACLPolicyLink
 	Local       bool
+	// ExpirationTTL (from now) or ExpirationTime makes the token expire;
+	// at most one of them, on create only. Zero: never.
+	ExpirationTTL  time.Duration
+	ExpirationTime time.Time
 }
 
 // ACLTokenSetRequest creates a token, or updates the one with
@@ -123,6 +127,8 @@ type ACLTokenView struct {
 	Policies    []catalog.ACLPolicyLink
 	Local       bool
 	CreateTime  time.Time
+	// ExpirationTime is when the token stops working; zero: never.
+	ExpirationTime time.Time
 	catalog.RaftIndex
 }
 
@@ -176,4 +182,7 @@ type ACLResolveResponse struct {
 	Rules        []string
 	// Index is the index of the ACL data the answer reflects.
 	Index uint64
+	// ExpirationTime is when the token stops working (zero: never): an
+	// agent keeps the answer no longer than that.
+	ExpirationTime time.Time
 }

@@ -355,7 +355,8 @@ func TestRegisterShapes(t *testing.T) {
 		{"helpers skipped", withHelpers{}, nil},
 		{"old", oldShape{}, []string{"method old.Do", "func(*rpc.EchoArgs, *rpc.EchoReply) error", "context.Context"}},
 		{"value", valueArgs{}, []string{"method value.Do", "func(context.Context, rpc.EchoArgs, *rpc.EchoReply) error", "pointers"}},
-		{"no RPC method", struct{}{}, []string{"no exported method"}},
+		{"no RPC method", noMethods{}, []string{"no exported method"}},
+		{"undeclared", struct{}{}, []string{"RPCNeeds"}},
 		{"nil", nil, []string{"nil"}},
 	} {
 		err := s.Register(tc.name, tc.rcvr)

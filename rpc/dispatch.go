@@ -27,6 +27,7 @@ type method struct {
 	fn    reflect.Value // the method's func, receiver first
 	args  reflect.Type  // *A
 	reply reflect.Type  // *R
+	need  Need          // as declared by the receiver's RPCNeeds
 }
 
 // call runs the method with args (a *A) and reply (a *R) in the calling
@@ -106,6 +107,11 @@ func (r *registry) register(name string, rcvr any) error {
 	if rcvr == nil {
 		return errors.New("receiver is nil")
 	}
+	decl, ok := rcvr.(Declared)
+	if !ok {
+		return fmt.Errorf("type %T does not declare what its methods need (RPCNeeds)", rcvr)
+	}
+	needs := decl.RPCNeeds()
 	v := reflect.ValueOf(rcvr)
 	t := v.Type()
 	found := map[string]*method{}
@@ -119,10 +125,19 @@ func (r *registry) register(name string, rcvr any) error {
 			continue
 		}
 		full := name + "." + m.Name
-		found[full] = &method{name: full, rcvr: v, fn: m.Func, args: m.Type.In(2), reply: m.Type.In(3)}
+		need := needs[m.Name]
+		if err := checkNeed(full, need, m.Type.In(2)); err != nil {
+			return err
+		}
+		found[full] = &method{name: full, rcvr: v, fn: m.Func, args: m.Type.In(2), reply: m.Type.In(3), need: need}
 	}
 	if len(found) == 0 {
 		return fmt.Errorf("type %s has no exported method of the form func(context.Context, *Args, *Reply) error", t)
+	}
+	for m := range needs {
+		if found[name+"."+m] == nil {
+			return fmt.Errorf("RPCNeeds of %s declares %q, which is no RPC method of it", t, m)
+		}
 	}
 
 	r.mu.Lock()

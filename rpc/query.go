@@ -211,7 +211,24 @@ type Idempotent interface {
 type Authenticated interface {
 	// SetTokenIfEmpty sets the request's token unless it has one.
 	SetTokenIfEmpty(secret string)
+	// RequestToken is the request's token ("" for the anonymous one).
+	RequestToken() string
+	// RequestDatacenter is the datacenter the request names ("" for
+	// the server's own).
+	RequestDatacenter() string
 }
+
+// RequestToken is Token.
+func (q *QueryOptions) RequestToken() string { return q.Token }
+
+// RequestDatacenter is Datacenter.
+func (q *QueryOptions) RequestDatacenter() string { return q.Datacenter }
+
+// RequestToken is Token.
+func (w *WriteRequest) RequestToken() string { return w.Token }
+
+// RequestDatacenter is Datacenter.
+func (w *WriteRequest) RequestDatacenter() string { return w.Datacenter }
 
 // SetTokenIfEmpty sets Token unless it is set.
 func (q *QueryOptions) SetTokenIfEmpty(secret string) {

@@ -48,6 +48,8 @@ type Server struct {
 	writes *writeLimiter
 	// metrics counts and times the calls (metrics.go).
 	metrics *serverMetrics
+	// authz checks each call against its method's Need (need.go).
+	authz atomic.Pointer[CallAuthorizer]
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -162,6 +164,9 @@ func (s *Server) call(ctx context.Context, name string, args, reply any) error {
 	argv, replyv, err := m.values(args, reply)
 	if err != nil {
 		return err
+	}
+	if err := s.authorize(m.name, m.need, args); err != nil {
+		return asRemote(err)
 	}
 	// The method's ctx is the caller's, ended also by Shutdown.
 	callCtx, cancel := context.WithCancel(ctx)
@@ -565,6 +570,10 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 	args := reflect.New(m.args.Elem())
 	if err := c.decode(args.Interface()); err != nil {
 		c.writeResponse(req, fmt.Errorf("rpc: %s: cannot decode arguments: %w", m.name, err), nil)
+		return
+	}
+	if err := s.authorize(m.name, m.need, args.Interface()); err != nil {
+		c.writeResponse(req, err, nil)
 		return
 	}
 	if _, write := args.Interface().(Write); write && !s.allowWrite(remote) {

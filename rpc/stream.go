@@ -52,6 +52,7 @@ type streamMethod struct {
 	name  string
 	args  reflect.Type // *A
 	reply reflect.Type // *R
+	need  Need
 	run   func(ctx context.Context, args any, send func(reply any) error) error
 }
 
@@ -60,12 +61,17 @@ type streamMethod struct {
 // closed the stream or went away, or the server shuts down); send writes
 // one reply and returns an error once the caller cannot get it, which fn
 // returns. A reply given to send belongs to the stream from then on (an
-// in-process caller reads that very value).
-func RegisterStream[A, R any](s *Server, name string, fn func(ctx context.Context, args *A, send func(*R) error) error) error {
+// in-process caller reads that very value). need is what its caller
+// needs, as for Register.
+func RegisterStream[A, R any](s *Server, name string, need Need, fn func(ctx context.Context, args *A, send func(*R) error) error) error {
+	if err := checkNeed(name, need, reflect.TypeFor[*A]()); err != nil {
+		return err
+	}
 	return s.methods.registerStream(&streamMethod{
 		name:  name,
 		args:  reflect.TypeFor[*A](),
 		reply: reflect.TypeFor[*R](),
+		need:  need,
 		run: func(ctx context.Context, args any, send func(any) error) error {
 			return fn(ctx, args.(*A), func(r *R) error { return send(r) })
 		},
@@ -107,6 +113,10 @@ func (s *Server) serveStreamMethod(st stream, c *streamCodec, req requestHeader,
 	args := reflect.New(m.args.Elem()).Interface()
 	if err := c.decode(args); err != nil {
 		c.writeResponse(req, fmt.Errorf("rpc: %s: cannot decode arguments: %w", m.name, err), nil)
+		return
+	}
+	if err := s.authorize(m.name, m.need, args); err != nil {
+		c.writeResponse(req, err, nil)
 		return
 	}
 	h := responseHeader{ServiceMethod: req.ServiceMethod, Seq: req.Seq}
@@ -152,6 +162,10 @@ func (s *Server) Stream(ctx context.Context, method string, args any) (Stream, e
 	if a := reflect.ValueOf(args); !a.IsValid() || a.Type() != m.args || a.IsNil() {
 		s.wg.Done()
 		return nil, fmt.Errorf("rpc %s: %w: args are %s, want a non-nil %s", method, ErrCodec, describe(args), m.args)
+	}
+	if err := s.authorize(m.name, m.need, args); err != nil {
+		s.wg.Done()
+		return nil, fmt.Errorf("rpc %s: %w", method, asRemote(err))
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(s.life, cancel)

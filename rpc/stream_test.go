@@ -37,7 +37,7 @@ func (e *Echo) Count(ctx context.Context, args *EchoArgs, send func(*EchoReply) 
 func streamDoors(t *testing.T) (*Server, *Echo, map[string]func(ctx context.Context, args *EchoArgs) (Stream, error)) {
 	t.Helper()
 	s, echo := startServer(t, testConfig())
-	if err := RegisterStream(s, "Echo.Count", echo.Count); err != nil {
+	if err := RegisterStream(s, "Echo.Count", NeedPublic(), echo.Count); err != nil {
 		t.Fatalf("RegisterStream: %v", err)
 	}
 	p, _ := newPool(t)
@@ -152,14 +152,14 @@ func TestRegisterStreamRefuses(t *testing.T) {
 	t.Parallel()
 	s, echo := newLocalServer(t)
 	for _, name := range []string{"Count", "Echo.", ".Count", "Echo.Count.More", "Echo.Echo"} {
-		if err := RegisterStream(s, name, echo.Count); err == nil {
+		if err := RegisterStream(s, name, NeedPublic(), echo.Count); err == nil {
 			t.Errorf("RegisterStream(%q): got nil, want an error", name)
 		}
 	}
-	if err := RegisterStream(s, "Echo.Count", echo.Count); err != nil {
+	if err := RegisterStream(s, "Echo.Count", NeedPublic(), echo.Count); err != nil {
 		t.Fatalf("RegisterStream: %v", err)
 	}
-	if err := RegisterStream(s, "Echo.Count", echo.Count); err == nil {
+	if err := RegisterStream(s, "Echo.Count", NeedPublic(), echo.Count); err == nil {
 		t.Error("RegisterStream twice: got nil, want an error")
 	}
 	if err := s.Call(testCtx(t), "Echo.Count", &EchoArgs{}, &EchoReply{}); err == nil {
@@ -197,7 +197,7 @@ func (p *pacer) Paced(ctx context.Context, _ *EchoArgs, send func(*EchoReply) er
 func BenchmarkStreamRecvWaiting(b *testing.B) {
 	s, _ := startServer(b, testConfig())
 	pc := &pacer{next: make(chan struct{})}
-	if err := RegisterStream(s, "Pacer.Paced", pc.Paced); err != nil {
+	if err := RegisterStream(s, "Pacer.Paced", NeedPublic(), pc.Paced); err != nil {
 		b.Fatal(err)
 	}
 	p, _ := newPool(b)

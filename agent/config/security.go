@@ -22,6 +22,12 @@ type ACL struct {
 	// (acl.token_ttl). The servers always check against their current
 	// data. Default 30s, Consul's.
 	TokenTTL time.Duration
+	// TokenMinExpirationTTL and TokenMaxExpirationTTL bound the lifetime
+	// of a token created with ExpirationTTL or ExpirationTime
+	// (acl.token_min_expiration_ttl, acl.token_max_expiration_ttl).
+	// Servers only. Defaults 1m and 24h, Consul's.
+	TokenMinExpirationTTL time.Duration
+	TokenMaxExpirationTTL time.Duration
 	// Tokens are the agent's own tokens (acl.tokens).
 	Tokens ACLTokens
 }
@@ -52,7 +58,10 @@ type ACLTokens struct {
 
 // DefaultACL returns the defaults documented on ACL.
 func DefaultACL() ACL {
-	return ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second}
+	// The expiration bounds are consensus.DefaultACLConfig's (this
+	// package may not import consensus): Consul's 1m and 24h.
+	return ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second,
+		TokenMinExpirationTTL: time.Minute, TokenMaxExpirationTTL: 24 * time.Hour}
 }
 
 // AgentToken is the token the agent writes its own node and services with.
@@ -76,6 +85,8 @@ type fileACL struct {
 	Enabled       *bool          `hcl:"enabled"`
 	DefaultPolicy *string        `hcl:"default_policy"`
 	TokenTTL      *string        `hcl:"token_ttl"`
+	TokenMinTTL   *string        `hcl:"token_min_expiration_ttl"`
+	TokenMaxTTL   *string        `hcl:"token_max_expiration_ttl"`
 	Tokens        *fileACLTokens `hcl:"tokens"`
 }
 
@@ -90,6 +101,7 @@ type fileACLTokens struct {
 // knownKeys.
 var securityKeys = map[string]bool{
 	"acl": true, "acl.enabled": true, "acl.default_policy": true, "acl.token_ttl": true,
+	"acl.token_min_expiration_ttl": true, "acl.token_max_expiration_ttl": true,
 	"acl.tokens": true, "acl.tokens.initial_management": true, "acl.tokens.agent": true, "acl.tokens.default": true,
 	"acl.tokens.dns": true,
 }
@@ -97,12 +109,23 @@ var securityKeys = map[string]bool{
 func (f *fileACL) apply(a *ACL) error {
 	setIf(&a.Enabled, f.Enabled)
 	setIf(&a.DefaultPolicy, f.DefaultPolicy)
-	if f.TokenTTL != nil {
-		d, err := time.ParseDuration(*f.TokenTTL)
-		if err != nil {
-			return &FieldError{Field: "acl.token_ttl", Reason: fmt.Sprintf("%q is not a duration such as \"30s\"", *f.TokenTTL)}
+	for _, d := range []struct {
+		field string
+		in    *string
+		out   *time.Duration
+	}{
+		{"acl.token_ttl", f.TokenTTL, &a.TokenTTL},
+		{"acl.token_min_expiration_ttl", f.TokenMinTTL, &a.TokenMinExpirationTTL},
+		{"acl.token_max_expiration_ttl", f.TokenMaxTTL, &a.TokenMaxExpirationTTL},
+	} {
+		if d.in == nil {
+			continue
 		}
-		a.TokenTTL = d
+		v, err := time.ParseDuration(*d.in)
+		if err != nil {
+			return &FieldError{Field: d.field, Reason: fmt.Sprintf("%q is not a duration such as \"30s\"", *d.in)}
+		}
+		*d.out = v
 	}
 	if t := f.Tokens; t != nil {
 		setIf(&a.Tokens.InitialManagement, t.InitialManagement)
@@ -121,6 +144,12 @@ func (c *Config) validateACL(bad func(field, format string, args ...any)) {
 	}
 	if a.TokenTTL < 0 {
 		bad("acl.token_ttl", "must not be negative, got %s", a.TokenTTL)
+	}
+	if a.TokenMinExpirationTTL <= 0 {
+		bad("acl.token_min_expiration_ttl", "must be positive, got %s", a.TokenMinExpirationTTL)
+	}
+	if a.TokenMaxExpirationTTL < a.TokenMinExpirationTTL {
+		bad("acl.token_max_expiration_ttl", "must be at least acl.token_min_expiration_ttl (%s), got %s", a.TokenMinExpirationTTL, a.TokenMaxExpirationTTL)
 	}
 	if t := a.Tokens.InitialManagement; t != "" {
 		if !catalog.IsQueryID(t) { // the UUID form

@@ -14,16 +14,20 @@ func TestACLBlock(t *testing.T) {
   enabled = true
   default_policy = "allow"
   token_ttl = "10s"
+  token_min_expiration_ttl = "2m"
+  token_max_expiration_ttl = "8h"
   tokens { agent = "a-token" default = "d-token" dns = "dns-token" }
 }`},
 		{"acl.json", `{"acl": {"enabled": true, "default_policy": "allow", "token_ttl": "10s",
+  "token_min_expiration_ttl": "2m", "token_max_expiration_ttl": "8h",
   "tokens": {"agent": "a-token", "default": "d-token", "dns": "dns-token"}}}`},
 	} {
 		c := Default()
 		if err := LoadFile(writeConfig(t, tc.name, tc.file), &c); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		want := ACL{Enabled: true, DefaultPolicy: "allow", TokenTTL: 10 * time.Second, Tokens: ACLTokens{Agent: "a-token", Default: "d-token", DNS: "dns-token"}}
+		want := ACL{Enabled: true, DefaultPolicy: "allow", TokenTTL: 10 * time.Second,
+			TokenMinExpirationTTL: 2 * time.Minute, TokenMaxExpirationTTL: 8 * time.Hour, Tokens: ACLTokens{Agent: "a-token", Default: "d-token", DNS: "dns-token"}}
 		if c.ACL != want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, c.ACL, want)
 		}
@@ -34,6 +38,9 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 	for _, tc := range []struct{ file, field string }{
 		{`acl { default_policy = "maybe" }`, "acl.default_policy"},
 		{`acl { token_ttl = "soon" }`, "acl.token_ttl"},
+		{`acl { token_min_expiration_ttl = "soon" }`, "acl.token_min_expiration_ttl"},
+		{`acl { token_min_expiration_ttl = "0s" }`, "acl.token_min_expiration_ttl"},
+		{`acl { token_max_expiration_ttl = "30s" }`, "acl.token_max_expiration_ttl"},
 		{`acl { tokens { initial_management = "not-a-uuid" } }`, "acl.tokens.initial_management"},
 		{`acl { enabeld = true }`, "acl.enabeld"},
 		{`limits { kv_max_value_size = 0 }`, "limits.kv_max_value_size"},

@@ -8,8 +8,10 @@ import (
 )
 
 // This file holds the checks of the endpoints the agent answers itself
-// (/v1/agent/...): the servers check everything that reaches them, but a
-// local registration, a TTL update or a leave never does. The rules are
+// (/v1/agent/...) that depend on what the request names (a service, a
+// check): the servers check everything that reaches them, but a local
+// registration, a TTL update or a leave never does. What does not depend
+// on the request is its route's Need (routes.go). The rules are
 // Consul's: service:write for what belongs to a service, node:write for
 // the node's own checks and maintenance, agent:read/write for the agent
 // itself, operator:write to make it leave.
@@ -63,22 +65,8 @@ func (s *Server) mayWriteNode(r *http.Request) error {
 	return s.permission(r, "node", "write", node, func(a *acl.Authorizer) bool { return a.NodeWrite(node) })
 }
 
-func (s *Server) mayReadAgent(r *http.Request) error {
-	node := s.cfg.NodeName
-	return s.permission(r, "agent", "read", node, func(a *acl.Authorizer) bool { return a.AgentRead(node) })
-}
-
-func (s *Server) mayWriteAgent(r *http.Request) error {
-	node := s.cfg.NodeName
-	return s.permission(r, "agent", "write", node, func(a *acl.Authorizer) bool { return a.AgentWrite(node) })
-}
-
 func (s *Server) mayWriteOperator(r *http.Request) error {
 	return s.permission(r, "operator", "write", "", (*acl.Authorizer).OperatorWrite)
-}
-
-func (s *Server) mayReadOperator(r *http.Request) error {
-	return s.permission(r, "operator", "read", "", (*acl.Authorizer).OperatorRead)
 }
 
 // readableServices returns the local services the request may read.

@@ -93,9 +93,11 @@ type aclJSONToken struct {
 	Policies    []aclJSONLink `json:",omitempty"`
 	Local       bool
 	CreateTime  time.Time
-	Hash        []byte `json:",omitempty"`
-	CreateIndex uint64
-	ModifyIndex uint64
+	// ExpirationTime is when the token stops working; absent: never.
+	ExpirationTime *time.Time `json:",omitempty"`
+	Hash           []byte     `json:",omitempty"`
+	CreateIndex    uint64
+	ModifyIndex    uint64
 }
 
 type aclJSONLink struct {
@@ -110,6 +112,10 @@ func tokenJSON(v *rpc.ACLTokenView) aclJSONToken {
 	}
 	for _, l := range v.Policies {
 		out.Policies = append(out.Policies, aclJSONLink(l))
+	}
+	if !v.ExpirationTime.IsZero() {
+		e := v.ExpirationTime
+		out.ExpirationTime = &e
 	}
 	return out
 }
@@ -271,6 +277,10 @@ type aclTokenBody struct {
 	Description string
 	Policies    []aclJSONLink
 	Local       bool
+	// ExpirationTTL ("1h", or nanoseconds) or ExpirationTime (RFC 3339)
+	// make the token expire, as in Consul.
+	ExpirationTTL  duration
+	ExpirationTime *time.Time
 }
 
 func (s *Server) aclTokenCreate(w http.ResponseWriter, r *http.Request) error {
@@ -320,6 +330,12 @@ func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string
 		return badRequest("AccessorID", "%q differs from the ID in the path, %q", body.AccessorID, id)
 	}
 	spec := rpc.ACLTokenSpec{AccessorID: body.AccessorID, SecretID: body.SecretID, Description: body.Description, Local: body.Local}
+	if spec.ExpirationTTL, err = body.ExpirationTTL.parse("ExpirationTTL"); err != nil {
+		return err
+	}
+	if body.ExpirationTime != nil {
+		spec.ExpirationTime = *body.ExpirationTime
+	}
 	if id != "" {
 		spec.AccessorID = id
 	}

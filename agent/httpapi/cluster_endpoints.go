@@ -144,9 +144,6 @@ func (s *Server) agentJoin(w http.ResponseWriter, r *http.Request) error {
 	case strings.Contains(addr, "/"):
 		return badRequest("address", "must be a host or host:port, got %q", addr)
 	}
-	if err := s.mayWriteAgent(r); err != nil {
-		return err
-	}
 	join := s.cluster.Join
 	if boolParam(r, "wan") {
 		join = s.cluster.JoinWAN
@@ -179,10 +176,8 @@ func (s *Server) catalogDatacenters(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {
 	// Making an agent leave takes it out of the cluster (a server out of
-	// the Raft configuration): agent:write on it and operator:write.
-	if err := s.mayWriteAgent(r); err != nil {
-		return err
-	}
+	// the Raft configuration): agent:write on it (its route's Need) and
+	// operator:write.
 	if err := s.mayWriteOperator(r); err != nil {
 		return err
 	}
@@ -194,9 +189,6 @@ func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) error {
-	if err := s.mayReadOperator(r); err != nil {
-		return err
-	}
 	cfg, err := s.cluster.RaftConfiguration(r.Context())
 	if err != nil {
 		return fmt.Errorf("read raft configuration: %w", err)

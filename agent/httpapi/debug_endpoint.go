@@ -17,9 +17,6 @@ func (s *Server) debugPprof(w http.ResponseWriter, r *http.Request) error {
 	if !s.cfg.EnableDebug {
 		return notFound("no endpoint %s (the agent runs without enable_debug)", r.URL.Path)
 	}
-	if err := s.mayReadOperator(r); err != nil {
-		return err
-	}
 	switch r.PathValue("name") {
 	case "cmdline":
 		pprof.Cmdline(w, r)

@@ -38,17 +38,6 @@ func (s *Server) SetDNSWire(d DNSWire) { s.dnsWire = d }
 // routeDoH serves /dns-query: 404 on the plain HTTP listener, whatever
 // the method, and without a DNSWire; else dnsQuery, other methods than
 // GET and POST answered 405.
-func (s *Server) routeDoH(mux *http.ServeMux) {
-	doh := s.endpoint("/dns-query", s.dnsQuery, http.MethodGet, http.MethodPost)
-	mux.HandleFunc("/dns-query", func(w http.ResponseWriter, r *http.Request) {
-		if s.dnsWire == nil || r.TLS == nil {
-			s.writeError(w, r, notFound("no endpoint %s: DNS over HTTPS is served on the HTTPS port only", r.URL.Path))
-			return
-		}
-		doh(w, r)
-	})
-}
-
 // dnsQuery answers DNS over HTTPS (RFC 8484): GET /dns-query?dns=<the
 // query, base64url> or POST /dns-query with the query as its body
 // (Content-Type application/dns-message), answered 200 with the reply as
@@ -59,6 +48,9 @@ func (s *Server) routeDoH(mux *http.ServeMux) {
 // It checks no ACL: like the DNS port, answers follow the agent's default
 // token.
 func (s *Server) dnsQuery(w http.ResponseWriter, r *http.Request) error {
+	if s.dnsWire == nil || r.TLS == nil {
+		return notFound("no endpoint %s: DNS over HTTPS is served on the HTTPS port only", r.URL.Path)
+	}
 	var query []byte
 	switch r.Method {
 	case http.MethodGet:

@@ -69,7 +69,7 @@ func TestDNSOverHTTPS(t *testing.T) {
 		{name: "POST type case", method: http.MethodPost, url: https + "/dns-query", contentType: "Application/DNS-Message; x=y", body: query, want: http.StatusOK},
 		{name: "plain HTTP GET", method: http.MethodGet, url: plain + get, want: http.StatusNotFound},
 		{name: "plain HTTP POST", method: http.MethodPost, url: plain + "/dns-query", contentType: "application/dns-message", body: query, want: http.StatusNotFound},
-		{name: "plain HTTP PUT", method: http.MethodPut, url: plain + "/dns-query", want: http.StatusNotFound},
+		{name: "plain HTTP PUT", method: http.MethodPut, url: plain + "/dns-query", want: http.StatusMethodNotAllowed},
 		{name: "GET without dns", method: http.MethodGet, url: https + "/dns-query", want: http.StatusBadRequest, field: "dns"},
 		{name: "GET not base64url", method: http.MethodGet, url: https + "/dns-query?dns=a+b/c", want: http.StatusBadRequest, field: "dns"},
 		{name: "GET not DNS", method: http.MethodGet, url: https + "/dns-query?dns=" + base64.RawURLEncoding.EncodeToString([]byte("xyz")), want: http.StatusBadRequest, field: "dns"},

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cairndns/cairn/acl"
@@ -12,72 +15,123 @@ import (
 // error for writeError to answer.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// Methods, for the tables below.
+const (
+	get  = http.MethodGet
+	head = http.MethodHead
+	put  = http.MethodPut
+	post = http.MethodPost
+	del  = http.MethodDelete
+)
+
+// route is one entry of the route table: a pattern, its handler, and
+// what each method it answers needs (need.go). A route is registered
+// only with its Needs: the table is the one place both the mux and
+// Routes (for the attacker test) are built from.
+type route struct {
+	pattern string
+	h       handlerFunc
+	needs   Needs
+}
+
+// methods are the route's methods, sorted.
+func (rt route) methods() []string {
+	return slices.Sorted(maps.Keys(rt.needs))
+}
+
+// kvPattern is the key store's route, which the mux never sees (routes).
+const kvPattern = "/v1/kv/{key...}"
+
+// table is every route the API serves. s may be a zero Server: nothing
+// here is called.
+func (s *Server) table() []route {
+	return []route{
+		{"/v1/agent/service/register", s.agentServiceRegister, Needs{put: inRequest("service", "write")}},
+		{"/v1/agent/service/deregister/{id...}", s.agentServiceDeregister, Needs{put: inRequest("service", "write")}},
+		{"/v1/agent/services", s.agentServices, Needs{get: filtered("service")}},
+		{"/v1/agent/service/{id}", s.agentServiceGet, Needs{get: inRequest("service", "read")}},
+		{"/v1/agent/self", s.agentSelf, Needs{get: onNode("agent", "read")}},
+		{"/v1/agent/service/maintenance/{id...}", s.agentServiceMaintenance, Needs{put: inRequest("service", "write")}},
+		{"/v1/agent/maintenance", s.agentNodeMaintenance, Needs{put: onNode("node", "write")}},
+		{"/v1/agent/check/register", s.agentCheckRegister, Needs{put: inRequest("service,node", "write")}},
+		{"/v1/agent/check/deregister/{id...}", s.agentCheckDeregister, Needs{put: inRequest("service,node", "write")}},
+		{"/v1/agent/check/pass/{id...}", s.agentCheckTTL("pass", catalog.HealthPassing), Needs{put: inRequest("service,node", "write")}},
+		{"/v1/agent/check/warn/{id...}", s.agentCheckTTL("warn", catalog.HealthWarning), Needs{put: inRequest("service,node", "write")}},
+		{"/v1/agent/check/fail/{id...}", s.agentCheckTTL("fail", catalog.HealthCritical), Needs{put: inRequest("service,node", "write")}},
+		{"/v1/agent/check/update/{id...}", s.agentCheckUpdate, Needs{put: inRequest("service,node", "write")}},
+		{"/v1/agent/checks", s.agentChecks, Needs{get: filtered("service,node")}},
+		{"/v1/agent/members", s.agentMembers, Needs{get: filtered("node")}},
+		{"/v1/agent/join/{address...}", s.agentJoin, Needs{put: onNode("agent", "write")}},
+		{"/v1/agent/leave", s.agentLeave, Needs{put: onNode("agent", "write")}},   // and operator:write, checked by the handler
+		{"/v1/agent/reload", s.agentReload, Needs{put: onNode("agent", "write")}}, // agent_self.go
+		{"/v1/agent/metrics", s.agentMetrics, Needs{get: onNode("agent", "read")}},
+		{"/v1/agent/monitor", s.agentMonitor, Needs{get: onNode("agent", "read")}},                                   // monitor_endpoint.go
+		{"/debug/pprof/{name...}", s.debugPprof, Needs{get: top("operator", "read"), post: top("operator", "read")}}, // debug_endpoint.go
+		{"/v1/catalog/services", s.catalogServices, Needs{get: filtered("service")}},
+		{"/v1/catalog/service/{name}", s.catalogService, Needs{get: filtered("service,node")}},
+		{"/v1/catalog/nodes", s.catalogNodes, Needs{get: filtered("node")}},
+		{"/v1/catalog/node/{node}", s.catalogNodeGet, Needs{get: filtered("node,service")}},
+		{"/v1/catalog/node-services/{node}", s.catalogNodeServices, Needs{get: filtered("node,service")}},
+		{"/v1/catalog/register", s.catalogRegister, Needs{put: inRequest("service,node", "write")}},
+		{"/v1/catalog/deregister", s.catalogDeregister, Needs{put: inRequest("service,node", "write")}},
+		{"/v1/catalog/datacenters", s.catalogDatacenters, Needs{get: public()}},
+		{"/v1/health/service/{name}", s.healthService, Needs{get: filtered("service,node")}},
+		{"/v1/health/checks/{service}", s.healthChecks, Needs{get: filtered("service,node")}},
+		{"/v1/health/node/{node}", s.healthNode, Needs{get: filtered("node,service")}},
+		{"/v1/health/state/{state}", s.healthState, Needs{get: filtered("service,node")}},
+		{"/v1/query", s.queryCollection, Needs{get: filtered("query"), post: inRequest("query", "write")}},
+		{"/v1/query/{id}", s.queryItem, Needs{get: inRequest("query", "read"), put: inRequest("query", "write"), del: inRequest("query", "write")}},
+		// Executing by ID needs no query rule (Consul's); the answer
+		// holds only the instances the token may read.
+		{"/v1/query/{id}/execute", s.queryExecute, Needs{get: filtered("service,node")}},
+		{"/v1/txn", s.txn, Needs{put: inRequest("key,session", "read")}},                          // txn_endpoints.go: each operation checked by the servers
+		{"/v1/session/create", s.sessionCreate, Needs{put: inRequest("session", "write")}},        // session_endpoints.go
+		{"/v1/session/destroy/{id}", s.sessionDestroy, Needs{put: inRequest("session", "write")}}, // the session's node, looked up by the servers
+		{"/v1/session/renew/{id}", s.sessionRenew, Needs{put: inRequest("session", "write")}},
+		{"/v1/session/info/{id}", s.sessionInfo, Needs{get: filtered("session")}},
+		{"/v1/session/node/{node}", s.sessionList, Needs{get: filtered("session")}},
+		{"/v1/session/list", s.sessionList, Needs{get: filtered("session")}},
+		{"/v1/coordinate/datacenters", s.coordinateDatacenters, Needs{get: public()}}, // coordinate_endpoints.go
+		{"/v1/coordinate/nodes", s.coordinateNodes, Needs{get: filtered("node")}},
+		{"/v1/coordinate/node/{node}", s.coordinateNode, Needs{get: filtered("node")}},
+		{"/v1/coordinate/update", s.coordinateUpdate, Needs{put: inRequest("node", "write")}},
+		{"/v1/status/leader", s.statusLeader, Needs{get: public()}},
+		{"/v1/status/peers", s.statusPeers, Needs{get: public()}},
+		{"/v1/operator/raft/configuration", s.operatorRaftConfiguration, Needs{get: top("operator", "read")}},
+		{"/v1/snapshot", s.snapshot, Needs{get: management(), put: management()}},                                                  // snapshot_endpoint.go
+		{"/v1/operator/autopilot/{what}", s.operatorAutopilot, Needs{get: top("operator", "read"), put: top("operator", "write")}}, // autopilot_endpoint.go
+		{"/v1/operator/keyring", s.operatorKeyring, Needs{ // keyring_endpoint.go
+			get: top("keyring", "read"), post: top("keyring", "write"), put: top("keyring", "write"), del: top("keyring", "write")}},
+		{"/v1/acl/bootstrap", s.aclBootstrap, Needs{put: public()}}, // acl_endpoints.go: once, to anyone (the servers' rule)
+		{"/v1/acl/policy", s.aclPolicyCreate, Needs{put: top("acl", "write")}},
+		{"/v1/acl/policy/name/{name}", s.aclPolicyByName, Needs{get: top("acl", "read")}},
+		{"/v1/acl/policy/{id}", s.aclPolicyItem, Needs{get: top("acl", "read"), put: top("acl", "write"), del: top("acl", "write")}},
+		{"/v1/acl/policies", s.aclPolicies, Needs{get: top("acl", "read")}},
+		{"/v1/acl/token", s.aclTokenCreate, Needs{put: top("acl", "write")}},
+		// GET answers acl:read, or any token its own ("self"): the
+		// servers decide.
+		{"/v1/acl/token/{id}", s.aclTokenItem, Needs{get: filtered("acl"), put: top("acl", "write"), del: top("acl", "write")}},
+		{"/v1/acl/tokens", s.aclTokens, Needs{get: top("acl", "read")}},
+		{"/ui/", s.ui, Needs{get: public(), head: public()}}, // ui_endpoint.go: the web UI
+		{"/{$}", s.uiRoot, Needs{get: public(), head: public()}},
+		// ui_dns.go and doh.go: what the DNS port tells anyone, with the
+		// agent's default token.
+		{"/v1/internal/ui/dns", s.uiDNS, Needs{get: public()}},
+		{"/dns-query", s.dnsQuery, Needs{get: public(), post: public()}},
+		{kvPattern, s.kv, Needs{get: filtered("key"), put: onPath("key", "write", "key"), del: onPath("key", "write", "key")}}, // kv_endpoints.go
+	}
+}
+
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	s.handle(mux, "/v1/agent/service/register", s.agentServiceRegister, http.MethodPut)
-	s.handle(mux, "/v1/agent/service/deregister/{id...}", s.agentServiceDeregister, http.MethodPut)
-	s.handle(mux, "/v1/agent/services", s.agentServices, http.MethodGet)
-	s.handle(mux, "/v1/agent/service/{id}", s.agentServiceGet, http.MethodGet)
-	s.handle(mux, "/v1/agent/self", s.agentSelf, http.MethodGet)
-	s.handle(mux, "/v1/agent/service/maintenance/{id...}", s.agentServiceMaintenance, http.MethodPut)
-	s.handle(mux, "/v1/agent/maintenance", s.agentNodeMaintenance, http.MethodPut)
-	s.handle(mux, "/v1/agent/check/register", s.agentCheckRegister, http.MethodPut)
-	s.handle(mux, "/v1/agent/check/deregister/{id...}", s.agentCheckDeregister, http.MethodPut)
-	s.handle(mux, "/v1/agent/check/pass/{id...}", s.agentCheckTTL("pass", catalog.HealthPassing), http.MethodPut)
-	s.handle(mux, "/v1/agent/check/warn/{id...}", s.agentCheckTTL("warn", catalog.HealthWarning), http.MethodPut)
-	s.handle(mux, "/v1/agent/check/fail/{id...}", s.agentCheckTTL("fail", catalog.HealthCritical), http.MethodPut)
-	s.handle(mux, "/v1/agent/check/update/{id...}", s.agentCheckUpdate, http.MethodPut)
-	s.handle(mux, "/v1/agent/checks", s.agentChecks, http.MethodGet)
-	s.handle(mux, "/v1/agent/members", s.agentMembers, http.MethodGet)
-	s.handle(mux, "/v1/agent/join/{address...}", s.agentJoin, http.MethodPut)
-	s.handle(mux, "/v1/agent/leave", s.agentLeave, http.MethodPut)
-	s.handle(mux, "/v1/agent/reload", s.agentReload, http.MethodPut) // agent_self.go
-	s.handle(mux, "/v1/agent/metrics", s.agentMetrics, http.MethodGet)
-	s.handle(mux, "/v1/agent/monitor", s.agentMonitor, http.MethodGet)                     // monitor_endpoint.go
-	s.handle(mux, "/debug/pprof/{name...}", s.debugPprof, http.MethodGet, http.MethodPost) // debug_endpoint.go
-	s.handle(mux, "/v1/catalog/services", s.catalogServices, http.MethodGet)
-	s.handle(mux, "/v1/catalog/service/{name}", s.catalogService, http.MethodGet)
-	s.handle(mux, "/v1/catalog/nodes", s.catalogNodes, http.MethodGet)
-	s.handle(mux, "/v1/catalog/node/{node}", s.catalogNodeGet, http.MethodGet)
-	s.handle(mux, "/v1/catalog/node-services/{node}", s.catalogNodeServices, http.MethodGet)
-	s.handle(mux, "/v1/catalog/register", s.catalogRegister, http.MethodPut)
-	s.handle(mux, "/v1/catalog/deregister", s.catalogDeregister, http.MethodPut)
-	s.handle(mux, "/v1/catalog/datacenters", s.catalogDatacenters, http.MethodGet)
-	s.handle(mux, "/v1/health/service/{name}", s.healthService, http.MethodGet)
-	s.handle(mux, "/v1/health/checks/{service}", s.healthChecks, http.MethodGet)
-	s.handle(mux, "/v1/health/node/{node}", s.healthNode, http.MethodGet)
-	s.handle(mux, "/v1/health/state/{state}", s.healthState, http.MethodGet)
-	s.handle(mux, "/v1/query", s.queryCollection, http.MethodGet, http.MethodPost)
-	s.handle(mux, "/v1/query/{id}", s.queryItem, http.MethodGet, http.MethodPut, http.MethodDelete)
-	s.handle(mux, "/v1/query/{id}/execute", s.queryExecute, http.MethodGet)
-	s.handle(mux, "/v1/txn", s.txn, http.MethodPut)                      // txn_endpoints.go
-	s.handle(mux, "/v1/session/create", s.sessionCreate, http.MethodPut) // session_endpoints.go
-	s.handle(mux, "/v1/session/destroy/{id}", s.sessionDestroy, http.MethodPut)
-	s.handle(mux, "/v1/session/renew/{id}", s.sessionRenew, http.MethodPut)
-	s.handle(mux, "/v1/session/info/{id}", s.sessionInfo, http.MethodGet)
-	s.handle(mux, "/v1/session/node/{node}", s.sessionList, http.MethodGet)
-	s.handle(mux, "/v1/session/list", s.sessionList, http.MethodGet)
-	s.handle(mux, "/v1/coordinate/datacenters", s.coordinateDatacenters, http.MethodGet) // coordinate_endpoints.go
-	s.handle(mux, "/v1/coordinate/nodes", s.coordinateNodes, http.MethodGet)
-	s.handle(mux, "/v1/coordinate/node/{node}", s.coordinateNode, http.MethodGet)
-	s.handle(mux, "/v1/coordinate/update", s.coordinateUpdate, http.MethodPut)
-	s.handle(mux, "/v1/status/leader", s.statusLeader, http.MethodGet)
-	s.handle(mux, "/v1/status/peers", s.statusPeers, http.MethodGet)
-	s.handle(mux, "/v1/operator/raft/configuration", s.operatorRaftConfiguration, http.MethodGet)
-	s.handle(mux, "/v1/snapshot", s.snapshot, http.MethodGet, http.MethodPut)                                                    // snapshot_endpoint.go
-	s.handle(mux, "/v1/operator/autopilot/{what}", s.operatorAutopilot, http.MethodGet, http.MethodPut)                          // autopilot_endpoint.go
-	s.handle(mux, "/v1/operator/keyring", s.operatorKeyring, http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete) // keyring_endpoint.go
-	s.handle(mux, "/v1/acl/bootstrap", s.aclBootstrap, http.MethodPut)                                                           // acl_endpoints.go
-	s.handle(mux, "/v1/acl/policy", s.aclPolicyCreate, http.MethodPut)
-	s.handle(mux, "/v1/acl/policy/name/{name}", s.aclPolicyByName, http.MethodGet)
-	s.handle(mux, "/v1/acl/policy/{id}", s.aclPolicyItem, http.MethodGet, http.MethodPut, http.MethodDelete)
-	s.handle(mux, "/v1/acl/policies", s.aclPolicies, http.MethodGet)
-	s.handle(mux, "/v1/acl/token", s.aclTokenCreate, http.MethodPut)
-	s.handle(mux, "/v1/acl/token/{id}", s.aclTokenItem, http.MethodGet, http.MethodPut, http.MethodDelete)
-	s.handle(mux, "/v1/acl/tokens", s.aclTokens, http.MethodGet)
-	s.routeUI(mux)                                                // ui_endpoint.go: the web UI under /ui/, and GET / redirected there
-	s.handle(mux, "/v1/internal/ui/dns", s.uiDNS, http.MethodGet) // ui_dns.go
-	s.routeDoH(mux)                                               // doh.go: DNS over HTTPS, on the HTTPS listener only
+	var kv http.HandlerFunc
+	for _, rt := range s.table() {
+		if rt.pattern == kvPattern {
+			kv = s.endpoint(rt)
+			continue
+		}
+		mux.HandleFunc(rt.pattern, s.endpoint(rt))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no endpoint %s", r.URL.Path))
 	})
@@ -85,7 +139,6 @@ func (s *Server) routes() http.Handler {
 	// the mux would answer those with a redirect to the cleaned path,
 	// which clients follow as a GET (a PUT's value lost) or to another
 	// key. So the key store's paths never reach the mux.
-	kv := s.endpoint("/v1/kv/{key...}", s.kv, http.MethodGet, http.MethodPut, http.MethodDelete) // kv_endpoints.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if key, ok := strings.CutPrefix(r.URL.Path, "/v1/kv/"); ok {
 			r.SetPathValue("key", key)
@@ -96,21 +149,19 @@ func (s *Server) routes() http.Handler {
 	})
 }
 
-// handle registers an endpoint for the given methods; any other method gets
-// a 405 with an Allow header and a JSON body, like every other error.
-func (s *Server) handle(mux *http.ServeMux, pattern string, h handlerFunc, methods ...string) {
-	mux.HandleFunc(pattern, s.endpoint(pattern, h, methods...))
-}
-
-// endpoint is the handler handle registers for pattern: the method check,
-// the request's token and ?filter, then h.
-func (s *Server) endpoint(pattern string, h handlerFunc, methods ...string) http.HandlerFunc {
-	allow := strings.Join(methods, ", ")
-	return s.httpMetrics.instrument(pattern, func(w http.ResponseWriter, r *http.Request) {
-		ok := false
-		for _, m := range methods {
-			ok = ok || r.Method == m
+// endpoint is the handler of rt: the method check, the request's token,
+// the check of what the method needs (its body closed until then), the
+// ?filter, then the handler. Any other method gets a 405 with an Allow
+// header and a JSON body, like every other error.
+func (s *Server) endpoint(rt route) http.HandlerFunc {
+	for m, need := range rt.needs {
+		if err := need.valid(); err != nil {
+			panic(fmt.Sprintf("httpapi: route %s %s: bad Need: %v", m, rt.pattern, err))
 		}
+	}
+	allow := strings.Join(rt.methods(), ", ")
+	return s.httpMetrics.instrument(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+		need, ok := rt.needs[r.Method]
 		if !ok {
 			w.Header().Set("Allow", allow)
 			writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "method " + r.Method + " not allowed; use " + allow})
@@ -119,9 +170,18 @@ func (s *Server) endpoint(pattern string, h handlerFunc, methods ...string) http
 		// The request's token rides in its context to whatever sends
 		// the request on to the servers (acl.TokenFromContext).
 		r = r.WithContext(acl.ContextWithToken(r.Context(), requestToken(r)))
-		r, err := withFilter(pattern, r) // filter.go: a bad ?filter is refused before any read
+		if r.Body == nil {
+			r.Body = http.NoBody
+		}
+		body := &gatedBody{rc: r.Body, open: need.BodyFirst}
+		r.Body = body
+		err := s.admit(r, need)
 		if err == nil {
-			err = h(w, r)
+			body.open = true
+			r, err = withFilter(rt.pattern, r) // filter.go: a bad ?filter is refused before any read
+		}
+		if err == nil {
+			err = rt.h(w, r)
 		}
 		if err != nil {
 			s.writeError(w, r, err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -90,20 +91,28 @@ func loadUI() (map[string]*uiAsset, error) {
 	return assets, nil
 }
 
-// routeUI registers the web UI on mux: the files under /ui/ and a
-// redirect from exactly "/" (a GET) to /ui/. Every other path the mux does
-// not know keeps its JSON 404.
-func (s *Server) routeUI(mux *http.ServeMux) {
+// uiAssets are the web UI's files, loaded once.
+var uiAssets = sync.OnceValue(func() map[string]*uiAsset {
 	assets, err := loadUI()
 	if err != nil {
 		// The files are compiled in, and the tests read every one: this
 		// is a broken build, not a condition of the machine.
 		panic("httpapi: embedded UI: " + err.Error())
 	}
-	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) { s.serveUI(w, r, assets) })
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/", http.StatusFound)
-	})
+	return assets
+})
+
+// ui serves the web UI under /ui/.
+func (s *Server) ui(w http.ResponseWriter, r *http.Request) error {
+	s.serveUI(w, r, uiAssets())
+	return nil
+}
+
+// uiRoot redirects exactly "/" to /ui/. Every other path the mux does
+// not know keeps its JSON 404.
+func (s *Server) uiRoot(w http.ResponseWriter, r *http.Request) error {
+	http.Redirect(w, r, "/ui/", http.StatusFound)
+	return nil
 }
 
 // serveUI answers GET and HEAD under /ui/: the embedded file the path
@@ -111,11 +120,6 @@ func (s *Server) routeUI(mux *http.ServeMux) {
 // and a 404 for a missing file with an extension (a stale script or
 // stylesheet must not get HTML in its place).
 func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, assets map[string]*uiAsset) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "method " + r.Method + " not allowed; use GET, HEAD"})
-		return
-	}
 	name := strings.TrimPrefix(r.URL.Path, "/ui/")
 	a := assets[name]
 	if a == nil {

@@ -333,7 +333,7 @@ func aclTokenCommand() *cli.Command {
 				Name:  "create",
 				Usage: "Create a token and print it, secret included",
 				UsageText: "cairn acl token create [-description TEXT] [-policy-name NAME]... [-policy-id ID]...\n" +
-					"    [-secret UUID] [-accessor UUID] [-local] [-format table|json]",
+					"    [-secret UUID] [-accessor UUID] [-local] [-expires-ttl DURATION] [-format table|json]",
 				Description: "The token grants the rules of its policies. The servers choose the\n" +
 					"accessor and the secret unless given. Keep the printed SecretID: it is\n" +
 					"not shown again.",
@@ -342,6 +342,7 @@ func aclTokenCommand() *cli.Command {
 					&cli.StringFlag{Name: "secret", Usage: "the token's secret, a `UUID`", DefaultText: "chosen by the servers"},
 					&cli.StringFlag{Name: "accessor", Usage: "the token's accessor ID, a `UUID`", DefaultText: "chosen by the servers"},
 					&cli.BoolFlag{Name: "local", Usage: "keep the token in this datacenter"},
+					&cli.DurationFlag{Name: "expires-ttl", Usage: "make the token stop working after `DURATION`", DefaultText: "never"},
 					formatFlag())...),
 				Action: aclTokenCreate,
 			},
@@ -416,6 +417,7 @@ func aclTokenCreate(c *cli.Context) error {
 	tok, err := client.ACL().TokenCreate(c.Context, &api.ACLToken{
 		AccessorID: c.String("accessor"), SecretID: c.String("secret"),
 		Description: c.String("description"), Policies: links, Local: c.Bool("local"),
+		ExpirationTTL: c.Duration("expires-ttl"),
 	})
 	if err != nil {
 		return fmt.Errorf("create token: %w", err)
@@ -468,7 +470,7 @@ func aclTokenList(c *cli.Context) error {
 		// api.ACLTokenListEntry has no secret to print.
 		formatToken(&b, &api.ACLToken{
 			AccessorID: t.AccessorID, Description: t.Description, Policies: t.Policies,
-			Local: t.Local, CreateTime: t.CreateTime,
+			Local: t.Local, CreateTime: t.CreateTime, ExpirationTime: t.ExpirationTime,
 		})
 	}
 	_, err = io.WriteString(c.App.Writer, b.String())
@@ -590,6 +592,9 @@ func formatToken(b *strings.Builder, t *api.ACLToken) {
 	fmt.Fprintf(b, "Description:      %s\n", t.Description)
 	fmt.Fprintf(b, "Local:            %t\n", t.Local)
 	fmt.Fprintf(b, "Create Time:      %v\n", t.CreateTime)
+	if t.ExpirationTime != nil {
+		fmt.Fprintf(b, "Expiration Time:  %v\n", *t.ExpirationTime)
+	}
 	if len(t.Policies) > 0 {
 		b.WriteString("Policies:\n")
 		for _, p := range t.Policies {

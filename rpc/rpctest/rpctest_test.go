@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/internal/leaktest"
+	"github.com/cairndns/cairn/rpc"
 )
 
 func TestMain(m *testing.M) {
@@ -36,3 +37,5 @@ func TestStartServerAndPool(t *testing.T) {
 		t.Errorf("got %d, want 42", r.N)
 	}
 }
+
+func (Double) RPCNeeds() rpc.Needs { return rpc.Needs{"Do": rpc.NeedPublic()} }
