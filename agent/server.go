@@ -43,6 +43,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	rc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
 	rc.WriteRateExempt = a.peers.isServer
 	rc.WriteRate, rc.WriteBurst = a.cfg.Limits.RPCRate, a.cfg.Limits.RPCMaxBurst
+	rc.MaxConnsPerClient, rc.MaxCallsPerClient = a.cfg.Limits.RPCMaxConnsPerClient, a.cfg.Limits.RPCMaxCallsPerClient
 	a.secureServerPort(&rc) // tls.go
 	rs, err := rpc.NewServer(rc, a.logger)
 	if err != nil {
