@@ -153,3 +153,31 @@ func TestMaxCallsPerClient(t *testing.T) {
 		return p1.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{}, &EchoReply{}) == nil
 	})
 }
+
+// TestForwarderHasNoCallCap: a server forwarding its clients' calls is not
+// held to MaxCallsPerClient.
+func TestForwarderHasNoCallCap(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxCallsPerClient = 1
+	cfg.Forwarder = func(remote net.Addr) bool { return hostOf(remote) == "127.0.0.1" }
+	s, echo := startServer(t, cfg)
+	echo.started = make(chan struct{}, 2)
+	addr := s.Addr().String()
+	p := poolFrom(t, "127.0.0.1")
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() { errc <- p.Call(ctx, addr, "Echo.Block", &EchoArgs{}, &EchoReply{}) }()
+	}
+	for range 2 {
+		within(t, echo.started, 10*time.Second, "Block to start")
+	}
+	if err := p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{}, &EchoReply{}); err != nil {
+		t.Errorf("a forwarder's third call: %v", err)
+	}
+	cancel()
+	for range 2 {
+		<-errc
+	}
+}

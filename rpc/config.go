@@ -109,12 +109,16 @@ type ServerConfig struct {
 	// before WriteRate applies. Must be at least 1 when WriteRate is set.
 	// Default 1000 (Consul's rpc_max_burst).
 	WriteBurst int
-	// WriteRateExempt, when set, exempts a client from WriteRate when it
-	// returns true for its address: the servers of this and other
-	// datacenters, whose forwarded writes are their clients' writes,
-	// limited where they entered, and must not be limited again as one
-	// address. Default nil: no client is exempt.
-	WriteRateExempt func(remote net.Addr) bool
+	// Forwarder, when set, reports whether the client at remote is a
+	// server (of this datacenter or another), whose calls are its
+	// clients' calls forwarded, each limited where it entered: it must
+	// not be limited again as one address, nor starved by its clients'
+	// numbers. Such a client is exempt from WriteRate and from
+	// MaxCallsPerClient (not from MaxConnsPerClient: it needs a few).
+	// With RaftPeer set, the exemption from MaxCallsPerClient also needs
+	// a certificate RaftPeer accepts, so that only this datacenter's
+	// servers, proven by TLS, have it. Default nil: no client is exempt.
+	Forwarder func(remote net.Addr) bool
 }
 
 // DefaultServerConfig returns the default server configuration.

@@ -372,11 +372,25 @@ func (s *Server) handleConn(raw net.Conn, client string) {
 	}
 	switch kind {
 	case RPCByte:
-		s.serveSession(conn, client)
+		calls := client
+		if s.forwarder(raw.RemoteAddr(), state) {
+			calls = "" // a server's calls are not budgeted; its connection is
+		}
+		s.serveSession(conn, calls)
 	case RaftByte:
 		release() // Raft's from now on (ServerConfig.MaxConnsPerClient)
 		s.layer.handoff(conn, s.life.Done())
 	}
+}
+
+// forwarder reports whether the RPC client at remote, over a connection
+// with TLS state (nil when plain), is a server exempt from
+// MaxCallsPerClient (ServerConfig.Forwarder).
+func (s *Server) forwarder(remote net.Addr, state *tls.ConnectionState) bool {
+	if s.cfg.Forwarder == nil || !s.cfg.Forwarder(remote) {
+		return false
+	}
+	return s.cfg.RaftPeer == nil || (state != nil && s.cfg.RaftPeer(*state))
 }
 
 // refusal is why a connection is refused: a log message and its
@@ -479,7 +493,7 @@ func (s *Server) refuse(conn net.Conn, msg string, args ...any) {
 
 // serveSession serves a yamux session over conn: each stream it accepts
 // is served on its own goroutine, as long as client has fewer than
-// MaxCallsPerClient in flight.
+// MaxCallsPerClient in flight ("" for no cap).
 func (s *Server) serveSession(conn net.Conn, client string) {
 	// One write per data frame (frameconn.go).
 	sess, err := yamux.Server(newFrameConn(conn), s.yamux)
