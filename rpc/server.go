@@ -47,8 +47,10 @@ type Server struct {
 	overBudget sampler
 	// writes is the per-address write rate limit; nil without one.
 	writes *writeLimiter
-	// budget counts each client's connections and calls (budget.go).
-	budget *clientBudget
+	// budget counts each client's connections and calls (budget.go);
+	// tooManyCalls is the answer to a call over it, encoded once.
+	budget       *clientBudget
+	tooManyCalls []byte
 	// metrics counts and times the calls (metrics.go).
 	metrics *serverMetrics
 
@@ -73,25 +75,31 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "rpc")
+	tooMany, err := encodeFrame(responseHeader{Seq: 1, Error: WireError(fmt.Errorf(
+		"rpc: this client address has %d calls in flight on this server already: %w", cfg.MaxCallsPerClient, ErrTooManyCalls)).Error()}, nil)
+	if err != nil { // not reached: a header of strings encodes
+		return nil, err
+	}
 	life, shutDown := context.WithCancel(context.Background())
 	layer := newLayer(cfg.RaftTLS)
 	layer.source = sourceAddr(cfg.SourceAddr)
 	return &Server{
-		cfg:        cfg,
-		logger:     logger,
-		yamux:      yamuxConfig(cfg.KeepAliveInterval, cfg.ConnectionWriteTimeout, logger),
-		layer:      layer,
-		life:       life,
-		shutDown:   shutDown,
-		badConn:    sampler{every: time.Minute},
-		limited:    sampler{every: time.Minute},
-		expired:    sampler{every: time.Minute},
-		overBudget: sampler{every: time.Minute},
-		writes:     newWriteLimiter(cfg.WriteRate, cfg.WriteBurst),
-		budget:     newClientBudget(cfg.MaxConnsPerClient, cfg.MaxCallsPerClient),
-		metrics:    newServerMetrics(),
-		pending:    make(map[net.Conn]struct{}),
-		sessions:   make(map[*yamux.Session]struct{}),
+		cfg:          cfg,
+		logger:       logger,
+		yamux:        yamuxConfig(cfg.KeepAliveInterval, cfg.ConnectionWriteTimeout, logger),
+		layer:        layer,
+		life:         life,
+		shutDown:     shutDown,
+		badConn:      sampler{every: time.Minute},
+		limited:      sampler{every: time.Minute},
+		expired:      sampler{every: time.Minute},
+		overBudget:   sampler{every: time.Minute},
+		writes:       newWriteLimiter(cfg.WriteRate, cfg.WriteBurst),
+		budget:       newClientBudget(cfg.MaxConnsPerClient, cfg.MaxCallsPerClient),
+		tooManyCalls: tooMany,
+		metrics:      newServerMetrics(),
+		pending:      make(map[net.Conn]struct{}),
+		sessions:     make(map[*yamux.Session]struct{}),
 	}, nil
 }
 
@@ -544,17 +552,15 @@ func (s *Server) serveSession(conn net.Conn, client string) {
 }
 
 // refuseCall answers a stream of client, which has MaxCallsPerClient calls
-// in flight already, with ErrTooManyCalls, and closes it. The request is
-// not read: the answer goes first, and the caller, which writes its
+// in flight already, with ErrTooManyCalls (the same bytes every time), and
+// closes it. The request is not read: the answer goes first, and the caller, which writes its
 // request before it reads, finds it there. A caller that does not read
 // holds up only its own session's accept loop, for at most
 // ConnectionWriteTimeout.
 func (s *Server) refuseCall(st *yamux.Stream, wake *sessionWaker, client string) {
 	s.overClientBudget("max_calls_per_client", client, s.cfg.MaxCallsPerClient)
 	defer wake.add(st)()
-	c := newStreamCodec(st, minMessageSize, s.cfg.MaxReplySize)
-	c.writeResponse(requestHeader{Seq: 1}, fmt.Errorf("rpc: %s has %d calls in flight on this server already: %w",
-		client, s.cfg.MaxCallsPerClient, ErrTooManyCalls), nil)
+	_, _ = st.Write(s.tooManyCalls) // a caller that cannot read it has gone
 	closeQuietly(st)
 }
 
