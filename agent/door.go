@@ -202,7 +202,7 @@ func (d *clientDoor) giveUp(method string, write bool, last error, ctx context.C
 	switch {
 	case last == nil:
 		return fmt.Errorf("%s: %w", method, context.Cause(ctx))
-	case write && !errors.Is(last, rpc.ErrNotSent) && !errors.Is(last, rpc.ErrNoLeader):
+	case write && !errors.Is(last, rpc.ErrNotSent) && !errors.Is(last, rpc.ErrNoLeader) && !errors.Is(last, rpc.ErrTooManyCalls):
 		return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, last)
 	}
 	return fmt.Errorf("%s: no server answered in time: %w", method, last)
@@ -212,12 +212,13 @@ func (d *clientDoor) giveUp(method string, write bool, last error, ctx context.C
 // whether a write's fate is unknown: a transport error (unknown unless the
 // request was never sent), a server that knew no leader (it did nothing),
 // a server that lost leadership during a write or stopped working on it
-// (unknown).
+// (unknown), a server that refused the call over this agent's budget (it
+// did nothing; another server may have room).
 func retryable(err error, write bool) (retry, unknown bool) {
 	switch {
 	case errors.Is(err, rpc.ErrTransport):
 		return true, write && !errors.Is(err, rpc.ErrNotSent)
-	case errors.Is(err, rpc.ErrNoLeader):
+	case errors.Is(err, rpc.ErrNoLeader), errors.Is(err, rpc.ErrTooManyCalls):
 		return true, false
 	case errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping):
 		return true, write

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/internal/porttest"
+	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -23,9 +25,17 @@ import (
 // endpoint, its forwarding pool, Raft, then RPC.
 func startCatalogServer(t *testing.T) string {
 	t.Helper()
+	return startCatalogServerWith(t, func(*rpc.ServerConfig) {})
+}
+
+// startCatalogServerWith is startCatalogServer with the rpc server's
+// config changed by edit.
+func startCatalogServerWith(t *testing.T, edit func(*rpc.ServerConfig)) string {
+	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	rcfg := rpc.DefaultServerConfig()
 	rcfg.Addr = "127.0.0.1:0"
+	edit(&rcfg)
 	rs, err := rpc.NewServer(rcfg, logger)
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +242,62 @@ func TestClientDoorDoesNotRetryRemoteError(t *testing.T) {
 	}
 	if got, want := log.get(), []string{live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v (no retry)", got, want)
+	}
+}
+
+// TestClientDoorTriesAnotherServerOverBudget: a server that refuses a
+// call because this agent's address has too many in flight there ran
+// nothing, so the door takes even a write that is not idempotent to
+// another server, and its outcome is known.
+func TestClientDoorTriesAnotherServerOverBudget(t *testing.T) {
+	t.Parallel()
+	full := startCatalogServerWith(t, func(c *rpc.ServerConfig) { c.MaxCallsPerClient = 1 })
+	other := startCatalogServer(t)
+	ctx := testContext(t)
+
+	// Another pool from this address holds full's one call.
+	holder, err := rpc.NewPool(rpc.DefaultPoolConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Close() })
+	reg := &rpc.RegisterRequest{Registration: catalog.RegisterRequest{Node: "n0", Address: "10.0.0.1"}}
+	if err := holder.Call(ctx, full, rpc.MethodCatalogRegister, reg, nil); err != nil {
+		t.Fatal(err)
+	}
+	var index rpc.NodesResponse
+	if err := holder.Call(ctx, full, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &index); err != nil {
+		t.Fatal(err)
+	}
+	held, release := context.WithCancel(ctx)
+	var holding sync.WaitGroup
+	t.Cleanup(func() { release(); holding.Wait() })
+	holding.Go(func() {
+		// Again while refused: the server frees a call's slot only a
+		// moment after its answer.
+		args := &rpc.NodesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: index.Index, MaxQueryTime: time.Minute}}
+		for errors.Is(holder.Call(held, full, rpc.MethodCatalogNodes, args, &rpc.NodesResponse{}), rpc.ErrTooManyCalls) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	probe, err := rpc.NewPool(rpc.DefaultPoolConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = probe.Close() })
+	waittest.For(t, 10*time.Second, "full's budget taken", func() error {
+		if err := probe.Call(ctx, full, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &rpc.NodesResponse{}); !errors.Is(err, rpc.ErrTooManyCalls) {
+			return fmt.Errorf("a read: got %v, want ErrTooManyCalls", err)
+		}
+		return nil
+	})
+
+	b, log := newTestDoor(t, full, other)
+	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
+		t.Fatalf("Register: got %v, want it done on the other server", err)
+	}
+	if got, want := log.get(), []string{full, other}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v", got, want)
 	}
 }
 

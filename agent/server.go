@@ -41,8 +41,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	// from this datacenter's servers, RPC only from members (peers.go).
 	rc.Admit = a.peers.admit
 	rc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
-	rc.WriteRateExempt = a.peers.isServer
+	rc.Forwarder = a.peers.isServer
 	rc.WriteRate, rc.WriteBurst = a.cfg.Limits.RPCRate, a.cfg.Limits.RPCMaxBurst
+	rc.MaxConnsPerClient, rc.MaxCallsPerClient = a.cfg.Limits.RPCMaxConnsPerClient, a.cfg.Limits.RPCMaxCallsPerClient
 	a.secureServerPort(&rc) // tls.go
 	rs, err := rpc.NewServer(rc, a.logger)
 	if err != nil {

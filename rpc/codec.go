@@ -177,6 +177,20 @@ func (c *streamCodec) writeFrame(header, body any) error {
 	return c.w.Flush()
 }
 
+// encodeFrame returns header and body encoded as one frame, for an answer
+// written more than once as it is.
+func encodeFrame(header, body any) ([]byte, error) {
+	var b []byte
+	enc := codec.NewEncoderBytes(&b, msgpackHandle)
+	if err := enc.Encode(header); err != nil {
+		return nil, fmt.Errorf("%w: encode header: %v", ErrCodec, err)
+	}
+	if err := enc.Encode(body); err != nil {
+		return nil, fmt.Errorf("%w: encode body: %v", ErrCodec, err)
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...), nil
+}
+
 // readRequestHeader reads the request frame and decodes its header; the
 // arguments are decoded next, with decode.
 func (c *streamCodec) readRequestHeader() (requestHeader, error) {

@@ -39,12 +39,26 @@ type ServerConfig struct {
 	// a catalog of 100,000 instances (GET /v1/health/state/any through a
 	// client agent) are about 30 MB. Default 256 MiB.
 	MaxReplySize int
-	// MaxStreamsPerConn caps the RPC streams one connection may have
-	// being served at once; a stream over the cap is closed at once (the
-	// caller gets ErrTransport). Every blocking query holds a stream for
-	// up to its wait, so this is also a client's cap on concurrent
-	// blocking queries to one server. Default 2048.
-	MaxStreamsPerConn int
+	// MaxConnsPerClient caps the connections one client IP address may
+	// hold to the port (Consul's rpc_max_conns_per_client): one over the
+	// cap is closed as it is accepted, before a byte of it is read. A
+	// connection counts from its accept until it ends, except that one
+	// handed to Raft stops counting then: Raft's connections come only
+	// from servers it admitted (Admit, RaftPeer) and Raft bounds its own
+	// pool, so a peer server is never kept from Raft by its RPC
+	// connections, nor the other way round. 0 means no cap. Default 100,
+	// Consul's.
+	MaxConnsPerClient int
+	// MaxCallsPerClient caps the calls one client IP address may have
+	// being served at once over all its connections: blocking queries,
+	// which hold theirs for up to their wait, and stream methods (the
+	// change feed) included. A call over the cap is answered at once with
+	// an error wrapping ErrTooManyCalls, without being read or run. With
+	// MaxConnsPerClient it bounds what one client costs the server,
+	// however many connections it opens. 0 means no cap. Default 2048: a
+	// client agent sends every call over one connection, and its HTTP
+	// API lets one local address hold 200 blocking queries.
+	MaxCallsPerClient int
 	// KeepAliveInterval is how often an idle yamux session is pinged; a
 	// session whose ping fails is closed. Default 30s (yamux's).
 	KeepAliveInterval time.Duration
@@ -95,12 +109,16 @@ type ServerConfig struct {
 	// before WriteRate applies. Must be at least 1 when WriteRate is set.
 	// Default 1000 (Consul's rpc_max_burst).
 	WriteBurst int
-	// WriteRateExempt, when set, exempts a client from WriteRate when it
-	// returns true for its address: the servers of this and other
-	// datacenters, whose forwarded writes are their clients' writes,
-	// limited where they entered, and must not be limited again as one
-	// address. Default nil: no client is exempt.
-	WriteRateExempt func(remote net.Addr) bool
+	// Forwarder, when set, reports whether the client at remote is a
+	// server (of this datacenter or another), whose calls are its
+	// clients' calls forwarded, each limited where it entered: it must
+	// not be limited again as one address, nor starved by its clients'
+	// numbers. Such a client is exempt from WriteRate and from
+	// MaxCallsPerClient (not from MaxConnsPerClient: it needs a few).
+	// With RaftPeer set, the exemption from MaxCallsPerClient also needs
+	// a certificate RaftPeer accepts, so that only this datacenter's
+	// servers, proven by TLS, have it. Default nil: no client is exempt.
+	Forwarder func(remote net.Addr) bool
 }
 
 // DefaultServerConfig returns the default server configuration.
@@ -110,7 +128,8 @@ func DefaultServerConfig() ServerConfig {
 		HandshakeTimeout:       5 * time.Second,  // Consul's rpc_handshake_timeout
 		MaxMessageSize:         8 << 20,          // a large catalog archive fits; a hostile peer cannot make us hold more per stream
 		MaxReplySize:           256 << 20,        // every check of a catalog of a million instances
-		MaxStreamsPerConn:      2048,             // room for a client agent's blocking queries
+		MaxConnsPerClient:      100,              // Consul's rpc_max_conns_per_client
+		MaxCallsPerClient:      2048,             // ten times the blocking queries one address may hold through an agent's HTTP API
 		KeepAliveInterval:      30 * time.Second, // yamux default
 		ConnectionWriteTimeout: 10 * time.Second, // yamux default
 		WriteBurst:             1000,             // Consul's rpc_max_burst
@@ -149,8 +168,11 @@ func (c ServerConfig) Validate() error {
 	if c.MaxReplySize < minMessageSize {
 		bad("MaxReplySize", "must be at least %d, got %d", minMessageSize, c.MaxReplySize)
 	}
-	if c.MaxStreamsPerConn <= 0 {
-		bad("MaxStreamsPerConn", "must be positive, got %d", c.MaxStreamsPerConn)
+	if c.MaxConnsPerClient < 0 {
+		bad("MaxConnsPerClient", "must be 0 (no cap) or positive, got %d", c.MaxConnsPerClient)
+	}
+	if c.MaxCallsPerClient < 0 {
+		bad("MaxCallsPerClient", "must be 0 (no cap) or positive, got %d", c.MaxCallsPerClient)
 	}
 	if c.SourceAddr != "" && net.ParseIP(c.SourceAddr) == nil {
 		bad("SourceAddr", "%q is not an IP address", c.SourceAddr)

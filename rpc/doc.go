@@ -17,8 +17,13 @@
 // ServerConfig.Admit whether the peer may connect at all and, for Raft,
 // RaftPeer whether its certificate is a server's of this datacenter.
 // Writes over the port are rate-limited per client IP address
-// (WriteRate, ErrRateLimited). On the calling side PoolConfig.TLS and
-// Pool.CallDC verify the server for the datacenter it is meant to be in.
+// (WriteRate, ErrRateLimited), and each address has a budget
+// (budget.go): MaxConnsPerClient connections, closed at accept past it,
+// and MaxCallsPerClient calls in flight over all of them, refused past it
+// with ErrTooManyCalls; servers forwarding their clients' calls
+// (Forwarder) are held to the first only. On the calling side
+// PoolConfig.TLS and Pool.CallDC verify the server for the datacenter it
+// is meant to be in.
 //
 // On the calling side a Pool keeps one session per server and opens a
 // stream per call, so concurrent calls share one connection; it tells an

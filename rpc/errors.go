@@ -58,6 +58,14 @@ var ErrNoPathToDatacenter = errors.New("no path to datacenter")
 // so errors.Is finds it in what Pool.Call returns.
 var ErrRateLimited = errors.New("rate limit exceeded")
 
+// ErrTooManyCalls is wrapped by the error of a call refused because its
+// client (its IP address) already had ServerConfig.MaxCallsPerClient
+// calls in flight on the server, blocking queries and streams included.
+// The call did not run: another server may take it, or this one once the
+// client's other calls end. It crosses the wire (WireError gives it a
+// code).
+var ErrTooManyCalls = errors.New("too many calls in flight from this client")
+
 // ErrUnknownOutcome is wrapped by the error of a write whose request may
 // have reached a server that then failed (the connection broke, the
 // server hung, or its leader stepped down during the write): it may or
@@ -223,6 +231,8 @@ func sentinelCode(err error) string {
 		return "not-leader"
 	case errors.Is(err, ErrRateLimited):
 		return "rate-limited"
+	case errors.Is(err, ErrTooManyCalls):
+		return "too-many-calls"
 	case errors.Is(err, ErrPermissionDenied):
 		return "permission-denied"
 	case errors.Is(err, ErrACLNotFound):
@@ -252,6 +262,8 @@ func sentinelOf(code string) error {
 		return ErrNotLeader
 	case "rate-limited":
 		return ErrRateLimited
+	case "too-many-calls":
+		return ErrTooManyCalls
 	case "permission-denied":
 		return ErrPermissionDenied
 	case "acl-not-found":

@@ -57,6 +57,7 @@ func TestWireErrorRoundTrip(t *testing.T) {
 		{"conflicting consistency", ErrConflictingConsistency, ErrConflictingConsistency.Error(), nil, ErrConflictingConsistency},
 		{"no path to datacenter", fmt.Errorf("%w dc9", ErrNoPathToDatacenter), "no path to datacenter dc9", nil, ErrNoPathToDatacenter},
 		{"rate limited", fmt.Errorf("rpc: Echo.Write from 10.0.0.1: %w", ErrRateLimited), "rpc: Echo.Write from 10.0.0.1: rate limit exceeded", nil, ErrRateLimited},
+		{"too many calls", fmt.Errorf("rpc: 3 calls in flight from 10.0.0.1: %w", ErrTooManyCalls), "rpc: 3 calls in flight from 10.0.0.1: too many calls in flight from this client", nil, ErrTooManyCalls},
 		{"field error wins over a sentinel", errors.Join(catalog.ErrNotFound, port), "not found\nService.Port: must be 1-65535", port, nil},
 		{"plain", plain, plain.Error(), nil, nil},
 		{"plain text that looks encoded", errors.New(wireMarker + `field "Port" "x" y`), wireMarker + `field "Port" "x" y`, nil, nil},

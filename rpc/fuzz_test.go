@@ -125,7 +125,7 @@ func FuzzServeConn(f *testing.F) {
 	cfg := testConfig()
 	cfg.HandshakeTimeout = time.Second
 	cfg.MaxMessageSize = 64 << 10
-	cfg.MaxStreamsPerConn = 8
+	cfg.MaxCallsPerClient = 8
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := NewServer(cfg, nil)
 		if err != nil {
@@ -137,7 +137,7 @@ func FuzzServeConn(f *testing.F) {
 		_ = s.RaftLayer().Close() // Raft connections are closed at once
 
 		client, server := net.Pipe()
-		s.wg.Go(func() { s.handleConn(server) })
+		s.wg.Go(func() { s.handleConn(server, "") })
 		s.wg.Go(func() { _, _ = io.Copy(io.Discard, client) }) // replies, pings, go-aways
 		_ = client.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		_, _ = client.Write(data)

@@ -17,6 +17,11 @@ type serverMetrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	blocking *prometheus.GaugeVec
+	// Over the port only (budget.go): connections open, calls being
+	// served, and what the client budget refused.
+	conns    prometheus.Gauge
+	inFlight prometheus.Gauge
+	refused  *prometheus.CounterVec
 }
 
 func newServerMetrics() *serverMetrics {
@@ -34,12 +39,25 @@ func newServerMetrics() *serverMetrics {
 			Name: "cairn_rpc_blocking_queries",
 			Help: "Blocking queries and streams a server is holding now, by method (Catalog.Feed: the agents' change feeds).",
 		}, []string{"method"}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cairn_rpc_connections",
+			Help: "Connections to the server port being served now: in their handshake, or RPC sessions (Raft's are Raft's).",
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cairn_rpc_calls_in_flight",
+			Help: "Calls and streams a server is serving over its port now, blocking queries included.",
+		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cairn_rpc_client_budget_refused_total",
+			Help: "Connections and calls refused because their client address was over its budget, by cap (max_conns_per_client, max_calls_per_client).",
+		}, []string{"cap"}),
 	}
 }
 
 // Collectors returns the server's metrics, for the agent's registry.
 func (s *Server) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.metrics.calls, s.metrics.duration, s.metrics.blocking}
+	m := s.metrics
+	return []prometheus.Collector{m.calls, m.duration, m.blocking, m.conns, m.inFlight, m.refused}
 }
 
 // poolMetrics times the calls a Pool sends, by the datacenter of the

@@ -104,7 +104,7 @@ func (s *Server) allowWrite(remote net.Addr) bool {
 	if s.writes == nil || remote == nil {
 		return true
 	}
-	if s.cfg.WriteRateExempt != nil && s.cfg.WriteRateExempt(remote) {
+	if s.cfg.Forwarder != nil && s.cfg.Forwarder(remote) {
 		return true
 	}
 	return s.writes.allow(hostOf(remote), time.Now())

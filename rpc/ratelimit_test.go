@@ -137,7 +137,7 @@ func TestWriteRateExempt(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
 	cfg.WriteRate, cfg.WriteBurst = 0.001, 1
-	cfg.WriteRateExempt = func(remote net.Addr) bool { return true }
+	cfg.Forwarder = func(remote net.Addr) bool { return true }
 	s, _ := startServer(t, cfg)
 	if err := s.Register("Store", Store{}); err != nil {
 		t.Fatal(err)

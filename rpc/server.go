@@ -42,10 +42,15 @@ type Server struct {
 	badConn sampler
 	limited sampler
 	// expired paces the warnings about requests read after their
-	// deadline.
-	expired sampler
+	// deadline, overBudget those about clients over their budget.
+	expired    sampler
+	overBudget sampler
 	// writes is the per-address write rate limit; nil without one.
 	writes *writeLimiter
+	// budget counts each client's connections and calls (budget.go);
+	// tooManyCalls is the answer to a call over it, encoded once.
+	budget       *clientBudget
+	tooManyCalls []byte
 	// metrics counts and times the calls (metrics.go).
 	metrics *serverMetrics
 	// authz checks each call against its method's Need (need.go).
@@ -72,23 +77,31 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "rpc")
+	tooMany, err := encodeFrame(responseHeader{Seq: 1, Error: WireError(fmt.Errorf(
+		"rpc: this client address has %d calls in flight on this server already: %w", cfg.MaxCallsPerClient, ErrTooManyCalls)).Error()}, nil)
+	if err != nil { // not reached: a header of strings encodes
+		return nil, err
+	}
 	life, shutDown := context.WithCancel(context.Background())
 	layer := newLayer(cfg.RaftTLS)
 	layer.source = sourceAddr(cfg.SourceAddr)
 	return &Server{
-		cfg:      cfg,
-		logger:   logger,
-		yamux:    yamuxConfig(cfg.KeepAliveInterval, cfg.ConnectionWriteTimeout, logger),
-		layer:    layer,
-		life:     life,
-		shutDown: shutDown,
-		badConn:  sampler{every: time.Minute},
-		limited:  sampler{every: time.Minute},
-		expired:  sampler{every: time.Minute},
-		writes:   newWriteLimiter(cfg.WriteRate, cfg.WriteBurst),
-		metrics:  newServerMetrics(),
-		pending:  make(map[net.Conn]struct{}),
-		sessions: make(map[*yamux.Session]struct{}),
+		cfg:          cfg,
+		logger:       logger,
+		yamux:        yamuxConfig(cfg.KeepAliveInterval, cfg.ConnectionWriteTimeout, logger),
+		layer:        layer,
+		life:         life,
+		shutDown:     shutDown,
+		badConn:      sampler{every: time.Minute},
+		limited:      sampler{every: time.Minute},
+		expired:      sampler{every: time.Minute},
+		overBudget:   sampler{every: time.Minute},
+		writes:       newWriteLimiter(cfg.WriteRate, cfg.WriteBurst),
+		budget:       newClientBudget(cfg.MaxConnsPerClient, cfg.MaxCallsPerClient),
+		tooManyCalls: tooMany,
+		metrics:      newServerMetrics(),
+		pending:      make(map[net.Conn]struct{}),
+		sessions:     make(map[*yamux.Session]struct{}),
 	}, nil
 }
 
@@ -317,11 +330,18 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			}
 		}
 		backoff = 0
+		client := budgetKey(conn.RemoteAddr())
+		if !s.budget.take(client, false) {
+			closeQuietly(conn)
+			s.overClientBudget("max_conns_per_client", client, s.cfg.MaxConnsPerClient)
+			continue
+		}
 		if !s.track(conn) {
+			s.budget.give(client, false)
 			closeQuietly(conn)
 			return
 		}
-		s.wg.Go(func() { s.handleConn(conn) })
+		s.wg.Go(func() { s.handleConn(conn, client) })
 	}
 }
 
@@ -345,8 +365,15 @@ func (s *Server) untrack(conn net.Conn) {
 // handleConn reads conn's first byte (and, after TLSByte, runs the TLS
 // handshake and reads the byte inside), all within HandshakeTimeout,
 // checks that the peer may use what it asked for, and serves the
-// connection by it.
-func (s *Server) handleConn(raw net.Conn) {
+// connection by it. The connection holds one of client's connections in
+// the budget until it ends or is handed to Raft.
+func (s *Server) handleConn(raw net.Conn, client string) {
+	s.metrics.conns.Inc()
+	release := sync.OnceFunc(func() {
+		s.budget.give(client, false)
+		s.metrics.conns.Dec()
+	})
+	defer release()
 	conn, kind, state, no := s.handshake(raw)
 	s.untrack(raw)
 	if no == nil {
@@ -358,10 +385,25 @@ func (s *Server) handleConn(raw net.Conn) {
 	}
 	switch kind {
 	case RPCByte:
-		s.serveSession(conn)
+		calls := client
+		if s.forwarder(raw.RemoteAddr(), state) {
+			calls = "" // a server's calls are not budgeted; its connection is
+		}
+		s.serveSession(conn, calls)
 	case RaftByte:
+		release() // Raft's from now on (ServerConfig.MaxConnsPerClient)
 		s.layer.handoff(conn, s.life.Done())
 	}
+}
+
+// forwarder reports whether the RPC client at remote, over a connection
+// with TLS state (nil when plain), is a server exempt from
+// MaxCallsPerClient (ServerConfig.Forwarder).
+func (s *Server) forwarder(remote net.Addr, state *tls.ConnectionState) bool {
+	if s.cfg.Forwarder == nil || !s.cfg.Forwarder(remote) {
+		return false
+	}
+	return s.cfg.RaftPeer == nil || (state != nil && s.cfg.RaftPeer(*state))
 }
 
 // refusal is why a connection is refused: a log message and its
@@ -463,8 +505,9 @@ func (s *Server) refuse(conn net.Conn, msg string, args ...any) {
 }
 
 // serveSession serves a yamux session over conn: each stream it accepts
-// is served on its own goroutine, at most MaxStreamsPerConn at once.
-func (s *Server) serveSession(conn net.Conn) {
+// is served on its own goroutine, as long as client has fewer than
+// MaxCallsPerClient in flight ("" for no cap).
+func (s *Server) serveSession(conn net.Conn, client string) {
 	// One write per data frame (frameconn.go).
 	sess, err := yamux.Server(newFrameConn(conn), s.yamux)
 	if err != nil { // only for an invalid config, which NewServer rules out
@@ -488,12 +531,10 @@ func (s *Server) serveSession(conn net.Conn) {
 		closeQuietly(sess)
 	}()
 
-	// Streams over the limit are accepted (acknowledged) and closed at
-	// once, so the caller fails fast with a transport error and tries
-	// elsewhere. Leaving them unaccepted instead would block the caller's
-	// OpenStream and, after yamux's StreamOpenTimeout, close its whole
-	// session.
-	slots := make(chan struct{}, s.cfg.MaxStreamsPerConn)
+	// Streams over the budget are accepted (acknowledged) and answered
+	// at once, so the caller fails fast and tries elsewhere. Leaving them
+	// unaccepted instead would block the caller's OpenStream and, after
+	// yamux's StreamOpenTimeout, close its whole session.
 	remote := conn.RemoteAddr()
 	wake := watchSession(sess) // yamuxwake.go
 	for {
@@ -501,17 +542,40 @@ func (s *Server) serveSession(conn net.Conn) {
 		if err != nil { // the session is closed
 			return
 		}
-		select {
-		case slots <- struct{}{}:
-		default:
-			s.refuse(stream, "too many streams", "limit", s.cfg.MaxStreamsPerConn)
+		if !s.budget.take(client, true) {
+			s.refuseCall(stream, wake, client)
 			continue
 		}
+		s.metrics.inFlight.Inc()
 		s.wg.Go(func() {
-			defer func() { <-slots }()
+			defer s.budget.give(client, true)
+			defer s.metrics.inFlight.Dec()
 			defer wake.add(stream)()
 			s.serveStream(stream, remote)
 		})
+	}
+}
+
+// refuseCall answers a stream of client, which has MaxCallsPerClient calls
+// in flight already, with ErrTooManyCalls (the same bytes every time), and
+// closes it. The request is not read: the answer goes first, and the caller, which writes its
+// request before it reads, finds it there. A caller that does not read
+// holds up only its own session's accept loop, for at most
+// ConnectionWriteTimeout.
+func (s *Server) refuseCall(st *yamux.Stream, wake *sessionWaker, client string) {
+	s.overClientBudget("max_calls_per_client", client, s.cfg.MaxCallsPerClient)
+	defer wake.add(st)()
+	_, _ = st.Write(s.tooManyCalls) // a caller that cannot read it has gone
+	closeQuietly(st)
+}
+
+// overClientBudget counts a connection or call of client refused over the
+// budget (reason names the cap) and warns, at most once a minute: a
+// legitimate client there means the cap is too low for it.
+func (s *Server) overClientBudget(reason, client string, limit int) {
+	s.metrics.refused.WithLabelValues(reason).Inc()
+	if ok, dropped := s.overBudget.allow(time.Now()); ok {
+		s.logger.Warn("refused a client over its budget on the server port", "peer", client, "cap", reason, "limit", limit, "dropped", dropped)
 	}
 }
 

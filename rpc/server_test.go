@@ -197,7 +197,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := DefaultBlockingLimits().Validate(); err != nil {
 		t.Errorf("DefaultBlockingLimits: %v", err)
 	}
-	srv = ServerConfig{Addr: "nope", AdvertiseAddr: "x:99999", MaxMessageSize: 10}
+	srv = ServerConfig{Addr: "nope", AdvertiseAddr: "x:99999", MaxMessageSize: 10, MaxConnsPerClient: -1, MaxCallsPerClient: -1}
 	pool = PoolConfig{MaxMessageSize: -1}
 	limits := BlockingLimits{Default: time.Minute, Max: time.Second, JitterFraction: -1}
 	for _, tc := range []struct {
@@ -205,7 +205,7 @@ func TestConfigValidate(t *testing.T) {
 		err    error
 		fields []string
 	}{
-		{"server", srv.Validate(), []string{"Addr", "AdvertiseAddr", "HandshakeTimeout", "MaxMessageSize", "MaxReplySize", "MaxStreamsPerConn", "KeepAliveInterval", "ConnectionWriteTimeout"}},
+		{"server", srv.Validate(), []string{"Addr", "AdvertiseAddr", "HandshakeTimeout", "MaxMessageSize", "MaxReplySize", "MaxConnsPerClient", "MaxCallsPerClient", "KeepAliveInterval", "ConnectionWriteTimeout"}},
 		{"pool", pool.Validate(), []string{"DialTimeout", "MaxMessageSize", "MaxReplySize", "KeepAliveInterval", "ConnectionWriteTimeout"}},
 		{"limits", limits.Validate(), []string{"Max", "JitterFraction"}},
 	} {
@@ -225,42 +225,6 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := NewPool(pool, nil); err == nil {
 		t.Error("NewPool with a bad config: got nil error")
 	}
-}
-
-func TestMaxStreamsPerConn(t *testing.T) {
-	cfg := testConfig()
-	cfg.MaxStreamsPerConn = 2
-	s, echo := startServer(t, cfg)
-	echo.started = make(chan struct{}, 2)
-	addr := s.Addr().String()
-	p, _ := newPool(t)
-
-	errc := make(chan error, 2)
-	for range 2 {
-		go func() {
-			errc <- p.Call(testCtx(t), addr, "Echo.Slow", &EchoArgs{Delay: time.Minute}, &EchoReply{})
-		}()
-	}
-	for range 2 {
-		select {
-		case <-echo.started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("Slow did not start")
-		}
-	}
-	err := p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{}, &EchoReply{})
-	if !errors.Is(err, ErrTransport) {
-		t.Errorf("call over the stream cap: got %v, want ErrTransport", err)
-	}
-	close(echo.stop)
-	for range 2 {
-		if err := <-errc; err != nil {
-			t.Errorf("Slow: %v", err)
-		}
-	}
-	waitFor(t, 10*time.Second, "a free stream slot", func() bool {
-		return p.Call(testCtx(t), addr, "Echo.Echo", &EchoArgs{}, &EchoReply{}) == nil
-	})
 }
 
 // lockedBuffer is a bytes.Buffer safe for the server's goroutines to

@@ -28,6 +28,18 @@ type Limits struct {
 	// RPCMaxBurst is how many writes a client may send at once before
 	// RPCRate applies (limits.rpc_max_burst). Default 1000, Consul's.
 	RPCMaxBurst int
+	// RPCMaxConnsPerClient caps the connections one client address may
+	// hold to a server's port (limits.rpc_max_conns_per_client); more are
+	// closed as they are accepted. A client agent holds one per server it
+	// talks to. 0 means no cap. Default 100, Consul's.
+	RPCMaxConnsPerClient int
+	// RPCMaxCallsPerClient caps the calls one client address may have in
+	// flight on a server over all its connections, blocking queries
+	// included (limits.rpc_max_calls_per_client); more are refused at
+	// once and the agent tries another server, then answers 429. 0 means
+	// no cap. Default 2048: ten times what one local address may hold
+	// through an agent's HTTP API (http_max_conns_per_client).
+	RPCMaxCallsPerClient int
 	// KVMaxValueSize is the largest value a key/value entry may hold, in
 	// bytes (limits.kv_max_value_size): servers refuse larger writes, and
 	// the HTTP API answers them with a 413. Default 512 KiB, Consul's; at
@@ -37,7 +49,13 @@ type Limits struct {
 
 // DefaultLimits returns the defaults documented on Limits.
 func DefaultLimits() Limits {
-	return Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, KVMaxValueSize: catalog.DefaultKVMaxValueSize}
+	return Limits{
+		HTTPMaxConnsPerClient: 200,
+		RPCMaxBurst:           1000,
+		RPCMaxConnsPerClient:  100,  // rpc.DefaultServerConfig's MaxConnsPerClient
+		RPCMaxCallsPerClient:  2048, // and MaxCallsPerClient
+		KVMaxValueSize:        catalog.DefaultKVMaxValueSize,
+	}
 }
 
 // HTTPConfig is the http_config block.
@@ -60,6 +78,8 @@ type fileLimits struct {
 	DNSMaxTCPConnsPerClient *int     `hcl:"dns_max_tcp_conns_per_client"`
 	RPCRate                 *float64 `hcl:"rpc_rate"`
 	RPCMaxBurst             *int     `hcl:"rpc_max_burst"`
+	RPCMaxConnsPerClient    *int     `hcl:"rpc_max_conns_per_client"`
+	RPCMaxCallsPerClient    *int     `hcl:"rpc_max_calls_per_client"`
 	KVMaxValueSize          *int     `hcl:"kv_max_value_size"`
 }
 
@@ -81,7 +101,8 @@ type fileRRL struct {
 func init() {
 	for _, k := range []string{
 		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns", "limits.dns_max_tcp_conns_per_client",
-		"limits.rpc_rate", "limits.rpc_max_burst", "limits.kv_max_value_size",
+		"limits.rpc_rate", "limits.rpc_max_burst",
+		"limits.rpc_max_conns_per_client", "limits.rpc_max_calls_per_client", "limits.kv_max_value_size",
 		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
 		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
 		"dns_config.rrl.ipv4_prefix_length", "dns_config.rrl.ipv6_prefix_length",
@@ -99,6 +120,8 @@ func (f *fileLimits) apply(c *Config) {
 	setIf(&c.Resolver.MaxTCPConnsPerClient, f.DNSMaxTCPConnsPerClient)
 	setIf(&c.Limits.RPCRate, f.RPCRate)
 	setIf(&c.Limits.RPCMaxBurst, f.RPCMaxBurst)
+	setIf(&c.Limits.RPCMaxConnsPerClient, f.RPCMaxConnsPerClient)
+	setIf(&c.Limits.RPCMaxCallsPerClient, f.RPCMaxCallsPerClient)
 	setIf(&c.Limits.KVMaxValueSize, f.KVMaxValueSize)
 }
 
@@ -159,6 +182,12 @@ func (c *Config) validateLimits(bad func(field, format string, args ...any)) {
 	}
 	if l.RPCRate > 0 && l.RPCMaxBurst < 1 {
 		bad("limits.rpc_max_burst", "must be at least 1 with rpc_rate, got %d", l.RPCMaxBurst)
+	}
+	if l.RPCMaxConnsPerClient < 0 {
+		bad("limits.rpc_max_conns_per_client", "must be 0 (no cap) or more, got %d", l.RPCMaxConnsPerClient)
+	}
+	if l.RPCMaxCallsPerClient < 0 {
+		bad("limits.rpc_max_calls_per_client", "must be 0 (no cap) or more, got %d", l.RPCMaxCallsPerClient)
 	}
 	if n := l.KVMaxValueSize; n < 1 || n > catalog.MaxKVValueSize {
 		bad("limits.kv_max_value_size", "must be between 1 and %d bytes, got %d", catalog.MaxKVValueSize, n)

@@ -59,7 +59,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = &httpError{code: http.StatusUnauthorized, body: errorBody{Error: rpc.ErrACLDisabled.Error()}}
 	case errors.Is(err, ErrNotInWAN):
 		he = badRequest("wan", "%s", oneLine(err.Error()))
-	case errors.Is(err, rpc.ErrRateLimited):
+	case errors.Is(err, rpc.ErrRateLimited), errors.Is(err, rpc.ErrTooManyCalls):
 		he = &httpError{code: http.StatusTooManyRequests, body: errorBody{Error: oneLine(err.Error())}}
 	case errors.Is(err, ErrKeyringIncomplete):
 		he = unavailable(err, "not done on every pool; sending it again is safe")

@@ -67,6 +67,8 @@ func run(ctx context.Context, path string, conns int, idle time.Duration) error 
   }
   internal_rpc { verify_server_hostname = true }
 }
+# The connections stand for as many agents, all from one address here.
+limits { rpc_max_conns_per_client = 0 }
 `, filepath.Join(work, tlsutil.CAFileName), filepath.Join(work, "server.pem"), filepath.Join(work, "server-key.pem"))
 	if err := os.WriteFile(filepath.Join(work, "server.hcl"), []byte(conf), 0o600); err != nil {
 		return err

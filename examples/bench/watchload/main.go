@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -123,8 +124,15 @@ func run(ctx context.Context, cfg config) (err error) {
 	// alive gossip members, so the watchers' connections are made from
 	// c1's address, as if c1's host ran them.
 	c := loopback.New(bin, work, cfg.net, 71, 1, 1, cfg.timeout)
+	// The connections and queries stand for as many agents, all from
+	// c1's address.
+	limits := filepath.Join(work, "limits.hcl")
+	if err := os.WriteFile(limits, []byte("limits { rpc_max_conns_per_client = 0  rpc_max_calls_per_client = 0 }\n"), 0o600); err != nil {
+		return err
+	}
+	c.Args = []string{"-config-file", limits}
 	if cfg.profile != "" {
-		c.Args = []string{"-enable-debug"}
+		c.Args = append(c.Args, "-enable-debug")
 	}
 	defer func() { c.Finish(err, cfg.keep) }()
 	fmt.Printf("starting s1 on %s.71 and c1 on %s.72 (work dir %s)\n", cfg.net, cfg.net, work)
