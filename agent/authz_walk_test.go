@@ -24,7 +24,6 @@ import (
 	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
-
 // Markers of the protected data the walk's fixtures hold: none may show
 // in an answer to an attacker.
 const (
