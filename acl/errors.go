@@ -24,6 +24,10 @@ type PermissionDeniedError struct {
 	Access     string
 	Segment    string
 	AccessorID string
+	// Any is set when the token holds the access on no name of the
+	// resource at all: the request was refused before its body, which
+	// names the one it is about, was read.
+	Any bool
 }
 
 // Denied returns a *PermissionDeniedError for a check that failed, for
@@ -31,6 +35,13 @@ type PermissionDeniedError struct {
 // on it through errors.As.
 func Denied(resource, access, segment string) error {
 	return &PermissionDeniedError{Resource: resource, Access: access, Segment: segment}
+}
+
+// DeniedAny returns a *PermissionDeniedError for a token that holds
+// resource:access on no name at all, as in `lacks service:write on any
+// service`.
+func DeniedAny(resource, access string) error {
+	return &PermissionDeniedError{Resource: resource, Access: access, Any: true}
 }
 
 // Error reads like `Permission denied: token 0d1c… lacks service:write on "web"`;
@@ -42,7 +53,11 @@ func (e *PermissionDeniedError) Error() string {
 		s += e.AccessorID + " "
 	}
 	s += "lacks " + e.Resource + ":" + e.Access
-	if !isTopLevelName(e.Resource) {
+	switch {
+	case isTopLevelName(e.Resource):
+	case e.Any:
+		s += " on any " + e.Resource
+	default:
 		s += " on " + strconv.Quote(e.Segment)
 	}
 	return s

@@ -22,6 +22,8 @@ func TestPermissionDeniedError(t *testing.T) {
 			`Permission denied: token 1234-abcd lacks acl:write`},
 		{&PermissionDeniedError{Resource: "node", Access: "read", Segment: "n1", AccessorID: "1234"},
 			`Permission denied: token 1234 lacks node:read on "n1"`},
+		{DeniedAny("service", "write").(*PermissionDeniedError),
+			`Permission denied: token lacks service:write on any service`},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {

@@ -35,7 +35,7 @@ func runTwoDC(t *testing.T, secure bool) {
 	}
 	got, n := runExample(t, script, agents, 4*time.Minute, "90", env)
 	if secure {
-		wantOutput(t, script, got, `agent returned 403: Permission denied: token lacks service:write on "intruder"`)
+		wantOutput(t, script, got, `agent returned 403: Permission denied: token lacks service:write on any service`)
 	}
 	wantOutput(t, script, got,
 		`web\.service\.dc2\.cluster\.\s+0\s+IN\s+SRV\s+1 1 8080 dc2-c1\.node\.dc2\.cluster\.`,

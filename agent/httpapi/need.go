@@ -156,7 +156,7 @@ func (s *Server) admit(r *http.Request, need Need) error {
 		}
 	}
 	if need.From == FromRequest {
-		name = "*" // any
+		return acl.DeniedAny(first, need.Access)
 	}
 	return acl.Denied(first, need.Access, name)
 }
