@@ -15,7 +15,6 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // Server is one Raft server holding the catalog.
@@ -140,16 +139,19 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("create raft log dir: %w", err)
 	}
-	// raft-wal's Close leaves its metadata database open; keeping our own
-	// handle lets Shutdown release the file lock, so the same process (a test,
-	// or a future in-process restart) can open the directory again.
-	meta := &metadb.BoltMetaDB{}
-	wal, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta), raftwal.WithLogger(rc.Logger))
+	segSize := raftwal.DefaultSegmentSize
+	if s.cfg.walSegmentSize > 0 {
+		segSize = s.cfg.walSegmentSize
+	}
+	// raft-wal ≥ v0.4.1: v0.4.0 sealed a truncated tail segment without its
+	// index block, and the log could not be read after a restart
+	// (hashicorp/raft-wal#31). Its Close also releases the metadata
+	// database's file lock, so the same process can open the directory again.
+	wal, err := raftwal.Open(walDir, raftwal.WithLogger(rc.Logger), raftwal.WithSegmentSize(segSize))
 	if err != nil {
-		_ = meta.Close()
 		return nil, nil, nil, fmt.Errorf("open raft log %s: %w", walDir, err)
 	}
-	s.closers = []io.Closer{wal, meta}
+	s.closers = []io.Closer{wal}
 	snapDir := filepath.Join(s.cfg.DataDir, "raft")
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, s.cfg.SnapshotsRetained, rc.Logger)
 	if err != nil {
