@@ -372,6 +372,25 @@ func poll(limit, interval time.Duration, cond func() error) error {
 	}
 }
 
+// logSize is the length of the file at path (0 when it cannot be read),
+// for logFrom.
+func logSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// logFrom returns the file at path from byte off on.
+func logFrom(path string, off int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || off > int64(len(b)) {
+		return ""
+	}
+	return string(b[off:])
+}
+
 // logTail returns the last n lines of the file at path.
 func logTail(path string, n int) string {
 	b, err := os.ReadFile(path)

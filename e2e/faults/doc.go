@@ -90,6 +90,11 @@
 //     the clients must keep answering the cached name.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
+//   - partition-leader-restart-all: cut the leader off from every other
+//     agent for 6 s under the write load, heal (it clears the suffix of
+//     its log the others never had), then restart every server in turn as
+//     rolling-restart does. Every server must come back: raft-wal v0.4.0
+//     could not read a log whose tail was cleared (issue 28).
 //
 // # Lock safety
 //

@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +25,8 @@ const (
 	lossFor      = 10 * time.Second
 	stopFor      = 10 * time.Second
 	allDownFor   = 6 * time.Second
+	// partitionRestartFor is the campaign's partition of issue 28.
+	partitionRestartFor = 6 * time.Second
 )
 
 var scenarios = []scenario{
@@ -133,14 +137,37 @@ var scenarios = []scenario{
 	{name: "rolling-restart", fault: func(r *run) {
 		r.target = "s1, s2, s3 in turn (SIGTERM)"
 		r.faultAt = r.mark("rolling restart")
-		for _, s := range r.c.servers {
-			r.mark("SIGTERM " + s.name)
-			r.c.terminate(s)
-			r.c.start(s)
-			took := r.c.settle(settleLimit)
-			r.mark(s.name + " back; settled after " + took.Round(time.Millisecond).String())
-		}
+		r.restartEach()
 		r.healAt = r.mark("rolling restart done")
+	}, targets: noTargets},
+
+	// The leader takes writes it cannot replicate; once healed it clears
+	// that suffix of its log, which raft-wal v0.4.0 left unreadable after a
+	// restart (issue 28, finding 1): every server must restart.
+	{name: "partition-leader-restart-all", fault: func(r *run) {
+		l := r.leader
+		r.target = r.describe(l) + " cut off, then s1, s2, s3 restarted in turn"
+		var others []netNode
+		for _, a := range r.c.all {
+			if a != l {
+				others = append(others, a.node)
+			}
+		}
+		logAt := logSize(l.logPath)
+		r.faultAt = r.mark("partition " + l.name + " from every other agent")
+		if err := r.c.net.cutOff(l.node, others...); err != nil {
+			r.t.Fatal(err)
+		}
+		r.hold(partitionRestartFor)
+		r.mark("heal the partition")
+		if err := r.c.net.heal(l.node); err != nil {
+			r.t.Fatal(err)
+		}
+		took := r.c.settle(settleLimit)
+		cleared := strings.Count(logFrom(l.logPath, logAt), "clearing log suffix")
+		r.mark(fmt.Sprintf("settled after %v; %s cleared a log suffix %d times", took.Round(time.Millisecond), l.name, cleared))
+		r.restartEach()
+		r.healAt = r.mark("every server restarted")
 	}, targets: noTargets},
 }
 
