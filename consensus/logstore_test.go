@@ -2,10 +2,16 @@ package consensus
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/cairndns/cairn/catalog"
 	"github.com/hashicorp/raft"
 )
 
@@ -105,4 +111,47 @@ func TestLogStoreSurvivesTailTruncation(t *testing.T) {
 	logs, s = open()
 	defer s.closeStores()
 	check(logs, "after second restart")
+}
+
+// TestUnreadableLogIsAnError: a log with an entry that cannot be read (here
+// a sealed segment cut short; in issue 28, a tail sealed without its index
+// by raft-wal v0.4.0) makes New fail with ErrLogUnreadable, naming the raft
+// directory to move aside, where Raft would panic and the server crash-loop.
+func TestUnreadableLogIsAnError(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.Address, cfg.DataDir, cfg.walSegmentSize = "s1", "127.0.0.1:8300", t.TempDir(), 16<<10
+	s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+	rc := raft.DefaultConfig()
+	rc.Logger = newHCLog(s.logger)
+	logs, _, _, err := s.openStores(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 200; i++ {
+		if err := logs.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte("x"), 400)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.closeStores()
+	segs, err := filepath.Glob(filepath.Join(cfg.DataDir, "raft", "wal", "*.wal"))
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("want several segments, got %v (%v)", segs, err)
+	}
+	slices.Sort(segs)
+	if err := os.Truncate(segs[0], 1024); err != nil {
+		t.Fatal(err)
+	}
+
+	store, err := catalog.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(cfg, store, slog.New(slog.DiscardHandler))
+	if err == nil {
+		srv.Shutdown()
+		t.Fatal("New started on a log it cannot read")
+	}
+	if !errors.Is(err, ErrLogUnreadable) || !strings.Contains(err.Error(), filepath.Join(cfg.DataDir, "raft")) {
+		t.Fatalf("New: %v; want ErrLogUnreadable naming the raft directory", err)
+	}
 }
