@@ -176,8 +176,16 @@ func (c *cluster) terminate(a *agent) {
 	}
 	select {
 	case <-a.done:
+		return
 	case <-time.After(20 * time.Second):
-		c.t.Errorf("%s still running 20s after SIGTERM; killing it", a.name)
+	}
+	// SIGQUIT makes the Go runtime write every goroutine's stack to the
+	// agent's log, kept as evidence: where its shutdown hangs.
+	c.t.Errorf("%s still running 20s after SIGTERM; its goroutines go to its log (SIGQUIT), then it is killed", a.name)
+	_ = a.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-a.done:
+	case <-time.After(5 * time.Second):
 		c.kill(a)
 	}
 }
