@@ -65,6 +65,11 @@ type Config struct {
 	// creating it is the ACL bootstrap, so `PUT /v1/acl/bootstrap` is
 	// refused from the start. Default "": none.
 	InitialManagement string
+
+	// walSegmentSize is the size at which the Raft log starts a new segment
+	// file; 0 keeps raft-wal's default (64 MiB). Tests set it small to
+	// cover segment boundaries without writing megabytes.
+	walSegmentSize int
 }
 
 // DefaultConfig returns a Config with every timer set; NodeID and Address

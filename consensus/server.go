@@ -15,7 +15,6 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // Server is one Raft server holding the catalog.
@@ -121,7 +120,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 			}
 		}
 	}
-	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport)
+	r, err := s.newRaft(rc, logs, stable, snaps, transport)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
 	}
@@ -129,6 +128,22 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	s.wg.Go(func() { s.watchLeadership(notify) })
 	s.watchLeader()
 	return s, nil
+}
+
+// newRaft is raft.NewRaft, with the panic it raises on a log entry it
+// cannot read turned into ErrLogUnreadable, which says what to do: a log
+// damaged by raft-wal v0.4.0 (issue 28) stays unreadable, and a server
+// crash-looping on it tells the operator nothing. NewRaft panics before it
+// starts any goroutine, so nothing is left running.
+func (s *Server) newRaft(rc *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, transport raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			dir := filepath.Join(s.cfg.DataDir, "raft")
+			err = fmt.Errorf("%w (%v): if the other servers run, stop this one, move %s aside and start it again: "+
+				"it rejoins the cluster and its leader sends it the log", ErrLogUnreadable, p, dir)
+		}
+	}()
+	return raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport)
 }
 
 func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
@@ -140,16 +155,19 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("create raft log dir: %w", err)
 	}
-	// raft-wal's Close leaves its metadata database open; keeping our own
-	// handle lets Shutdown release the file lock, so the same process (a test,
-	// or a future in-process restart) can open the directory again.
-	meta := &metadb.BoltMetaDB{}
-	wal, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta), raftwal.WithLogger(rc.Logger))
+	segSize := raftwal.DefaultSegmentSize
+	if s.cfg.walSegmentSize > 0 {
+		segSize = s.cfg.walSegmentSize
+	}
+	// raft-wal ≥ v0.4.1: v0.4.0 sealed a truncated tail segment without its
+	// index block, and the log could not be read after a restart
+	// (hashicorp/raft-wal#31). Its Close also releases the metadata
+	// database's file lock, so the same process can open the directory again.
+	wal, err := raftwal.Open(walDir, raftwal.WithLogger(rc.Logger), raftwal.WithSegmentSize(segSize))
 	if err != nil {
-		_ = meta.Close()
 		return nil, nil, nil, fmt.Errorf("open raft log %s: %w", walDir, err)
 	}
-	s.closers = []io.Closer{wal, meta}
+	s.closers = []io.Closer{wal}
 	snapDir := filepath.Join(s.cfg.DataDir, "raft")
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, s.cfg.SnapshotsRetained, rc.Logger)
 	if err != nil {

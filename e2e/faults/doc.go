@@ -90,6 +90,14 @@
 //     the clients must keep answering the cached name.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
+//   - partition-leader-restart-all: cut the leader off from every other
+//     agent for 6 s under the write load, and send it writes of its own
+//     (service "suffix", outside the checks) that it can never replicate;
+//     heal, wait until it has cleared that suffix of its log, then restart
+//     every server in turn as rolling-restart does. Every server must come
+//     back: raft-wal v0.4.0 could not read a log whose tail was cleared
+//     (issue 28). A server still running 20 s after SIGTERM fails the
+//     scenario; SIGQUIT first writes its goroutines to its log.
 //
 // # Lock safety
 //

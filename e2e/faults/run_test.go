@@ -43,6 +43,33 @@ func (r *run) mark(what string) time.Duration {
 // hold keeps the fault in place for d.
 func (r *run) hold(d time.Duration) { time.Sleep(d) }
 
+// restartEach stops each server in turn as an operator would (SIGTERM),
+// starts it again and waits until the cluster has settled. A server that
+// exits after its start (it cannot read its log, say) fails the test at
+// once, with its log's tail.
+func (r *run) restartEach() {
+	r.t.Helper()
+	for _, s := range r.c.servers {
+		r.mark("SIGTERM " + s.name)
+		r.c.terminate(s)
+		r.c.start(s)
+		begin := time.Now()
+		err := poll(settleLimit, 100*time.Millisecond, func() error {
+			if !s.running() {
+				return nil
+			}
+			return r.c.settled()
+		})
+		if !s.running() {
+			r.t.Fatalf("%s exited after its restart (%v); its log ends:\n%s", s.name, s.exitErr, logTail(s.logPath, 30))
+		}
+		if err != nil {
+			r.t.Fatalf("cluster not settled %v after %s restarted: %v", settleLimit, s.name, err)
+		}
+		r.mark(s.name + " back; settled after " + time.Since(begin).Round(time.Millisecond).String())
+	}
+}
+
 // followerServerOf picks a client and the server it uses, preferring a
 // pair whose server is a follower (so that the fault hits the client's
 // failover, not a leader election); it falls back to a server a client
