@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
@@ -55,5 +56,39 @@ func blockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.Quer
 		if ws.WatchCtx(ctx) != nil {
 			return request.Err() // nil when the wait itself ended
 		}
+	}
+}
+
+// blockingEnd is the end of a forwarded blocking read's wait, kept in its
+// ctx so that forward, which knows nothing of queries, can shorten the
+// wait of the read it sends again after a leader change.
+type blockingEnd struct {
+	q   *rpc.QueryOptions
+	end time.Time
+}
+
+type blockingEndKey struct{}
+
+// withBlockingEnd notes in ctx when the wait q asks for ends (without
+// jitter: the server asked next adds its own).
+func withBlockingEnd(ctx context.Context, q *rpc.QueryOptions, limits rpc.BlockingLimits) context.Context {
+	limits.JitterFraction = 0
+	return context.WithValue(ctx, blockingEndKey{}, &blockingEnd{q: q, end: time.Now().Add(q.BlockingTimeout(limits))})
+}
+
+// keepBlockingEnd shortens the wait of the blocking read ctx carries (if
+// any) to what is left of it; a wait already over becomes a plain read of
+// the current index and data.
+func keepBlockingEnd(ctx context.Context) {
+	b, ok := ctx.Value(blockingEndKey{}).(*blockingEnd)
+	if !ok || !b.q.IsBlocking() {
+		return
+	}
+	// MaxQueryTime 0 means the default wait, so a wait about over is no
+	// wait at all.
+	if left := time.Until(b.end); left >= time.Millisecond {
+		b.q.MaxQueryTime = left
+	} else {
+		b.q.MinQueryIndex = 0
 	}
 }

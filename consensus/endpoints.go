@@ -484,6 +484,14 @@ func (c *Catalog) query(ctx context.Context, opts rpc.QueryOptions, meta *rpc.Qu
 // to the leader unless it may be answered here, after checking what every
 // read must satisfy. When it returns done, the reply is filled in (or err
 // says why not); otherwise the caller answers from its own store.
+//
+// A blocking read keeps the end of its wait across leader changes: when
+// the leader it was forwarded to is replaced, the next one (or this
+// server, if it took over) is asked for what is left of the wait, so the
+// read ends about when it would have without the change, with the current
+// index and data, as a wait that ran out does. Its q is shortened for
+// that, and put back when the read was answered by the forward; when
+// this server answers, q keeps what is left.
 func (c *Catalog) forwardRead(ctx context.Context, method string, q *rpc.QueryOptions, forwarded *bool, args, reply any) (done bool, err error) {
 	if err := q.Validate(); err != nil {
 		return true, err
@@ -498,7 +506,12 @@ func (c *Catalog) forwardRead(ctx context.Context, method string, q *rpc.QueryOp
 	if q.AllowStale {
 		return false, nil
 	}
+	if q.IsBlocking() {
+		ctx = withBlockingEnd(ctx, q, c.cfg.Blocking) // blocking.go
+	}
+	saved := *q
 	if done, err := c.forward(ctx, method, forwarded, args, reply, wait); done {
+		*q = saved
 		return true, err
 	}
 	if q.RequireConsistent {
@@ -565,6 +578,11 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 		leader, err := c.waitLeader(ctx)
 		if err != nil {
 			return true, err
+		}
+		if attempt > 1 {
+			// A blocking read asks the next leader (or this server, now
+			// leading) only for the wait it has left.
+			keepBlockingEnd(ctx) // blocking.go
 		}
 		if leader == "" { // this server leads now
 			return false, nil
