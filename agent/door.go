@@ -222,6 +222,10 @@ func retryable(err error, write bool) (retry, unknown bool) {
 		return true, false
 	case errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping):
 		return true, write
+	case errors.Is(err, rpc.ErrUnknownOutcome):
+		// The server met it forwarding the write, or its leadership
+		// went mid-apply: an idempotent write may go again.
+		return true, true
 	}
 	return false, false
 }

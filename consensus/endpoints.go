@@ -600,6 +600,9 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 			errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 			// The caller's time is up (a stream's deadline can fire a
 			// moment before ctx's own timer): no second try.
+			if write && !idempotent && !errors.Is(err, rpc.ErrNotSent) {
+				return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrUnknownOutcome, err)
+			}
 			return true, fmt.Errorf("forward to leader %s: %w", leader, err)
 		case write && !idempotent && !errors.Is(err, rpc.ErrNotSent) && !errors.Is(err, rpc.ErrNoLeader):
 			return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrUnknownOutcome, err)
