@@ -77,18 +77,25 @@ var ErrUnknownOutcome = errors.New("the write may or may not have been applied")
 // working on before it had an answer, while its caller still waited: the
 // method's work was cancelled on the server's side (it is shutting down,
 // or the endpoint closed, or a forward ran out of the server's own time
-// for it), not by the caller. It crosses the wire, so a
-// client agent tries another server: a read at once, a write as one whose
-// fate is unknown (a forward may have reached the leader).
+// for it or lost the server it went to), not by the caller. It crosses
+// the wire, so a client agent tries another server: a read at once, a
+// write as one whose fate is unknown (a forward may have reached the
+// leader).
 var ErrServerStopping = errors.New("the server stopped before answering")
 
 // serverSideCancel wraps ErrServerStopping around a method's error that is
-// a cancellation or a deadline: the caller, still waiting for the answer,
-// did not cancel it, so the server did, or ran out of its own time for it
-// (a forward's timeout). Unwrapped, it would reach the caller without a
-// code, as an error nothing tells from a bug.
+// a cancellation or a deadline, or a transport error the server met on a
+// hop of its own: the caller, still waiting for the answer, did not cancel
+// it, so the server did, ran out of its own time for it (a forward's
+// timeout), or lost the server it asked. Unwrapped, it would reach the
+// caller without a code, as an error nothing tells from a bug; as a
+// stopped server, a read is tried elsewhere and a write's fate is unknown,
+// which is what such a failure means.
 func serverSideCancel(err error) error {
-	if (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !errors.Is(err, ErrServerStopping) {
+	if errors.Is(err, ErrServerStopping) || errors.Is(err, ErrUnknownOutcome) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTransport) {
 		return fmt.Errorf("%w: %w", ErrServerStopping, err)
 	}
 	return err
