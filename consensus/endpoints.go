@@ -593,8 +593,11 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 		}
 		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
 		movedOn := errors.Is(err, errLeaderChanged) || errors.Is(err, rpc.ErrNotLeader) || errors.Is(err, rpc.ErrNoLeader)
+		// A leader that stopped before answering failed as a broken
+		// connection does: a write it took has an unknown fate.
+		stopped := errors.Is(err, rpc.ErrServerStopping)
 		switch {
-		case isRemote && !movedOn:
+		case isRemote && !movedOn && !stopped:
 			return true, remote
 		case !errors.Is(err, errLeaderChanged) && (ctx.Err() != nil ||
 			errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
