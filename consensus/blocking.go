@@ -69,26 +69,15 @@ type blockingEnd struct {
 
 type blockingEndKey struct{}
 
-// withBlockingEnd notes in ctx when the wait q asks for ends (without
-// jitter: the server asked next adds its own).
+// withBlockingEnd notes in ctx when the wait q asks for ends.
 func withBlockingEnd(ctx context.Context, q *rpc.QueryOptions, limits rpc.BlockingLimits) context.Context {
-	limits.JitterFraction = 0
-	return context.WithValue(ctx, blockingEndKey{}, &blockingEnd{q: q, end: time.Now().Add(q.BlockingTimeout(limits))})
+	return context.WithValue(ctx, blockingEndKey{}, &blockingEnd{q: q, end: q.WaitEnd(time.Now(), limits)})
 }
 
 // keepBlockingEnd shortens the wait of the blocking read ctx carries (if
-// any) to what is left of it; a wait already over becomes a plain read of
-// the current index and data.
+// any) to what is left of it (rpc.QueryOptions.KeepWaitEnd).
 func keepBlockingEnd(ctx context.Context) {
-	b, ok := ctx.Value(blockingEndKey{}).(*blockingEnd)
-	if !ok || !b.q.IsBlocking() {
-		return
-	}
-	// MaxQueryTime 0 means the default wait, so a wait about over is no
-	// wait at all.
-	if left := time.Until(b.end); left >= time.Millisecond {
-		b.q.MaxQueryTime = left
-	} else {
-		b.q.MinQueryIndex = 0
+	if b, ok := ctx.Value(blockingEndKey{}).(*blockingEnd); ok {
+		b.q.KeepWaitEnd(b.end)
 	}
 }
