@@ -81,3 +81,18 @@ func keepBlockingEnd(ctx context.Context) {
 		b.q.KeepWaitEnd(b.end)
 	}
 }
+
+// leaderPatience is how long a request waits for a leader to be known, or
+// for Raft to see a leader it could not reach go: LeaderWait, or for a
+// blocking read with time left up to twice that. Raft notices a dead
+// leader only after a heartbeat timeout (randomized up to twice the
+// configured one) and then holds an election, which together can outlast
+// LeaderWait; a read that waits anyway waits for them rather than fail
+// with "no leader" in the middle of its wait. Not longer: a server cut off
+// from the quorum must still let its caller try another soon.
+func (c *Catalog) leaderPatience(ctx context.Context) time.Duration {
+	if b, ok := ctx.Value(blockingEndKey{}).(*blockingEnd); ok {
+		return min(max(c.cfg.LeaderWait, time.Until(b.end)), 2*c.cfg.LeaderWait)
+	}
+	return c.cfg.LeaderWait
+}

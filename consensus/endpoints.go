@@ -630,7 +630,7 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 // to reach it: a leader that crashed or was cut off is noticed within a
 // heartbeat timeout. It reports whether the leader changed.
 func (c *Catalog) waitLeaderChange(ctx context.Context, leader string) bool {
-	t := time.NewTimer(c.cfg.LeaderWait)
+	t := time.NewTimer(c.leaderPatience(ctx))
 	defer t.Stop()
 	for {
 		seen := c.srv.LeaderObserved()
@@ -691,7 +691,7 @@ func (c *Catalog) forwardOnce(ctx context.Context, leader, method string, args, 
 // address of the leader is also its RPC address.
 func (c *Catalog) waitLeader(ctx context.Context) (string, error) {
 	const poll = 10 * time.Millisecond
-	deadline := time.Now().Add(c.cfg.LeaderWait)
+	deadline := time.Now().Add(c.leaderPatience(ctx))
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
@@ -702,7 +702,7 @@ func (c *Catalog) waitLeader(ctx context.Context) (string, error) {
 			return l, nil
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("none known after %s: %w", c.cfg.LeaderWait, ErrNoLeader)
+			return "", fmt.Errorf("none known after %s: %w", c.leaderPatience(ctx), ErrNoLeader)
 		}
 		select {
 		case <-ctx.Done():
