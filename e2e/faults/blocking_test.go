@@ -86,9 +86,10 @@ func blockingReadsAcrossLeaderChange(r *run) {
 	wg.Wait()
 	r.healAt = r.mark("restart " + l.name)
 	r.c.start(l)
-	// The wait, the server's jitter (1/16), and an election plus a
-	// client's ping to find its server gone.
-	bound := blockingWait + blockingWait/16 + 5*time.Second
+	// The wait, the server's jitter (1/16), and some slack for a loaded
+	// machine; a second wait on the new leader (issue 28) takes the
+	// reads past it by seconds.
+	bound := blockingWait + blockingWait/16 + 3*time.Second
 	for i, a := range readers {
 		got := answers[i]
 		switch {
