@@ -137,6 +137,15 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 	defer cancel()
 	_, write := args.(rpc.Write)
 	idem, idempotent := args.(rpc.Idempotent)
+	// A blocking read sent again to another server asks it only for what
+	// is left of the wait (its args are put back for the caller).
+	var keepEnd func()
+	if o, ok := args.(interface{ QueryOpts() *rpc.QueryOptions }); ok && o.QueryOpts().IsBlocking() {
+		q := o.QueryOpts()
+		saved, end := *q, q.WaitEnd(time.Now(), rpc.DefaultBlockingLimits())
+		defer func() { *q = saved }()
+		keepEnd = func() { q.KeepWaitEnd(end) }
+	}
 	if idempotent {
 		// Every attempt carries one ID, so the servers apply the write
 		// once however many attempts reach them.
@@ -174,6 +183,9 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 			last = nil
 		}
 		tried[server] = true
+		if last != nil && keepEnd != nil {
+			keepEnd()
+		}
 		err := d.attempt(ctx, server, method, args, reply)
 		if err == nil {
 			d.succeeded(server)
@@ -222,6 +234,10 @@ func retryable(err error, write bool) (retry, unknown bool) {
 		return true, false
 	case errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping):
 		return true, write
+	case errors.Is(err, rpc.ErrUnknownOutcome):
+		// The server met it forwarding the write, or its leadership
+		// went mid-apply: an idempotent write may go again.
+		return true, true
 	}
 	return false, false
 }

@@ -530,3 +530,53 @@ func TestClientDoorPingsAfterAServerHangs(t *testing.T) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 }
+
+// TestClientDoorBlockingReadKeepsItsEnd: a blocking read whose server
+// hangs halfway through the wait goes to another server (here the same
+// one behind another proxy, so the index holds) for what is left of the
+// wait only: it ends about when its wait does, with the current index,
+// not after a second full wait past the hold (a 503 on a client: issue
+// 28). The caller's args are put back.
+func TestClientDoorBlockingReadKeepsItsEnd(t *testing.T) {
+	t.Parallel()
+	backend := startCatalogServer(t)
+	f1, f2 := newFreezer(t, backend), newFreezer(t, backend)
+	d, _ := newTestDoor(t, f1.addr, f2.addr)
+	ctx := testContext(t)
+	if err := register(ctx, d, &catalog.RegisterRequest{Node: "client0", Address: "10.0.0.4"}); err != nil {
+		t.Fatal(err)
+	}
+	var cur rpc.NodesResponse
+	if err := d.RPC(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	const wait = 4 * time.Second
+	args := &rpc.NodesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: wait}}
+	want := args.QueryOptions
+	errc := make(chan error, 1)
+	var reply rpc.NodesResponse
+	start := time.Now()
+	go func() { errc <- d.RPC(ctx, rpc.MethodCatalogNodes, args, &reply) }()
+	time.Sleep(wait / 4) // the hang comes once the read waits on f1
+	f1.freeze()
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(wait + d.cfg.HoldTimeout + 10*time.Second):
+		t.Fatal("the blocking read did not return")
+	}
+	elapsed := time.Since(start)
+	// Its wait, the server's jitter, and the ping that finds f1 hung.
+	bound := wait + wait/16 + d.cfg.ProbeAfter + d.cfg.ProbeTimeout + time.Second
+	switch {
+	case err != nil:
+		t.Errorf("blocking read across the hang failed after %s: %v", elapsed.Round(time.Millisecond), err)
+	case elapsed > bound:
+		t.Errorf("blocking read of %s took %s, want at most %s (a second full wait on the next server?)", wait, elapsed.Round(time.Millisecond), bound)
+	case reply.Index != cur.Index:
+		t.Errorf("got index %d, want the current %d", reply.Index, cur.Index)
+	}
+	if args.QueryOptions != want {
+		t.Errorf("args after the call: %+v, want them as they were, %+v", args.QueryOptions, want)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
 )
@@ -267,8 +268,18 @@ func (s *Server) applyResponse(ctx context.Context, t commandType, req any) (any
 	}
 	f := s.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader):
 			return nil, fmt.Errorf("%w: %w", ErrNotLeader, err)
+		case errors.Is(err, raft.ErrLeadershipLost):
+			// The entry was in the log when leadership went: the next
+			// leader may commit it or not.
+			return nil, fmt.Errorf("%w: %w: %w", rpc.ErrUnknownOutcome, ErrNotLeader, err)
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			// Never started: sending it again is safe.
+			return nil, fmt.Errorf("raft apply: %w: %w", context.DeadlineExceeded, err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, fmt.Errorf("raft apply: %w: %w", rpc.ErrServerStopping, err)
 		}
 		return nil, fmt.Errorf("raft apply: %w", err)
 	}

@@ -88,6 +88,11 @@
 //     then SIGCONT. Target: that client's writes resume within 3 s.
 //   - all-servers-down: kill -9 all three servers, restart them 6 s later;
 //     the clients must keep answering the cached name.
+//   - blocking-read-leader-change: blocking reads (wait 10 s) of a KV key
+//     nobody writes, through every client and follower, with kill -9 of
+//     the leader a third into the wait (restarted when they end). Each
+//     must answer 200 at the current index within its wait + 1/16 + 3 s
+//     (issue 28: a second full wait on the new leader, a 503 or a 500).
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
 //   - partition-leader-restart-all: cut the leader off from every other

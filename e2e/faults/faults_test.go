@@ -139,6 +139,8 @@ var scenarios = []scenario{
 		}
 	}, targets: noTargets},
 
+	{name: "blocking-read-leader-change", fault: blockingReadsAcrossLeaderChange, targets: noTargets}, // blocking_test.go
+
 	{name: "rolling-restart", fault: func(r *run) {
 		r.target = "s1, s2, s3 in turn (SIGTERM)"
 		r.faultAt = r.mark("rolling restart")
