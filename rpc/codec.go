@@ -32,22 +32,35 @@ type requestHeader struct {
 	ServiceMethod string
 	Seq           uint64
 	// Deadline is the caller's deadline, in Unix nanoseconds by the
-	// caller's clock; 0 for none. The server runs the method under it,
-	// and refuses a request it reads only after it has passed: a server
-	// that was stopped (SIGSTOP, a long pause) must not carry out, when
-	// it resumes, a write its caller gave up on and may have sent again
-	// elsewhere since, where applying the old one now would undo newer
-	// writes. Its clock must agree with the caller's to well within the
-	// callers' timeouts (seconds), as NTP keeps it.
+	// caller's clock; 0 for none. Only a server of the previous release
+	// reads it (it compares it with its own clock); this one sends it for
+	// them and prefers Timeout. Drop it once no release reads it.
 	Deadline int64
+	// Timeout is how long the caller had left when it sent the request,
+	// in nanoseconds (as gRPC's grpc-timeout); 0 for none, when Deadline
+	// (if any) is used instead. Sent is when the caller sent it, on its
+	// own monotonic clock, in nanoseconds: the server takes off the time
+	// left what the request lost on the way (transit.go). The server runs
+	// the method under the result, and refuses a request it reads after
+	// it: a server that was stopped (SIGSTOP, a long pause) or cut off
+	// must not carry out, when it resumes, a write its caller gave up on
+	// and may have sent again elsewhere since.
+	Timeout int64 `codec:",omitempty"`
+	Sent    int64 `codec:",omitempty"`
 }
 
-// deadlineOf is h's Deadline as a time, and whether it has one.
-func (h requestHeader) deadlineOf() (time.Time, bool) {
-	if h.Deadline == 0 {
-		return time.Time{}, false
+// deadlineOf is h's deadline on this server's clock, for a request read
+// at arrived (monoNow) on a session whose transit baseline is b (nil:
+// none), and whether it has one.
+func (h requestHeader) deadlineOf(b *transitBaseline, arrived int64) (time.Time, bool) {
+	switch {
+	case h.Timeout != 0:
+		left := time.Duration(h.Timeout) - b.delay(h.Sent, arrived)
+		return monoEpoch.Add(time.Duration(arrived) + left), true
+	case h.Deadline != 0: // a caller of the previous release
+		return time.Unix(0, h.Deadline), true
 	}
-	return time.Unix(0, h.Deadline), true
+	return time.Time{}, false
 }
 
 // responseHeader is the header of a response frame (net/rpc's Response).
@@ -233,11 +246,14 @@ func (c *streamCodec) writeResponse(req requestHeader, callErr error, reply any)
 // WireError encoded decoded back; encoding and decoding errors wrap
 // ErrCodec; a message over the limit ErrMessageTooLarge; anything else
 // comes from the stream. deadline, when not zero, goes with the request
-// (requestHeader.Deadline).
+// as the time left (requestHeader.Timeout).
 func (c *streamCodec) call(method string, deadline time.Time, args, reply any) error {
 	const seq = 1 // one call per stream
 	req := requestHeader{ServiceMethod: method, Seq: seq}
 	if !deadline.IsZero() {
+		req.Sent = monoNow()
+		// At least 1ns: 0 would mean "no deadline".
+		req.Timeout = max(int64(time.Until(deadline)), 1)
 		req.Deadline = deadline.UnixNano()
 	}
 	if err := c.writeFrame(req, args); err != nil {

@@ -22,6 +22,9 @@ type serverMetrics struct {
 	conns    prometheus.Gauge
 	inFlight prometheus.Gauge
 	refused  *prometheus.CounterVec
+	// late counts requests refused because they were read after their
+	// caller's deadline.
+	late prometheus.Counter
 }
 
 func newServerMetrics() *serverMetrics {
@@ -51,13 +54,17 @@ func newServerMetrics() *serverMetrics {
 			Name: "cairn_rpc_client_budget_refused_total",
 			Help: "Connections and calls refused because their client address was over its budget, by cap (max_conns_per_client, max_calls_per_client).",
 		}, []string{"cap"}),
+		late: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cairn_rpc_late_requests_refused_total",
+			Help: "Requests a server refused, unrun, because it read them after their caller's deadline (it was paused, or they were held up on the way).",
+		}),
 	}
 }
 
 // Collectors returns the server's metrics, for the agent's registry.
 func (s *Server) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.calls, m.duration, m.blocking, m.conns, m.inFlight, m.refused}
+	return []prometheus.Collector{m.calls, m.duration, m.blocking, m.conns, m.inFlight, m.refused, m.late}
 }
 
 // poolMetrics times the calls a Pool sends, by the datacenter of the
