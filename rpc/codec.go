@@ -38,25 +38,25 @@ type requestHeader struct {
 	Deadline int64
 	// Timeout is how long the caller had left when it sent the request,
 	// in nanoseconds (as gRPC's grpc-timeout); 0 for none, when Deadline
-	// (if any) is used instead. Sent is when the caller sent it, on its
-	// own monotonic clock, in nanoseconds: the server takes off the time
-	// left what the request lost on the way (transit.go). The server runs
-	// the method under the result, and refuses a request it reads after
-	// it: a server that was stopped (SIGSTOP, a long pause) or cut off
-	// must not carry out, when it resumes, a write its caller gave up on
-	// and may have sent again elsewhere since.
+	// (if any) is used instead. Sent is when the caller sent it, as its
+	// session's age in nanoseconds on the caller's monotonic clock: the
+	// server takes off the time left what the request lost on the way
+	// (transit.go). The server runs the method under the result, and
+	// refuses a request it reads after it: a server that was stopped
+	// (SIGSTOP, a long pause) or cut off must not carry out, when it
+	// resumes, a write its caller gave up on and may have sent again
+	// elsewhere since.
 	Timeout int64 `codec:",omitempty"`
 	Sent    int64 `codec:",omitempty"`
 }
 
 // deadlineOf is h's deadline on this server's clock, for a request read
-// at arrived (monoNow) on a session whose transit baseline is b (nil:
-// none), and whether it has one.
-func (h requestHeader) deadlineOf(b *transitBaseline, arrived int64) (time.Time, bool) {
+// at arrived on a session whose transit baseline is b (nil: none), and
+// whether it has one.
+func (h requestHeader) deadlineOf(b *transitBaseline, arrived time.Time) (time.Time, bool) {
 	switch {
 	case h.Timeout != 0:
-		left := time.Duration(h.Timeout) - b.delay(h.Sent, arrived)
-		return monoEpoch.Add(time.Duration(arrived) + left), true
+		return arrived.Add(time.Duration(h.Timeout) - b.delay(time.Duration(h.Sent), arrived)), true
 	case h.Deadline != 0: // a caller of the previous release
 		return time.Unix(0, h.Deadline), true
 	}
@@ -246,14 +246,16 @@ func (c *streamCodec) writeResponse(req requestHeader, callErr error, reply any)
 // WireError encoded decoded back; encoding and decoding errors wrap
 // ErrCodec; a message over the limit ErrMessageTooLarge; anything else
 // comes from the stream. deadline, when not zero, goes with the request
-// as the time left (requestHeader.Timeout).
-func (c *streamCodec) call(method string, deadline time.Time, args, reply any) error {
+// as the time left (requestHeader.Timeout), sent as the age of the
+// session that began at epoch.
+func (c *streamCodec) call(method string, deadline, epoch time.Time, args, reply any) error {
 	const seq = 1 // one call per stream
 	req := requestHeader{ServiceMethod: method, Seq: seq}
 	if !deadline.IsZero() {
-		req.Sent = monoNow()
+		now := time.Now()
+		req.Sent = int64(now.Sub(epoch))
 		// At least 1ns: 0 would mean "no deadline".
-		req.Timeout = max(int64(time.Until(deadline)), 1)
+		req.Timeout = max(int64(deadline.Sub(now)), 1)
 		req.Deadline = deadline.UnixNano()
 	}
 	if err := c.writeFrame(req, args); err != nil {

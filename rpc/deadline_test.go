@@ -118,9 +118,9 @@ func TestRequestTimeLeftIsPreferredToAClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	behind := time.Now().Add(-5 * time.Second)
-	req := requestHeader{ServiceMethod: "Counter.Bump", Seq: 1, Sent: monoNow(),
+	req := requestHeader{ServiceMethod: "Counter.Bump", Seq: 1, Sent: int64(time.Millisecond),
 		Timeout: int64(2 * time.Second), Deadline: behind.Add(2 * time.Second).UnixNano()}
-	if msg := serveHeader(t, s, &transitBaseline{}, req); msg != "" {
+	if msg := serveHeader(t, s, newTransitBaseline(time.Now()), req); msg != "" {
 		t.Errorf("request with 2s left from a caller 5s behind: got error %q", msg)
 	}
 	if n := counter.runs.Load(); n != 1 {
@@ -129,28 +129,34 @@ func TestRequestTimeLeftIsPreferredToAClock(t *testing.T) {
 }
 
 // TestRequestHeldUpOnTheWayLosesThatTime: a request that took 10s longer
-// to arrive than the session's others (held in a partition's retransmit
-// queue, or read by a server that was stopped) lost those 10s on the way:
-// with 7s left when sent, its caller has given up, and it is not run.
-// One that arrived as fast as the others runs.
+// on the way than its session's handshake and other requests (held in a
+// partition's retransmit queue, or read by a server that was stopped)
+// lost those 10s: with 7s left when sent, its caller has given up, and it
+// is not run. One that came as fast as the others runs. The first
+// request of a session is measured against the handshake.
 func TestRequestHeldUpOnTheWayLosesThatTime(t *testing.T) {
 	s, _ := newLocalServer(t)
 	counter := &Counter{}
 	if err := s.Register("Counter", counter); err != nil {
 		t.Fatal(err)
 	}
-	b := &transitBaseline{}
-	// The caller's monotonic clock is an hour off ours: only differences count.
-	const offset = int64(time.Hour)
-	fresh := requestHeader{ServiceMethod: "Counter.Bump", Seq: 1, Sent: monoNow() + offset, Timeout: int64(7 * time.Second)}
+	const left = int64(7 * time.Second)
+	// Sessions that began 30s ago here (and at the caller).
+	began := time.Now().Add(-30 * time.Second)
+	fresh := requestHeader{ServiceMethod: "Counter.Bump", Seq: 1, Sent: int64(30 * time.Second), Timeout: left}
+	held := requestHeader{ServiceMethod: "Counter.Bump", Seq: 1, Sent: int64(20 * time.Second), Timeout: left}
+
+	b := newTransitBaseline(began)
 	if msg := serveHeader(t, s, b, fresh); msg != "" {
 		t.Fatalf("request that came at once: got error %q", msg)
 	}
-	held := requestHeader{ServiceMethod: "Counter.Bump", Seq: 1, Sent: monoNow() + offset - int64(10*time.Second), Timeout: int64(7 * time.Second)}
 	if msg := serveHeader(t, s, b, held); !strings.Contains(msg, "deadline") {
 		t.Errorf("request held up 10s with 7s left: got error %q, want one about the deadline", msg)
 	}
+	if msg := serveHeader(t, s, newTransitBaseline(began), held); !strings.Contains(msg, "deadline") {
+		t.Errorf("first request of a session, held up 10s with 7s left: got error %q, want one about the deadline", msg)
+	}
 	if n := counter.runs.Load(); n != 1 {
-		t.Errorf("ran %d times, want 1 (the held-up one must not run)", n)
+		t.Errorf("ran %d times, want 1 (the held-up ones must not run)", n)
 	}
 }

@@ -83,7 +83,7 @@ func FuzzClientCodec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := newStreamCodec(streamInput{bytes.NewReader(data), io.Discard}, 64<<10, 64<<10)
 		var reply EchoReply
-		_ = c.call("Fuzzy.Echo", time.Time{}, &EchoArgs{}, &reply)
+		_ = c.call("Fuzzy.Echo", time.Time{}, time.Time{}, &EchoArgs{}, &reply)
 	})
 }
 

@@ -508,6 +508,7 @@ func (s *Server) refuse(conn net.Conn, msg string, args ...any) {
 // is served on its own goroutine, as long as client has fewer than
 // MaxCallsPerClient in flight ("" for no cap).
 func (s *Server) serveSession(conn net.Conn, client string) {
+	transit := newTransitBaseline(time.Now()) // transit.go: the handshake is done
 	// One write per data frame (frameconn.go).
 	sess, err := yamux.Server(newFrameConn(conn), s.yamux)
 	if err != nil { // only for an invalid config, which NewServer rules out
@@ -536,8 +537,7 @@ func (s *Server) serveSession(conn net.Conn, client string) {
 	// unaccepted instead would block the caller's OpenStream and, after
 	// yamux's StreamOpenTimeout, close its whole session.
 	remote := conn.RemoteAddr()
-	transit := &transitBaseline{} // transit.go
-	wake := watchSession(sess)    // yamuxwake.go
+	wake := watchSession(sess) // yamuxwake.go
 	for {
 		stream, err := sess.AcceptStream()
 		if err != nil { // the session is closed
@@ -600,7 +600,7 @@ func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaselin
 	defer closeQuietly(st)
 	c := newStreamCodec(st, s.cfg.MaxMessageSize, s.cfg.MaxReplySize)
 	req, err := c.readRequestHeader()
-	arrived := monoNow()
+	arrived := time.Now()
 	if err != nil {
 		return
 	}
