@@ -24,7 +24,7 @@ type serverMetrics struct {
 	refused  *prometheus.CounterVec
 	// late counts requests refused because they were read after their
 	// caller's deadline.
-	late prometheus.Counter
+	late *prometheus.CounterVec
 }
 
 func newServerMetrics() *serverMetrics {
@@ -54,10 +54,10 @@ func newServerMetrics() *serverMetrics {
 			Name: "cairn_rpc_client_budget_refused_total",
 			Help: "Connections and calls refused because their client address was over its budget, by cap (max_conns_per_client, max_calls_per_client).",
 		}, []string{"cap"}),
-		late: prometheus.NewCounter(prometheus.CounterOpts{
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cairn_rpc_late_requests_refused_total",
-			Help: "Requests a server refused, unrun, because it read them after their caller's deadline (it was paused, or they were held up on the way).",
-		}),
+			Help: "Requests a server refused, unrun, because it read them after their caller's deadline (it was paused, or they were held up on the way), by method.",
+		}, []string{"method"}),
 	}
 }
 

@@ -623,7 +623,7 @@ func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaselin
 		// held up on the way): the caller has given up, and may have
 		// sent it again elsewhere. Running it now could undo what came
 		// after.
-		s.metrics.late.Inc()
+		s.metrics.late.WithLabelValues(name).Inc()
 		if ok, dropped := s.expired.allow(time.Now()); ok {
 			s.logger.Warn("refused a request read after its caller's deadline",
 				"method", name, "peer", remote, "late_by", time.Since(deadline).Round(time.Millisecond), "dropped", dropped)
