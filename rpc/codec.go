@@ -53,12 +53,13 @@ type requestHeader struct {
 // deadlineOf is h's deadline on this server's clock, for a request read
 // at arrived on a session whose transit baseline is b (nil: none), and
 // whether it has one.
-func (h requestHeader) deadlineOf(b *transitBaseline, arrived time.Time) (time.Time, bool) {
+// offset is ServerConfig.ClockOffset.
+func (h requestHeader) deadlineOf(b *transitBaseline, arrived time.Time, offset time.Duration) (time.Time, bool) {
 	switch {
 	case h.Timeout != 0:
 		return arrived.Add(time.Duration(h.Timeout) - b.delay(time.Duration(h.Sent), arrived)), true
 	case h.Deadline != 0: // a caller of the previous release
-		return time.Unix(0, h.Deadline), true
+		return time.Unix(0, h.Deadline).Add(-offset), true
 	}
 	return time.Time{}, false
 }
@@ -68,6 +69,11 @@ type responseHeader struct {
 	ServiceMethod string
 	Seq           uint64
 	Error         string
+	// Now is the server's wall clock as it answered, in Unix
+	// nanoseconds (0 from a server of the previous release): the caller
+	// measures how far the clocks disagree (skew.go). Nothing decides
+	// on it.
+	Now int64 `codec:",omitempty"`
 }
 
 // msgpackHandle is the msgpack configuration of every frame. It is set up
@@ -110,6 +116,13 @@ type streamCodec struct {
 	// onWriteError, if set, is told about a response that could not be
 	// written (the stream is closed then; see writeResponse).
 	onWriteError func(error)
+	// clockOffset is added to the time a server puts in its replies
+	// (ServerConfig.ClockOffset); for a pool, to the absolute deadline it
+	// sends (PoolConfig.ClockOffset).
+	clockOffset time.Duration
+	// serverNow is the time the server put in the last reply call read
+	// (responseHeader.Now).
+	serverNow int64
 }
 
 func newStreamCodec(rwc io.ReadWriteCloser, maxRead, maxWrite int) *streamCodec {
@@ -223,7 +236,7 @@ func (c *streamCodec) readRequestHeader() (requestHeader, error) {
 // tells onWriteError: the caller has gone, and there is nobody else to
 // tell.
 func (c *streamCodec) writeResponse(req requestHeader, callErr error, reply any) {
-	h := responseHeader{ServiceMethod: req.ServiceMethod, Seq: req.Seq}
+	h := responseHeader{ServiceMethod: req.ServiceMethod, Seq: req.Seq, Now: time.Now().Add(c.clockOffset).UnixNano()}
 	if callErr != nil {
 		h.Error, reply = WireError(callErr).Error(), nil
 	}
@@ -256,7 +269,7 @@ func (c *streamCodec) call(method string, deadline, epoch time.Time, args, reply
 		req.Sent = int64(now.Sub(epoch))
 		// At least 1ns: 0 would mean "no deadline".
 		req.Timeout = max(int64(deadline.Sub(now)), 1)
-		req.Deadline = deadline.UnixNano()
+		req.Deadline = deadline.Add(c.clockOffset).UnixNano()
 	}
 	if err := c.writeFrame(req, args); err != nil {
 		return err
@@ -274,6 +287,7 @@ func (c *streamCodec) call(method string, deadline, epoch time.Time, args, reply
 	if h.Seq != seq {
 		return fmt.Errorf("response for call %d, want %d", h.Seq, seq)
 	}
+	c.serverNow = h.Now
 	if h.Error != "" {
 		return newRemoteError(h.Error)
 	}

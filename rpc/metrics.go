@@ -92,7 +92,7 @@ func (m *poolMetrics) observe(dc string, args any, err error, took time.Duration
 
 // Collectors returns the pool's metrics, for the agent's registry.
 func (p *Pool) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.metrics.duration}
+	return []prometheus.Collector{p.metrics.duration, p.skew.gauge}
 }
 
 // blockingQuery is satisfied by the requests that embed QueryOptions.

@@ -37,6 +37,7 @@ type Pool struct {
 	cancelDial context.CancelFunc
 
 	metrics *poolMetrics // metrics.go
+	skew    *skewMeter   // skew.go
 
 	mu     sync.Mutex
 	conns  map[poolKey]*poolConn
@@ -87,6 +88,7 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 		cancelDial: cancel,
 		conns:      make(map[poolKey]*poolConn),
 		metrics:    newPoolMetrics(),
+		skew:       newSkewMeter(logger, cfg.ClockOffset),
 	}, nil
 }
 
@@ -154,7 +156,11 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	defer stop()
 	defer pc.wake.add(stream)() // yamuxwake.go
 
-	err = newStreamCodec(stream, p.cfg.MaxReplySize, p.cfg.MaxMessageSize).call(method, deadline, pc.epoch, args, reply)
+	c := newStreamCodec(stream, p.cfg.MaxReplySize, p.cfg.MaxMessageSize)
+	c.clockOffset = p.cfg.ClockOffset
+	sent := time.Now()
+	err = c.call(method, deadline, pc.epoch, args, reply)
+	p.skew.observe(key.addr, sent, time.Now(), c.serverNow) // skew.go
 	var remote *RemoteError
 	switch {
 	case err == nil:

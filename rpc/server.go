@@ -599,6 +599,7 @@ type stream interface {
 func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaseline) {
 	defer closeQuietly(st)
 	c := newStreamCodec(st, s.cfg.MaxMessageSize, s.cfg.MaxReplySize)
+	c.clockOffset = s.cfg.ClockOffset
 	req, err := c.readRequestHeader()
 	arrived := time.Now()
 	if err != nil {
@@ -617,7 +618,7 @@ func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaselin
 		}
 		name = m.name
 	}
-	deadline, hasDeadline := req.deadlineOf(transit, arrived)
+	deadline, hasDeadline := req.deadlineOf(transit, arrived, s.cfg.ClockOffset)
 	if hasDeadline && !time.Now().Before(deadline) {
 		// Read too late (this server was stopped, or the request was
 		// held up on the way): the caller has given up, and may have
