@@ -81,3 +81,7 @@ func Synced(a *Agent) bool { return isClosed(a.synced) }
 func SetServerDial(a *Agent, dial func(ctx context.Context, addr string) (net.Conn, error)) {
 	a.dialServer = dial
 }
+
+// SetClockOffset makes a, not yet started, act as if its wall clock were
+// off by d in what it tells its peers.
+func SetClockOffset(a *Agent, d time.Duration) { a.clockOffset = d }
