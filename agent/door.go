@@ -182,7 +182,8 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 		}
 		retry, unknown := retryable(err, write)
 		if !retry {
-			if write && !idempotent && ctx.Err() != nil && !errors.Is(err, rpc.ErrNotSent) {
+			if write && !idempotent && !errors.Is(err, rpc.ErrNotSent) &&
+				(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 				// The hold ran out with the write at a server that
 				// neither did it nor refused it yet: it may have.
 				return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, err)
