@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
 // Counter counts the calls it runs.
@@ -93,9 +95,11 @@ func TestCallCarriesItsDeadline(t *testing.T) {
 	}
 	// The server's deadline is its arrival plus the time left: the
 	// caller's, give or take the transit.
-	if d := <-got; d.Sub(deadline).Abs() > time.Second {
+	d := <-got
+	if d.Sub(deadline).Abs() > time.Second {
 		t.Errorf("method's deadline %v, want about the caller's %v", d, deadline)
 	}
+	t.Logf("the server's deadline is %v after the caller's", d.Sub(deadline))
 }
 
 type clock struct{ got chan time.Time }
@@ -158,5 +162,37 @@ func TestRequestHeldUpOnTheWayLosesThatTime(t *testing.T) {
 	}
 	if n := counter.runs.Load(); n != 1 {
 		t.Errorf("ran %d times, want 1 (the held-up ones must not run)", n)
+	}
+}
+
+// TestHeadersKeepThePreviousReleasesFields: a server of the previous
+// release reads a request header of this one (its Deadline, the fields
+// it does not know ignored), and a caller of the previous release reads
+// a response header of this one.
+func TestHeadersKeepThePreviousReleasesFields(t *testing.T) {
+	type prevRequest struct {
+		ServiceMethod string
+		Seq           uint64
+		Deadline      int64
+	}
+	type prevResponse struct {
+		ServiceMethod string
+		Seq           uint64
+		Error         string
+	}
+	var req, resp []byte
+	if err := codec.NewEncoderBytes(&req, msgpackHandle).Encode(requestHeader{ServiceMethod: "A.B", Seq: 1, Deadline: 5, Timeout: 7, Sent: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if err := codec.NewEncoderBytes(&resp, msgpackHandle).Encode(responseHeader{ServiceMethod: "A.B", Seq: 1, Error: "no", Now: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var pr prevRequest
+	if err := codec.NewDecoderBytes(req, msgpackHandle).Decode(&pr); err != nil || pr != (prevRequest{"A.B", 1, 5}) {
+		t.Errorf("request header as the previous release reads it: got %+v, %v", pr, err)
+	}
+	var ps prevResponse
+	if err := codec.NewDecoderBytes(resp, msgpackHandle).Decode(&ps); err != nil || ps != (prevResponse{"A.B", 1, "no"}) {
+		t.Errorf("response header as the previous release reads it: got %+v, %v", ps, err)
 	}
 }
