@@ -82,19 +82,21 @@ func settles(o *op) bool {
 }
 
 // checkRegisters checks the kv registers: final is the consistent read
-// made after the scenario settled (also part of reads).
-func checkRegisters(v *verdict, ops []*op, final *op) {
+// made after the scenario settled (also part of reads). The registers are
+// those the operations of kinds write and read write and read: the
+// catalog's (opWrite, opRead) or the kv store's (opKVWrite, opKVRead).
+func checkRegisters(v *verdict, ops []*op, final *op, write, read opKind) {
 	writes := map[string]*op{} // value → its write (values are unique)
 	acked := map[string][]*op{}
 	var reads []*op
 	for _, o := range ops {
 		switch {
-		case o.kind == opWrite:
+		case o.kind == write:
 			writes[o.value] = o
 			if o.outcome == ok {
 				acked[o.key] = append(acked[o.key], o)
 			}
-		case o.kind == opRead && o.outcome == ok:
+		case o.kind == read && o.outcome == ok:
 			reads = append(reads, o)
 		}
 	}
