@@ -17,6 +17,7 @@ import (
 	"github.com/cairndns/cairn/internal/porttest"
 	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
 // startCatalogServer starts a bootstrapped single-server cluster with its
@@ -415,94 +416,14 @@ func TestClientDoorLeavesAHungServer(t *testing.T) {
 	}
 }
 
-// freezer is a TCP proxy in front of a server that can be frozen: it then
-// keeps every connection open and forwards nothing either way, as a
-// server stopped with SIGSTOP does.
-type freezer struct {
-	addr   string
-	mu     sync.Mutex
-	frozen chan struct{} // closed while thawed; replaced by freeze
-}
-
-func newFreezer(t *testing.T, backend string) *freezer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &freezer{addr: ln.Addr().String(), frozen: make(chan struct{})}
-	close(f.frozen)
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); _ = ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", backend)
-			if err != nil {
-				_ = in.Close()
-				continue
-			}
-			wg.Go(func() { f.pipe(in, out, done) })
-			wg.Go(func() { f.pipe(out, in, done) })
-		}
-	})
-	return f
-}
-
-// pipe copies src to dst, holding each chunk while the proxy is frozen,
-// until either side closes or done.
-func (f *freezer) pipe(src, dst net.Conn, done <-chan struct{}) {
-	defer src.Close()
-	defer dst.Close()
-	stop := context.AfterFunc(contextOf(done), func() { _ = src.Close() })
-	defer stop()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			f.mu.Lock()
-			thawed := f.frozen
-			f.mu.Unlock()
-			select {
-			case <-thawed:
-			case <-done:
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (f *freezer) freeze() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.frozen = make(chan struct{})
-}
-
-// contextOf is a context that ends when done closes.
-func contextOf(done <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-done; cancel() }()
-	return ctx
-}
-
 // TestClientDoorPingsAfterAServerHangs: a server that answered a ping a
 // moment ago and then hangs is pinged again by the next call that waits
 // on it — an old ping says nothing about now — so the write moves to
 // another server within its hold.
 func TestClientDoorPingsAfterAServerHangs(t *testing.T) {
 	t.Parallel()
-	f, live := newFreezer(t, startCatalogServer(t)), startCatalogServer(t)
-	b, log := newTestDoor(t, f.addr, live)
+	f, live := rpctest.NewFreezer(t, startCatalogServer(t)), startCatalogServer(t)
+	b, log := newTestDoor(t, f.Addr(), live)
 	ctx := testContext(t)
 	// A blocking read that outlasts ProbeAfter: the server answers its ping.
 	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client0", Address: "10.0.0.4"}); err != nil {
@@ -517,16 +438,16 @@ func TestClientDoorPingsAfterAServerHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.mu.Lock()
-	pinged := !b.aliveAt[f.addr].IsZero()
+	pinged := !b.aliveAt[f.Addr()].IsZero()
 	b.mu.Unlock()
 	if !pinged {
 		t.Fatal("the blocking read sent no ping; the test proves nothing")
 	}
-	f.freeze()
+	f.Freeze()
 	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
 		t.Fatalf("Register after the server hung: %v", err)
 	}
-	if got, want := log.get(), []string{f.addr, live}; !slices.Equal(got, want) {
+	if got, want := log.get(), []string{f.Addr(), live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 }
@@ -540,8 +461,8 @@ func TestClientDoorPingsAfterAServerHangs(t *testing.T) {
 func TestClientDoorBlockingReadKeepsItsEnd(t *testing.T) {
 	t.Parallel()
 	backend := startCatalogServer(t)
-	f1, f2 := newFreezer(t, backend), newFreezer(t, backend)
-	d, _ := newTestDoor(t, f1.addr, f2.addr)
+	f1, f2 := rpctest.NewFreezer(t, backend), rpctest.NewFreezer(t, backend)
+	d, _ := newTestDoor(t, f1.Addr(), f2.Addr())
 	ctx := testContext(t)
 	if err := register(ctx, d, &catalog.RegisterRequest{Node: "client0", Address: "10.0.0.4"}); err != nil {
 		t.Fatal(err)
@@ -558,7 +479,7 @@ func TestClientDoorBlockingReadKeepsItsEnd(t *testing.T) {
 	start := time.Now()
 	go func() { errc <- d.RPC(ctx, rpc.MethodCatalogNodes, args, &reply) }()
 	time.Sleep(wait / 4) // the hang comes once the read waits on f1
-	f1.freeze()
+	f1.Freeze()
 	var err error
 	select {
 	case err = <-errc:

@@ -32,6 +32,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	port := strconv.Itoa(a.cfg.Ports.Server)
 	rc := rpc.DefaultServerConfig()
 	rc.Addr = net.JoinHostPort(a.cfg.BindAddr, port)
+	rc.ClockOffset = a.clockOffset
 	if a.cfg.Ports.Server != 0 {
 		rc.AdvertiseAddr = net.JoinHostPort(a.advertise, port)
 	} else if a.advertise != a.cfg.BindAddr {

@@ -608,6 +608,10 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 			}
 			return true, fmt.Errorf("forward to leader %s: %w", leader, err)
 		case write && !idempotent && !errors.Is(err, rpc.ErrNotSent) && !errors.Is(err, rpc.ErrNoLeader):
+			// Answered once the deadline the forward carried has passed:
+			// the leader then never starts it, so the caller's "unknown"
+			// settles with the answer (as the client door's does).
+			<-ctx.Done()
 			return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrUnknownOutcome, err)
 		case attempt == maxForwardAttempts:
 			if isRemote {

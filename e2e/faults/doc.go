@@ -86,6 +86,12 @@
 //     other agents, both ways, for 10 s.
 //   - sigstop-client-server: SIGSTOP the server a client uses for 10 s,
 //     then SIGCONT. Target: that client's writes resume within 3 s.
+//   - sigstop5-client-server: SIGSTOP the server a client uses for 5 s,
+//     inside the client's 7 s hold, then SIGCONT: what the stopped server
+//     held must not take effect after the client's answer. An unknown
+//     write answered 503 "may or may not have been applied" counts as
+//     done settleBound (2 s) after the answer, in every scenario; one
+//     without an answer (a timeout) may take effect at any time.
 //   - all-servers-down: kill -9 all three servers, restart them 6 s later;
 //     the clients must keep answering the cached name.
 //   - blocking-read-leader-change: blocking reads (wait 10 s) of a KV key

@@ -27,7 +27,11 @@ const (
 	partitionFor = 8 * time.Second
 	lossFor      = 10 * time.Second
 	stopFor      = 10 * time.Second
-	allDownFor   = 6 * time.Second
+	// stopInHoldFor is a stop a client's hold (rpc_hold_timeout, 7s)
+	// outlasts: the server resumes while the requests it holds could
+	// still be carried out.
+	stopInHoldFor = 5 * time.Second
+	allDownFor    = 6 * time.Second
 	// partitionRestartFor is the campaign's partition of issue 28.
 	partitionRestartFor = 6 * time.Second
 	// suffixWrites are sent to the leader just cut off.
@@ -122,6 +126,20 @@ var scenarios = []scenario{
 		r.faultAt = r.mark("SIGSTOP " + s.name + ", the server " + cl.name + " uses")
 		r.c.signal(s, syscall.SIGSTOP)
 		r.hold(stopFor)
+		r.healAt = r.mark("SIGCONT " + s.name)
+		r.c.signal(s, syscall.SIGCONT)
+	}, targets: focusWindowWithin(3 * time.Second)},
+
+	// The stale overwrite of issue 28 (finding 2): the client gives up
+	// on the stopped server and answers; the server resumes before the
+	// hold is out. A write it held must not land after the answer (the
+	// checker's settleBound), over writes acknowledged since.
+	{name: "sigstop5-client-server", fault: func(r *run) {
+		cl, s := r.followerServerOf()
+		r.focus, r.target = cl, cl.name+"'s server "+r.describe(s)+" stopped within the hold"
+		r.faultAt = r.mark("SIGSTOP " + s.name + ", the server " + cl.name + " uses")
+		r.c.signal(s, syscall.SIGSTOP)
+		r.hold(stopInHoldFor)
 		r.healAt = r.mark("SIGCONT " + s.name)
 		r.c.signal(s, syscall.SIGCONT)
 	}, targets: focusWindowWithin(3 * time.Second)},
