@@ -45,6 +45,7 @@ func (s stallingKVS) Apply(ctx context.Context, _ *rpc.KVSApplyRequest, _ *rpc.K
 // (issue 28).
 func TestBrokenForwardIsAnUnknownOutcome(t *testing.T) {
 	t.Parallel()
+	const forwardFor = 3 * time.Second
 	nodes := consensustest.StartCluster(t, 3)
 	leader := consensustest.WaitForLeader(t, nodes, within)
 	stall := stallingKVS{started: make(chan struct{}, 1), giveUp: make(chan struct{})}
@@ -54,6 +55,10 @@ func TestBrokenForwardIsAnUnknownOutcome(t *testing.T) {
 		if n != leader {
 			cfg := consensus.DefaultCatalogConfig()
 			cfg.Datacenter = "dc1"
+			// The unknown outcome is answered once the deadline the
+			// forward carried has passed (the leader then never starts
+			// the write): a short one keeps the test short.
+			cfg.ForwardTimeout = forwardFor
 			cat, err := consensus.NewCatalog(n.Server, rpctest.NewPool(t), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -77,6 +82,7 @@ func TestBrokenForwardIsAnUnknownOutcome(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			errc := make(chan error, 1)
+			start := time.Now()
 			go func() {
 				errc <- p.Call(ctx, follower.Addr, rpc.MethodKVSApply, &rpc.KVSApplyRequest{
 					Op: catalog.KVSet, Entry: catalog.KVEntry{Key: "k", Value: []byte("v1")},
@@ -94,6 +100,9 @@ func TestBrokenForwardIsAnUnknownOutcome(t *testing.T) {
 			case err := <-errc:
 				if !errors.Is(err, rpc.ErrUnknownOutcome) {
 					t.Errorf("got %v, want an error wrapping rpc.ErrUnknownOutcome", err)
+				}
+				if took := time.Since(start); took < forwardFor {
+					t.Errorf("answered unknown after %s, before the forward's deadline (%s) passed: the leader could still start the write", took, forwardFor)
 				}
 			case <-time.After(within):
 				t.Fatalf("the write did not return within %s of the fault", within)
