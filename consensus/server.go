@@ -14,8 +14,6 @@ import (
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/hashicorp/raft"
-	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // Server is one Raft server holding the catalog.
@@ -31,6 +29,9 @@ type Server struct {
 	// closers release the on-disk log store after Raft stops, in order;
 	// empty in memory.
 	closers []io.Closer
+	// health is the outcome of the latest writes to the log store, stable
+	// store and snapshots (storage.go).
+	health *storageHealth
 	// netTrans is the network transport when cfg.Layer is set; Shutdown
 	// closes it (Raft does not when it has already stopped itself, as on
 	// its removal from the configuration).
@@ -89,7 +90,8 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	rc.NotifyCh = notify
 
 	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}),
-		leaderChanged: make(chan struct{}), leaderSeen: make(chan struct{}), restored: make(chan struct{}, 1)}
+		leaderChanged: make(chan struct{}), leaderSeen: make(chan struct{}), restored: make(chan struct{}, 1),
+		health: newStorageHealth(logger)}
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
@@ -140,23 +142,18 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("create raft log dir: %w", err)
 	}
-	// raft-wal's Close leaves its metadata database open; keeping our own
-	// handle lets Shutdown release the file lock, so the same process (a test,
-	// or a future in-process restart) can open the directory again.
-	meta := &metadb.BoltMetaDB{}
-	wal, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta), raftwal.WithLogger(rc.Logger))
+	wal, err := openWALStore(walDir, s.cfg.LogSegmentSize, rc.Logger, s.health)
 	if err != nil {
-		_ = meta.Close()
-		return nil, nil, nil, fmt.Errorf("open raft log %s: %w", walDir, err)
+		return nil, nil, nil, err
 	}
-	s.closers = []io.Closer{wal, meta}
+	s.closers = []io.Closer{wal}
 	snapDir := filepath.Join(s.cfg.DataDir, "raft")
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, s.cfg.SnapshotsRetained, rc.Logger)
 	if err != nil {
 		s.closeStores()
 		return nil, nil, nil, fmt.Errorf("open raft snapshots in %s: %w", snapDir, err)
 	}
-	return wal, wal, snaps, nil
+	return wal, wal, watchedSnapshots{SnapshotStore: snaps, health: s.health}, nil
 }
 
 func (s *Server) closeStores() {
