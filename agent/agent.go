@@ -306,7 +306,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", addrOrOff(a.http.Addr()),
 		"https", addrOrOff(a.http.HTTPSAddr()), "advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
-	a.loops.Go(func() { a.logMilestones(loopCtx) }) // milestones.go
+	a.loops.Go(func() { a.logMilestones(loopCtx) })  // milestones.go
+	a.loops.Go(func() { a.watchDiskSpace(loopCtx) }) // diskspace.go
 	return nil
 }
 
