@@ -336,7 +336,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.NodeName, lc.NodeID, lc.Address, lc.Datacenter = a.cfg.NodeName, a.cfg.NodeID, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
 	lc.TaggedAddresses = nodeTaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
-	lc.ServerChecks = []string{consensus.GossipCheckID}
+	lc.ServerChecks = []string{consensus.GossipCheckID, consensus.StorageCheckID}
 	lc.ServerServices = []string{consensus.ServerServiceName}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval

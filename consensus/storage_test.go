@@ -2,6 +2,7 @@ package consensus_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,12 +11,17 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/consensus/consensustest"
+	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/gossip/gossiptest"
+	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
-// A server whose data dir fills up reports that it cannot write its log,
-// and once the room is back it takes writes again by itself, without a
-// restart: raft-wal wedges on the failed segment rotation ("segment is
-// sealed") until its log store is opened again.
+// A server whose data dir fills up reports that it cannot write its log:
+// autopilot judges it unhealthy and the leader marks its storage check
+// critical. Once the room is back it takes writes again by itself,
+// without a restart (raft-wal wedges on the failed segment rotation,
+// "segment is sealed", until its log store is opened again), and is
+// healthy again.
 func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 	t.Parallel()
 	disk := consensustest.Tmpfs(t, 3<<20)
@@ -34,8 +40,62 @@ func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	pools := make([]*gossip.Pool, len(nodes))
+	for i, n := range nodes {
+		pools[i] = serverPool(t, n)
+		if i > 0 {
+			gossiptest.Join(t, pools[i], pools[0])
+		}
+	}
+	cfg := testAutopilotConfig(t)
+	for i, n := range nodes {
+		runLeader(t, serveAutopilot(t, cfg, n, pools[i]))
+	}
 	consensustest.WaitForLeader(t, nodes, within)
 	full := nodes[2]
+	p := rpctest.NewPool(t)
+	// storage reports, as the leader sees it, whether full's storage is
+	// healthy to autopilot and its storage check in the catalog passing.
+	storage := func(want bool) error {
+		var leader *consensustest.Node
+		for _, n := range nodes {
+			if n.Server.IsLeader() {
+				leader = n
+			}
+		}
+		if leader == nil {
+			return errors.New("no leader")
+		}
+		h, err := health(t, p, leader)
+		if err != nil {
+			return err
+		}
+		sh, ok := serverOf(h, full.ID)
+		if !ok {
+			return fmt.Errorf("no health of %s", full.ID)
+		}
+		if got := sh.StorageError == "" && sh.Healthy; got != want {
+			return fmt.Errorf("autopilot: %s healthy %v, storage error %q; want healthy %v", full.ID, sh.Healthy, sh.StorageError, want)
+		}
+		_, checks, err := leader.Store.NodeChecks(nil, full.ID)
+		if err != nil {
+			return err
+		}
+		wantStatus := catalog.HealthCritical
+		if want {
+			wantStatus = catalog.HealthPassing
+		}
+		for _, c := range checks {
+			if c.CheckID == consensus.StorageCheckID && c.ServiceID == consensus.ServerServiceName {
+				if c.Status != wantStatus {
+					return fmt.Errorf("storage check of %s: got %s, want %s", full.ID, c.Status, wantStatus)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("%s has no storage check on its %s service", full.ID, consensus.ServerServiceName)
+	}
+	consensustest.WaitFor(t, within, func() error { return storage(true) })
 
 	value := []byte(strings.Repeat("x", 1<<10))
 	seq := 0
@@ -85,6 +145,7 @@ func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 	if err := has(full, last); err == nil {
 		t.Fatalf("%s applied %s with a full disk", full.ID, last)
 	}
+	consensustest.WaitFor(t, within, func() error { return storage(false) })
 
 	free()
 	// One write at a time, each waited for: the full server must catch up
@@ -104,6 +165,6 @@ func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 		if st := full.Server.StorageStatus(); !st.Healthy {
 			return fmt.Errorf("%s storage still unhealthy: %s", full.ID, st.Error)
 		}
-		return nil
+		return storage(true)
 	})
 }
