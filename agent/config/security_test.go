@@ -48,6 +48,8 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 		{`limits { rpc_max_conns_per_client = -1 }`, "limits.rpc_max_conns_per_client"},
 		{`limits { rpc_max_calls_per_client = -1 }`, "limits.rpc_max_calls_per_client"},
 		{`limits { data_dir_min_free_bytes = -1 }`, "limits.data_dir_min_free_bytes"},
+		{`raft_logstore { wal { segment_size_mb = 0 } }`, "raft_logstore.wal.segment_size_mb"},
+		{`raft_logstore { wal { segment_size_mb = 2048 } }`, "raft_logstore.wal.segment_size_mb"},
 	} {
 		c := Default()
 		c.Dev = true
@@ -128,5 +130,15 @@ ports { https = 8501  dns_tls = 853 }
 		if !errors.As(err, &fe) || fe.Field != "dns_config.cookie_secret" {
 			t.Errorf("cookie_secret %q: got %v, want an error naming it", secret, err)
 		}
+	}
+}
+
+func TestRaftLogStoreBlock(t *testing.T) {
+	c := Default()
+	if err := LoadFile(writeConfig(t, "logstore.hcl", `raft_logstore { wal { segment_size_mb = 8 } }`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RaftLogStore.WALSegmentSizeMB; got != 8 {
+		t.Errorf("raft_logstore.wal.segment_size_mb: got %d, want 8", got)
 	}
 }
