@@ -88,6 +88,11 @@
 //     then SIGCONT. Target: that client's writes resume within 3 s.
 //   - all-servers-down: kill -9 all three servers, restart them 6 s later;
 //     the clients must keep answering the cached name.
+//   - full-disk: SIGTERM a follower and restart it with its data dir
+//     copied onto a 48 MiB tmpfs; fill the tmpfs under write load. The
+//     follower must report cairn_raft_storage_healthy 0 within 30 s; after
+//     10 s the space is freed, and it must report 1 again within 30 s,
+//     without a restart, and catch up.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
 //

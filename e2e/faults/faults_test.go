@@ -130,6 +130,8 @@ var scenarios = []scenario{
 		}
 	}, targets: noTargets},
 
+	{name: "full-disk", fault: fullDisk, targets: noTargets}, // disk_test.go
+
 	{name: "rolling-restart", fault: func(r *run) {
 		r.target = "s1, s2, s3 in turn (SIGTERM)"
 		r.faultAt = r.mark("rolling restart")
