@@ -17,7 +17,7 @@ import (
 )
 
 // A server whose data dir fills up reports that it cannot write its log:
-// autopilot judges it unhealthy and the leader marks its storage check
+// it steps down if it leads, autopilot judges it unhealthy and the leader marks its storage check
 // critical. Once the room is back it takes writes again by itself,
 // without a restart (raft-wal wedges on the failed segment rotation,
 // "segment is sealed", until its log store is opened again), and is
@@ -96,6 +96,18 @@ func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 		return fmt.Errorf("%s has no storage check on its %s service", full.ID, consensus.ServerServiceName)
 	}
 	consensustest.WaitFor(t, within, func() error { return storage(true) })
+	// The full server leads when its disk fills, so that it must step down.
+	consensustest.WaitFor(t, within, func() error {
+		if full.Server.IsLeader() {
+			return nil
+		}
+		for _, n := range nodes {
+			if n.Server.IsLeader() {
+				_ = n.Server.TransferLeadership()
+			}
+		}
+		return fmt.Errorf("%s does not lead", full.ID)
+	})
 
 	value := []byte(strings.Repeat("x", 1<<10))
 	seq := 0
@@ -144,6 +156,9 @@ func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 	})
 	if err := has(full, last); err == nil {
 		t.Fatalf("%s applied %s with a full disk", full.ID, last)
+	}
+	if full.Server.IsLeader() {
+		t.Fatalf("%s leads with a full disk", full.ID)
 	}
 	consensustest.WaitFor(t, within, func() error { return storage(false) })
 
