@@ -66,11 +66,18 @@ type Agent struct {
 	server    *consensus.Server
 	rpcServer *rpc.Server
 	rpcPool   *rpc.Pool
-	catalogEP *consensus.Catalog
-	leader    *consensus.Leader
-	gossip    *gossip.Pool
-	wan       *gossip.Pool
-	router    *consensus.Router
+	// dialServer, when set (only by tests, before Start), opens the rpc
+	// pool's connections to servers (rpc.PoolConfig.Dial).
+	dialServer func(ctx context.Context, addr string) (net.Conn, error)
+	// clockOffset, set only by tests before Start, makes the agent act
+	// as if its wall clock were this far off in what its rpc pool and
+	// server tell peers (rpc's ClockOffset).
+	clockOffset time.Duration
+	catalogEP   *consensus.Catalog
+	leader      *consensus.Leader
+	gossip      *gossip.Pool
+	wan         *gossip.Pool
+	router      *consensus.Router
 	// servers is liveServers' last answer and the LAN pool's Version it
 	// was read at (client.go).
 	servers struct {

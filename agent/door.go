@@ -106,7 +106,8 @@ func defaultDoorConfig() doorConfig {
 // unknown fate. Idempotent writes (rpc.Idempotent: registrations and
 // deregistrations) are sent again: applying one twice is applying it once.
 // Others end with an error wrapping rpc.ErrUnknownOutcome, which the HTTP
-// API answers with a 503 saying so. An error the server returned (a
+// API answers with a 503 saying so, once the call's deadline (sent with
+// every attempt) has passed: see settle. An error the server returned (a
 // *rpc.RemoteError other than "no leader") is final.
 type clientDoor struct {
 	pool *rpc.Pool
@@ -137,6 +138,15 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 	defer cancel()
 	_, write := args.(rpc.Write)
 	idem, idempotent := args.(rpc.Idempotent)
+	// A blocking read sent again to another server asks it only for what
+	// is left of the wait (its args are put back for the caller).
+	var keepEnd func()
+	if o, ok := args.(interface{ QueryOpts() *rpc.QueryOptions }); ok && o.QueryOpts().IsBlocking() {
+		q := o.QueryOpts()
+		saved, end := *q, q.WaitEnd(time.Now(), rpc.DefaultBlockingLimits())
+		defer func() { *q = saved }()
+		keepEnd = func() { q.KeepWaitEnd(end) }
+	}
 	if idempotent {
 		// Every attempt carries one ID, so the servers apply the write
 		// once however many attempts reach them.
@@ -174,6 +184,9 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 			last = nil
 		}
 		tried[server] = true
+		if last != nil && keepEnd != nil {
+			keepEnd()
+		}
 		err := d.attempt(ctx, server, method, args, reply)
 		if err == nil {
 			d.succeeded(server)
@@ -181,11 +194,18 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 		}
 		retry, unknown := retryable(err, write)
 		if !retry {
+			if write && !idempotent && !errors.Is(err, rpc.ErrNotSent) &&
+				(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+				// The hold ran out with the write at a server that
+				// neither did it nor refused it yet: it may have.
+				return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, err)
+			}
 			return err
 		}
 		d.failed(server, err)
 		last = err
 		if unknown && !idempotent {
+			settle(ctx)
 			return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, err)
 		}
 		if ctx.Err() != nil {
@@ -194,6 +214,17 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 		d.logger.Debug("rpc to server failed, trying another", "peer", server, "method", method, "err", err)
 	}
 }
+
+// settle waits until ctx's deadline, the one every attempt of the call
+// carried, has passed (or ctx is canceled: nobody waits for the answer).
+// A write whose fate is unknown is answered only then: its request, held
+// by a hung server or on the way, is refused unrun by any server that
+// reads it later (rpc's transit.go), and one a server started by then is
+// being applied, so after the answer the write is applied or never will
+// be, within the transit slack (the README gives the bound). Answering
+// at once would leave it pending for the rest of the hold, free to land
+// on top of newer writes.
+func settle(ctx context.Context) { <-ctx.Done() }
 
 // giveUp is the error of a call whose hold ran out (or whose caller went
 // away) after last failed: for a write that reached a server, its fate is
@@ -222,6 +253,10 @@ func retryable(err error, write bool) (retry, unknown bool) {
 		return true, false
 	case errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping):
 		return true, write
+	case errors.Is(err, rpc.ErrUnknownOutcome):
+		// The server met it forwarding the write, or its leadership
+		// went mid-apply: an idempotent write may go again.
+		return true, true
 	}
 	return false, false
 }

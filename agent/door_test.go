@@ -17,6 +17,7 @@ import (
 	"github.com/cairndns/cairn/internal/porttest"
 	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
 // startCatalogServer starts a bootstrapped single-server cluster with its
@@ -415,94 +416,14 @@ func TestClientDoorLeavesAHungServer(t *testing.T) {
 	}
 }
 
-// freezer is a TCP proxy in front of a server that can be frozen: it then
-// keeps every connection open and forwards nothing either way, as a
-// server stopped with SIGSTOP does.
-type freezer struct {
-	addr   string
-	mu     sync.Mutex
-	frozen chan struct{} // closed while thawed; replaced by freeze
-}
-
-func newFreezer(t *testing.T, backend string) *freezer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &freezer{addr: ln.Addr().String(), frozen: make(chan struct{})}
-	close(f.frozen)
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); _ = ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", backend)
-			if err != nil {
-				_ = in.Close()
-				continue
-			}
-			wg.Go(func() { f.pipe(in, out, done) })
-			wg.Go(func() { f.pipe(out, in, done) })
-		}
-	})
-	return f
-}
-
-// pipe copies src to dst, holding each chunk while the proxy is frozen,
-// until either side closes or done.
-func (f *freezer) pipe(src, dst net.Conn, done <-chan struct{}) {
-	defer src.Close()
-	defer dst.Close()
-	stop := context.AfterFunc(contextOf(done), func() { _ = src.Close() })
-	defer stop()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			f.mu.Lock()
-			thawed := f.frozen
-			f.mu.Unlock()
-			select {
-			case <-thawed:
-			case <-done:
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (f *freezer) freeze() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.frozen = make(chan struct{})
-}
-
-// contextOf is a context that ends when done closes.
-func contextOf(done <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-done; cancel() }()
-	return ctx
-}
-
 // TestClientDoorPingsAfterAServerHangs: a server that answered a ping a
 // moment ago and then hangs is pinged again by the next call that waits
 // on it — an old ping says nothing about now — so the write moves to
 // another server within its hold.
 func TestClientDoorPingsAfterAServerHangs(t *testing.T) {
 	t.Parallel()
-	f, live := newFreezer(t, startCatalogServer(t)), startCatalogServer(t)
-	b, log := newTestDoor(t, f.addr, live)
+	f, live := rpctest.NewFreezer(t, startCatalogServer(t)), startCatalogServer(t)
+	b, log := newTestDoor(t, f.Addr(), live)
 	ctx := testContext(t)
 	// A blocking read that outlasts ProbeAfter: the server answers its ping.
 	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client0", Address: "10.0.0.4"}); err != nil {
@@ -517,16 +438,66 @@ func TestClientDoorPingsAfterAServerHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.mu.Lock()
-	pinged := !b.aliveAt[f.addr].IsZero()
+	pinged := !b.aliveAt[f.Addr()].IsZero()
 	b.mu.Unlock()
 	if !pinged {
 		t.Fatal("the blocking read sent no ping; the test proves nothing")
 	}
-	f.freeze()
+	f.Freeze()
 	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
 		t.Fatalf("Register after the server hung: %v", err)
 	}
-	if got, want := log.get(), []string{f.addr, live}; !slices.Equal(got, want) {
+	if got, want := log.get(), []string{f.Addr(), live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
+	}
+}
+
+// TestClientDoorBlockingReadKeepsItsEnd: a blocking read whose server
+// hangs halfway through the wait goes to another server (here the same
+// one behind another proxy, so the index holds) for what is left of the
+// wait only: it ends about when its wait does, with the current index,
+// not after a second full wait past the hold (a 503 on a client: issue
+// 28). The caller's args are put back.
+func TestClientDoorBlockingReadKeepsItsEnd(t *testing.T) {
+	t.Parallel()
+	backend := startCatalogServer(t)
+	f1, f2 := rpctest.NewFreezer(t, backend), rpctest.NewFreezer(t, backend)
+	d, _ := newTestDoor(t, f1.Addr(), f2.Addr())
+	ctx := testContext(t)
+	if err := register(ctx, d, &catalog.RegisterRequest{Node: "client0", Address: "10.0.0.4"}); err != nil {
+		t.Fatal(err)
+	}
+	var cur rpc.NodesResponse
+	if err := d.RPC(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	const wait = 4 * time.Second
+	args := &rpc.NodesRequest{QueryOptions: rpc.QueryOptions{MinQueryIndex: cur.Index, MaxQueryTime: wait}}
+	want := args.QueryOptions
+	errc := make(chan error, 1)
+	var reply rpc.NodesResponse
+	start := time.Now()
+	go func() { errc <- d.RPC(ctx, rpc.MethodCatalogNodes, args, &reply) }()
+	time.Sleep(wait / 4) // the hang comes once the read waits on f1
+	f1.Freeze()
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(wait + d.cfg.HoldTimeout + 10*time.Second):
+		t.Fatal("the blocking read did not return")
+	}
+	elapsed := time.Since(start)
+	// Its wait, the server's jitter, and the ping that finds f1 hung.
+	bound := wait + wait/16 + d.cfg.ProbeAfter + d.cfg.ProbeTimeout + time.Second
+	switch {
+	case err != nil:
+		t.Errorf("blocking read across the hang failed after %s: %v", elapsed.Round(time.Millisecond), err)
+	case elapsed > bound:
+		t.Errorf("blocking read of %s took %s, want at most %s (a second full wait on the next server?)", wait, elapsed.Round(time.Millisecond), bound)
+	case reply.Index != cur.Index:
+		t.Errorf("got index %d, want the current %d", reply.Index, cur.Index)
+	}
+	if args.QueryOptions != want {
+		t.Errorf("args after the call: %+v, want them as they were, %+v", args.QueryOptions, want)
 	}
 }

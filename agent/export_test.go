@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -74,3 +75,13 @@ func GossipTiming(a *Agent) (lan, wan gossip.Timing) {
 // Synced reports whether a's first full sync of its node succeeded (what
 // its "ready" milestone waits for).
 func Synced(a *Agent) bool { return isClosed(a.synced) }
+
+// SetServerDial makes a, not yet started, open its connections to servers
+// with dial.
+func SetServerDial(a *Agent, dial func(ctx context.Context, addr string) (net.Conn, error)) {
+	a.dialServer = dial
+}
+
+// SetClockOffset makes a, not yet started, act as if its wall clock were
+// off by d in what it tells its peers.
+func SetClockOffset(a *Agent, d time.Duration) { a.clockOffset = d }

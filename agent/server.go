@@ -32,6 +32,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	port := strconv.Itoa(a.cfg.Ports.Server)
 	rc := rpc.DefaultServerConfig()
 	rc.Addr = net.JoinHostPort(a.cfg.BindAddr, port)
+	rc.ClockOffset = a.clockOffset
 	if a.cfg.Ports.Server != 0 {
 		rc.AdvertiseAddr = net.JoinHostPort(a.advertise, port)
 	} else if a.advertise != a.cfg.BindAddr {
@@ -254,9 +255,13 @@ func (a *Agent) joinLoop(ctx context.Context, p *gossip.Pool, kind gossip.Kind, 
 const firstJoinRetry = time.Second
 
 // bootstrapWatch waits until expect alive servers of this datacenter are
-// in gossip, then bootstraps Raft with them. A server that
-// already has Raft state, or that already knows a leader (it joined a
-// running cluster), does not: the leader adds it as a voter instead.
+// in gossip, then bootstraps Raft with them. A server that already has
+// Raft state, that already knows a leader (it joined a running cluster),
+// or one of whose peers has a Raft configuration (a server whose raft
+// directory was wiped, among servers of a running cluster) does not: the
+// leader adds it as a voter instead. A peer that cannot be asked
+// postpones the bootstrap, as in Consul: bootstrapping a second cluster
+// next to a running one could overwrite that one's log.
 func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
 	t := time.NewTicker(bootstrapPoll)
 	defer t.Stop()
@@ -277,18 +282,25 @@ func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
 			}
 		}
 		if len(servers) >= expect {
-			peers, err := a.server.Peers()
-			switch {
-			case err == nil && len(peers) > 0:
+			if peers, err := a.server.Peers(); err == nil && len(peers) > 0 {
 				a.logger.Info("raft already has a configuration; not bootstrapping", "peers", len(peers))
+				return
+			}
+			holder, err := a.clusterHolder(ctx, servers)
+			switch {
+			case err != nil:
+				a.logger.Warn("not bootstrapping yet: could not ask every server whether a cluster exists", "err", err)
+			case holder != "":
+				a.logger.Info("a server already has a raft configuration; not bootstrapping, waiting for the leader to add this server", "peer", holder)
+				return
 			default:
 				if err := a.server.BootstrapCluster(servers); err != nil {
 					a.logger.Error("bootstrap failed", "servers", len(servers), "err", err)
 				} else {
 					a.logger.Info("bootstrapped the cluster", "servers", len(servers))
 				}
+				return
 			}
-			return
 		}
 		select {
 		case <-ctx.Done():
@@ -297,6 +309,32 @@ func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
 		}
 	}
 }
+
+// clusterHolder asks every server of servers but this one for its Raft
+// configuration and returns the name of the first that has one (a cluster
+// exists), or "" when none has; an error when one could not be asked.
+func (a *Agent) clusterHolder(ctx context.Context, servers []consensus.Peer) (string, error) {
+	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: a.cfg.Datacenter, AllowStale: true}}
+	for _, p := range servers {
+		if p.ID == a.cfg.NodeName {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, bootstrapAskTimeout)
+		var reply rpc.RaftConfigurationResponse
+		err := a.rpcPool.Call(cctx, p.Address, rpc.MethodStatusRaftConfiguration, args, &reply)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("ask server %s for its raft configuration: %w", p.ID, err)
+		}
+		if len(reply.Servers) > 0 {
+			return p.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// bootstrapAskTimeout bounds each question clusterHolder asks.
+const bootstrapAskTimeout = 5 * time.Second
 
 // firstSync pushes this node to the catalog until it succeeds or ctx ends
 // (no write can succeed until a leader is elected and, on a client, a

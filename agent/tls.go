@@ -74,6 +74,7 @@ func (a *Agent) secureServerPort(rc *rpc.ServerConfig) {
 func (a *Agent) poolConfig() rpc.PoolConfig {
 	pc := rpc.DefaultPoolConfig()
 	pc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
+	pc.Dial, pc.ClockOffset = a.dialServer, a.clockOffset
 	if c := a.tlsRPC; c != nil && c.OutgoingRPC("") != nil {
 		pc.TLS, pc.Datacenter = c.OutgoingRPC, a.cfg.Datacenter
 	}

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
@@ -56,4 +57,42 @@ func blockingQuery(ctx context.Context, limits rpc.BlockingLimits, opts rpc.Quer
 			return request.Err() // nil when the wait itself ended
 		}
 	}
+}
+
+// blockingEnd is the end of a forwarded blocking read's wait, kept in its
+// ctx so that forward, which knows nothing of queries, can shorten the
+// wait of the read it sends again after a leader change.
+type blockingEnd struct {
+	q   *rpc.QueryOptions
+	end time.Time
+}
+
+type blockingEndKey struct{}
+
+// withBlockingEnd notes in ctx when the wait q asks for ends.
+func withBlockingEnd(ctx context.Context, q *rpc.QueryOptions, limits rpc.BlockingLimits) context.Context {
+	return context.WithValue(ctx, blockingEndKey{}, &blockingEnd{q: q, end: q.WaitEnd(time.Now(), limits)})
+}
+
+// keepBlockingEnd shortens the wait of the blocking read ctx carries (if
+// any) to what is left of it (rpc.QueryOptions.KeepWaitEnd).
+func keepBlockingEnd(ctx context.Context) {
+	if b, ok := ctx.Value(blockingEndKey{}).(*blockingEnd); ok {
+		b.q.KeepWaitEnd(b.end)
+	}
+}
+
+// leaderPatience is how long a request waits for a leader to be known, or
+// for Raft to see a leader it could not reach go: LeaderWait, or for a
+// blocking read with time left up to twice that. Raft notices a dead
+// leader only after a heartbeat timeout (randomized up to twice the
+// configured one) and then holds an election, which together can outlast
+// LeaderWait; a read that waits anyway waits for them rather than fail
+// with "no leader" in the middle of its wait. Not longer: a server cut off
+// from the quorum must still let its caller try another soon.
+func (c *Catalog) leaderPatience(ctx context.Context) time.Duration {
+	if b, ok := ctx.Value(blockingEndKey{}).(*blockingEnd); ok {
+		return min(max(c.cfg.LeaderWait, time.Until(b.end)), 2*c.cfg.LeaderWait)
+	}
+	return c.cfg.LeaderWait
 }

@@ -77,7 +77,7 @@ type Config struct {
 // 32-bit offsets, and a segment much smaller than an entry would hold one
 // entry each.
 const (
-	minLogSegmentSize = 64 << 10
+	minLogSegmentSize = 16 << 10
 	maxLogSegmentSize = 1 << 30
 )
 

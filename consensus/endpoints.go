@@ -484,6 +484,14 @@ func (c *Catalog) query(ctx context.Context, opts rpc.QueryOptions, meta *rpc.Qu
 // to the leader unless it may be answered here, after checking what every
 // read must satisfy. When it returns done, the reply is filled in (or err
 // says why not); otherwise the caller answers from its own store.
+//
+// A blocking read keeps the end of its wait across leader changes: when
+// the leader it was forwarded to is replaced, the next one (or this
+// server, if it took over) is asked for what is left of the wait, so the
+// read ends about when it would have without the change, with the current
+// index and data, as a wait that ran out does. Its q is shortened for
+// that, and put back when the read was answered by the forward; when
+// this server answers, q keeps what is left.
 func (c *Catalog) forwardRead(ctx context.Context, method string, q *rpc.QueryOptions, forwarded *bool, args, reply any) (done bool, err error) {
 	if err := q.Validate(); err != nil {
 		return true, err
@@ -498,7 +506,12 @@ func (c *Catalog) forwardRead(ctx context.Context, method string, q *rpc.QueryOp
 	if q.AllowStale {
 		return false, nil
 	}
+	if q.IsBlocking() {
+		ctx = withBlockingEnd(ctx, q, c.cfg.Blocking) // blocking.go
+	}
+	saved := *q
 	if done, err := c.forward(ctx, method, forwarded, args, reply, wait); done {
+		*q = saved
 		return true, err
 	}
 	if q.RequireConsistent {
@@ -566,6 +579,11 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 		if err != nil {
 			return true, err
 		}
+		if attempt > 1 {
+			// A blocking read asks the next leader (or this server, now
+			// leading) only for the wait it has left.
+			keepBlockingEnd(ctx) // blocking.go
+		}
 		if leader == "" { // this server leads now
 			return false, nil
 		}
@@ -575,15 +593,25 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 		}
 		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
 		movedOn := errors.Is(err, errLeaderChanged) || errors.Is(err, rpc.ErrNotLeader) || errors.Is(err, rpc.ErrNoLeader)
+		// A leader that stopped before answering failed as a broken
+		// connection does: a write it took has an unknown fate.
+		stopped := errors.Is(err, rpc.ErrServerStopping)
 		switch {
-		case isRemote && !movedOn:
+		case isRemote && !movedOn && !stopped:
 			return true, remote
 		case !errors.Is(err, errLeaderChanged) && (ctx.Err() != nil ||
 			errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 			// The caller's time is up (a stream's deadline can fire a
 			// moment before ctx's own timer): no second try.
+			if write && !idempotent && !errors.Is(err, rpc.ErrNotSent) {
+				return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrUnknownOutcome, err)
+			}
 			return true, fmt.Errorf("forward to leader %s: %w", leader, err)
 		case write && !idempotent && !errors.Is(err, rpc.ErrNotSent) && !errors.Is(err, rpc.ErrNoLeader):
+			// Answered once the deadline the forward carried has passed:
+			// the leader then never starts it, so the caller's "unknown"
+			// settles with the answer (as the client door's does).
+			<-ctx.Done()
 			return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrUnknownOutcome, err)
 		case attempt == maxForwardAttempts:
 			if isRemote {
@@ -606,7 +634,7 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 // to reach it: a leader that crashed or was cut off is noticed within a
 // heartbeat timeout. It reports whether the leader changed.
 func (c *Catalog) waitLeaderChange(ctx context.Context, leader string) bool {
-	t := time.NewTimer(c.cfg.LeaderWait)
+	t := time.NewTimer(c.leaderPatience(ctx))
 	defer t.Stop()
 	for {
 		seen := c.srv.LeaderObserved()
@@ -667,7 +695,7 @@ func (c *Catalog) forwardOnce(ctx context.Context, leader, method string, args, 
 // address of the leader is also its RPC address.
 func (c *Catalog) waitLeader(ctx context.Context) (string, error) {
 	const poll = 10 * time.Millisecond
-	deadline := time.Now().Add(c.cfg.LeaderWait)
+	deadline := time.Now().Add(c.leaderPatience(ctx))
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
@@ -678,7 +706,7 @@ func (c *Catalog) waitLeader(ctx context.Context) (string, error) {
 			return l, nil
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("none known after %s: %w", c.cfg.LeaderWait, ErrNoLeader)
+			return "", fmt.Errorf("none known after %s: %w", c.leaderPatience(ctx), ErrNoLeader)
 		}
 		select {
 		case <-ctx.Done():

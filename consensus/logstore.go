@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // walStore is the Raft log and stable store on disk: raft-wal, reopened
@@ -35,9 +34,8 @@ type walStore struct {
 
 	// mu is held shared by every call into the WAL and exclusively while
 	// it is reopened, so that no read finds it closed.
-	mu   sync.RWMutex
-	wal  *raftwal.WAL
-	meta *metadb.BoltMetaDB // nil after a failed reopen
+	mu  sync.RWMutex
+	wal *raftwal.WAL // nil after a failed reopen
 }
 
 var (
@@ -65,17 +63,16 @@ func openWALStore(dir string, segmentSize int, logger hclog.Logger, health *stor
 // open opens the WAL in s.dir. s.mu must be held exclusively, or s not yet
 // shared.
 func (s *walStore) open() error {
-	// raft-wal's Close leaves its metadata database open; keeping our own
-	// handle lets Close release the file lock, so the WAL can be opened
-	// again in this process (a reopen, a test's restart).
-	meta := &metadb.BoltMetaDB{}
-	wal, err := raftwal.Open(s.dir, raftwal.WithMetaStore(meta), raftwal.WithLogger(s.hclog),
-		raftwal.WithSegmentSize(s.segmentSize))
+	// raft-wal ≥ v0.4.1: v0.4.0 sealed a truncated tail segment without its
+	// index block, and the log could not be read after a restart
+	// (hashicorp/raft-wal#31). Its Close also releases the metadata
+	// database's file lock, so the same process can open the directory
+	// again (a reopen, a test's restart).
+	wal, err := raftwal.Open(s.dir, raftwal.WithLogger(s.hclog), raftwal.WithSegmentSize(s.segmentSize))
 	if err != nil {
-		_ = meta.Close()
 		return fmt.Errorf("open raft log %s: %w", s.dir, err)
 	}
-	s.wal, s.meta = wal, meta
+	s.wal = wal
 	return nil
 }
 
@@ -87,11 +84,11 @@ func (s *walStore) Close() error {
 }
 
 func (s *walStore) closeLocked() error {
-	if s.meta == nil {
+	if s.wal == nil {
 		return nil
 	}
-	err := errors.Join(s.wal.Close(), s.meta.Close())
-	s.meta = nil
+	err := s.wal.Close()
+	s.wal = nil
 	return err
 }
 
@@ -119,7 +116,7 @@ func (s *walStore) reopen() error {
 func (s *walStore) read(fn func(*raftwal.WAL) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.meta == nil {
+	if s.wal == nil {
 		return errStoreClosed
 	}
 	return fn(s.wal)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/raft"
 )
 
@@ -123,7 +124,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 			}
 		}
 	}
-	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport)
+	r, err := s.newRaft(rc, logs, stable, snaps, transport)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
 	}
@@ -131,6 +132,22 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	s.wg.Go(func() { s.watchLeadership(notify) })
 	s.watchLeader()
 	return s, nil
+}
+
+// newRaft is raft.NewRaft, with the panic it raises on a log entry it
+// cannot read turned into ErrLogUnreadable, which says what to do: a log
+// damaged by raft-wal v0.4.0 (issue 28) stays unreadable, and a server
+// crash-looping on it tells the operator nothing. NewRaft panics before it
+// starts any goroutine, so nothing is left running.
+func (s *Server) newRaft(rc *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, transport raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			dir := filepath.Join(s.cfg.DataDir, "raft")
+			err = fmt.Errorf("%w (%v): if the other servers run, stop this one, move %s aside and start it again: "+
+				"it rejoins the cluster and its leader sends it the log", ErrLogUnreadable, p, dir)
+		}
+	}()
+	return raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport)
 }
 
 func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
@@ -246,8 +263,18 @@ func (s *Server) applyResponse(ctx context.Context, t commandType, req any) (any
 	}
 	f := s.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader):
 			return nil, fmt.Errorf("%w: %w", ErrNotLeader, err)
+		case errors.Is(err, raft.ErrLeadershipLost):
+			// The entry was in the log when leadership went: the next
+			// leader may commit it or not.
+			return nil, fmt.Errorf("%w: %w: %w", rpc.ErrUnknownOutcome, ErrNotLeader, err)
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			// Never started: sending it again is safe.
+			return nil, fmt.Errorf("raft apply: %w: %w", context.DeadlineExceeded, err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, fmt.Errorf("raft apply: %w: %w", rpc.ErrServerStopping, err)
 		}
 		return nil, fmt.Errorf("raft apply: %w", err)
 	}

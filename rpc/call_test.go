@@ -292,7 +292,9 @@ func judge(err error) verdict {
 // and Pool.Call give errors that errors.Is and errors.As see alike, with
 // the same message, so a caller may use either door. An error the
 // endpoint met forwarding (a transport error, a deadline) stays inside
-// the remote error in both: it is not the caller's own.
+// the remote error in both: it is not the caller's own. It arrives as a
+// server that stopped before answering, which a caller knows what to do
+// with, not as an error without a code.
 func TestCallErrorsMatchPool(t *testing.T) {
 	s, _ := startServer(t, testConfig())
 	if err := s.Register("Endpoint", Endpoint{}); err != nil {
@@ -330,7 +332,8 @@ func TestCallErrorsMatchPool(t *testing.T) {
 		{"consistency", verdict{Remote: true, Message: "read: " + ErrConflictingConsistency.Error(), Consistency: true}},
 		{"encoded", verdict{Remote: true, Message: "deregister: not found", NotFound: true}},
 		{"from leader", verdict{Remote: true, Message: "Port: is out of range", HasField: true, Field: catalog.FieldError{Field: "Port", Reason: "is out of range"}}},
-		{"forward broke", verdict{Remote: true, Message: endpointErrors["forward broke"].Error()}},
+		{"forward broke", verdict{Remote: true, Message: "the server stopped before answering: " + endpointErrors["forward broke"].Error(), Stopping: true}},
+		{"forward deadline", verdict{Remote: true, Message: "the server stopped before answering: " + endpointErrors["forward deadline"].Error(), Stopping: true}},
 		{"forward cancelled", verdict{Remote: true, Message: "the server stopped before answering: " + endpointErrors["forward cancelled"].Error(), Stopping: true}},
 	} {
 		got := judge(s.Call(testCtx(t), "Endpoint.Fail", &EchoArgs{Fail: tc.fail}, nil))

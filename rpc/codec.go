@@ -32,22 +32,36 @@ type requestHeader struct {
 	ServiceMethod string
 	Seq           uint64
 	// Deadline is the caller's deadline, in Unix nanoseconds by the
-	// caller's clock; 0 for none. The server runs the method under it,
-	// and refuses a request it reads only after it has passed: a server
-	// that was stopped (SIGSTOP, a long pause) must not carry out, when
-	// it resumes, a write its caller gave up on and may have sent again
-	// elsewhere since, where applying the old one now would undo newer
-	// writes. Its clock must agree with the caller's to well within the
-	// callers' timeouts (seconds), as NTP keeps it.
+	// caller's clock; 0 for none. Only a server of the previous release
+	// reads it (it compares it with its own clock); this one sends it for
+	// them and prefers Timeout. Drop it once no release reads it.
 	Deadline int64
+	// Timeout is how long the caller had left when it sent the request,
+	// in nanoseconds (as gRPC's grpc-timeout); 0 for none, when Deadline
+	// (if any) is used instead. Sent is when the caller sent it, as its
+	// session's age in nanoseconds on the caller's monotonic clock: the
+	// server takes off the time left what the request lost on the way
+	// (transit.go). The server runs the method under the result, and
+	// refuses a request it reads after it: a server that was stopped
+	// (SIGSTOP, a long pause) or cut off must not carry out, when it
+	// resumes, a write its caller gave up on and may have sent again
+	// elsewhere since.
+	Timeout int64 `codec:",omitempty"`
+	Sent    int64 `codec:",omitempty"`
 }
 
-// deadlineOf is h's Deadline as a time, and whether it has one.
-func (h requestHeader) deadlineOf() (time.Time, bool) {
-	if h.Deadline == 0 {
-		return time.Time{}, false
+// deadlineOf is h's deadline on this server's clock, for a request read
+// at arrived on a session whose transit baseline is b (nil: none), and
+// whether it has one.
+// offset is ServerConfig.ClockOffset.
+func (h requestHeader) deadlineOf(b *transitBaseline, arrived time.Time, offset time.Duration) (time.Time, bool) {
+	switch {
+	case h.Timeout != 0:
+		return arrived.Add(time.Duration(h.Timeout) - b.delay(time.Duration(h.Sent), arrived)), true
+	case h.Deadline != 0: // a caller of the previous release
+		return time.Unix(0, h.Deadline).Add(-offset), true
 	}
-	return time.Unix(0, h.Deadline), true
+	return time.Time{}, false
 }
 
 // responseHeader is the header of a response frame (net/rpc's Response).
@@ -55,6 +69,11 @@ type responseHeader struct {
 	ServiceMethod string
 	Seq           uint64
 	Error         string
+	// Now is the server's wall clock as it answered, in Unix
+	// nanoseconds (0 from a server of the previous release): the caller
+	// measures how far the clocks disagree (skew.go). Nothing decides
+	// on it.
+	Now int64 `codec:",omitempty"`
 }
 
 // msgpackHandle is the msgpack configuration of every frame. It is set up
@@ -97,6 +116,13 @@ type streamCodec struct {
 	// onWriteError, if set, is told about a response that could not be
 	// written (the stream is closed then; see writeResponse).
 	onWriteError func(error)
+	// clockOffset is added to the time a server puts in its replies
+	// (ServerConfig.ClockOffset); for a pool, to the absolute deadline it
+	// sends (PoolConfig.ClockOffset).
+	clockOffset time.Duration
+	// serverNow is the time the server put in the last reply call read
+	// (responseHeader.Now).
+	serverNow int64
 }
 
 func newStreamCodec(rwc io.ReadWriteCloser, maxRead, maxWrite int) *streamCodec {
@@ -210,7 +236,7 @@ func (c *streamCodec) readRequestHeader() (requestHeader, error) {
 // tells onWriteError: the caller has gone, and there is nobody else to
 // tell.
 func (c *streamCodec) writeResponse(req requestHeader, callErr error, reply any) {
-	h := responseHeader{ServiceMethod: req.ServiceMethod, Seq: req.Seq}
+	h := responseHeader{ServiceMethod: req.ServiceMethod, Seq: req.Seq, Now: time.Now().Add(c.clockOffset).UnixNano()}
 	if callErr != nil {
 		h.Error, reply = WireError(callErr).Error(), nil
 	}
@@ -233,12 +259,17 @@ func (c *streamCodec) writeResponse(req requestHeader, callErr error, reply any)
 // WireError encoded decoded back; encoding and decoding errors wrap
 // ErrCodec; a message over the limit ErrMessageTooLarge; anything else
 // comes from the stream. deadline, when not zero, goes with the request
-// (requestHeader.Deadline).
-func (c *streamCodec) call(method string, deadline time.Time, args, reply any) error {
+// as the time left (requestHeader.Timeout), sent as the age of the
+// session that began at epoch.
+func (c *streamCodec) call(method string, deadline, epoch time.Time, args, reply any) error {
 	const seq = 1 // one call per stream
 	req := requestHeader{ServiceMethod: method, Seq: seq}
 	if !deadline.IsZero() {
-		req.Deadline = deadline.UnixNano()
+		now := time.Now()
+		req.Sent = int64(now.Sub(epoch))
+		// At least 1ns: 0 would mean "no deadline".
+		req.Timeout = max(int64(deadline.Sub(now)), 1)
+		req.Deadline = deadline.Add(c.clockOffset).UnixNano()
 	}
 	if err := c.writeFrame(req, args); err != nil {
 		return err
@@ -256,6 +287,7 @@ func (c *streamCodec) call(method string, deadline time.Time, args, reply any) e
 	if h.Seq != seq {
 		return fmt.Errorf("response for call %d, want %d", h.Seq, seq)
 	}
+	c.serverNow = h.Now
 	if h.Error != "" {
 		return newRemoteError(h.Error)
 	}

@@ -13,6 +13,11 @@ import (
 
 // ServerConfig configures a Server.
 type ServerConfig struct {
+	// ClockOffset is for tests only: the server acts as if its wall
+	// clock were this far ahead (negative: behind) in what it tells
+	// peers (its time in replies) and in reading the absolute deadlines
+	// of callers of the previous release. Default 0.
+	ClockOffset time.Duration
 	// Addr is the host:port the server listens on for both Raft and RPC.
 	// With port 0 a free port is picked (see Server.Addr).
 	// Default "127.0.0.1:8300": Consul's server RPC port, local only
@@ -194,6 +199,11 @@ func (c ServerConfig) Validate() error {
 
 // PoolConfig configures a Pool.
 type PoolConfig struct {
+	// ClockOffset is for tests only: the pool acts as if its wall clock
+	// were this far ahead (negative: behind) in the absolute deadline it
+	// sends servers of the previous release and in measuring servers'
+	// clocks (skew.go). Default 0.
+	ClockOffset time.Duration
 	// DialTimeout bounds dialing a server and starting the session.
 	// Default 10s (Consul's).
 	DialTimeout time.Duration

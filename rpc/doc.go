@@ -39,8 +39,9 @@
 // caller's context first: func (t *T) M(ctx context.Context, args *A,
 // reply *R) error. Over the port, ctx ends when the caller closes its
 // stream (its own context ended, or it hung up) or the server shuts
-// down; there is no deadline on the wire, so a caller's deadline reaches
-// the method as that close. Server.Call is the in-process door to the same
+// down, or at the caller's deadline: the request carries the time the
+// caller has left, less what it lost on the way (transit.go), never an
+// absolute time. Server.Call is the in-process door to the same
 // methods: no connection, no encoding, the caller's ctx as it is, and the
 // same errors as Pool.Call, so that a server agent reaches its own
 // endpoints as a client agent reaches them over the network.

@@ -76,16 +76,26 @@ var ErrUnknownOutcome = errors.New("the write may or may not have been applied")
 // ErrServerStopping is wrapped by the error of a request a server stopped
 // working on before it had an answer, while its caller still waited: the
 // method's work was cancelled on the server's side (it is shutting down,
-// or the endpoint closed), not by the caller. It crosses the wire, so a
-// client agent tries another server: a read at once, a write as one whose
-// fate is unknown (a forward may have reached the leader).
+// or the endpoint closed, or a forward ran out of the server's own time
+// for it or lost the server it went to), not by the caller. It crosses
+// the wire, so a client agent tries another server: a read at once, a
+// write as one whose fate is unknown (a forward may have reached the
+// leader).
 var ErrServerStopping = errors.New("the server stopped before answering")
 
 // serverSideCancel wraps ErrServerStopping around a method's error that is
-// a cancellation: the caller, still waiting for the answer, did not cancel
-// it, so the server did.
+// a cancellation or a deadline, or a transport error the server met on a
+// hop of its own: the caller, still waiting for the answer, did not cancel
+// it, so the server did, ran out of its own time for it (a forward's
+// timeout), or lost the server it asked. Unwrapped, it would reach the
+// caller without a code, as an error nothing tells from a bug; as a
+// stopped server, a read is tried elsewhere and a write's fate is unknown,
+// which is what such a failure means.
 func serverSideCancel(err error) error {
-	if errors.Is(err, context.Canceled) && !errors.Is(err, ErrServerStopping) {
+	if errors.Is(err, ErrServerStopping) || errors.Is(err, ErrUnknownOutcome) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTransport) {
 		return fmt.Errorf("%w: %w", ErrServerStopping, err)
 	}
 	return err
@@ -209,14 +219,27 @@ func (e *wireError) Error() string { return e.text }
 func (e *wireError) Unwrap() error { return e.err }
 
 // sentinelCode returns the wire code of the sentinel err wraps, or "" for
-// none. Only sentinels a caller branches on have one: ErrNotFound is a 404,
-// a conflicting consistency mode a 400, no path to a datacenter a failure
+// none. Every sentinel an answer may wrap has one, so that a caller (and
+// the HTTP API after it) tells them apart: ErrNotFound is a 404, a
+// conflicting consistency mode a 400, no path to a datacenter a failure
 // of that datacenter's names only, a rate-limited write a 429 to retry
-// later. Never ErrTransport or the like,
-// which would make a caller retry a call that ran. A code, once sent, is
+// later, an unknown outcome a 503 that says so. Never ErrTransport,
+// ErrNotSent, ErrCodec or ErrMessageTooLarge, nor a context's errors:
+// those describe the caller's own call, and a server's hop failing is not
+// that (read as its own transport error, a caller would retry a call that
+// ran). A server wraps such a failure in what it means (no leader, an
+// unknown outcome, a server that stopped before answering); a codec error
+// between servers is servers of two versions disagreeing, which stays an
+// error without a code. TestEverySentinelHasACode keeps the list whole. A code, once sent, is
 // never changed or reused; sentinelOf maps it back.
 func sentinelCode(err error) string {
 	switch {
+	// First: a write whose fate is unknown says so whatever else its
+	// error wraps (the not-leader of a leadership lost mid-apply, the
+	// deadline of a forward that ran out), or a caller would send it
+	// again as one that was not applied.
+	case errors.Is(err, ErrUnknownOutcome):
+		return "unknown-outcome"
 	case errors.Is(err, catalog.ErrNotFound):
 		return "not-found"
 	case errors.Is(err, ErrConflictingConsistency):
@@ -241,6 +264,10 @@ func sentinelCode(err error) string {
 		return "acl-disabled"
 	case errors.Is(err, ErrStreamEnded):
 		return "stream-ended"
+	case errors.Is(err, ErrServerClosed), errors.Is(err, ErrPoolClosed):
+		// This server (or the pool it forwards through) is shutting
+		// down: to its caller, a server that stopped before answering.
+		return "server-stopping"
 	}
 	return ""
 }
@@ -272,6 +299,8 @@ func sentinelOf(code string) error {
 		return ErrACLDisabled
 	case "stream-ended":
 		return ErrStreamEnded
+	case "unknown-outcome":
+		return ErrUnknownOutcome
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func FuzzServerCodec(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		srv.serveStream(streamInput{bytes.NewReader(data), io.Discard}, nil)
+		srv.serveStream(streamInput{bytes.NewReader(data), io.Discard}, nil, nil)
 	})
 }
 
@@ -83,7 +83,7 @@ func FuzzClientCodec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := newStreamCodec(streamInput{bytes.NewReader(data), io.Discard}, 64<<10, 64<<10)
 		var reply EchoReply
-		_ = c.call("Fuzzy.Echo", time.Time{}, &EchoArgs{}, &reply)
+		_ = c.call("Fuzzy.Echo", time.Time{}, time.Time{}, &EchoArgs{}, &reply)
 	})
 }
 

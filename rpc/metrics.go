@@ -22,6 +22,9 @@ type serverMetrics struct {
 	conns    prometheus.Gauge
 	inFlight prometheus.Gauge
 	refused  *prometheus.CounterVec
+	// late counts requests refused because they were read after their
+	// caller's deadline.
+	late *prometheus.CounterVec
 }
 
 func newServerMetrics() *serverMetrics {
@@ -51,13 +54,17 @@ func newServerMetrics() *serverMetrics {
 			Name: "cairn_rpc_client_budget_refused_total",
 			Help: "Connections and calls refused because their client address was over its budget, by cap (max_conns_per_client, max_calls_per_client).",
 		}, []string{"cap"}),
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cairn_rpc_late_requests_refused_total",
+			Help: "Requests a server refused, unrun, because it read them after their caller's deadline (it was paused, or they were held up on the way), by method.",
+		}, []string{"method"}),
 	}
 }
 
 // Collectors returns the server's metrics, for the agent's registry.
 func (s *Server) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.calls, m.duration, m.blocking, m.conns, m.inFlight, m.refused}
+	return []prometheus.Collector{m.calls, m.duration, m.blocking, m.conns, m.inFlight, m.refused, m.late}
 }
 
 // poolMetrics times the calls a Pool sends, by the datacenter of the
@@ -85,7 +92,7 @@ func (m *poolMetrics) observe(dc string, args any, err error, took time.Duration
 
 // Collectors returns the pool's metrics, for the agent's registry.
 func (p *Pool) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.metrics.duration}
+	return []prometheus.Collector{p.metrics.duration, p.skew.gauge}
 }
 
 // blockingQuery is satisfied by the requests that embed QueryOptions.

@@ -37,6 +37,7 @@ type Pool struct {
 	cancelDial context.CancelFunc
 
 	metrics *poolMetrics // metrics.go
+	skew    *skewMeter   // skew.go
 
 	mu     sync.Mutex
 	conns  map[poolKey]*poolConn
@@ -53,6 +54,7 @@ type poolConn struct {
 	ready chan struct{}  // closed when the dial has ended
 	sess  *yamux.Session // set before ready is closed, if the dial worked
 	wake  *sessionWaker  // with sess: its streams (yamuxwake.go)
+	epoch time.Time      // with sess: when it began, for requestHeader.Sent
 	err   error          // set before ready is closed, if it did not
 }
 
@@ -86,6 +88,7 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 		cancelDial: cancel,
 		conns:      make(map[poolKey]*poolConn),
 		metrics:    newPoolMetrics(),
+		skew:       newSkewMeter(logger, cfg.ClockOffset),
 	}, nil
 }
 
@@ -153,7 +156,11 @@ func (p *Pool) call(ctx context.Context, key poolKey, method string, args, reply
 	defer stop()
 	defer pc.wake.add(stream)() // yamuxwake.go
 
-	err = newStreamCodec(stream, p.cfg.MaxReplySize, p.cfg.MaxMessageSize).call(method, deadline, args, reply)
+	c := newStreamCodec(stream, p.cfg.MaxReplySize, p.cfg.MaxMessageSize)
+	c.clockOffset = p.cfg.ClockOffset
+	sent := time.Now()
+	err = c.call(method, deadline, pc.epoch, args, reply)
+	p.skew.observe(key.addr, sent, time.Now(), c.serverNow) // skew.go
 	var remote *RemoteError
 	switch {
 	case err == nil:
@@ -229,14 +236,14 @@ func (p *Pool) session(ctx context.Context, key poolKey) (*poolConn, error) {
 // own goroutine so that callers can give up waiting (their ctx) without
 // aborting a dial others wait for.
 func (p *Pool) connect(key poolKey, pc *poolConn) {
-	sess, err := p.open(key)
+	sess, epoch, err := p.open(key)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err == nil && p.closed { // Close has already closed the others
 		closeQuietly(sess)
 		sess, err = nil, ErrPoolClosed
 	}
-	pc.sess, pc.err = sess, err
+	pc.sess, pc.epoch, pc.err = sess, epoch, err
 	if sess != nil {
 		pc.wake = watchSession(sess)
 	}
@@ -244,33 +251,36 @@ func (p *Pool) connect(key poolKey, pc *poolConn) {
 }
 
 // open dials key's server, runs the TLS handshake when the pool has TLS
-// for key's datacenter, and starts a session, all within DialTimeout.
-func (p *Pool) open(key poolKey) (*yamux.Session, error) {
+// for key's datacenter, and starts a session, all within DialTimeout. It
+// returns when the session began: once its first byte was written, as
+// the server's session begins once it has read it (transit.go).
+func (p *Pool) open(key poolKey) (*yamux.Session, time.Time, error) {
 	ctx, cancel := context.WithTimeout(p.dialCtx, p.cfg.DialTimeout)
 	defer cancel()
 	conn, err := p.dial(ctx, key.addr)
 	if err != nil {
-		return nil, notSentError(fmt.Errorf("dial: %w", err))
+		return nil, time.Time{}, notSentError(fmt.Errorf("dial: %w", err))
 	}
 	if p.cfg.TLS != nil {
 		if cfg := p.cfg.TLS(key.dc); cfg != nil {
 			if conn, err = startTLS(ctx, conn, cfg, key.addr); err != nil {
-				return nil, notSentError(err)
+				return nil, time.Time{}, notSentError(err)
 			}
 		}
 	}
 	deadline, _ := ctx.Deadline()
 	if err := writeFirstByte(conn, RPCByte, deadline); err != nil {
 		closeQuietly(conn)
-		return nil, notSentError(err)
+		return nil, time.Time{}, notSentError(err)
 	}
+	epoch := time.Now()
 	// One write per data frame (frameconn.go).
 	sess, err := yamux.Client(newFrameConn(conn), p.yamux)
 	if err != nil { // only for an invalid config, which NewPool rules out
 		closeQuietly(conn)
-		return nil, notSentError(err)
+		return nil, time.Time{}, notSentError(err)
 	}
-	return sess, nil
+	return sess, epoch, nil
 }
 
 // drop forgets pc, if it is still the session of key, and closes it, so

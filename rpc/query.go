@@ -83,6 +83,37 @@ func (q *QueryOptions) MaxBlockingWait() time.Duration {
 // IsBlocking reports whether the query waits for a change.
 func (q QueryOptions) IsBlocking() bool { return q.MinQueryIndex > 0 }
 
+// QueryOpts returns q: a request that embeds QueryOptions has it, so code
+// that handles requests of any type (a client agent's door, a server's
+// forward) reaches their options.
+func (q *QueryOptions) QueryOpts() *QueryOptions { return q }
+
+// WaitEnd is when the wait of q, begun at start, ends under l, without
+// the jitter (the server asked adds its own).
+func (q QueryOptions) WaitEnd(start time.Time, l BlockingLimits) time.Time {
+	l.JitterFraction = 0
+	return start.Add(q.BlockingTimeout(l))
+}
+
+// KeepWaitEnd shortens the wait of a blocking q to what is left of it
+// before end, for a query sent again (to another server, or to a new
+// leader) after the first it went to failed or lost leadership: the
+// caller then has its answer about when the wait it asked for ends, with
+// the current index and data, as from a wait that ran out, instead of
+// after a second full wait. A wait already over becomes a plain read.
+func (q *QueryOptions) KeepWaitEnd(end time.Time) {
+	if !q.IsBlocking() {
+		return
+	}
+	// MaxQueryTime 0 means the default wait, so a wait about over is no
+	// wait at all.
+	if left := time.Until(end); left >= time.Millisecond {
+		q.MaxQueryTime = left
+	} else {
+		q.MinQueryIndex = 0
+	}
+}
+
 // BlockingLimits is a server's policy for the wait of blocking queries.
 type BlockingLimits struct {
 	// Default is the wait of a query that sets no MaxQueryTime.

@@ -508,6 +508,7 @@ func (s *Server) refuse(conn net.Conn, msg string, args ...any) {
 // is served on its own goroutine, as long as client has fewer than
 // MaxCallsPerClient in flight ("" for no cap).
 func (s *Server) serveSession(conn net.Conn, client string) {
+	transit := newTransitBaseline(time.Now()) // transit.go: the handshake is done
 	// One write per data frame (frameconn.go).
 	sess, err := yamux.Server(newFrameConn(conn), s.yamux)
 	if err != nil { // only for an invalid config, which NewServer rules out
@@ -551,7 +552,7 @@ func (s *Server) serveSession(conn net.Conn, client string) {
 			defer s.budget.give(client, true)
 			defer s.metrics.inFlight.Dec()
 			defer wake.add(stream)()
-			s.serveStream(stream, remote)
+			s.serveStream(stream, remote, transit)
 		})
 	}
 }
@@ -593,11 +594,14 @@ type stream interface {
 // caller sees as a transport error.
 //
 // remote is the address of the session's peer, for the write rate limit;
-// nil (in tests) limits nothing.
-func (s *Server) serveStream(st stream, remote net.Addr) {
+// nil (in tests) limits nothing. transit is the session's (transit.go);
+// nil takes nothing off a request's time left.
+func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaseline) {
 	defer closeQuietly(st)
 	c := newStreamCodec(st, s.cfg.MaxMessageSize, s.cfg.MaxReplySize)
+	c.clockOffset = s.cfg.ClockOffset
 	req, err := c.readRequestHeader()
+	arrived := time.Now()
 	if err != nil {
 		return
 	}
@@ -614,13 +618,15 @@ func (s *Server) serveStream(st stream, remote net.Addr) {
 		}
 		name = m.name
 	}
-	deadline, hasDeadline := req.deadlineOf()
+	deadline, hasDeadline := req.deadlineOf(transit, arrived, s.cfg.ClockOffset)
 	if hasDeadline && !time.Now().Before(deadline) {
-		// Read too late (this server was stopped, or its clock runs
-		// ahead): the caller has given up, and may have sent it again
-		// elsewhere. Running it now could undo what came after.
+		// Read too late (this server was stopped, or the request was
+		// held up on the way): the caller has given up, and may have
+		// sent it again elsewhere. Running it now could undo what came
+		// after.
+		s.metrics.late.WithLabelValues(name).Inc()
 		if ok, dropped := s.expired.allow(time.Now()); ok {
-			s.logger.Warn("refused a request read after its caller's deadline; if this repeats without pauses, check that clocks agree",
+			s.logger.Warn("refused a request read after its caller's deadline",
 				"method", name, "peer", remote, "late_by", time.Since(deadline).Round(time.Millisecond), "dropped", dropped)
 		}
 		c.writeResponse(req, fmt.Errorf("rpc: %s: %w: the caller's deadline passed %s before this server read the request",

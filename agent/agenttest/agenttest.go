@@ -28,6 +28,14 @@ func Config(t testing.TB) config.Config {
 // Start starts an agent with cfg and shuts it down when the test ends.
 func Start(t testing.TB, cfg config.Config) *agent.Agent {
 	t.Helper()
+	return StartPrepared(t, cfg, nil)
+}
+
+// StartPrepared is Start with prepare (nil: none) run on the agent
+// before it starts: for hooks a test sets through the agent package's
+// export_test.go.
+func StartPrepared(t testing.TB, cfg config.Config, prepare func(*agent.Agent)) *agent.Agent {
+	t.Helper()
 	level, err := config.ParseLogLevel(cfg.LogLevel)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +47,9 @@ func Start(t testing.TB, cfg config.Config) *agent.Agent {
 	a, err := agent.New(cfg, logger)
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
+	}
+	if prepare != nil {
+		prepare(a)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -48,6 +48,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *catalog.FieldError
 	switch {
 	case errors.As(err, &he):
+	case errors.Is(err, rpc.ErrUnknownOutcome):
+		// Before anything else the error wraps (the not-leader of a
+		// leadership lost mid-write, say): a write of unknown fate must
+		// not read as one that was refused.
+		he = unavailable(err, "the write may or may not have been applied: read before sending it again")
 	case errors.As(err, &fe):
 		he = badRequest(fe.Field, "%s", fe.Reason)
 	case errors.Is(err, local.ErrUnknownService), errors.Is(err, local.ErrUnknownCheck),
@@ -67,10 +72,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// Kept on this agent, which pushes it until the servers take it:
 		// known to end up applied, just not yet.
 		he = unavailable(err, "stored on this agent and not yet in the catalog; the agent keeps pushing it, and sending it again is safe")
-	case errors.Is(err, rpc.ErrUnknownOutcome):
-		he = unavailable(err, "the write may or may not have been applied: read before sending it again")
+	case errors.Is(err, rpc.ErrConflictingConsistency):
+		he = badRequest("consistency", "%s", oneLine(err.Error()))
 	case errors.Is(err, rpc.ErrTransport), errors.Is(err, rpc.ErrNoLeader), errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping),
-		errors.Is(err, rpc.ErrNoPathToDatacenter), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, rpc.ErrNoPathToDatacenter), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, rpc.ErrServerClosed), errors.Is(err, rpc.ErrPoolClosed), errors.Is(err, rpc.ErrStreamEnded):
 		// No server could answer now: nothing was done, or (for the
 		// idempotent writes the agent retried) retrying is safe.
 		he = unavailable(err, "no server answered; retrying is safe")

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,29 +54,49 @@ type verdict struct {
 	diverged     findings // servers whose state differs from the leader's after settling
 }
 
-// endOf is when an operation's effect is known to be done: its end, or
-// never for an unknown outcome.
+// settleBound is how long after a 503 "may or may not have been
+// applied" the write may still take effect (issue 28, finding 2): the
+// agent answers only once the deadline its request carried has passed,
+// and no server starts it after that; one the leader started just before
+// it commits within the time a new leader takes to be elected, should
+// the leader fail right then.
+const settleBound = 2 * time.Second
+
+// endOf is when an operation's effect is known to be done: its end; for
+// an unknown outcome answered by the agent, its end and settleBound; for
+// one no answer came for (a timeout, a broken connection), never.
 func endOf(o *op) time.Duration {
-	if o.outcome == unknown {
-		return forever
+	switch {
+	case o.outcome != unknown:
+		return o.end
+	case settles(o):
+		return o.end + settleBound
 	}
-	return o.end
+	return forever
+}
+
+// settles says whether o is a write the agent answered "may or may not
+// have been applied", which settles within settleBound.
+func settles(o *op) bool {
+	return o.outcome == unknown && o.status == http.StatusServiceUnavailable && strings.Contains(o.errText, "may or may not")
 }
 
 // checkRegisters checks the kv registers: final is the consistent read
-// made after the scenario settled (also part of reads).
-func checkRegisters(v *verdict, ops []*op, final *op) {
+// made after the scenario settled (also part of reads). The registers are
+// those the operations of kinds write and read write and read: the
+// catalog's (opWrite, opRead) or the kv store's (opKVWrite, opKVRead).
+func checkRegisters(v *verdict, ops []*op, final *op, write, read opKind) {
 	writes := map[string]*op{} // value → its write (values are unique)
 	acked := map[string][]*op{}
 	var reads []*op
 	for _, o := range ops {
 		switch {
-		case o.kind == opWrite:
+		case o.kind == write:
 			writes[o.value] = o
 			if o.outcome == ok {
 				acked[o.key] = append(acked[o.key], o)
 			}
-		case o.kind == opRead && o.outcome == ok:
+		case o.kind == read && o.outcome == ok:
 			reads = append(reads, o)
 		}
 	}
@@ -220,7 +241,11 @@ func checkLinearizable(v *verdict, ops []*op, final *op, writes map[string]*op, 
 		}
 		client, end := w.worker, w.end
 		if w.outcome == unknown {
+			// On a client of its own: it may end after the worker's next.
 			client, end = extra, horizon
+			if settles(w) {
+				end = w.end + settleBound
+			}
 			extra++
 		}
 		hist = append(hist, porcupine.Operation{ClientId: client, Input: kvInput{key: w.key, value: w.value, write: true},

@@ -176,8 +176,16 @@ func (c *cluster) terminate(a *agent) {
 	}
 	select {
 	case <-a.done:
+		return
 	case <-time.After(20 * time.Second):
-		c.t.Errorf("%s still running 20s after SIGTERM; killing it", a.name)
+	}
+	// SIGQUIT makes the Go runtime write every goroutine's stack to the
+	// agent's log, kept as evidence: where its shutdown hangs.
+	c.t.Errorf("%s still running 20s after SIGTERM; its goroutines go to its log (SIGQUIT), then it is killed", a.name)
+	_ = a.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-a.done:
+	case <-time.After(5 * time.Second):
 		c.kill(a)
 	}
 }
@@ -370,6 +378,25 @@ func poll(limit, interval time.Duration, cond func() error) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// logSize is the length of the file at path (0 when it cannot be read),
+// for logFrom.
+func logSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// logFrom returns the file at path from byte off on.
+func logFrom(path string, off int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || off > int64(len(b)) {
+		return ""
+	}
+	return string(b[off:])
 }
 
 // logTail returns the last n lines of the file at path.

@@ -86,8 +86,19 @@
 //     other agents, both ways, for 10 s.
 //   - sigstop-client-server: SIGSTOP the server a client uses for 10 s,
 //     then SIGCONT. Target: that client's writes resume within 3 s.
+//   - sigstop5-client-server: SIGSTOP the server a client uses for 5 s,
+//     inside the client's 7 s hold, then SIGCONT: what the stopped server
+//     held must not take effect after the client's answer. An unknown
+//     write answered 503 "may or may not have been applied" counts as
+//     done settleBound (2 s) after the answer, in every scenario; one
+//     without an answer (a timeout) may take effect at any time.
 //   - all-servers-down: kill -9 all three servers, restart them 6 s later;
 //     the clients must keep answering the cached name.
+//   - blocking-read-leader-change: blocking reads (wait 10 s) of a KV key
+//     nobody writes, through every client and follower, with kill -9 of
+//     the leader a third into the wait (restarted when they end). Each
+//     must answer 200 at the current index within its wait + 1/16 + 3 s
+//     (issue 28: a second full wait on the new leader, a 503 or a 500).
 //   - full-disk: SIGTERM a follower and restart it with its data dir
 //     copied onto a 48 MiB tmpfs; fill the tmpfs under write load. The
 //     follower must report cairn_raft_storage_healthy 0 within 30 s; after
@@ -95,6 +106,14 @@
 //     without a restart, and catch up.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
+//   - partition-leader-restart-all: cut the leader off from every other
+//     agent for 6 s under the write load, and send it writes of its own
+//     (service "suffix", outside the checks) that it can never replicate;
+//     heal, wait until it has cleared that suffix of its log, then restart
+//     every server in turn as rolling-restart does. Every server must come
+//     back: raft-wal v0.4.0 could not read a log whose tail was cleared
+//     (issue 28). A server still running 20 s after SIGTERM fails the
+//     scenario; SIGQUIT first writes its goroutines to its log.
 //
 // # Lock safety
 //

@@ -43,6 +43,33 @@ func (r *run) mark(what string) time.Duration {
 // hold keeps the fault in place for d.
 func (r *run) hold(d time.Duration) { time.Sleep(d) }
 
+// restartEach stops each server in turn as an operator would (SIGTERM),
+// starts it again and waits until the cluster has settled. A server that
+// exits after its start (it cannot read its log, say) fails the test at
+// once, with its log's tail.
+func (r *run) restartEach() {
+	r.t.Helper()
+	for _, s := range r.c.servers {
+		r.mark("SIGTERM " + s.name)
+		r.c.terminate(s)
+		r.c.start(s)
+		begin := time.Now()
+		err := poll(settleLimit, 100*time.Millisecond, func() error {
+			if !s.running() {
+				return nil
+			}
+			return r.c.settled()
+		})
+		if !s.running() {
+			r.t.Fatalf("%s exited after its restart (%v); its log ends:\n%s", s.name, s.exitErr, logTail(s.logPath, 30))
+		}
+		if err != nil {
+			r.t.Fatalf("cluster not settled %v after %s restarted: %v", settleLimit, s.name, err)
+		}
+		r.mark(s.name + " back; settled after " + time.Since(begin).Round(time.Millisecond).String())
+	}
+}
+
 // followerServerOf picks a client and the server it uses, preferring a
 // pair whose server is a follower (so that the fault hits the client's
 // failover, not a leader election); it falls back to a server a client
@@ -136,7 +163,8 @@ func runScenario(t *testing.T, sc scenario) *result {
 		raftSettled: raftTook, gossipSettled: gossipTook}
 	ops := h.snapshot()
 	final := finalState(t, r)
-	checkRegisters(&res.verdict, ops, final.kv)
+	checkRegisters(&res.verdict, ops, final.kv, opWrite, opRead)
+	checkRegisters(&res.verdict, ops, final.kvStore, opKVWrite, opKVRead)
 	checkSet(&res.verdict, ops, final.set)
 	checkAgentRegistrations(&res.verdict, ops, final.agentSvcs)
 	res.verdict.diverged = final.diverged
@@ -241,6 +269,7 @@ func registerStable(t *testing.T, c *cluster) {
 // finalView is what the cluster holds after settling.
 type finalView struct {
 	kv, set   *op             // consistent reads, as operations of the history
+	kvStore   *op             // the kv store's registers, read so too
 	agentSvcs map[string]bool // the agent-registered services in the catalog
 	diverged  findings
 }
@@ -253,18 +282,26 @@ func finalState(t *testing.T, r *run) finalView {
 	c := r.c
 	read := func(kind opKind, service string) *op {
 		var o *op
+		path, decode := "/v1/catalog/service/"+service+"?consistent", decodeInstances
+		if kind == opKVRead {
+			path, decode = kvReadPath, decodeKV
+		}
 		err := poll(finalTimeout, 200*time.Millisecond, func() error {
 			o = &op{kind: kind, client: "final", worker: -1}
 			ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 			defer cancel()
 			o.start = r.h.now()
-			status, b, err := call(ctx, c.http, http.MethodGet, c.clients[0].httpURL()+"/v1/catalog/service/"+service+"?consistent", "")
+			status, b, err := call(ctx, c.http, http.MethodGet, c.clients[0].httpURL()+path, "")
 			o.end = r.h.now()
-			if err == nil && status != http.StatusOK {
+			switch {
+			case err == nil && kind == opKVRead && status == http.StatusNotFound:
+				o.values, o.members = map[string]string{}, map[string]bool{} // no key written
+				return nil
+			case err == nil && status != http.StatusOK:
 				err = fmt.Errorf("status %d: %s", status, b)
 			}
 			if err == nil {
-				o.values, o.members, err = decodeInstances(b)
+				o.values, o.members, err = decode(b)
 			}
 			return err
 		})
@@ -273,7 +310,7 @@ func finalState(t *testing.T, r *run) finalView {
 		}
 		return o
 	}
-	v := finalView{kv: read(opRead, kvService), set: read(opReadSet, setService)}
+	v := finalView{kv: read(opRead, kvService), set: read(opReadSet, setService), kvStore: read(opKVRead, "")}
 
 	// The agents' registrations: every acknowledged one, and every one
 	// stored but not synced, should be there; give anti-entropy time.

@@ -68,7 +68,7 @@ func TestCheckRegisters(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var v verdict
-			checkRegisters(&v, tc.ops, &op{kind: opRead, client: "final", worker: -1, start: ms(1000), end: ms(1010), values: tc.final})
+			checkRegisters(&v, tc.ops, &op{kind: opRead, client: "final", worker: -1, start: ms(1000), end: ms(1010), values: tc.final}, opWrite, opRead)
 			if v.lost.n != tc.lost || v.phantom.n != tc.phantom || v.disappeared.n != tc.disappeared || v.linearizable != tc.linearizable {
 				t.Errorf("got lost %s, phantom %s, disappeared %s, linearizable %s; want %d, %d, %d, %s",
 					v.lost, v.phantom, v.disappeared, v.linearizable, tc.lost, tc.phantom, tc.disappeared, tc.linearizable)

@@ -31,12 +31,22 @@ const (
 	// agent and pushes them to the servers (anti-entropy retries a push
 	// that failed).
 	agentService = "a"
+	// kvPrefix holds the second family of registers, in the key/value
+	// store: key kvPrefix+"k<n>", written with PUT /v1/kv/<key> (not
+	// idempotent: a write whose fate is unknown is not sent again, which
+	// makes a stale overwrite, issue 28's finding 2, possible), read with
+	// GET /v1/kv/<kvPrefix>?recurse&consistent.
+	kvPrefix = "r/"
 
 	writersPerClient = 3
 	readersPerClient = 2
-	writeTimeout     = 6 * time.Second
-	readTimeout      = 3 * time.Second
-	pause            = 20 * time.Millisecond // between one worker's operations
+	// writeTimeout outlasts the agents' rpc_hold_timeout (7s), when an
+	// agent answers a write whose fate it does not know: 503, settled
+	// from then on (checker's settleBound), where a timeout here would
+	// leave it unknown for ever.
+	writeTimeout = 9 * time.Second
+	readTimeout  = 3 * time.Second
+	pause        = 20 * time.Millisecond // between one worker's operations
 )
 
 type opKind int
@@ -48,14 +58,16 @@ const (
 	opDeregister                  // set: remove key
 	opAgentRegister               // agent service key
 	opReadSet                     // set: every member
+	opKVWrite                     // kv store: key = value
+	opKVRead                      // kv store: every key
 )
 
-var kindNames = [...]string{"write", "read", "register", "deregister", "agent-register", "read-set"}
+var kindNames = [...]string{"write", "read", "register", "deregister", "agent-register", "read-set", "kv-write", "kv-read"}
 
 func (k opKind) String() string { return kindNames[k] }
 
 // isWrite says whether the operation changes the catalog.
-func (k opKind) isWrite() bool { return k != opRead && k != opReadSet }
+func (k opKind) isWrite() bool { return k != opRead && k != opReadSet && k != opKVRead }
 
 type outcome int
 
@@ -154,9 +166,10 @@ func (w *workload) stopped() bool {
 	}
 }
 
-// writer writes through client c: half kv writes, a quarter set
-// registrations, an eighth deregistrations of members it registered, and
-// an eighth agent registrations.
+// writer writes through client c: a quarter register writes in the
+// catalog, a quarter in the kv store, a quarter set registrations, an
+// eighth deregistrations of members it registered, and an eighth agent
+// registrations.
 func (w *workload) writer(c *agent, worker int) {
 	var live []string // set members this writer registered and has not deregistered
 	for seq := 0; !w.stopped(); seq++ {
@@ -168,9 +181,12 @@ func (w *workload) writer(c *agent, worker int) {
 			r = 0.5 // nothing to deregister yet: register instead
 		}
 		switch {
-		case r < 0.5:
+		case r < 0.25:
 			o.kind, o.key, o.value = opWrite, fmt.Sprintf("k%d", rand.IntN(numKeys)), unique
 			method, path, body = http.MethodPut, "/v1/catalog/register", catalogBody(o.key, kvService, o.value)
+		case r < 0.5:
+			o.kind, o.key, o.value = opKVWrite, fmt.Sprintf("k%d", rand.IntN(numKeys)), unique
+			method, path, body = http.MethodPut, "/v1/kv/"+kvPrefix+o.key, o.value
 		case r < 0.75:
 			o.kind, o.key = opRegister, unique
 			method, path, body = http.MethodPut, "/v1/catalog/register", catalogBody(o.key, setService, "")
@@ -204,15 +220,18 @@ func catalogBody(id, name, value string) string {
 		kvNode, id, name, meta)
 }
 
-// reader reads the registers and the set through client c, in turn
-// (starting with the one its number says, so that readers of a client
-// read both at once).
+// reader reads the catalog's registers, the set and the kv store's
+// registers through client c, in turn (starting with the one its number
+// says, so that readers of a client read two at once).
 func (w *workload) reader(c *agent, worker, first int) {
 	for i := first; !w.stopped(); i++ {
 		o := &op{kind: opRead, client: c.name, worker: worker}
 		path := "/v1/catalog/service/" + kvService + "?consistent"
-		if i%2 == 1 {
+		switch i % 3 {
+		case 1:
 			o.kind, path = opReadSet, "/v1/catalog/service/"+setService+"?consistent"
+		case 2:
+			o.kind, path = opKVRead, kvReadPath
 		}
 		w.do(c, o, http.MethodGet, path, "", readTimeout)
 		time.Sleep(pause)
@@ -240,7 +259,11 @@ func (w *workload) do(c *agent, o *op, method, path, body string, timeout time.D
 	}
 	if o.outcome == ok && !o.kind.isWrite() {
 		var err error
-		if o.values, o.members, err = decodeInstances(resp); err != nil {
+		decode := decodeInstances
+		if o.kind == opKVRead {
+			decode = decodeKV
+		}
+		if o.values, o.members, err = decode(resp); err != nil {
 			o.outcome, o.errText = failed, err.Error() // not used by the checker
 		}
 	}
@@ -279,6 +302,28 @@ func decodeInstances(b []byte) (map[string]string, map[string]bool, error) {
 	for _, in := range insts {
 		values[in.ServiceID] = in.ServiceMeta["v"]
 		members[in.ServiceID] = true
+	}
+	return values, members, nil
+}
+
+// kvReadPath reads every kv store register, consistently.
+const kvReadPath = "/v1/kv/" + kvPrefix + "?recurse&consistent"
+
+// decodeKV reads a GET /v1/kv/<kvPrefix>?recurse answer: each register's
+// value by its key (kvPrefix cut off), and the set of keys. A 404 (no
+// key yet) is decoded as empty by the caller.
+func decodeKV(b []byte) (map[string]string, map[string]bool, error) {
+	var entries []struct {
+		Key   string
+		Value []byte
+	}
+	if err := json.Unmarshal(b, &entries); err != nil {
+		return nil, nil, fmt.Errorf("undecodable entries %q: %w", b, err)
+	}
+	values, members := make(map[string]string, len(entries)), make(map[string]bool, len(entries))
+	for _, e := range entries {
+		k := strings.TrimPrefix(e.Key, kvPrefix)
+		values[k], members[k] = string(e.Value), true
 	}
 	return values, members, nil
 }
