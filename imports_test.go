@@ -27,7 +27,7 @@ var allowedCairn = map[string][]string{
 	"tlsutil":       {},
 	"telemetry":     {},
 	"logstream":     {},
-	"consensus":     {"catalog", "gossip", "rpc", "acl"},
+	"consensus":     {"catalog", "gossip", "rpc", "acl", "internal/diskfree"},
 	"agent/checks":  {"catalog"},
 	"agent/local":   {"catalog", "rpc", "agent/checks", "acl"},
 	"agent/httpapi": {"catalog", "rpc", "agent/local", "agent/checks", "acl"},

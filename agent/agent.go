@@ -313,7 +313,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", addrOrOff(a.http.Addr()),
 		"https", addrOrOff(a.http.HTTPSAddr()), "advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
-	a.loops.Go(func() { a.logMilestones(loopCtx) }) // milestones.go
+	a.loops.Go(func() { a.logMilestones(loopCtx) })  // milestones.go
+	a.loops.Go(func() { a.watchDiskSpace(loopCtx) }) // diskspace.go
 	return nil
 }
 
@@ -342,7 +343,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.NodeName, lc.NodeID, lc.Address, lc.Datacenter = a.cfg.NodeName, a.cfg.NodeID, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
 	lc.TaggedAddresses = nodeTaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
-	lc.ServerChecks = []string{consensus.GossipCheckID}
+	lc.ServerChecks = []string{consensus.GossipCheckID, consensus.StorageCheckID}
 	lc.ServerServices = []string{consensus.ServerServiceName}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval

@@ -11,6 +11,7 @@ import (
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/diskfree"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/telemetry"
@@ -53,7 +54,11 @@ var (
 	descAppliedIndex = prometheus.NewDesc("cairn_server_applied_index", "The last Raft index this server's catalog applied.", nil, nil)
 	descLastContact  = prometheus.NewDesc("cairn_server_last_contact_seconds", "Time since this server last heard from the leader (0 on the leader).", nil, nil)
 	descInflated     = prometheus.NewDesc("cairn_snapshot_restore_inflated_bytes_total", "Bytes this server inflated from snapshot archives it restored (it inflates only as the leader, after the restore was authorized).", nil, nil)
+	descStorageOK    = prometheus.NewDesc("cairn_raft_storage_healthy", "1 while this server can write its Raft log, stable store and snapshots; 0 once a write failed (a full or failing disk), until one succeeds again.", nil, nil)
+	descStorageFails = prometheus.NewDesc("cairn_raft_storage_write_failures_total", "Failed writes of this server's Raft log, stable store and snapshots.", nil, nil)
 	descCatalog      = prometheus.NewDesc("cairn_catalog_entries", "What a server's catalog holds, by kind: nodes, service_instances, checks, kv_entries, sessions, prepared_queries.", []string{"kind"}, nil)
+
+	descDataDirFree = prometheus.NewDesc("cairn_data_dir_free_bytes", "Free space in the agent's data dir, in bytes (what an unprivileged process may still write); see limits.data_dir_min_free_bytes.", nil, nil)
 
 	descGossipMembers   = prometheus.NewDesc("cairn_gossip_members", "Members of a gossip pool as this agent sees them, by pool and status (alive, failed, left).", []string{"pool", "status"}, nil)
 	descGossipDropped   = prometheus.NewDesc("cairn_gossip_log_lines_dropped_total", "Log lines about bad gossip packets left out by the per-source rate limit, by pool.", []string{"pool"}, nil)
@@ -100,6 +105,11 @@ func (c agentCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(ch, descCheckRuns, r.Count, r.Type, string(r.Status))
 		}
 	}
+	if a.cfg.DataDir != "" {
+		if sp, err := diskfree.Of(a.cfg.DataDir); err == nil {
+			ch <- prometheus.MustNewConstMetric(descDataDirFree, prometheus.GaugeValue, float64(sp.Free))
+		}
+	}
 	if s := a.server; s != nil {
 		ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolValue(s.IsLeader()))
 		ch <- prometheus.MustNewConstMetric(descLeaderKnown, prometheus.GaugeValue, boolValue(s.Leader() != ""))
@@ -113,6 +123,9 @@ func (c agentCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, d.Seconds())
 		}
 		counter(ch, descInflated, s.SnapshotInflatedBytes())
+		st := s.StorageStatus()
+		ch <- prometheus.MustNewConstMetric(descStorageOK, prometheus.GaugeValue, boolValue(st.Healthy))
+		counter(ch, descStorageFails, st.Failures)
 		if sz, err := s.Store().Sizes(); err == nil {
 			for _, k := range []struct {
 				kind string

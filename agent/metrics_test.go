@@ -140,6 +140,12 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("the dev server's Raft: got is_leader %v, leader_known %v, applied_index %v; want 1, 1 and an index",
 			samples["cairn_server_is_leader"], samples["cairn_server_leader_known"], samples["cairn_server_applied_index"])
 	}
+	if v, ok := samples["cairn_raft_storage_healthy"]; !ok || v != 1 {
+		t.Errorf("cairn_raft_storage_healthy: got %v (reported %v), want 1", v, ok)
+	}
+	if v, ok := samples["cairn_raft_storage_write_failures_total"]; !ok || v != 0 {
+		t.Errorf("cairn_raft_storage_write_failures_total: got %v (reported %v), want 0", v, ok)
+	}
 	if samples[`cairn_agent_syncs_total{result="ok"}`] < 1 {
 		t.Errorf("anti-entropy syncs: got %v ok, want at least the first", samples[`cairn_agent_syncs_total{result="ok"}`])
 	}
@@ -199,6 +205,22 @@ func TestMetrics(t *testing.T) {
 
 // get GETs path from a's HTTP API and returns the body and Content-Type,
 // failing the test unless the status is 200.
+// An agent with a data dir reports the room left in it.
+func TestMetricsReportDataDirFreeSpace(t *testing.T) {
+	t.Parallel()
+	a := agenttest.Start(t, agenttest.ServerConfig(t, "s1", 1))
+	samples, err := parsePrometheus(func() string { b, _ := get(t, a, "/v1/agent/metrics?format=prometheus"); return b }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := samples["cairn_data_dir_free_bytes"]; v <= 0 {
+		t.Errorf("cairn_data_dir_free_bytes: got %v, want the data dir's free space", v)
+	}
+	if v, ok := samples["cairn_raft_storage_healthy"]; !ok || v != 1 {
+		t.Errorf("cairn_raft_storage_healthy of a server on disk: got %v (reported %v), want 1", v, ok)
+	}
+}
+
 func get(t *testing.T, a *agent.Agent, path string) (body, contentType string) {
 	t.Helper()
 	resp, err := http.Get("http://" + a.HTTPAddr().String() + path)

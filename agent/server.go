@@ -67,6 +67,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.NodeID = a.cfg.NodeName
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
+	cc.LogSegmentSize = a.cfg.RaftLogStore.WALSegmentSizeMB << 20
 	if a.cfg.Dev {
 		cc.SingleServerTiming()
 	}

@@ -199,6 +199,7 @@ func (l *Leader) refreshHealth(ctx context.Context, cfg rpc.AutopilotConfig, ter
 		}
 		if st := stats[p.ID]; st != nil {
 			h.LastContact, h.LastTerm, h.LastIndex, h.Version = st.LastContact, st.LastTerm, st.LastIndex, st.Version
+			h.StorageError = st.StorageError
 		}
 		h.Healthy = healthy(h, cfg, self.LastTerm, self.LastIndex)
 		mark, ok := l.ap.marks[p.ID]
@@ -223,17 +224,43 @@ func (l *Leader) refreshHealth(ctx context.Context, cfg rpc.AutopilotConfig, ter
 	}
 	out.FailureTolerance = max(0, healthyVoters-(voters/2+1))
 	slices.SortFunc(out.Servers, func(a, b rpc.ServerHealth) int { return cmp.Compare(a.ID, b.ID) })
+	if !slices.Equal(storageFailing(l.ap.report), storageFailing(out)) {
+		select { // the reconcile updates the servers' storage checks
+		case l.storageChanged <- struct{}{}:
+		default:
+		}
+	}
 	l.ap.report = out
 	return out, nil
+}
+
+// storageFailing lists the servers of report that cannot write their
+// Raft storage, by ID; nil for no report.
+func storageFailing(report *rpc.ServerHealthResponse) []string {
+	if report == nil {
+		return nil
+	}
+	var ids []string
+	for _, h := range report.Servers {
+		if h.StorageError != "" {
+			ids = append(ids, h.ID)
+		}
+	}
+	return ids
 }
 
 // healthy says whether a server is healthy under cfg, as Consul's
 // autopilot judges it: alive in gossip, heard from the leader within
 // LastContactThreshold, its log ending in the leader's last term, and
-// trailing the leader's last index by at most MaxTrailingLogs.
+// trailing the leader's last index by at most MaxTrailingLogs; and, as
+// Consul's does not, able to write its Raft storage (a server with a full
+// disk still answers heartbeats, and would count as healthy until it
+// trailed by MaxTrailingLogs).
 func healthy(h rpc.ServerHealth, cfg rpc.AutopilotConfig, leaderTerm, leaderIndex uint64) bool {
 	switch {
 	case h.SerfStatus != gossip.StatusAlive.String():
+		return false
+	case h.StorageError != "":
 		return false
 	case h.LastContact < 0 || h.LastContact > cfg.LastContactThreshold:
 		return false

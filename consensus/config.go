@@ -54,6 +54,12 @@ type Config struct {
 	ApplyTimeout time.Duration
 	// SnapshotsRetained is how many snapshots are kept on disk. Default 2.
 	SnapshotsRetained int
+	// LogSegmentSize is the size of each segment file of the Raft log
+	// (Consul's raft_logstore.wal.segment_size_mb), preallocated when the
+	// segment is created: a full segment is sealed and a new one created,
+	// which needs this much free space in the data dir. Default 64 MiB,
+	// raft-wal's.
+	LogSegmentSize int
 	// SealKeys returns the secrets the servers share outside Raft, primary
 	// first (the agent gives its gossip encryption keys): the DNSSEC
 	// private key is kept in Raft, its snapshots and archives sealed with
@@ -65,12 +71,15 @@ type Config struct {
 	// creating it is the ACL bootstrap, so `PUT /v1/acl/bootstrap` is
 	// refused from the start. Default "": none.
 	InitialManagement string
-
-	// walSegmentSize is the size at which the Raft log starts a new segment
-	// file; 0 keeps raft-wal's default (64 MiB). Tests set it small to
-	// cover segment boundaries without writing megabytes.
-	walSegmentSize int
 }
+
+// Bounds of Config.LogSegmentSize: raft-wal keeps a segment's index in
+// 32-bit offsets, and a segment much smaller than an entry would hold one
+// entry each.
+const (
+	minLogSegmentSize = 16 << 10
+	maxLogSegmentSize = 1 << 30
+)
 
 // DefaultConfig returns a Config with every timer set; NodeID and Address
 // must still be filled in.
@@ -82,6 +91,7 @@ func DefaultConfig() Config {
 		CommitTimeout:      25 * time.Millisecond,
 		ApplyTimeout:       10 * time.Second,
 		SnapshotsRetained:  2,
+		LogSegmentSize:     64 << 20,
 	}
 }
 
@@ -144,6 +154,9 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotsRetained < 1 {
 		errs = append(errs, fmt.Errorf("consensus SnapshotsRetained: must be at least 1, got %d", c.SnapshotsRetained))
+	}
+	if c.LogSegmentSize < minLogSegmentSize || c.LogSegmentSize > maxLogSegmentSize {
+		errs = append(errs, fmt.Errorf("consensus LogSegmentSize: must be from %d to %d bytes, got %d", minLogSegmentSize, maxLogSegmentSize, c.LogSegmentSize))
 	}
 	return errors.Join(errs...)
 }

@@ -38,9 +38,22 @@ const (
 	// gossip check, it is what agents' anti-entropy leaves alone.
 	ServerServiceName = "cairn"
 
+	// StorageCheckID is the check the leader keeps on every server's
+	// cairn service: critical while autopilot finds that the server
+	// cannot write its Raft log, stable store or snapshots (a full disk:
+	// Server.StorageStatus), passing otherwise. It takes the server out
+	// of cairn.service answers, not the node's other services.
+	StorageCheckID = "raftStorage"
+	// StorageCheckType is the Type of that check.
+	StorageCheckType = "raft"
+
 	gossipCheckName = "Serf Health Status"
 	outputAlive     = "Agent alive and reachable"
 	outputFailed    = "Agent not live or unreachable"
+
+	storageCheckName     = "Raft Storage"
+	outputStorageOK      = "Raft log and snapshots are writable"
+	outputStorageFailing = "Raft storage cannot be written: this server takes no part in writes (see its log and cairn_raft_storage_healthy)"
 )
 
 // Membership is what the leader needs of the LAN gossip pool: a snapshot of
@@ -187,6 +200,10 @@ type Leader struct {
 
 	// ap is autopilot's view of the servers' health (autopilot.go).
 	ap autopilotState
+	// storageChanged signals (buffered, one) that autopilot found
+	// another set of servers unable to write their Raft storage: the
+	// reconcile updates their storage checks.
+	storageChanged chan struct{}
 }
 
 // Retry and log pacing.
@@ -206,9 +223,10 @@ func NewLeader(cfg LeaderConfig, s *Server, m Membership, logger *slog.Logger) (
 	}
 	return &Leader{
 		s: s, m: m, cfg: cfg,
-		logger:       logger.With("component", "leader"),
-		missingSince: make(map[string]time.Time),
-		warned:       make(map[string]time.Time),
+		logger:         logger.With("component", "leader"),
+		missingSince:   make(map[string]time.Time),
+		warned:         make(map[string]time.Time),
+		storageChanged: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -265,6 +283,7 @@ func (l *Leader) lead(ctx context.Context, changed <-chan struct{}) {
 		case <-l.s.Restored():
 			// A restored snapshot may lack this datacenter's own members
 			// (it may come from another cluster): put them back now.
+		case <-l.storageChanged:
 		case <-tick.C:
 		case <-retry.C:
 		}
@@ -421,6 +440,16 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 	if err != nil {
 		return err
 	}
+	var checks []*catalog.Check
+	if svc != nil {
+		storage, storageOK, err := l.storageCheckState(m.Node, svcOK)
+		if err != nil {
+			return err
+		}
+		if !storageOK {
+			checks = append(checks, storage)
+		}
+	}
 	if svc == nil && !svcOK {
 		// No longer a server (restarted as a client): its cairn service
 		// would send clients to a port that serves no RPC.
@@ -430,14 +459,15 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 		}
 		svcOK = true
 	}
-	if nodeOK && checkOK && svcOK {
+	if nodeOK && checkOK && svcOK && len(checks) == 0 {
 		return nil
 	}
+	checks = append([]*catalog.Check{check}, checks...)
 	// The node ID is the one the member gossips, as Consul's leader
 	// registers it (an older member gossips none: its node keeps its own).
 	req := &catalog.RegisterRequest{
 		Datacenter: l.cfg.Datacenter, ID: m.ID, Node: m.Node, Address: addr,
-		Checks: []*catalog.Check{check},
+		Checks: checks,
 	}
 	if !svcOK {
 		req.Service = svc
@@ -514,6 +544,41 @@ func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *cata
 		Datacenter: l.cfg.Datacenter, Node: m.Node, Address: m.Addr.String(),
 		Checks: []*catalog.Check{check}, SkipNodeUpdate: true,
 	})
+}
+
+// storageCheckState returns the storage check server node's cairn
+// service should carry and whether it carries it already. Before
+// autopilot's first report of the term a check already there is kept as
+// it is, and a missing one is made passing. svcOK says whether the cairn
+// service is in the catalog as it should be (else it is registered with
+// the check, which it then does not carry yet).
+func (l *Leader) storageCheckState(node string, svcOK bool) (*catalog.Check, bool, error) {
+	want := &catalog.Check{CheckID: StorageCheckID, Name: storageCheckName, Type: StorageCheckType,
+		ServiceID: ServerServiceName, ServiceName: ServerServiceName, Status: catalog.HealthPassing, Output: outputStorageOK}
+	l.ap.mu.Lock()
+	report := l.ap.report
+	l.ap.mu.Unlock()
+	if report != nil && slices.Contains(storageFailing(report), node) {
+		want.Status, want.Output = catalog.HealthCritical, outputStorageFailing
+	}
+	if !svcOK {
+		return want, false, nil
+	}
+	_, checks, err := l.s.Store().NodeChecks(nil, node)
+	if err != nil {
+		return nil, false, err
+	}
+	i := slices.IndexFunc(checks, func(c *catalog.Check) bool { return c.CheckID == StorageCheckID && c.ServiceID == ServerServiceName })
+	if i >= 0 && report == nil {
+		return want, true, nil
+	}
+	return want, i >= 0 && sameCheck(checks[i], want), nil
+}
+
+// sameCheck reports whether the catalog's check c is what the leader
+// writes as want.
+func sameCheck(c, want *catalog.Check) bool {
+	return c.Name == want.Name && c.Status == want.Status && c.Output == want.Output && c.Type == want.Type && c.Notes == ""
 }
 
 // hasCheck reports whether node carries a node-level check equal to want.

@@ -203,10 +203,19 @@ func TestLeaderReconcilesMembers(t *testing.T) {
 	store := s.Store()
 	waitGossip(t, store, map[string]catalog.HealthStatus{"srv1": "passing", "c1": "passing", "c2": "passing"})
 	t.Logf("3 members registered %s after the leader started", time.Since(start).Round(time.Millisecond))
-	if _, checks, err := store.ChecksInState(nil, catalog.HealthPassing); err != nil || len(checks) != 3 {
-		t.Errorf("passing checks: got %d, err %v, want the 3 gossip checks", len(checks), err)
+	// The 3 gossip checks, and the server's storage check on its cairn
+	// service.
+	if _, checks, err := store.ChecksInState(nil, catalog.HealthPassing); err != nil || len(checks) != 4 {
+		t.Errorf("passing checks: got %d, err %v, want the 3 gossip checks and srv1's storage check", len(checks), err)
 	} else {
 		for _, c := range checks {
+			if c.CheckID == consensus.StorageCheckID {
+				if c.Node != "srv1" || c.ServiceID != consensus.ServerServiceName || c.Type != consensus.StorageCheckType {
+					t.Errorf("storage check: got node %q, service %q, type %q; want srv1's, on %q, of type %q",
+						c.Node, c.ServiceID, c.Type, consensus.ServerServiceName, consensus.StorageCheckType)
+				}
+				continue
+			}
 			if c.CheckID != consensus.GossipCheckID || c.Type != consensus.GossipCheckType || c.ServiceID != "" {
 				t.Errorf("check %s/%s: got ID %q, type %q, service %q; want node-level %q of type %q",
 					c.Node, c.CheckID, c.CheckID, c.Type, c.ServiceID, consensus.GossipCheckID, consensus.GossipCheckType)

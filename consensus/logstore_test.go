@@ -27,13 +27,13 @@ func TestLogStoreSurvivesTailTruncation(t *testing.T) {
 	// Small segments, so the truncations below land inside the active tail
 	// segment, inside a sealed one, and across segment boundaries.
 	cfg := DefaultConfig()
-	cfg.NodeID, cfg.DataDir, cfg.walSegmentSize = "s1", dir, 16<<10
+	cfg.NodeID, cfg.DataDir, cfg.LogSegmentSize = "s1", dir, 16<<10
 	want := map[uint64]raft.Log{}
 	var last uint64
 
 	open := func() (raft.LogStore, *Server) {
 		t.Helper()
-		s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+		s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler))}
 		rc := raft.DefaultConfig()
 		rc.Logger = newHCLog(s.logger)
 		logs, _, _, err := s.openStores(rc)
@@ -119,8 +119,8 @@ func TestLogStoreSurvivesTailTruncation(t *testing.T) {
 // directory to move aside, where Raft would panic and the server crash-loop.
 func TestUnreadableLogIsAnError(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.NodeID, cfg.Address, cfg.DataDir, cfg.walSegmentSize = "s1", "127.0.0.1:8300", t.TempDir(), 16<<10
-	s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+	cfg.NodeID, cfg.Address, cfg.DataDir, cfg.LogSegmentSize = "s1", "127.0.0.1:8300", t.TempDir(), 16<<10
+	s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler))}
 	rc := raft.DefaultConfig()
 	rc.Logger = newHCLog(s.logger)
 	logs, _, _, err := s.openStores(rc)

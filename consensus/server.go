@@ -15,7 +15,6 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/hashicorp/raft"
-	raftwal "github.com/hashicorp/raft-wal"
 )
 
 // Server is one Raft server holding the catalog.
@@ -31,6 +30,9 @@ type Server struct {
 	// closers release the on-disk log store after Raft stops, in order;
 	// empty in memory.
 	closers []io.Closer
+	// health is the outcome of the latest writes to the log store, stable
+	// store and snapshots (storage.go).
+	health *storageHealth
 	// netTrans is the network transport when cfg.Layer is set; Shutdown
 	// closes it (Raft does not when it has already stopped itself, as on
 	// its removal from the configuration).
@@ -89,7 +91,8 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	rc.NotifyCh = notify
 
 	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}),
-		leaderChanged: make(chan struct{}), leaderSeen: make(chan struct{}), restored: make(chan struct{}, 1)}
+		leaderChanged: make(chan struct{}), leaderSeen: make(chan struct{}), restored: make(chan struct{}, 1),
+		health: newStorageHealth(logger)}
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
@@ -156,17 +159,9 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("create raft log dir: %w", err)
 	}
-	segSize := raftwal.DefaultSegmentSize
-	if s.cfg.walSegmentSize > 0 {
-		segSize = s.cfg.walSegmentSize
-	}
-	// raft-wal ≥ v0.4.1: v0.4.0 sealed a truncated tail segment without its
-	// index block, and the log could not be read after a restart
-	// (hashicorp/raft-wal#31). Its Close also releases the metadata
-	// database's file lock, so the same process can open the directory again.
-	wal, err := raftwal.Open(walDir, raftwal.WithLogger(rc.Logger), raftwal.WithSegmentSize(segSize))
+	wal, err := openWALStore(walDir, s.cfg.LogSegmentSize, rc.Logger, s.health)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open raft log %s: %w", walDir, err)
+		return nil, nil, nil, err
 	}
 	s.closers = []io.Closer{wal}
 	snapDir := filepath.Join(s.cfg.DataDir, "raft")
@@ -175,7 +170,7 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 		s.closeStores()
 		return nil, nil, nil, fmt.Errorf("open raft snapshots in %s: %w", snapDir, err)
 	}
-	return wal, wal, snaps, nil
+	return wal, wal, watchedSnapshots{SnapshotStore: snaps, health: s.health}, nil
 }
 
 func (s *Server) closeStores() {

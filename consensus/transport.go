@@ -13,9 +13,20 @@ import (
 // Network transport settings, as Consul's: a few pooled connections per
 // peer, and a generous I/O deadline (InstallSnapshot scales it with the
 // snapshot's size).
+//
+// One RPC in flight per follower turns off raft's pipelined replication.
+// Its pipeline can deadlock (hashicorp/raft#612): when a follower answers
+// an append with failure (as one that cannot write its log does), raft
+// stops reading the pipeline's results while its sender still waits to
+// hand the next request to the decoder, which waits to hand over the last
+// result; no deadline covers either wait, and the leader's replication to
+// that follower stops for good. Synchronous appends run under
+// transportTimeout's read and write deadlines, and raft's own measurements
+// (hashicorp/raft#541) found pipelining gains little.
 const (
-	transportMaxPool = 3
-	transportTimeout = 10 * time.Second
+	transportMaxPool         = 3
+	transportTimeout         = 10 * time.Second
+	transportMaxRPCsInFlight = 1
 )
 
 // streamLayer adapts the rpc server's Raft layer to raft.StreamLayer: Dial
@@ -102,10 +113,11 @@ func (c *acceptedConn) Close() error {
 // newNetworkTransport builds raft's TCP transport over the rpc layer.
 func newNetworkTransport(l *rpc.Layer, rc *raft.Config) *raft.NetworkTransport {
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  newStreamLayer(l),
-		MaxPool: transportMaxPool,
-		Timeout: transportTimeout,
-		Logger:  rc.Logger.Named("transport"),
+		Stream:          newStreamLayer(l),
+		MaxPool:         transportMaxPool,
+		MaxRPCsInFlight: transportMaxRPCsInFlight,
+		Timeout:         transportTimeout,
+		Logger:          rc.Logger.Named("transport"),
 	})
 }
 

@@ -132,9 +132,13 @@ type ServerHealth struct {
 	// LastTerm and LastIndex are the term and index of the last entry of
 	// the server's Raft log.
 	LastTerm, LastIndex uint64
+	// StorageError is why the server cannot write its Raft log, stable
+	// store or snapshots (a full disk), "" when it can or is not known.
+	StorageError string
 	// Healthy says whether the server is alive in gossip, heard from the
 	// leader within LastContactThreshold, has the leader's last term,
-	// and trails it by at most MaxTrailingLogs entries.
+	// trails it by at most MaxTrailingLogs entries, and can write its
+	// Raft storage.
 	Healthy bool
 	Voter   bool
 	// StableSince is when Healthy last changed (as this leader saw it).
@@ -166,4 +170,8 @@ type RaftStatsResponse struct {
 	LastTerm, LastIndex uint64
 	// Version is the server's cairn version.
 	Version string
+	// StorageError is why the server cannot write its Raft log, stable
+	// store or snapshots, "" when it can (and from servers too old to
+	// say).
+	StorageError string
 }

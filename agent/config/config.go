@@ -167,6 +167,8 @@ type Config struct {
 	// Autopilot is the autopilot block (server.go), for servers. Default
 	// DefaultAutopilot().
 	Autopilot Autopilot
+	// RaftLogStore is the raft_logstore block (server.go), for servers.
+	RaftLogStore RaftLogStore
 	// Coordinates are the network coordinate keys (coordinates.go).
 	// Default DefaultCoordinates().
 	Coordinates Coordinates
@@ -241,6 +243,7 @@ func Default() Config {
 		HTTP:                HTTPConfig{ReadTimeout: 10 * time.Second},
 		Performance:         DefaultPerformance(),
 		Autopilot:           DefaultAutopilot(),
+		RaftLogStore:        RaftLogStore{WALSegmentSizeMB: 64},
 		Coordinates:         DefaultCoordinates(),
 		GossipLAN:           DefaultGossipLAN(),
 		GossipWAN:           DefaultGossipWAN(),

@@ -45,6 +45,14 @@ type Limits struct {
 	// the HTTP API answers them with a 413. Default 512 KiB, Consul's; at
 	// most 4 MiB.
 	KVMaxValueSize int
+	// DataDirMinFreeBytes is the free space in the data dir below which
+	// the agent warns, every minute while it lasts
+	// (limits.data_dir_min_free_bytes); cairn_data_dir_free_bytes reports
+	// it either way. A server whose disk fills can no longer write its
+	// Raft log and takes no part in writes until room is back. 0 means no
+	// warning. Default 256 MiB: four Raft log segments of 64 MiB, each
+	// preallocated whole when the log moves to it.
+	DataDirMinFreeBytes int
 }
 
 // DefaultLimits returns the defaults documented on Limits.
@@ -55,6 +63,7 @@ func DefaultLimits() Limits {
 		RPCMaxConnsPerClient:  100,  // rpc.DefaultServerConfig's MaxConnsPerClient
 		RPCMaxCallsPerClient:  2048, // and MaxCallsPerClient
 		KVMaxValueSize:        catalog.DefaultKVMaxValueSize,
+		DataDirMinFreeBytes:   256 << 20,
 	}
 }
 
@@ -81,6 +90,7 @@ type fileLimits struct {
 	RPCMaxConnsPerClient    *int     `hcl:"rpc_max_conns_per_client"`
 	RPCMaxCallsPerClient    *int     `hcl:"rpc_max_calls_per_client"`
 	KVMaxValueSize          *int     `hcl:"kv_max_value_size"`
+	DataDirMinFreeBytes     *int     `hcl:"data_dir_min_free_bytes"`
 }
 
 type fileHTTPConfig struct {
@@ -103,6 +113,7 @@ func init() {
 		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns", "limits.dns_max_tcp_conns_per_client",
 		"limits.rpc_rate", "limits.rpc_max_burst",
 		"limits.rpc_max_conns_per_client", "limits.rpc_max_calls_per_client", "limits.kv_max_value_size",
+		"limits.data_dir_min_free_bytes",
 		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
 		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
 		"dns_config.rrl.ipv4_prefix_length", "dns_config.rrl.ipv6_prefix_length",
@@ -123,6 +134,7 @@ func (f *fileLimits) apply(c *Config) {
 	setIf(&c.Limits.RPCMaxConnsPerClient, f.RPCMaxConnsPerClient)
 	setIf(&c.Limits.RPCMaxCallsPerClient, f.RPCMaxCallsPerClient)
 	setIf(&c.Limits.KVMaxValueSize, f.KVMaxValueSize)
+	setIf(&c.Limits.DataDirMinFreeBytes, f.DataDirMinFreeBytes)
 }
 
 func (f *fileHTTPConfig) apply(c *Config) error {
@@ -191,6 +203,9 @@ func (c *Config) validateLimits(bad func(field, format string, args ...any)) {
 	}
 	if n := l.KVMaxValueSize; n < 1 || n > catalog.MaxKVValueSize {
 		bad("limits.kv_max_value_size", "must be between 1 and %d bytes, got %d", catalog.MaxKVValueSize, n)
+	}
+	if l.DataDirMinFreeBytes < 0 {
+		bad("limits.data_dir_min_free_bytes", "must be 0 (no warning) or more, got %d", l.DataDirMinFreeBytes)
 	}
 	if c.HTTP.ReadTimeout <= 0 {
 		bad("http_config.read_timeout", "must be positive, got %s", c.HTTP.ReadTimeout)

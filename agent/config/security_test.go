@@ -47,6 +47,9 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 		{`limits { kv_max_value_size = 5000000 }`, "limits.kv_max_value_size"},
 		{`limits { rpc_max_conns_per_client = -1 }`, "limits.rpc_max_conns_per_client"},
 		{`limits { rpc_max_calls_per_client = -1 }`, "limits.rpc_max_calls_per_client"},
+		{`limits { data_dir_min_free_bytes = -1 }`, "limits.data_dir_min_free_bytes"},
+		{`raft_logstore { wal { segment_size_mb = 0 } }`, "raft_logstore.wal.segment_size_mb"},
+		{`raft_logstore { wal { segment_size_mb = 2048 } }`, "raft_logstore.wal.segment_size_mb"},
 	} {
 		c := Default()
 		c.Dev = true
@@ -65,7 +68,7 @@ func TestLimitsAndTLSBlocks(t *testing.T) {
 	c := Default()
 	file := `
 limits { http_max_conns_per_client = 50  dns_max_tcp_conns = 64  dns_max_tcp_conns_per_client = 8  rpc_rate = 100.5  rpc_max_burst = 10  kv_max_value_size = 1024
-  rpc_max_conns_per_client = 7  rpc_max_calls_per_client = 300 }
+  rpc_max_conns_per_client = 7  rpc_max_calls_per_client = 300  data_dir_min_free_bytes = 1073741824 }
 http_config { allowed_hosts = ["cairn.example"]  read_timeout = "3s" }
 dns_config {
   rrl { enabled = true  responses_per_second = 20  slip = 3  all_per_second = 40  min_amplification = 0 }
@@ -83,7 +86,7 @@ ports { https = 8501  dns_tls = 853 }
 		t.Fatal(err)
 	}
 	if c.Limits.HTTPMaxConnsPerClient != 50 || c.Resolver.MaxTCPConns != 64 || c.Resolver.MaxTCPConnsPerClient != 8 || c.Limits.RPCRate != 100.5 || c.Limits.RPCMaxBurst != 10 || c.Limits.KVMaxValueSize != 1024 ||
-		c.Limits.RPCMaxConnsPerClient != 7 || c.Limits.RPCMaxCallsPerClient != 300 {
+		c.Limits.RPCMaxConnsPerClient != 7 || c.Limits.RPCMaxCallsPerClient != 300 || c.Limits.DataDirMinFreeBytes != 1<<30 {
 		t.Errorf("limits: got %+v and dns_max_tcp_conns %d (per client %d)", c.Limits, c.Resolver.MaxTCPConns, c.Resolver.MaxTCPConnsPerClient)
 	}
 	if len(c.HTTP.AllowedHosts) != 1 || c.HTTP.ReadTimeout != 3*time.Second {
@@ -127,5 +130,15 @@ ports { https = 8501  dns_tls = 853 }
 		if !errors.As(err, &fe) || fe.Field != "dns_config.cookie_secret" {
 			t.Errorf("cookie_secret %q: got %v, want an error naming it", secret, err)
 		}
+	}
+}
+
+func TestRaftLogStoreBlock(t *testing.T) {
+	c := Default()
+	if err := LoadFile(writeConfig(t, "logstore.hcl", `raft_logstore { wal { segment_size_mb = 8 } }`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RaftLogStore.WALSegmentSizeMB; got != 8 {
+		t.Errorf("raft_logstore.wal.segment_size_mb: got %d, want 8", got)
 	}
 }

@@ -34,6 +34,16 @@ type Performance struct {
 	RPCHoldTimeout time.Duration
 }
 
+// RaftLogStore is the raft_logstore block: how a server keeps its Raft
+// log on disk.
+type RaftLogStore struct {
+	// WALSegmentSizeMB is the size of each segment file of the log, in
+	// MiB (raft_logstore.wal.segment_size_mb, Consul's), 1 to 1024. A
+	// segment is preallocated whole when the log moves to it, so the
+	// data dir needs this much free space then. Default 64.
+	WALSegmentSizeMB int
+}
+
 // Autopilot is the autopilot block: the configuration the servers' first
 // leader stores in Raft. Once stored, it is changed with `cairn operator
 // autopilot set-config` (PUT /v1/operator/autopilot/configuration), and a
@@ -101,10 +111,17 @@ func (c *Config) LeavesOnInterrupt() bool {
 
 // fileServerKeys are the keys of this file in a config file.
 type fileServerKeys struct {
-	LeaveOnTerminate     *bool            `hcl:"leave_on_terminate"`
-	SkipLeaveOnInterrupt *bool            `hcl:"skip_leave_on_interrupt"`
-	Performance          *filePerformance `hcl:"performance"`
-	Autopilot            *fileAutopilot   `hcl:"autopilot"`
+	LeaveOnTerminate     *bool             `hcl:"leave_on_terminate"`
+	SkipLeaveOnInterrupt *bool             `hcl:"skip_leave_on_interrupt"`
+	Performance          *filePerformance  `hcl:"performance"`
+	Autopilot            *fileAutopilot    `hcl:"autopilot"`
+	RaftLogStore         *fileRaftLogStore `hcl:"raft_logstore"`
+}
+
+type fileRaftLogStore struct {
+	WAL *struct {
+		SegmentSizeMB *int `hcl:"segment_size_mb"`
+	} `hcl:"wal"`
 }
 
 type filePerformance struct {
@@ -128,6 +145,7 @@ func init() {
 		"performance.rpc_hold_timeout",
 		"autopilot", "autopilot.cleanup_dead_servers", "autopilot.last_contact_threshold",
 		"autopilot.max_trailing_logs", "autopilot.min_quorum", "autopilot.server_stabilization_time",
+		"raft_logstore", "raft_logstore.wal", "raft_logstore.wal.segment_size_mb",
 	} {
 		knownKeys[k] = true
 	}
@@ -142,6 +160,9 @@ func (f *fileServerKeys) apply(c *Config) error {
 	if f.SkipLeaveOnInterrupt != nil {
 		v := *f.SkipLeaveOnInterrupt
 		c.SkipLeaveOnInterrupt = &v
+	}
+	if l := f.RaftLogStore; l != nil && l.WAL != nil {
+		setIf(&c.RaftLogStore.WALSegmentSizeMB, l.WAL.SegmentSizeMB)
 	}
 	var durations []durationKey
 	if p := f.Performance; p != nil {
@@ -181,6 +202,9 @@ type durationKey struct {
 
 // validateServer reports the bad fields of this file's keys.
 func (c *Config) validateServer(bad func(field, format string, args ...any)) {
+	if n := c.RaftLogStore.WALSegmentSizeMB; n < 1 || n > 1024 {
+		bad("raft_logstore.wal.segment_size_mb", "must be between 1 and 1024, got %d", n)
+	}
 	if m := c.Performance.RaftMultiplier; m < 1 || m > 10 {
 		bad("performance.raft_multiplier", "must be between 1 and 10, got %d", m)
 	}

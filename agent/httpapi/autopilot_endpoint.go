@@ -80,6 +80,9 @@ type serverHealth struct {
 	Healthy     bool
 	Voter       bool
 	StableSince time.Time
+	// StorageError is cairn's: why the server cannot write its Raft
+	// storage (a full disk), left out when it can.
+	StorageError string `json:",omitempty"`
 }
 
 // operatorHealth is the body of GET /v1/operator/autopilot/health,
@@ -176,7 +179,7 @@ func (s *Server) operatorAutopilot(w http.ResponseWriter, r *http.Request) error
 		out.Servers = append(out.Servers, serverHealth{
 			ID: h.ID, Name: h.Name, Address: h.Address, SerfStatus: h.SerfStatus, Version: h.Version,
 			Leader: h.Leader, LastContact: lastContact(h.LastContact), LastTerm: h.LastTerm, LastIndex: h.LastIndex,
-			Healthy: h.Healthy, Voter: h.Voter, StableSince: h.StableSince,
+			Healthy: h.Healthy, Voter: h.Voter, StableSince: h.StableSince, StorageError: h.StorageError,
 		})
 	}
 	code := http.StatusOK

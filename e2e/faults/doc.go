@@ -99,6 +99,11 @@
 //     the leader a third into the wait (restarted when they end). Each
 //     must answer 200 at the current index within its wait + 1/16 + 3 s
 //     (issue 28: a second full wait on the new leader, a 503 or a 500).
+//   - full-disk: SIGTERM a follower and restart it with its data dir
+//     copied onto a 48 MiB tmpfs; fill the tmpfs under write load. The
+//     follower must report cairn_raft_storage_healthy 0 within 30 s; after
+//     10 s the space is freed, and it must report 1 again within 30 s,
+//     without a restart, and catch up.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
 //   - partition-leader-restart-all: cut the leader off from every other

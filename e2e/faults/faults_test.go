@@ -159,6 +159,8 @@ var scenarios = []scenario{
 
 	{name: "blocking-read-leader-change", fault: blockingReadsAcrossLeaderChange, targets: noTargets}, // blocking_test.go
 
+	{name: "full-disk", fault: fullDisk, targets: noTargets}, // disk_test.go
+
 	{name: "rolling-restart", fault: func(r *run) {
 		r.target = "s1, s2, s3 in turn (SIGTERM)"
 		r.faultAt = r.mark("rolling restart")
