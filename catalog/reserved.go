@@ -19,6 +19,13 @@ const (
 	// ServiceMaintenancePrefix, followed by a service ID, keeps that
 	// service in maintenance out of answers.
 	ServiceMaintenancePrefix = "_service_maintenance:"
+	// RaftStorageCheckID is the check the leader keeps on every server's
+	// ServerServiceID service: critical while the server cannot write its
+	// Raft storage.
+	RaftStorageCheckID = "raftStorage"
+	// ServerServiceID is the service (ID and name) the leader keeps on
+	// every server's node, so that <it>.service.<domain> finds them.
+	ServerServiceID = "cairn"
 )
 
 // ReservedCheckOwner reports whether id is one of the reserved check IDs
@@ -28,6 +35,8 @@ func ReservedCheckOwner(id string) (serviceID string, reserved bool) {
 	switch {
 	case id == SerfCheckID, id == NodeMaintenanceCheckID:
 		return "", true
+	case id == RaftStorageCheckID:
+		return ServerServiceID, true
 	case strings.HasPrefix(id, ServiceMaintenancePrefix):
 		return strings.TrimPrefix(id, ServiceMaintenancePrefix), true
 	}

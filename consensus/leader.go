@@ -36,14 +36,14 @@ const (
 	// finds the servers: as Consul's leader keeps the consul service, so
 	// that a server's agent token needs no service:write on it. With the
 	// gossip check, it is what agents' anti-entropy leaves alone.
-	ServerServiceName = "cairn"
+	ServerServiceName = catalog.ServerServiceID
 
 	// StorageCheckID is the check the leader keeps on every server's
 	// cairn service: critical while autopilot finds that the server
 	// cannot write its Raft log, stable store or snapshots (a full disk:
 	// Server.StorageStatus), passing otherwise. It takes the server out
 	// of cairn.service answers, not the node's other services.
-	StorageCheckID = "raftStorage"
+	StorageCheckID = catalog.RaftStorageCheckID
 	// StorageCheckType is the Type of that check.
 	StorageCheckType = "raft"
 
