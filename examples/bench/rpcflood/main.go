@@ -20,8 +20,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +28,6 @@ import (
 
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
 	"github.com/cairndns/cairn/rpc"
-	"github.com/cairndns/cairn/tlsutil"
 )
 
 const serverIP = "127.0.78.1"
@@ -50,26 +47,15 @@ func run(ctx context.Context, path, from string, conns, queries int) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	client, err := writeTLS(work)
+	srv, err := loopback.StartTLSServer(ctx, bin, work, serverIP, "error", "")
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, bin, "agent", "-server", "-node", "s1", "-bind", serverIP, "-client", serverIP,
-		"-data-dir", filepath.Join(work, "data"), "-config-file", filepath.Join(work, "server.hcl"), "-log-level", "error")
-	logf, err := os.Create(filepath.Join(work, "server.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer srv.Stop()
 
-	addr := serverIP + ":8300"
+	addr := srv.Addr
 	pc := rpc.DefaultPoolConfig()
-	pc.TLS, pc.Datacenter, pc.SourceAddr = client.OutgoingRPC, "dc1", from
+	pc.TLS, pc.Datacenter, pc.SourceAddr = srv.Client.OutgoingRPC, "dc1", from
 	newPool := func() (*rpc.Pool, error) { return rpc.NewPool(pc, nil) }
 	first, err := newPool()
 	if err != nil {
@@ -85,13 +71,13 @@ func run(ctx context.Context, path, from string, conns, queries int) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the server did not answer within 60s (log in %s): %w", logf.Name(), err)
+			return fmt.Errorf("the server did not answer within 60s (log in %s): %w", srv.Log, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	first.Close()
 	time.Sleep(2 * time.Second) // let the server settle after its election
-	before, err := sample(ctx, cmd.Process.Pid)
+	before, err := sample(ctx, srv.PID())
 	if err != nil {
 		return err
 	}
@@ -178,54 +164,13 @@ func run(ctx context.Context, path, from string, conns, queries int) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	during, err := sample(ctx, cmd.Process.Pid)
+	during, err := sample(ctx, srv.PID())
 	if err != nil {
 		return err
 	}
 	fmt.Printf("blocking queries held: %.0f, refused: %d, other errors: %d\n", held, refused.Load(), failed.Load())
 	fmt.Printf("%-34s %s\n", "while the attacker holds them:", during)
 	return nil
-}
-
-// writeTLS writes a CA, a server certificate, a client certificate and
-// the server's configuration (TLS required) into work, and returns the
-// client's TLS.
-func writeTLS(work string) (*tlsutil.Configurator, error) {
-	caPEM, caKey, err := tlsutil.GenerateCA(tlsutil.CAOptions{})
-	if err != nil {
-		return nil, err
-	}
-	files := map[string]string{tlsutil.CAFileName: caPEM}
-	for _, c := range []struct {
-		name   string
-		server bool
-	}{{"server", true}, {"client", false}} {
-		cert, key, err := tlsutil.GenerateCert(tlsutil.CertOptions{CA: caPEM, CAKey: caKey, Server: c.server, Datacenter: "dc1"})
-		if err != nil {
-			return nil, err
-		}
-		files[c.name+".pem"], files[c.name+"-key.pem"] = cert, key
-	}
-	files["server.hcl"] = fmt.Sprintf(`tls {
-  defaults {
-    ca_file = %q
-    cert_file = %q
-    key_file = %q
-    verify_incoming = true
-    verify_outgoing = true
-  }
-  internal_rpc { verify_server_hostname = true }
-}
-`, filepath.Join(work, tlsutil.CAFileName), filepath.Join(work, "server.pem"), filepath.Join(work, "server-key.pem"))
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(work, name), []byte(data), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return tlsutil.NewConfigurator(tlsutil.Config{
-		CAFile: filepath.Join(work, tlsutil.CAFileName), CertFile: filepath.Join(work, "client.pem"), KeyFile: filepath.Join(work, "client-key.pem"),
-		VerifyOutgoing: true, VerifyServerHostname: true, Datacenter: "dc1", Domain: "cluster", MinVersion: "tls12",
-	})
 }
 
 // sample is the server's goroutines and heap (its metrics) and RSS.

@@ -14,13 +14,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
 	"github.com/cairndns/cairn/rpc"
-	"github.com/cairndns/cairn/tlsutil"
 )
 
 func main() {
@@ -37,66 +34,15 @@ func run(ctx context.Context, path string, conns int, idle time.Duration) error 
 		return err
 	}
 	defer os.RemoveAll(work)
-	caPEM, caKey, err := tlsutil.GenerateCA(tlsutil.CAOptions{})
+	// The connections stand for as many agents, all from one address here.
+	srv, err := loopback.StartTLSServer(ctx, bin, work, "127.0.77.1", "warn", "limits { rpc_max_conns_per_client = 0 }\n")
 	if err != nil {
 		return err
 	}
-	files := map[string]string{tlsutil.CAFileName: caPEM}
-	for _, c := range []struct {
-		name   string
-		server bool
-	}{{"server", true}, {"client", false}} {
-		cert, key, err := tlsutil.GenerateCert(tlsutil.CertOptions{CA: caPEM, CAKey: caKey, Server: c.server, Datacenter: "dc1"})
-		if err != nil {
-			return err
-		}
-		files[c.name+".pem"], files[c.name+"-key.pem"] = cert, key
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(work, name), []byte(data), 0o600); err != nil {
-			return err
-		}
-	}
-	conf := fmt.Sprintf(`tls {
-  defaults {
-    ca_file = %q
-    cert_file = %q
-    key_file = %q
-    verify_incoming = true
-    verify_outgoing = true
-  }
-  internal_rpc { verify_server_hostname = true }
-}
-# The connections stand for as many agents, all from one address here.
-limits { rpc_max_conns_per_client = 0 }
-`, filepath.Join(work, tlsutil.CAFileName), filepath.Join(work, "server.pem"), filepath.Join(work, "server-key.pem"))
-	if err := os.WriteFile(filepath.Join(work, "server.hcl"), []byte(conf), 0o600); err != nil {
-		return err
-	}
-	const ip = "127.0.77.1"
-	cmd := exec.CommandContext(ctx, bin, "agent", "-server", "-node", "s1", "-bind", ip, "-client", ip,
-		"-data-dir", filepath.Join(work, "data"), "-config-file", filepath.Join(work, "server.hcl"), "-log-level", "warn")
-	logf, err := os.Create(filepath.Join(work, "server.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-
-	client, err := tlsutil.NewConfigurator(tlsutil.Config{
-		CAFile: filepath.Join(work, tlsutil.CAFileName), CertFile: filepath.Join(work, "client.pem"), KeyFile: filepath.Join(work, "client-key.pem"),
-		VerifyOutgoing: true, VerifyServerHostname: true, Datacenter: "dc1", Domain: "cluster", MinVersion: "tls12",
-	})
-	if err != nil {
-		return err
-	}
-	addr := ip + ":8300"
+	defer srv.Stop()
+	addr := srv.Addr
 	pc := rpc.DefaultPoolConfig()
-	pc.TLS, pc.Datacenter = client.OutgoingRPC, "dc1"
+	pc.TLS, pc.Datacenter = srv.Client.OutgoingRPC, "dc1"
 	call := func(p *rpc.Pool) error {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -111,13 +57,13 @@ limits { rpc_max_conns_per_client = 0 }
 	deadline := time.Now().Add(30 * time.Second)
 	for call(probe) != nil {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the server did not answer over TLS within 30s (log in %s)", logf.Name())
+			return fmt.Errorf("the server did not answer over TLS within 30s (log in %s)", srv.Log)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 
 	measure := func(what string) error {
-		cpu0, _, _, err := loopback.Sample(cmd.Process.Pid)
+		cpu0, _, _, err := loopback.Sample(srv.PID())
 		if err != nil {
 			return err
 		}
@@ -126,7 +72,7 @@ limits { rpc_max_conns_per_client = 0 }
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		cpu1, rss, threads, err := loopback.Sample(cmd.Process.Pid)
+		cpu1, rss, threads, err := loopback.Sample(srv.PID())
 		if err != nil {
 			return err
 		}
