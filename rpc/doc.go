@@ -37,7 +37,10 @@
 //
 // The Server's methods (Register, dispatch.go) are net/rpc's, with the
 // caller's context first: func (t *T) M(ctx context.Context, args *A,
-// reply *R) error. Over the port, ctx ends when the caller closes its
+// reply *R) error. Each receiver declares what every method needs of its
+// caller (RPCNeeds, need.go); Register refuses an undeclared method, and the
+// dispatcher checks the declared level through the CallAuthorizer before
+// the method runs, on both doors. Over the port, ctx ends when the caller closes its
 // stream (its own context ended, or it hung up) or the server shuts
 // down, or at the caller's deadline: the request carries the time the
 // caller has left, less what it lost on the way (transit.go), never an
