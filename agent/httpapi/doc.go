@@ -18,4 +18,11 @@
 // and parsing work, and refused where it does not apply (filter.go). The
 // listener caps connections per client address and in all (listener.go),
 // and a request must be read within Config.ReadTimeout.
+//
+// Every route is registered from one table (routes.go) with what each of
+// its methods needs (need.go); the table cannot hold a route without it.
+// A request's token is checked against that need (admit) before the
+// handler runs, and until then its body reads nothing: a refusal reads,
+// parses and changes nothing. Routes exports the table for the test that
+// plays an attacker against every route.
 package httpapi
