@@ -6,48 +6,18 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
-
-// tokenDoor gives every request through the door the token it is made
-// with: the one its context carries (an HTTP request's, or a service's
-// own for anti-entropy), else fallback (acl.tokens.default for requests
-// without a token; the DNS source's door, acl.tokens.dns). The servers
-// check it; the agent only carries it.
-type tokenDoor struct {
-	door     door
-	fallback string
-}
-
-func (d tokenDoor) RPC(ctx context.Context, method string, args, reply any) error {
-	d.setToken(ctx, args)
-	return d.door.RPC(ctx, method, args, reply)
-}
-
-func (d tokenDoor) Stream(ctx context.Context, method string, args any) (rpc.Stream, error) {
-	d.setToken(ctx, args)
-	return d.door.Stream(ctx, method, args)
-}
-
-// setToken gives args ctx's token, or the fallback, unless it has one.
-func (d tokenDoor) setToken(ctx context.Context, args any) {
-	if a, ok := args.(rpc.Authenticated); ok {
-		tok := acl.TokenFromContext(ctx)
-		if tok == "" {
-			tok = d.fallback
-		}
-		a.SetTokenIfEmpty(tok)
-	}
-}
 
 // aclBackend is the ACL system as the HTTP API sees it: tokens and
 // policies on the servers, through the door, and what a request's token
 // may do, for the endpoints the agent answers itself, resolved by the
 // servers and kept for TokenTTL.
 type aclBackend struct {
-	door door
+	door door.Door
 	ttl  time.Duration
 
 	mu    sync.Mutex
@@ -64,7 +34,7 @@ const resolvedTokenCap = 1024
 
 var _ httpapi.ACL = (*aclBackend)(nil)
 
-func newACLBackend(d door, ttl time.Duration) *aclBackend {
+func newACLBackend(d door.Door, ttl time.Duration) *aclBackend {
 	return &aclBackend{door: d, ttl: ttl, cache: make(map[string]resolvedToken)}
 }
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/agent/dnssource"
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/consensus"
@@ -50,13 +52,13 @@ type Agent struct {
 
 	// door is how every consumer reaches the servers (door.go): in
 	// process on a server, through rpcPool on a client.
-	door        door
-	datacenters *datacenterList // the datacenters the servers know
+	door        door.Door
+	datacenters *dnssource.Datacenters // the datacenters the servers know
 
 	local  *local.State
 	http   *httpapi.Server
 	dns    *resolver.Server
-	dnsSrc *dnsSource // the DNS cache, which dns answers from
+	dnsSrc *dnssource.Source // the DNS cache, which dns answers from
 	// synced is closed once this node's first full sync succeeded.
 	synced chan struct{}
 
@@ -73,19 +75,17 @@ type Agent struct {
 	// as if its wall clock were this far off in what its rpc pool and
 	// server tell peers (rpc's ClockOffset).
 	clockOffset time.Duration
+	// nearRefresh, set only by tests before Start, is how often the DNS
+	// source sorts "near" entries again (0: its default).
+	nearRefresh time.Duration
 	catalogEP   *consensus.Catalog
 	leader      *consensus.Leader
 	gossip      *gossip.Pool
 	wan         *gossip.Pool
 	router      *consensus.Router
-	// servers is liveServers' last answer and the LAN pool's Version it
-	// was read at (client.go).
-	servers struct {
-		sync.Mutex
-		read    bool
-		version uint64
-		addrs   []string
-	}
+	// servers and clientDoor are a client's: where its door sends calls.
+	servers    *door.ServerList
+	clientDoor *door.Client
 	// peers is the pools as the server port's admission and the Catalog
 	// endpoint's node-name check read them (peers.go).
 	peers peers
@@ -290,7 +290,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	a.datacenters = newDatacenterList(a.door)
+	a.datacenters = dnssource.NewDatacenters(a.door)
 	if err := a.startLocal(loopCtx); err != nil {
 		return err
 	}
@@ -309,7 +309,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if a.cfg.Resolver.DNSSEC.Enabled {
-		a.loops.Go(func() { a.followDNSSECKey(loopCtx) }) // dnssec.go
+		kf := dnssource.NewKeyFollower(dnssource.KeyFollowerConfig{
+			Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			Domain: a.cfg.Domain, Signer: a.dns, Logger: a.logger,
+		})
+		a.loops.Go(func() { kf.Run(loopCtx) })
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", addrOrOff(a.http.Addr()),
 		"https", addrOrOff(a.http.HTTPSAddr()), "advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
@@ -348,7 +352,6 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
-	lc.AliasSource = aliasSource{a}
 	lc.ClusterSize = func() int { return len(a.gossip.Members()) }
 	lc.DataDir = a.cfg.DataDir
 	st, err := local.New(lc, a.localCatalog(), a.logger)
@@ -416,7 +419,13 @@ func (a *Agent) startDNS() error {
 		}
 		zoneList = append(zoneList, zone)
 	}
-	src, err := a.newDNSSource()
+	// The cache reads the servers with the DNS token (acl.tokens.dns):
+	// its reads carry no token of their own, and the door would give
+	// them the default one.
+	src, err := dnssource.New(dnssource.Config{
+		Cache: a.cfg.Cache, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+		OnlyPassing: a.cfg.OnlyPassing, NearRefresh: a.nearRefresh,
+	}, dnssource.Deps{Door: door.WithToken(a.door, a.cfg.ACL.DNSToken()), Datacenters: a.datacenters, Logger: a.logger})
 	if err != nil {
 		return err
 	}
@@ -427,19 +436,6 @@ func (a *Agent) startDNS() error {
 	}
 	a.dns = srv
 	return srv.Start()
-}
-
-// newDNSSource builds the cache DNS answers from, which reads the servers
-// through the door with the DNS token (acl.tokens.dns): its reads carry
-// no token of their own, and the door would give them the default one.
-func (a *Agent) newDNSSource() (*dnsSource, error) {
-	d := tokenDoor{door: a.door, fallback: a.cfg.ACL.DNSToken()}
-	src, err := newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, d, a.datacenters, a.logger)
-	if err != nil {
-		return nil, err
-	}
-	src.node = a.cfg.NodeName // what "near" answers are sorted from
-	return src, nil
 }
 
 // dnsConfig completes the configured zones' (the domain's, then the

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
@@ -13,7 +14,7 @@ import (
 // and its alias checks see it: writes and stale reads of the agent's own
 // datacenter, through the door.
 type localCatalog struct {
-	door door
+	door door.Door
 	dc   string
 	// token is what the agent writes with when ctx carries no token of
 	// a request or of a service (acl.tokens.agent).

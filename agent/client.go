@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/gossip"
 )
 
@@ -13,7 +14,7 @@ import (
 // member, and the door that sends every call to a server found in gossip.
 // It returns without waiting for a server; until the join loop (or a later
 // join) finds one, calls wait for one through their hold, then fail with
-// errNoServers, and the first sync retries.
+// door.ErrNoServers, and the first sync retries.
 func (a *Agent) startClient(loopCtx context.Context) error {
 	var err error
 	if a.rpcPool, err = a.newRPCPool(); err != nil {
@@ -22,11 +23,9 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 	if err := a.startGossip(gossip.RoleClient, ""); err != nil {
 		return err
 	}
-	a.door = tokenDoor{
-		door: &clientDoor{pool: a.rpcPool, servers: a.liveServers, cfg: a.doorConfig(),
-			logger: a.logger.With("component", "door")},
-		fallback: a.cfg.ACL.Tokens.Default,
-	}
+	a.servers = door.NewServerList(a.gossip, a.cfg.Datacenter)
+	a.clientDoor = door.NewClient(a.doorConfig(), a.rpcPool, a.servers.Addrs, a.logger.With("component", "door"))
+	a.door = door.WithToken(a.clientDoor, a.cfg.ACL.Tokens.Default)
 	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
 	a.logger.Info("client agent", "gossip", a.gossipAddr())
 	return nil
@@ -76,34 +75,9 @@ func poolAddr(p *gossip.Pool) string {
 	return m.Addr.String() + ":" + strconv.Itoa(int(m.Port))
 }
 
-// liveServers returns the RPC addresses of the alive servers of this
-// datacenter in the LAN pool: where a client sends its RPCs. Gossip is the
-// only source, so no server list needs configuring and a server that
-// fails drops out of it within memberlist's failure detection. Every RPC
-// asks, so the list is read from the pool again only after a member event
-// (gossip.Pool.Version): reading all members for each call was a fifth of
-// a client's CPU in a registration storm with 100 agents, and grows with
-// the pool. Callers must not modify the slice.
-func (a *Agent) liveServers() []string {
-	v := a.gossip.Version()
-	a.servers.Lock()
-	defer a.servers.Unlock()
-	if a.servers.read && a.servers.version == v {
-		return a.servers.addrs
-	}
-	var out []string
-	for _, m := range a.gossip.Members() {
-		if m.IsServer() && m.Status == gossip.StatusAlive && m.Datacenter == a.cfg.Datacenter && m.RPCAddr != "" {
-			out = append(out, m.RPCAddr)
-		}
-	}
-	a.servers.read, a.servers.version, a.servers.addrs = true, v, out
-	return out
-}
-
-// doorConfig is how the client door waits and fails over (door.go).
-func (a *Agent) doorConfig() doorConfig {
-	c := defaultDoorConfig()
+// doorConfig is how the client door waits and fails over.
+func (a *Agent) doorConfig() door.Config {
+	c := door.DefaultConfig()
 	c.HoldTimeout = a.cfg.Performance.RPCHoldTimeout
 	return c
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/agent/dnssource"
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/resolver"
@@ -22,10 +24,10 @@ import (
 //
 // Its methods may be called from any goroutine.
 type httpBackend struct {
-	door door
+	door door.Door
 	dc   string
 	node string // the agent's node, which prepared queries' Near "_agent" means
-	dns  *dnsSource
+	dns  *dnssource.Source
 	// cacheToken is the token the DNS cache reads with (acl.tokens.dns,
 	// else acl.tokens.default): a ?cached read made with another token
 	// (defaultToken when it carries none) is answered by the servers
@@ -127,7 +129,7 @@ func (h httpBackend) CachedServiceInstances(ctx context.Context, name, tag strin
 		all, meta, err := h.ServiceInstances(ctx, httpapi.QueryOptions{AllowStale: true}, name, tag)
 		return meta.Index, all, false, 0, err
 	}
-	return h.dns.cachedInstances(ctx, name, tag)
+	return h.dns.CachedInstances(ctx, name, tag)
 }
 
 // statusTimeout bounds the Status calls when the caller set no deadline.
@@ -160,7 +162,7 @@ func (h httpBackend) Peers(ctx context.Context) ([]string, error) {
 }
 
 // raftConfiguration returns the Raft configuration a server of dc holds.
-func raftConfiguration(ctx context.Context, d door, dc string) (*rpc.RaftConfigurationResponse, error) {
+func raftConfiguration(ctx context.Context, d door.Door, dc string) (*rpc.RaftConfigurationResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	var reply rpc.RaftConfigurationResponse
@@ -205,7 +207,7 @@ func (h httpBackend) ExecuteQuery(ctx context.Context, dc, idOrName string) (*ca
 
 // executeQuery runs a prepared query in datacenter dc ("" for the
 // agent's); stale lets any server answer.
-func executeQuery(ctx context.Context, d door, dc, idOrName, node string, stale bool) (*catalog.QueryResult, error) {
+func executeQuery(ctx context.Context, d door.Door, dc, idOrName, node string, stale bool) (*catalog.QueryResult, error) {
 	var reply rpc.PreparedQueryExecuteResponse
 	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName, Agent: node}
 	if err := d.RPC(ctx, rpc.MethodPreparedQueryExecute, args, &reply); err != nil {

@@ -86,7 +86,7 @@ func (m membership) JoinWAN(ctx context.Context, addrs []string) (int, error) {
 // Datacenters returns the datacenters a server of this agent's
 // datacenter knows: its own and those of its WAN pool.
 func (m membership) Datacenters(ctx context.Context) ([]string, error) {
-	return m.a.datacenters.list(ctx)
+	return m.a.datacenters.List(ctx)
 }
 
 // Leave leaves the cluster gracefully and tells Run to shut the agent

@@ -73,7 +73,7 @@ func buildStats() map[string]string {
 func (a *Agent) consulStats() map[string]string {
 	out := map[string]string{"server": strconv.FormatBool(a.cfg.Server)}
 	if a.server == nil {
-		out["known_servers"] = strconv.Itoa(len(a.liveServers()))
+		out["known_servers"] = strconv.Itoa(len(a.servers.Addrs()))
 		return out
 	}
 	acl := "disabled"

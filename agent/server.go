@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -57,7 +59,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.rpcServer = rs
-	a.door = tokenDoor{door: serverDoor{rs}, fallback: a.cfg.ACL.Tokens.Default}
+	a.door = door.WithToken(door.NewServer(rs), a.cfg.ACL.Tokens.Default)
 	rpcAddr := rs.RaftLayer().Addr().String()
 	if a.rpcPool, err = a.newRPCPool(); err != nil {
 		return err
@@ -418,4 +420,35 @@ func reserve(ctx context.Context, keep time.Duration) (context.Context, context.
 		return context.WithCancel(ctx)
 	}
 	return context.WithDeadline(ctx, deadline.Add(-keep))
+}
+
+// dnssecLeaderKey returns the key file's key as the leader stores it (SEC
+// 1 DER), nil without a key file.
+func (a *Agent) dnssecLeaderKey() ([]byte, error) {
+	key, err := a.cfg.DNSSECKey()
+	if err != nil || key == nil {
+		return nil, err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("dns_config.dnssec.key_file: %w", err)
+	}
+	return der, nil
+}
+
+// gossipKeys returns the LAN pool's gossip encryption keys, primary
+// first: the servers seal the DNSSEC key with them at rest. None before
+// the pool starts (the leader and the endpoint that need them run only
+// after it has) or without gossip encryption.
+func (a *Agent) gossipKeys() [][]byte {
+	if a.gossip == nil {
+		return nil
+	}
+	var out [][]byte
+	for _, k := range a.gossip.LocalKeys() {
+		if raw, err := gossip.ParseKey(k); err == nil {
+			out = append(out, raw)
+		}
+	}
+	return out
 }

@@ -1,0 +1,50 @@
+package door
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cairndns/cairn/rpc"
+)
+
+// TestClientDoorStreamLeavesAHungServer: a stream on a server that never
+// answers is given up when its Recv's deadline passes, the server counts
+// as failed (its session is closed), and the next stream starts on
+// another server.
+func TestClientDoorStreamLeavesAHungServer(t *testing.T) {
+	t.Parallel()
+	hung, live := hungAddr(t), startCatalogServer(t)
+	d, log := newTestDoor(t, hung, live)
+	ctx := testContext(t)
+	args := func() *rpc.ChangesRequest {
+		return &rpc.ChangesRequest{QueryOptions: rpc.QueryOptions{Datacenter: "dc1", AllowStale: true, MaxQueryTime: 3 * time.Second}}
+	}
+
+	st, err := d.Stream(ctx, rpc.MethodCatalogFeed, args())
+	if err != nil {
+		t.Fatalf("Stream on the hung server: %v (its TCP takes the request)", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = st.Recv(rctx, &rpc.ChangesResponse{})
+	cancel()
+	_ = st.Close()
+	if !errors.Is(err, rpc.ErrTransport) || !errors.Is(err, ErrServerHung) {
+		t.Fatalf("Recv on the hung server: got %v, want a transport error saying it hung", err)
+	}
+
+	st, err = d.Stream(ctx, rpc.MethodCatalogFeed, args())
+	if err != nil {
+		t.Fatalf("Stream after the hung server: %v", err)
+	}
+	defer st.Close()
+	var reply rpc.ChangesResponse
+	if err := st.Recv(ctx, &reply); err != nil || !reply.Changes.Reset {
+		t.Fatalf("first reply of the live server: %+v, %v", reply, err)
+	}
+	if got, want := log.get(), []string{hung, live}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v", got, want)
+	}
+}
