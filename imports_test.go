@@ -34,9 +34,10 @@ var allowedCairn = map[string][]string{
 	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door"},
+	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door"},
 	// The agent builds every part and hands each what it needs.
 	"agent": {"acl", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/httpapi", "agent/local",
-		"catalog", "consensus", "gossip", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
+		"agent/pools", "catalog", "consensus", "gossip", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
 		"telemetry", "tlsutil", "zones"},
 	"api":       {},
 	"cmd/cairn": {"*"},

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cairndns/cairn/agent/checks"
@@ -20,6 +19,7 @@ import (
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
+	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/logstream"
@@ -86,9 +86,11 @@ type Agent struct {
 	// servers and clientDoor are a client's: where its door sends calls.
 	servers    *door.ServerList
 	clientDoor *door.Client
-	// peers is the pools as the server port's admission and the Catalog
-	// endpoint's node-name check read them (peers.go).
-	peers peers
+	// pools are the gossip pools; peers them as the server port's
+	// admission and the Catalog endpoint's node-name check read them,
+	// set before the pools start.
+	pools *pools.Pools
+	peers *pools.Peers
 	// coordinateEP is a server's Coordinate endpoint (coordinates.go).
 	coordinateEP *consensus.Coordinate
 	// tlsRPC, tlsHTTPS and tlsDNS hold the certificates of the server
@@ -104,7 +106,6 @@ type Agent struct {
 	// its result.
 	leaveDo  sync.Once
 	leaveErr error
-	leaving  atomic.Bool // set once the graceful leave starts
 	// skipLeave makes Shutdown skip the graceful leave: set by Stop when
 	// the reason it stops for says so, and by tests (export_test.go) to
 	// stop as a killed process would, before Shutdown.
@@ -180,7 +181,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		logger: slog.New(logs.Handler()).With("node", cfg.NodeName, "dc", cfg.Datacenter),
 		left:   make(chan struct{}), synced: make(chan struct{}),
 	}
-	a.peers.dc = cfg.Datacenter
+	a.peers = pools.NewPeers(cfg.Datacenter)
 	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
 		return nil, fmt.Errorf("tls.internal_rpc: %w", err)
 	}
@@ -295,7 +296,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if !a.cfg.Coordinates.Disable {
-		a.loops.Go(func() { a.syncCoordinates(loopCtx) }) // coordinates.go
+		cs := &pools.CoordinateSync{
+			LAN: a.gossip, Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			SyncIntervalMin: a.cfg.Coordinates.SyncIntervalMin, Logger: a.logger,
+		}
+		a.loops.Go(func() { cs.Run(loopCtx) })
 	}
 	if a.cfg.Server && a.bootstrapExpect() == 1 {
 		a.waitSynced(ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/cairndns/cairn/agent/httpapi"
@@ -18,19 +17,8 @@ import (
 // to be a Keyring as well. Operations go to the servers (the Keyring
 // endpoint), which run them on every pool the key is in, whichever agent
 // they were sent to. Each pool keeps its keyring in the data dir
-// (<data-dir>/gossip/lan.keyring and wan.keyring, Consul's format), so a
-// restarted agent comes back with the rotated keys whatever its encrypt
-// setting still says; a -dev agent, with no data dir, keeps it in memory.
+// (agent/pools).
 var _ httpapi.Keyring = membership{}
-
-// keyringFile is where the pool of kind keeps its keyring, "" without a
-// data dir.
-func (a *Agent) keyringFile(kind gossip.Kind) string {
-	if a.cfg.DataDir == "" {
-		return ""
-	}
-	return filepath.Join(a.cfg.DataDir, "gossip", kind.String()+".keyring")
-}
 
 // Keyring lists or changes the gossip keys of every pool. See
 // httpapi.Keyring.

@@ -114,21 +114,11 @@ func (a *Agent) Left() <-chan struct{} { return a.left }
 // it. It is done once: later calls return the first one's result.
 func (a *Agent) leave(ctx context.Context) error {
 	a.leaveDo.Do(func() {
-		if a.gossip == nil { // Start failed before gossip
+		if a.pools == nil { // Start failed before gossip
 			return
 		}
 		a.logger.Info("leaving the cluster")
-		a.leaving.Store(true) // the member snapshot loop stops writing
-		a.forgetMembers()
-		// The WAN pool first: other datacenters stop sending requests
-		// to this server before it stops answering them. A failure
-		// there leaves the server to their failure detection, and the
-		// LAN leave still matters more.
-		if err := a.leaveWAN(); err != nil {
-			a.logger.Warn("leaving the WAN pool", "err", err)
-		}
-		if err := a.gossip.Leave(leaveTimeout); err != nil && !errors.Is(err, gossip.ErrShutdown) {
-			a.leaveErr = fmt.Errorf("gossip leave: %w", err)
+		if a.leaveErr = a.pools.Leave(); a.leaveErr != nil {
 			return
 		}
 		if a.server != nil {

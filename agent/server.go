@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/door"
+	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -42,9 +43,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	}
 	// Until TLS says who a peer is, a peer is who gossip says: Raft only
 	// from this datacenter's servers, RPC only from members (peers.go).
-	rc.Admit = a.peers.admit
-	rc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
-	rc.Forwarder = a.peers.isServer
+	rc.Admit = a.peers.Admit
+	rc.SourceAddr = pools.SourceAddr(a.cfg.BindAddr, a.advertise)
+	rc.Forwarder = a.peers.IsServer
 	rc.WriteRate, rc.WriteBurst = a.cfg.Limits.RPCRate, a.cfg.Limits.RPCMaxBurst
 	rc.MaxConnsPerClient, rc.MaxCallsPerClient = a.cfg.Limits.RPCMaxConnsPerClient, a.cfg.Limits.RPCMaxCallsPerClient
 	a.secureServerPort(&rc) // tls.go
@@ -75,7 +76,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	}
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
-	cc.SealKeys = a.gossipKeys // dnssec.go
+	cc.SealKeys = a.peers.GossipKeys
 	cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement
 	store, err := catalog.NewStore()
 	if err != nil {
@@ -100,19 +101,20 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	lc.VerifyServer = a.verifyServer
 	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
 	lc.Caller, lc.Version = a.rpcPool, agentVersion()
-	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil { // dnssec.go
+	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil {
 		return err
 	}
 	lc.DNSSECAuto = a.cfg.DNSSEC.Auto
-	// The WAN pool first: its port goes into this server's LAN metadata,
-	// where the other servers of this datacenter find it (floodWAN).
-	if err := a.startWAN(loopCtx, rpcAddr); err != nil {
+	pc, err := a.poolsConfig()
+	if err != nil {
 		return err
 	}
-	if err := a.startGossip(gossip.RoleServer, rpcAddr); err != nil {
+	router := a.router
+	pc.RouteWAN = func(ctx context.Context, wan *gossip.Pool) { router.Run(ctx, wan) }
+	if a.pools, err = pools.NewServer(pc, rpcAddr, a.logger); err != nil {
 		return err
 	}
-	a.loops.Go(func() { a.floodWAN(loopCtx) })
+	a.gossip, a.wan = a.pools.LAN(), a.pools.WAN()
 	leader, err := consensus.NewLeader(lc, srv, a.gossip, a.logger)
 	if err != nil {
 		return err
@@ -136,11 +138,11 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.loops.Go(func() { leader.Run(loopCtx) })
-	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
+	a.loops.Go(func() { a.pools.Run(loopCtx) })
 	if expect := a.bootstrapExpect(); expect > 0 {
 		a.loops.Go(func() { a.bootstrapWatch(loopCtx, expect) })
 	}
-	a.logger.Info("server", "rpc", rpcAddr, "gossip", a.gossipAddr(), "wan", poolAddr(a.wan), "bootstrap_expect", a.bootstrapExpect())
+	a.logger.Info("server", "rpc", rpcAddr, "gossip", pools.Addr(a.gossip), "wan", pools.Addr(a.wan), "bootstrap_expect", a.bootstrapExpect())
 	return nil
 }
 
@@ -165,7 +167,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow",
 		TokenMinExpirationTTL: a.cfg.ACL.TokenMinExpirationTTL, TokenMaxExpirationTTL: a.cfg.ACL.TokenMaxExpirationTTL,
 	}
-	catCfg.Members = lanMembers{&a.peers}
+	catCfg.Members = a.peers
 	catCfg.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	var err error
 	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
@@ -202,59 +204,6 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	}
 	return a.catalogEP.Publish(rs)
 }
-
-// startJoin starts the loops that join a pool (through configured and the
-// members remembered in the snapshot file) and keep its member snapshot.
-func (a *Agent) startJoin(loopCtx context.Context, p *gossip.Pool, kind gossip.Kind, configured []string, file string) {
-	path := a.memberSnapshotPath(file)
-	if addrs := a.joinAddrs(configured, path); len(addrs) > 0 {
-		a.loops.Go(func() { a.joinLoop(loopCtx, p, kind, addrs) })
-	}
-	if path != "" {
-		a.loops.Go(func() { a.memberSnapshotLoop(loopCtx, p, path) })
-	}
-}
-
-// joinLoop joins pool p through addrs until another member is found,
-// RetryMax attempts were made, or ctx ends. Agents started together race
-// (the first attempt often reaches a server not yet up), so the first
-// retries come quickly: after min(1s, RetryInterval), doubling up to
-// RetryInterval. Joining only itself (its own address among addrs, the
-// others down) does not count: the agent would sit alone, so it keeps
-// trying.
-func (a *Agent) joinLoop(ctx context.Context, p *gossip.Pool, kind gossip.Kind, addrs []string) {
-	pool := kind.String()
-	wait := min(firstJoinRetry, a.cfg.RetryInterval)
-	for attempt := 1; ; attempt++ {
-		n, err := p.Join(ctx, addrs)
-		if err == nil && len(otherMembers(p)) == 0 {
-			err = errors.New("only this agent answered")
-		}
-		if err == nil {
-			a.logger.Info("joined the cluster", "pool", pool, "answered", n, "attempt", attempt)
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if a.cfg.RetryMax > 0 && attempt >= a.cfg.RetryMax {
-			a.logger.Error("giving up joining the cluster", "pool", pool, "attempts", attempt, "err", err)
-			return
-		}
-		a.logger.Warn("join failed, will retry", "pool", pool, "attempt", attempt, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait = min(2*wait, a.cfg.RetryInterval)
-	}
-}
-
-// firstJoinRetry is the wait before the first retry of a join.
-const firstJoinRetry = time.Second
 
 // bootstrapWatch waits until expect alive servers of this datacenter are
 // in gossip, then bootstraps Raft with them. A server that already has
@@ -381,7 +330,7 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 	if a.catalogEP != nil {
 		a.catalogEP.Close()
 	}
-	if a.gossip != nil {
+	if a.pools != nil {
 		if !a.skipLeave {
 			// A leave that cannot finish (no quorum to take this server
 			// out of Raft) must not spend the time the rest of the
@@ -392,10 +341,7 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 			}
 			cancel()
 		}
-		errs = append(errs, a.gossip.Shutdown())
-	}
-	if a.wan != nil {
-		errs = append(errs, a.wan.Shutdown())
+		errs = append(errs, a.pools.Shutdown()...)
 	}
 	if a.rpcServer != nil {
 		if err := a.rpcServer.Shutdown(ctx); err != nil {
@@ -436,19 +382,19 @@ func (a *Agent) dnssecLeaderKey() ([]byte, error) {
 	return der, nil
 }
 
-// gossipKeys returns the LAN pool's gossip encryption keys, primary
-// first: the servers seal the DNSSEC key with them at rest. None before
-// the pool starts (the leader and the endpoint that need them run only
-// after it has) or without gossip encryption.
-func (a *Agent) gossipKeys() [][]byte {
-	if a.gossip == nil {
-		return nil
-	}
-	var out [][]byte
-	for _, k := range a.gossip.LocalKeys() {
-		if raw, err := gossip.ParseKey(k); err == nil {
-			out = append(out, raw)
-		}
-	}
-	return out
+// newCoordinateEndpoint builds a server's Coordinate endpoint, with the
+// batching knobs of the configuration and the WAN pool, which starts
+// after the endpoints are registered (wan.go), read when asked.
+func (a *Agent) newCoordinateEndpoint() (*consensus.Coordinate, error) {
+	cc := consensus.DefaultCoordinateConfig()
+	cc.UpdatePeriod = a.cfg.Coordinates.UpdatePeriod
+	cc.BatchSize = a.cfg.Coordinates.UpdateBatchSize
+	cc.MaxBatches = a.cfg.Coordinates.UpdateMaxBatches
+	cc.WAN = a.peers.WAN()
+	return consensus.NewCoordinate(a.catalogEP, cc, a.logger)
 }
+
+var (
+	_ consensus.MemberFinder   = (*pools.Peers)(nil)
+	_ consensus.WANCoordinates = pools.WANView{}
+)

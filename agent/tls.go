@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/tlsutil"
@@ -53,7 +54,7 @@ func (a *Agent) watchTLS(ctx context.Context) {
 // secureServerPort sets the TLS of the server port from tls.internal_rpc:
 // TLS offered when there is a certificate, required with verify_incoming;
 // then only a certificate for server.<dc>.<domain> may speak Raft, and
-// the peer check by gossip address (peers.admit) steps aside for the
+// the peer check by gossip address (pools.Peers.Admit) steps aside for the
 // certificates.
 func (a *Agent) secureServerPort(rc *rpc.ServerConfig) {
 	c := a.tlsRPC
@@ -73,7 +74,7 @@ func (a *Agent) secureServerPort(rc *rpc.ServerConfig) {
 // tls.internal_rpc verifies outgoing connections.
 func (a *Agent) poolConfig() rpc.PoolConfig {
 	pc := rpc.DefaultPoolConfig()
-	pc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
+	pc.SourceAddr = pools.SourceAddr(a.cfg.BindAddr, a.advertise)
 	pc.Dial, pc.ClockOffset = a.dialServer, a.clockOffset
 	if c := a.tlsRPC; c != nil && c.OutgoingRPC("") != nil {
 		pc.TLS, pc.Datacenter = c.OutgoingRPC, a.cfg.Datacenter
