@@ -62,6 +62,8 @@ type Agent struct {
 	// synced is closed once this node's first full sync succeeded.
 	synced chan struct{}
 
+	// role is what a server does and a client does not (role.go).
+	role role
 	// A server has all of these; a client only the pool and gossip. wan
 	// is the WAN pool, router the view of it that routes requests for
 	// other datacenters (wan.go).
@@ -182,6 +184,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		left:   make(chan struct{}), synced: make(chan struct{}),
 	}
 	a.peers = pools.NewPeers(cfg.Datacenter)
+	if cfg.Server {
+		a.role = serverRole{a}
+	} else {
+		a.role = clientRole{a}
+	}
 	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
 		return nil, fmt.Errorf("tls.internal_rpc: %w", err)
 	}
@@ -283,12 +290,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	loopCtx, stop := context.WithCancel(context.Background())
 	a.stopLoops = stop
 	a.watchTLS(loopCtx)
-	if a.cfg.Server {
-		err = a.startServer(loopCtx)
-	} else {
-		err = a.startClient(loopCtx)
-	}
-	if err != nil {
+	if err := a.role.start(loopCtx); err != nil {
 		return err
 	}
 	a.datacenters = dnssource.NewDatacenters(a.door)
@@ -545,9 +547,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			a.local.Close() // the checks, which report to it
 		}
 		errs = append(errs, a.shutdownCluster(ctx)...)
-		if a.server != nil {
-			errs = append(errs, a.server.Shutdown())
-		}
+		errs = append(errs, a.role.stopRaft())
 	})
 	return errors.Join(errs...)
 }

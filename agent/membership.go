@@ -2,12 +2,10 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
-	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -121,50 +119,7 @@ func (a *Agent) leave(ctx context.Context) error {
 		if a.leaveErr = a.pools.Leave(); a.leaveErr != nil {
 			return
 		}
-		if a.server != nil {
-			a.leaveErr = a.leaveRaft(ctx)
-		}
+		a.leaveErr = a.role.leaveRaft(ctx)
 	})
 	return a.leaveErr
-}
-
-// leaveRaft takes this server out of the Raft configuration: a leader
-// removes itself (and steps down once that commits); a follower waits for
-// the leader, which saw the gossip leave, to remove it. The last voter
-// stays: there is no one to hand the catalog to.
-func (a *Agent) leaveRaft(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
-	defer cancel()
-	me := a.cfg.NodeName
-	for {
-		peers, err := a.server.Peers()
-		if err != nil {
-			return nil // Raft already stopped: removed, or shutting down
-		}
-		in, voters := false, 0
-		for _, p := range peers {
-			in = in || p.ID == me
-			if p.Voter {
-				voters++
-			}
-		}
-		if !in || voters <= 1 {
-			return nil
-		}
-		if a.server.IsLeader() {
-			err := a.server.RemoveServer(ctx, me)
-			if err == nil || errors.Is(err, consensus.ErrLastVoter) {
-				return nil
-			}
-			a.logger.Warn("removing this server from raft", "err", err)
-		}
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			a.logger.Warn("left gossip but is still in the raft configuration; the leader will remove it", "err", ctx.Err())
-			return nil
-		case <-t.C:
-		}
-	}
 }

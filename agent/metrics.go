@@ -2,8 +2,6 @@ package agent
 
 import (
 	"io"
-	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -110,34 +108,7 @@ func (c agentCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descDataDirFree, prometheus.GaugeValue, float64(sp.Free))
 		}
 	}
-	if s := a.server; s != nil {
-		ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolValue(s.IsLeader()))
-		ch <- prometheus.MustNewConstMetric(descLeaderKnown, prometheus.GaugeValue, boolValue(s.Leader() != ""))
-		stats := s.RaftStats()
-		if v, err := strconv.ParseUint(stats["applied_index"], 10, 64); err == nil {
-			ch <- prometheus.MustNewConstMetric(descAppliedIndex, prometheus.GaugeValue, float64(v))
-		}
-		if s.IsLeader() {
-			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, 0)
-		} else if d, err := time.ParseDuration(stats["last_contact"]); err == nil {
-			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, d.Seconds())
-		}
-		counter(ch, descInflated, s.SnapshotInflatedBytes())
-		st := s.StorageStatus()
-		ch <- prometheus.MustNewConstMetric(descStorageOK, prometheus.GaugeValue, boolValue(st.Healthy))
-		counter(ch, descStorageFails, st.Failures)
-		if sz, err := s.Store().Sizes(); err == nil {
-			for _, k := range []struct {
-				kind string
-				n    int
-			}{
-				{"nodes", sz.Nodes}, {"service_instances", sz.ServiceInstances}, {"checks", sz.Checks},
-				{"kv_entries", sz.KVEntries}, {"sessions", sz.Sessions}, {"prepared_queries", sz.PreparedQueries},
-			} {
-				ch <- prometheus.MustNewConstMetric(descCatalog, prometheus.GaugeValue, float64(k.n), k.kind)
-			}
-		}
-	}
+	a.role.collect(ch) // role.go
 	for _, p := range []struct {
 		name string
 		pool *gossip.Pool

@@ -327,9 +327,7 @@ func (a *Agent) firstSync(ctx context.Context) {
 // caller.
 func (a *Agent) shutdownCluster(ctx context.Context) []error {
 	var errs []error
-	if a.catalogEP != nil {
-		a.catalogEP.Close()
-	}
+	a.role.closeWaits()
 	if a.pools != nil {
 		if !a.skipLeave {
 			// A leave that cannot finish (no quorum to take this server
@@ -343,10 +341,8 @@ func (a *Agent) shutdownCluster(ctx context.Context) []error {
 		}
 		errs = append(errs, a.pools.Shutdown()...)
 	}
-	if a.rpcServer != nil {
-		if err := a.rpcServer.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("rpc server shutdown: %w", err))
-		}
+	if err := a.role.stopRPC(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if a.rpcPool != nil {
 		errs = append(errs, a.rpcPool.Close())
