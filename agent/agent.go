@@ -50,7 +50,7 @@ type Agent struct {
 	// runtime's, and the agent's own (metrics.go).
 	metrics *telemetry.Registry
 
-	// door is how every consumer reaches the servers (door.go): in
+	// door is how every consumer reaches the servers (agent/door): in
 	// process on a server, through rpcPool on a client.
 	door        door.Door
 	datacenters *dnssource.Datacenters // the datacenters the servers know
@@ -64,37 +64,36 @@ type Agent struct {
 
 	// role is what a server does and a client does not (role.go).
 	role role
-	// A server has all of these; a client only the pool and gossip. wan
-	// is the WAN pool, router the view of it that routes requests for
-	// other datacenters (wan.go).
-	server    *consensus.Server
-	rpcServer *rpc.Server
-	rpcPool   *rpc.Pool
-	// dialServer, when set (only by tests, before Start), opens the rpc
-	// pool's connections to servers (rpc.PoolConfig.Dial).
-	dialServer func(ctx context.Context, addr string) (net.Conn, error)
-	// clockOffset, set only by tests before Start, makes the agent act
-	// as if its wall clock were this far off in what its rpc pool and
-	// server tell peers (rpc's ClockOffset).
-	clockOffset time.Duration
-	// nearRefresh, set only by tests before Start, is how often the DNS
-	// source sorts "near" entries again (0: its default).
-	nearRefresh time.Duration
-	catalogEP   *consensus.Catalog
-	leader      *consensus.Leader
-	gossip      *gossip.Pool
-	wan         *gossip.Pool
-	router      *consensus.Router
-	// servers and clientDoor are a client's: where its door sends calls.
+	// Both roles: the rpc pool to the servers, the gossip pools (gossip
+	// the LAN pool, wan the WAN pool, a server's only) and peers, the
+	// pools as the server port's admission and the Catalog endpoint's
+	// node-name check read them, which exists before the pools start.
+	rpcPool *rpc.Pool
+	pools   *pools.Pools
+	gossip  *gossip.Pool
+	wan     *gossip.Pool
+	peers   *pools.Peers
+	// A server's parts (server.go): Raft, the server port, the
+	// endpoints, the leader duties and the router of requests for other
+	// datacenters.
+	server       *consensus.Server
+	rpcServer    *rpc.Server
+	catalogEP    *consensus.Catalog
+	coordinateEP *consensus.Coordinate
+	leader       *consensus.Leader
+	router       *consensus.Router
+	// A client's (client.go): the servers its door sends calls to.
 	servers    *door.ServerList
 	clientDoor *door.Client
-	// pools are the gossip pools; peers them as the server port's
-	// admission and the Catalog endpoint's node-name check read them,
-	// set before the pools start.
-	pools *pools.Pools
-	peers *pools.Peers
-	// coordinateEP is a server's Coordinate endpoint (coordinates.go).
-	coordinateEP *consensus.Coordinate
+	// Set only by tests, before Start: dialServer opens the rpc pool's
+	// connections to servers (rpc.PoolConfig.Dial); clockOffset makes
+	// the agent act as if its wall clock were this far off in what its
+	// rpc pool and server tell peers (rpc's ClockOffset); nearRefresh is
+	// how often the DNS source sorts "near" entries again (0: its
+	// default).
+	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
+	clockOffset time.Duration
+	nearRefresh time.Duration
 	// tlsRPC, tlsHTTPS and tlsDNS hold the certificates of the server
 	// port, of the HTTPS API and of DNS over TLS; nil without TLS
 	// (tls.go).

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"runtime/debug"
 	"time"
 
 	"github.com/cairndns/cairn/acl"
@@ -214,16 +213,6 @@ func executeQuery(ctx context.Context, d door.Door, dc, idOrName, node string, s
 		return nil, err
 	}
 	return &reply.Result, nil
-}
-
-// agentVersion is the version GET /v1/agent/self reports: the main
-// module's, as the Go toolchain stamped it into the binary ("(devel)" for
-// a build from a work tree).
-func agentVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }
 
 // dnsAsker answers the web UI's DNS questions through the agent's own DNS

@@ -11,7 +11,6 @@ import (
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/internal/diskfree"
 	"github.com/cairndns/cairn/resolver"
-	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/telemetry"
 )
 
@@ -210,18 +209,4 @@ func labelMap(labels []*dto.LabelPair) map[string]string {
 		m[l.GetName()] = l.GetValue()
 	}
 	return m
-}
-
-// newRPCPool makes the agent's pool to the servers, its metrics in the
-// agent's registry.
-func (a *Agent) newRPCPool() (*rpc.Pool, error) {
-	p, err := rpc.NewPool(a.poolConfig(), a.logger)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.metrics.Register(p.Collectors()...); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
 }

@@ -26,7 +26,7 @@ const bootstrapPoll = 200 * time.Millisecond
 // startServer starts a server, the same way whatever the size of its
 // datacenter (a -dev agent is a server expecting one server, with Raft in
 // memory): the rpc server (Raft and RPC on one port), Raft over it, the
-// endpoints, LAN and WAN gossip (wan.go), and the owned loops that join
+// endpoints, LAN and WAN gossip (agent/pools), and the owned loops that join
 // the pools, bootstrap Raft once bootstrapExpect servers are seen, keep the
 // router current and carry out the leader's duties. The agent's door is
 // the rpc server, called in process. It returns without waiting for a
@@ -42,7 +42,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return &config.FieldError{Field: "ports.server", Reason: "0 (a free port) needs advertise_addr equal to bind_addr"}
 	}
 	// Until TLS says who a peer is, a peer is who gossip says: Raft only
-	// from this datacenter's servers, RPC only from members (peers.go).
+	// from this datacenter's servers, RPC only from members (pools.Peers).
 	rc.Admit = a.peers.Admit
 	rc.SourceAddr = pools.SourceAddr(a.cfg.BindAddr, a.advertise)
 	rc.Forwarder = a.peers.IsServer
@@ -173,7 +173,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
 		return err
 	}
-	if a.coordinateEP, err = a.newCoordinateEndpoint(); err != nil { // coordinates.go
+	if a.coordinateEP, err = a.newCoordinateEndpoint(); err != nil {
 		return err
 	}
 	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
@@ -380,7 +380,7 @@ func (a *Agent) dnssecLeaderKey() ([]byte, error) {
 
 // newCoordinateEndpoint builds a server's Coordinate endpoint, with the
 // batching knobs of the configuration and the WAN pool, which starts
-// after the endpoints are registered (wan.go), read when asked.
+// after the endpoints are registered, read when asked.
 func (a *Agent) newCoordinateEndpoint() (*consensus.Coordinate, error) {
 	cc := consensus.DefaultCoordinateConfig()
 	cc.UpdatePeriod = a.cfg.Coordinates.UpdatePeriod

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/tlsutil"
@@ -68,18 +67,6 @@ func (a *Agent) secureServerPort(rc *rpc.ServerConfig) {
 		rc.RaftPeer = func(st tls.ConnectionState) bool { return c.PeerIsServer(st, "") }
 		rc.Admit = nil
 	}
-}
-
-// poolConfig is the rpc pool's configuration: TLS to the servers when
-// tls.internal_rpc verifies outgoing connections.
-func (a *Agent) poolConfig() rpc.PoolConfig {
-	pc := rpc.DefaultPoolConfig()
-	pc.SourceAddr = pools.SourceAddr(a.cfg.BindAddr, a.advertise)
-	pc.Dial, pc.ClockOffset = a.dialServer, a.clockOffset
-	if c := a.tlsRPC; c != nil && c.OutgoingRPC("") != nil {
-		pc.TLS, pc.Datacenter = c.OutgoingRPC, a.cfg.Datacenter
-	}
-	return pc
 }
 
 // verifyServer checks, before the leader makes m a voter and before a

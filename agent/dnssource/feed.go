@@ -19,7 +19,7 @@ import (
 // feedHeartbeat is how long a server lets an agent's feed stay quiet: it
 // sends a reply with no news after that. A server that is feedGrace late
 // with one is taken for hung (stopped, or cut off), as one that misses a
-// ping is for a call (door.go): the stream goes, and the next one starts
+// ping is for a call (agent/door): the stream goes, and the next one starts
 // on another server.
 const (
 	feedHeartbeat = 3 * time.Second

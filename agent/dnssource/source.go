@@ -120,7 +120,7 @@ func New(c Config, deps Deps) (*Source, error) {
 		case r != nil && r.Failovers > 0:
 			return failoverRefresh
 		case r != nil && r.Ordered:
-			return s.nearRefresh // sorted by coordinates (dnsnear.go)
+			return s.nearRefresh // sorted by coordinates (near.go)
 		}
 		return 0
 	}
@@ -209,7 +209,7 @@ func splitHealth(all []catalog.ServiceInstance, onlyPassing bool) (healthy, unhe
 func (s *Source) Instances(ctx context.Context, dc, service, tag string) (*resolver.Instances, error) {
 	key := cache.Key{Kind: kindService, Datacenter: dc, Name: service, Tag: tag}
 	if dc == nearDatacenter {
-		// The local datacenter's instances, nearest first (dnsnear.go).
+		// The local datacenter's instances, nearest first (near.go).
 		key.Datacenter, key.Filter = s.dc, filterNear
 	} else if err := s.checkDatacenter(ctx, dc); err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func (s *Source) Instances(ctx context.Context, dc, service, tag string) (*resol
 // Node answers from the cache.
 func (s *Source) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
 	if dc == nearDatacenter {
-		dc = s.dc // the SRV targets of a "near" answer (dnsnear.go)
+		dc = s.dc // the SRV targets of a "near" answer (near.go)
 	}
 	if err := s.checkDatacenter(ctx, dc); err != nil {
 		return nil, err
