@@ -36,7 +36,8 @@ func measureLink(ctx context.Context, work string, stores []string, res *results
 		slices.Sort(added)
 		res.set("binary: size over raft alone (raft alone: "+fmt.Sprintf("%.2f MiB)", float64(base)/(1<<20)), s,
 			fmt.Sprintf("+%.0f KiB", float64(size-base)/1024))
-		res.set("binary: modules added", s, strings.Join(added, ", "))
+		res.set("binary: modules added", s, fmt.Sprint(len(added)))
+		res.notes = append(res.notes, fmt.Sprintf("\nmodules %s adds to raft alone:\n  %s", storeKinds[s].module, strings.Join(added, "\n  ")))
 	}
 	return nil
 }
