@@ -26,8 +26,9 @@
 //
 //	go run ./examples/bench/logstore
 //
-// It runs in about two minutes; -duration, -entries and -trials trade time
-// for precision. Directories are made under -dir (default the system's
+// It runs in two to four minutes (four on two cores shared with other
+// work, load average 20); -duration, -entries, -restarts and -trials trade
+// time for precision. Directories are made under -dir (default the system's
 // temporary directory; it must be on the disk under test, not tmpfs) and
 // removed at the end unless -keep.
 package main
@@ -70,12 +71,12 @@ func main() {
 	var stores, appliers string
 	flag.StringVar(&stores, "stores", "wal,bolt", "`stores` to compare: wal (raft-wal) and/or bolt (raft-boltdb/v2)")
 	flag.StringVar(&cfg.dir, "dir", os.TempDir(), "`directory` on the disk under test, for the stores' directories")
-	flag.DurationVar(&cfg.duration, "duration", 6*time.Second, "how long each replicated write phase runs")
+	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each replicated write phase runs")
 	flag.StringVar(&appliers, "appliers", "1,16", "concurrent appliers of each write phase, comma-separated")
 	flag.IntVar(&cfg.size, "size", 300, "`bytes` of each entry's data")
 	flag.IntVar(&cfg.entries, "entries", 200000, "entries in the log of the restart measurement")
 	flag.IntVar(&cfg.batch, "batch", 64, "entries per StoreLogs when the restart log is written")
-	flag.IntVar(&cfg.restarts, "restarts", 2, "restarts timed in each page cache state; the fastest is reported")
+	flag.IntVar(&cfg.restarts, "restarts", 1, "restarts timed in each page cache state; the fastest is reported")
 	flag.IntVar(&cfg.tailEntries, "tail-entries", 2000, "entries written before the tail is cut")
 	flag.IntVar(&cfg.tailCut, "tail-cut", 32<<10, "the cut lands within this many `bytes` of the end of what was written")
 	flag.IntVar(&cfg.trials, "trials", 10, "trials of each tail damage per store, each at another offset")
