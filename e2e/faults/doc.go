@@ -104,6 +104,17 @@
 //     follower must report cairn_raft_storage_healthy 0 within 30 s; after
 //     10 s the space is freed, and it must report 1 again within 30 s,
 //     without a restart, and catch up.
+//   - clock-skew: c1 runs 5 s behind and c2 5 s ahead from their start,
+//     and a follower is restarted 5 s ahead (CAIRN_TEST_CLOCK_OFFSET, the
+//     agent's test-only clock offset: libfaketime does not reach Go
+//     binaries). Every client must resolve names not in its cache (so
+//     asked of a server), have writes and reads acknowledged while the
+//     clocks are off, autopilot (asked on the leader) must judge every
+//     server healthy, and the leader's health report and members list
+//     must show the follower's clock about 5 s ahead (ClockSkew). With
+//     deadlines sent as absolute times (issue 28, finding 5), the
+//     servers refused c1's every request as late: the cluster never
+//     settles.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
 //   - partition-leader-restart-all: cut the leader off from every other

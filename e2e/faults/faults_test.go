@@ -19,6 +19,9 @@ type scenario struct {
 	name    string
 	fault   func(r *run)
 	targets func(r *run, res *result) []target
+	// clocks are test-only clock offsets of agents, by name, from their
+	// start.
+	clocks map[string]time.Duration
 }
 
 // How long each fault is held.
@@ -160,6 +163,8 @@ var scenarios = []scenario{
 	{name: "blocking-read-leader-change", fault: blockingReadsAcrossLeaderChange, targets: noTargets}, // blocking_test.go
 
 	{name: "full-disk", fault: fullDisk, targets: noTargets}, // disk_test.go
+
+	{name: "clock-skew", fault: clockSkew, targets: everyWindowWithin(3 * time.Second), clocks: clientClocks}, // clock_test.go
 
 	{name: "rolling-restart", fault: func(r *run) {
 		r.target = "s1, s2, s3 in turn (SIGTERM)"

@@ -113,7 +113,7 @@ func (r *run) describe(s *agent) string {
 // kept (keepEvidence).
 func runScenario(t *testing.T, sc scenario) *result {
 	begin := time.Now()
-	c := newCluster(t)
+	c := newCluster(t, sc.clocks)
 	registerStable(t, c)
 
 	h := newHistory()
