@@ -81,6 +81,9 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
 	rc.Logger = newHCLog(logger)
 	// Raft's replication series carry the peer as a label; the older
 	// copies with the peer in the name would add series per server.
