@@ -1,7 +1,10 @@
 package consensus_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,4 +48,44 @@ func TestSnapshotKnobsReachRaft(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestUnfinishedSnapshotRemovedAtStart: a server killed while it wrote a
+// snapshot leaves its directory (<id>.tmp) behind, which Raft never
+// deletes; the server removes it at its next start and keeps its complete
+// snapshots (the fault suite's kill9-leader-snapshot).
+func TestUnfinishedSnapshotRemovedAtStart(t *testing.T) {
+	t.Parallel()
+	n := consensustest.StartNode(t, "s1", t.TempDir(), "")
+	if err := n.Server.BootstrapCluster([]consensus.Peer{n.Peer()}); err != nil {
+		t.Fatal(err)
+	}
+	consensustest.WaitForLeader(t, []*consensustest.Node{n}, within)
+	mustRegister(t, n, "web")
+	if err := n.Server.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	n.Stop()
+	dir := filepath.Join(n.Dir, "raft", "snapshots")
+	complete, err := os.ReadDir(dir)
+	if err != nil || len(complete) != 1 {
+		t.Fatalf("want one snapshot in %s, got %v (%v)", dir, complete, err)
+	}
+	unfinished := filepath.Join(dir, "2-9-1795794796745.tmp")
+	if err := os.Mkdir(unfinished, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(unfinished, "state.bin"), make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	n.Restart()
+	if _, err := os.Stat(unfinished); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the unfinished snapshot %s is still there after a restart (%v)", unfinished, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, complete[0].Name())); err != nil {
+		t.Errorf("the complete snapshot is gone: %v", err)
+	}
+	consensustest.WaitForLeader(t, []*consensustest.Node{n}, within)
+	waitForServices(t, n, "web")
 }
