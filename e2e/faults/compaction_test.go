@@ -3,6 +3,8 @@ package faults
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"go.etcd.io/bbolt"
 )
 
 // The compaction scenarios (issue 28): the leader is killed while Raft
@@ -83,24 +88,31 @@ func killLeaderMidSnapshot(r *run) {
 	r.restartEach()
 }
 
-// killLeaderMidTruncation kills the leader as soon as it logs that it
-// compacts its log (after a snapshot, raft-wal's DeleteRange of the head:
-// its metadata committed, then the segments removed).
+// killLeaderMidTruncation kills the leader as it deletes the segments of
+// its log that a snapshot made obsolete: once it logs "compacting logs"
+// (raft-wal's DeleteRange of the head follows: it commits its new
+// metadata, then deletes the segments), at the first file deleted from
+// its log's directory.
 func killLeaderMidTruncation(r *run) {
 	l := r.leader
 	r.target = r.describe(l) + " while it compacts its log"
 	load := startBulk(r, l)
 	walDir := filepath.Join(l.dataDir, "raft", "wal")
 	tail, err := openTail(l.logPath)
-	if err != nil {
+	if err == nil {
+		defer tail.Close()
+	}
+	deletes, err2 := watchDeletes(walDir)
+	if err = errors.Join(err, err2); err != nil {
 		load.stop()
 		r.t.Fatal(err)
 	}
-	defer tail.Close()
+	defer deletes.Close()
 	var before []segment
 	var upTo uint64
 	caught := watch(catchWithin, func() bool {
-		segs := segments(walDir) // before the log line: what the compaction started from
+		deletes.drain()          // earlier compactions'
+		segs := segments(walDir) // before the log line: what the compaction starts from
 		m := compactLine.FindStringSubmatch(tail.next())
 		if m == nil {
 			before = segs
@@ -116,8 +128,12 @@ func killLeaderMidTruncation(r *run) {
 		load.stop()
 		r.t.Fatalf("%s compacted no log within %v", l.name, catchWithin)
 	}
+	// A deletion wakes the watcher at once; a compaction that deletes
+	// nothing is killed after a second.
+	deletedFirst := deletes.await(time.Second)
 	r.c.kill(l)
-	r.faultAt = r.mark(fmt.Sprintf("kill -9 %s as it compacts its log up to %d", l.name, upTo))
+	r.faultAt = r.mark(fmt.Sprintf("kill -9 %s as it compacts its log up to %d (%s)", l.name, upTo,
+		map[bool]string{true: "at its first segment deleted", false: "no segment deleted within 1s"}[deletedFirst]))
 	load.stop()
 	doomed, gone := 0, 0
 	after := segments(walDir)
@@ -130,19 +146,88 @@ func killLeaderMidTruncation(r *run) {
 			}
 		}
 	}
+	first, err := walFirstIndex(walDir)
 	switch {
-	case doomed == 0:
-		r.mark("landed in a compaction that removes no whole segment")
+	case err != nil:
+		r.t.Fatalf("read %s's log metadata after the kill: %v", l.name, err)
+	case first <= upTo:
+		r.mark(fmt.Sprintf("landed before raft-wal committed the truncation (its log still starts at %d), %d segment(s) to remove", first, doomed))
 	case gone < doomed:
-		r.mark(fmt.Sprintf("landed mid-truncation: %d of the %d segments it removes were gone at the kill", gone, doomed))
+		r.mark(fmt.Sprintf("landed mid-truncation: committed (the log starts at %d), %d of the %d segments it removes deleted", first, gone, doomed))
 	default:
-		r.mark(fmt.Sprintf("landed after the %d segments it removes were gone: missed the window", doomed))
+		r.mark(fmt.Sprintf("landed after the truncation: committed, all %d segments it removes deleted", doomed))
 	}
 	r.hold(downFor)
 	r.healAt = r.mark("restart " + l.name)
 	r.restart(l)
 	r.restartEach()
 }
+
+// walFirstIndex reads the first index of the log raft-wal has committed
+// to its metadata (wal-meta.db, bucket "wal-meta", key "m": JSON of its
+// segments), once the server that holds it is gone.
+func walFirstIndex(dir string) (uint64, error) {
+	db, err := bbolt.Open(filepath.Join(dir, "wal-meta.db"), 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var state struct{ Segments []struct{ MinIndex uint64 } }
+	err = db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("wal-meta"))
+		if b == nil {
+			return errors.New("no wal-meta bucket")
+		}
+		return json.Unmarshal(b.Get([]byte("m")), &state)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(state.Segments) == 0 {
+		return 0, errors.New("no segments")
+	}
+	return state.Segments[0].MinIndex, nil
+}
+
+// deleteWatch reports the files deleted from a directory (inotify).
+type deleteWatch struct {
+	fd  int
+	f   *os.File // fd, for reads the runtime's poller waits for
+	buf []byte
+}
+
+func watchDeletes(dir string) (*deleteWatch, error) {
+	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_DELETE); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("inotify watch %s: %w", dir, err)
+	}
+	// Non-blocking, so that the runtime's poller waits for it with a
+	// deadline.
+	return &deleteWatch{fd: fd, f: os.NewFile(uintptr(fd), "inotify"), buf: make([]byte, 64<<10)}, nil
+}
+
+// await waits up to limit for a deletion and says whether one came.
+func (w *deleteWatch) await(limit time.Duration) bool {
+	_ = w.f.SetReadDeadline(time.Now().Add(limit))
+	n, err := w.f.Read(w.buf)
+	return err == nil && n > 0
+}
+
+// drain discards the deletions reported so far (read from fd directly:
+// a read past its deadline would not read at all).
+func (w *deleteWatch) drain() {
+	for {
+		if n, err := syscall.Read(w.fd, w.buf); n <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+func (w *deleteWatch) Close() error { return w.f.Close() }
 
 // watch calls cond every watchEvery until it holds or limit passes, and
 // says whether it held: a window of a few milliseconds is caught where

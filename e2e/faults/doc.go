@@ -122,13 +122,14 @@
 //     two, a snapshot takes tens to hundreds of milliseconds to write,
 //     and the compaction after it deletes whole segments. The first kills
 //     -9 the leader once a snapshot of its is part written (its <id>.tmp
-//     directory holds state); the second as soon as it logs "compacting
+//     directory holds state); the second once it has logged "compacting
 //     logs" (raft-wal then commits its new metadata and deletes the
-//     segments before the range). The marks say where the kill landed:
-//     how much state the unfinished snapshot held, or how many of the
-//     segments the compaction removes were already gone. The leader is
-//     restarted 2 s later, then every server in turn as in
-//     rolling-restart; each must come back.
+//     obsolete segments), at the first segment deleted (inotify). The
+//     marks say where the kill landed: how much state the unfinished
+//     snapshot held; whether raft-wal's metadata (read from wal-meta.db
+//     after the kill) had the truncation, and how many of the segments
+//     it removes were gone. The leader is restarted 2 s later, then every
+//     server in turn as in rolling-restart; each must come back.
 //
 // # Lock safety
 //
