@@ -185,7 +185,8 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 
 // removeUnfinishedSnapshots deletes the snapshots whose writing was cut
 // short (a kill, a crash) and left in dir as <id>.tmp: Raft never
-// completes or deletes them, and warns of each at every start.
+// completes or deletes them, and warns of each whenever it lists its
+// snapshots (at start, and at each snapshot taken).
 func (s *Server) removeUnfinishedSnapshots(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {

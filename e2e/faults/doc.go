@@ -129,7 +129,9 @@
 //     snapshot held; whether raft-wal's metadata (read from wal-meta.db
 //     after the kill) had the truncation, and how many of the segments
 //     it removes were gone. The leader is restarted 2 s later, then every
-//     server in turn as in rolling-restart; each must come back.
+//     server in turn as in rolling-restart; each must come back, and the
+//     leader must have removed its unfinished snapshot (Raft keeps it for
+//     ever and warns of it at every snapshot).
 //
 // # Lock safety
 //
