@@ -77,18 +77,18 @@ type cluster struct {
 	http    *http.Client // for the test's own probes, not the workload
 }
 
-// newCluster builds the network and starts every agent, those named in
-// clocks with that clock offset; it returns once the cluster has settled.
-// Cleanups kill every agent and print the tails of their logs when the
-// test failed.
-func newCluster(t *testing.T, clocks map[string]time.Duration) *cluster {
+// newCluster builds the network and starts every agent, the servers with
+// serverHCL as a config file ("": none) and those named in clocks with
+// that clock offset; it returns once the cluster has settled. Cleanups
+// kill every agent and print the tails of their logs when the test failed.
+func newCluster(t *testing.T, serverHCL string, clocks map[string]time.Duration) *cluster {
 	t.Helper()
-	return newClusterOf(t, []string{"s1", "s2", "s3", "c1", "c2"}, clocks)
+	return newClusterOf(t, []string{"s1", "s2", "s3", "c1", "c2"}, serverHCL, clocks)
 }
 
 // newClusterOf is newCluster with the agents named: three servers, whose
 // names start with "s", and clients.
-func newClusterOf(t *testing.T, names []string, clocks map[string]time.Duration) *cluster {
+func newClusterOf(t *testing.T, names []string, serverHCL string, clocks map[string]time.Duration) *cluster {
 	t.Helper()
 	nw, nodes := newNetwork(t, names, 11)
 	work := t.TempDir()
@@ -103,6 +103,12 @@ func newClusterOf(t *testing.T, names []string, clocks map[string]time.Duration)
 			c.clients = append(c.clients, a)
 		}
 	}
+	serverFile := filepath.Join(work, "server.hcl")
+	if serverHCL != "" {
+		if err := os.WriteFile(serverFile, []byte(serverHCL), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, a := range c.all {
 		a.args = []string{"agent", "-node", a.name, "-bind", a.node.ip, "-client", a.node.ip,
 			"-data-dir", a.dataDir, "-retry-interval", "1s"}
@@ -111,6 +117,9 @@ func newClusterOf(t *testing.T, names []string, clocks map[string]time.Duration)
 		}
 		if a.server {
 			a.args = append(a.args, "-server", "-bootstrap-expect", "3")
+			if serverHCL != "" {
+				a.args = append(a.args, "-config-file", serverFile)
+			}
 		}
 		if d, ok := clocks[a.name]; ok {
 			a.env = clockEnv(d) // clock_test.go
