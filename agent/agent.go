@@ -86,10 +86,11 @@ type Agent struct {
 	servers    *door.ServerList
 	clientDoor *door.Client
 	// Set only by tests, before Start: dialServer opens the rpc pool's
-	// connections to servers (rpc.PoolConfig.Dial); clockOffset makes
-	// the agent act as if its wall clock were this far off in what its
-	// rpc pool and server tell peers (rpc's ClockOffset); nearRefresh is
-	// how often the DNS source sorts "near" entries again (0: its
+	// connections to servers (rpc.PoolConfig.Dial); clockOffset
+	// (CAIRN_TEST_CLOCK_OFFSET, or set before Start) makes the agent act
+	// as if its wall clock were this far off in what its rpc pool and
+	// server tell peers (rpc's ClockOffset; clockoffset.go); nearRefresh
+	// is how often the DNS source sorts "near" entries again (0: its
 	// default).
 	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
 	clockOffset time.Duration
@@ -187,6 +188,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		a.role = serverRole{a}
 	} else {
 		a.role = clientRole{a}
+	}
+	if a.clockOffset, err = testClockOffset(os.LookupEnv); err != nil { // clockoffset.go
+		return nil, err
+	}
+	if a.clockOffset != 0 {
+		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
+			"offset", a.clockOffset, "env", clockOffsetEnv)
 	}
 	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
 		return nil, fmt.Errorf("tls.internal_rpc: %w", err)

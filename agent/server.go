@@ -71,6 +71,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
 	cc.LogSegmentSize = a.cfg.RaftLogStore.WALSegmentSizeMB << 20
+	cc.SnapshotThreshold = uint64(a.cfg.RaftSnapshotThreshold) // validated positive
+	cc.SnapshotInterval = a.cfg.RaftSnapshotInterval
+	cc.TrailingLogs = uint64(a.cfg.RaftTrailingLogs) // validated not negative
 	if a.cfg.Dev {
 		cc.SingleServerTiming()
 	}

@@ -116,6 +116,10 @@ type fileServerKeys struct {
 	Performance          *filePerformance  `hcl:"performance"`
 	Autopilot            *fileAutopilot    `hcl:"autopilot"`
 	RaftLogStore         *fileRaftLogStore `hcl:"raft_logstore"`
+	// Consul's top-level Raft keys.
+	RaftSnapshotThreshold *int    `hcl:"raft_snapshot_threshold"`
+	RaftSnapshotInterval  *string `hcl:"raft_snapshot_interval"`
+	RaftTrailingLogs      *int    `hcl:"raft_trailing_logs"`
 }
 
 type fileRaftLogStore struct {
@@ -146,6 +150,7 @@ func init() {
 		"autopilot", "autopilot.cleanup_dead_servers", "autopilot.last_contact_threshold",
 		"autopilot.max_trailing_logs", "autopilot.min_quorum", "autopilot.server_stabilization_time",
 		"raft_logstore", "raft_logstore.wal", "raft_logstore.wal.segment_size_mb",
+		"raft_snapshot_threshold", "raft_snapshot_interval", "raft_trailing_logs",
 	} {
 		knownKeys[k] = true
 	}
@@ -164,7 +169,9 @@ func (f *fileServerKeys) apply(c *Config) error {
 	if l := f.RaftLogStore; l != nil && l.WAL != nil {
 		setIf(&c.RaftLogStore.WALSegmentSizeMB, l.WAL.SegmentSizeMB)
 	}
-	var durations []durationKey
+	setIf(&c.RaftSnapshotThreshold, f.RaftSnapshotThreshold)
+	setIf(&c.RaftTrailingLogs, f.RaftTrailingLogs)
+	durations := []durationKey{{"raft_snapshot_interval", "30s", f.RaftSnapshotInterval, &c.RaftSnapshotInterval}}
 	if p := f.Performance; p != nil {
 		setIf(&c.Performance.RaftMultiplier, p.RaftMultiplier)
 		durations = append(durations,
@@ -204,6 +211,16 @@ type durationKey struct {
 func (c *Config) validateServer(bad func(field, format string, args ...any)) {
 	if n := c.RaftLogStore.WALSegmentSizeMB; n < 1 || n > 1024 {
 		bad("raft_logstore.wal.segment_size_mb", "must be between 1 and 1024, got %d", n)
+	}
+	if n := c.RaftSnapshotThreshold; n < 1 {
+		bad("raft_snapshot_threshold", "must be at least 1, got %d", n)
+	}
+	if d := c.RaftSnapshotInterval; d < 5*time.Millisecond {
+		// Raft's own floor.
+		bad("raft_snapshot_interval", "must be at least 5ms, got %s", d)
+	}
+	if n := c.RaftTrailingLogs; n < 0 {
+		bad("raft_trailing_logs", "must not be negative, got %d", n)
 	}
 	if m := c.Performance.RaftMultiplier; m < 1 || m > 10 {
 		bad("performance.raft_multiplier", "must be between 1 and 10, got %d", m)
