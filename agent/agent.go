@@ -368,7 +368,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
 	lc.ClusterSize = func() int { return len(a.gossip.Members()) }
 	lc.DataDir = a.cfg.DataDir
-	st, err := local.New(lc, a.localCatalog(), a.logger)
+	st, err := local.New(lc, local.NewRPCCatalog(a.door, a.cfg.Datacenter, a.cfg.ACL.AgentToken()), a.logger)
 	if err != nil {
 		return err
 	}
