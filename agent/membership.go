@@ -9,6 +9,7 @@ import (
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -173,13 +174,9 @@ func (a *Agent) leaveRaft(ctx context.Context) error {
 			}
 			a.logger.Warn("removing this server from raft", "err", err)
 		}
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, 100*time.Millisecond) {
 			a.logger.Warn("left gossip but is still in the raft configuration; the leader will remove it", "err", ctx.Err())
 			return nil
-		case <-t.C:
 		}
 	}
 }
