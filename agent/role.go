@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // role is what a server agent does and a client agent does not, decided
@@ -155,13 +156,9 @@ func (r serverRole) leaveRaft(ctx context.Context) error {
 			}
 			a.logger.Warn("removing this server from raft", "err", err)
 		}
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, 100*time.Millisecond) {
 			a.logger.Warn("left gossip but is still in the raft configuration; the leader will remove it", "err", ctx.Err())
 			return nil
-		case <-t.C:
 		}
 	}
 }

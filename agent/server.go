@@ -15,6 +15,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -313,12 +314,8 @@ func (a *Agent) firstSync(ctx context.Context) {
 			a.logger.Warn("the servers refuse this node's registration; set acl.tokens.agent to a token with node:write on this node (and service:write on its services)", "err", err)
 		}
 		a.logger.Debug("first sync failed, will retry", "attempt", attempt, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, 2*time.Second)
 	}

@@ -101,6 +101,9 @@ type ServerHealth struct {
 	// (negative: behind), as the leader last measured it; nil when it
 	// has not.
 	ClockSkew *Duration `json:",omitempty"`
+	// StorageError is why it cannot write its Raft log, term or
+	// snapshots (a full disk, say); "" while it can.
+	StorageError string `json:",omitempty"`
 }
 
 // OperatorHealthReply is the servers' health (GET

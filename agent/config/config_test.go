@@ -609,26 +609,6 @@ func TestLoadFileSyntaxError(t *testing.T) {
 	}
 }
 
-func TestLoadFileWrongType(t *testing.T) {
-	for _, tc := range []struct{ name, content string }{
-		{"port-word.hcl", `ports { dns = "fifty-three" }`},
-		{"port-fraction.json", `{"ports": {"dns": 1.5}}`},
-		{"server-string.hcl", `server = "yes"`},
-		{"ports-number.hcl", "ports = 5\n"},
-		{"dc-list.hcl", `datacenter = ["a", "b"]`},
-	} {
-		path := writeConfig(t, tc.name, tc.content)
-		c := Default()
-		err := LoadFile(path, &c)
-		if err == nil || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s: got %v, want an error naming %s", tc.name, err, path)
-		}
-		if !reflect.DeepEqual(c, Default()) {
-			t.Errorf("%s: got %+v after the error, want the config unchanged", tc.name, c)
-		}
-	}
-}
-
 func TestLoadFileMissing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "absent.hcl")
 	c := Default()

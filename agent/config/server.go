@@ -142,20 +142,6 @@ type fileAutopilot struct {
 	ServerStabilizationTime *string `hcl:"server_stabilization_time"`
 }
 
-func init() {
-	for _, k := range []string{
-		"leave_on_terminate", "skip_leave_on_interrupt",
-		"performance", "performance.raft_multiplier", "performance.commit_timeout",
-		"performance.rpc_hold_timeout",
-		"autopilot", "autopilot.cleanup_dead_servers", "autopilot.last_contact_threshold",
-		"autopilot.max_trailing_logs", "autopilot.min_quorum", "autopilot.server_stabilization_time",
-		"raft_logstore", "raft_logstore.wal", "raft_logstore.wal.segment_size_mb",
-		"raft_snapshot_threshold", "raft_snapshot_interval", "raft_trailing_logs",
-	} {
-		knownKeys[k] = true
-	}
-}
-
 // apply sets the keys the file gave onto c.
 func (f *fileServerKeys) apply(c *Config) error {
 	if f.LeaveOnTerminate != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/agent/door"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -79,12 +80,8 @@ func (f *KeyFollower) Run(ctx context.Context) {
 			}
 			have = k.ModifyIndex
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, dnssecKeyRefresh)
 	}

@@ -27,7 +27,7 @@ func (f tokenACL) Authorizer(ctx context.Context) (*acl.Authorizer, error) {
 	if a, ok := f.tokens[acl.TokenFromContext(ctx)]; ok {
 		return a, nil
 	}
-	return acl.DenyAll(), nil
+	return acl.New(false), nil
 }
 
 // policy returns the authorizer of rules, in Consul's rule language.

@@ -10,6 +10,7 @@ import (
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -56,12 +57,8 @@ func (s *CoordinateSync) Run(ctx context.Context) {
 	wait := min/2 + rand.N(min/2+1)
 	failing := false
 	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = coordinateInterval(min, len(s.LAN.Members()))
 		c, ok := s.LAN.Coordinate()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // The agent remembers where the other members of its gossip pools were, so
@@ -197,12 +198,8 @@ func (p *Pools) joinLoop(ctx context.Context, g *gossip.Pool, kind gossip.Kind, 
 			return
 		}
 		p.logger.Warn("join failed, will retry", "pool", pool, "attempt", attempt, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, p.cfg.RetryInterval)
 	}

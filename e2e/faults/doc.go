@@ -8,7 +8,7 @@
 //	CAIRN_E2E=1 go test ./e2e/faults/ -v
 //
 // It needs root, ip (iproute2) and iptables (apt-get install iproute2
-// iptables), and takes about three minutes on two cores. Without
+// iptables), and takes about five minutes on two cores. Without
 // CAIRN_E2E=1 only the checker's own tests run (on made-up histories);
 // with it, a machine that lacks any of the above fails the suite.
 // CAIRN_FAULT_TARGETS=1 turns the availability targets below into
