@@ -30,9 +30,6 @@ import (
 	"github.com/cairndns/cairn/zones"
 )
 
-// startTimeout bounds one attempt of the first sync of the agent's node.
-const startTimeout = 30 * time.Second
-
 // readyWait bounds how long Start waits for the first sync of a server
 // that bootstraps alone (waitSynced).
 const readyWait = 5 * time.Second
@@ -374,7 +371,9 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	}
 	a.local = st
 	a.loops.Go(func() {
-		a.firstSync(loopCtx)
+		if st.FirstSync(loopCtx) {
+			close(a.synced)
+		}
 		st.Run(loopCtx)
 	})
 	return nil

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -15,14 +14,8 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
-	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
 )
-
-// bootstrapPoll is how often a server waiting for -bootstrap-expect peers
-// looks at the gossip membership. The leader loop is the only reader of the
-// pool's change signal, so the watcher polls the snapshot instead.
-const bootstrapPoll = 200 * time.Millisecond
 
 // startServer starts a server, the same way whatever the size of its
 // datacenter (a -dev agent is a server expecting one server, with Raft in
@@ -144,7 +137,11 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	a.loops.Go(func() { leader.Run(loopCtx) })
 	a.loops.Go(func() { a.pools.Run(loopCtx) })
 	if expect := a.bootstrapExpect(); expect > 0 {
-		a.loops.Go(func() { a.bootstrapWatch(loopCtx, expect) })
+		bc := consensus.BootstrapConfig{
+			Expect: expect, Datacenter: a.cfg.Datacenter, NodeName: a.cfg.NodeName,
+			Members: a.gossip, Verify: a.verifyServer, Caller: a.rpcPool,
+		}
+		a.loops.Go(func() { srv.BootstrapWhenReady(loopCtx, bc, a.logger) })
 	}
 	a.logger.Info("server", "rpc", rpcAddr, "gossip", pools.Addr(a.gossip), "wan", pools.Addr(a.wan), "bootstrap_expect", a.bootstrapExpect())
 	return nil
@@ -207,118 +204,6 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 		}
 	}
 	return a.catalogEP.Publish(rs)
-}
-
-// bootstrapWatch waits until expect alive servers of this datacenter are
-// in gossip, then bootstraps Raft with them. A server that already has
-// Raft state, that already knows a leader (it joined a running cluster),
-// or one of whose peers has a Raft configuration (a server whose raft
-// directory was wiped, among servers of a running cluster) does not: the
-// leader adds it as a voter instead. A peer that cannot be asked
-// postpones the bootstrap, as in Consul: bootstrapping a second cluster
-// next to a running one could overwrite that one's log.
-func (a *Agent) bootstrapWatch(ctx context.Context, expect int) {
-	t := time.NewTicker(bootstrapPoll)
-	defer t.Stop()
-	for {
-		if a.server.Leader() != "" {
-			return
-		}
-		var servers []consensus.Peer
-		for _, m := range a.gossip.Members() {
-			if m.IsServer() && m.Status == gossip.StatusAlive && m.Datacenter == a.cfg.Datacenter {
-				if m.Node != a.cfg.NodeName {
-					if err := a.verifyServer(ctx, m); err != nil {
-						a.logger.Debug("not bootstrapping with a server that failed verification", "peer", m.Node, "err", err)
-						continue
-					}
-				}
-				servers = append(servers, consensus.Peer{ID: m.Node, Address: m.RPCAddr, Voter: true})
-			}
-		}
-		if len(servers) >= expect {
-			if peers, err := a.server.Peers(); err == nil && len(peers) > 0 {
-				a.logger.Info("raft already has a configuration; not bootstrapping", "peers", len(peers))
-				return
-			}
-			holder, err := a.clusterHolder(ctx, servers)
-			switch {
-			case err != nil:
-				a.logger.Warn("not bootstrapping yet: could not ask every server whether a cluster exists", "err", err)
-			case holder != "":
-				a.logger.Info("a server already has a raft configuration; not bootstrapping, waiting for the leader to add this server", "peer", holder)
-				return
-			default:
-				if err := a.server.BootstrapCluster(servers); err != nil {
-					a.logger.Error("bootstrap failed", "servers", len(servers), "err", err)
-				} else {
-					a.logger.Info("bootstrapped the cluster", "servers", len(servers))
-				}
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// clusterHolder asks every server of servers but this one for its Raft
-// configuration and returns the name of the first that has one (a cluster
-// exists), or "" when none has; an error when one could not be asked.
-func (a *Agent) clusterHolder(ctx context.Context, servers []consensus.Peer) (string, error) {
-	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: a.cfg.Datacenter, AllowStale: true}}
-	for _, p := range servers {
-		if p.ID == a.cfg.NodeName {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, bootstrapAskTimeout)
-		var reply rpc.RaftConfigurationResponse
-		err := a.rpcPool.Call(cctx, p.Address, rpc.MethodStatusRaftConfiguration, args, &reply)
-		cancel()
-		if err != nil {
-			return "", fmt.Errorf("ask server %s for its raft configuration: %w", p.ID, err)
-		}
-		if len(reply.Servers) > 0 {
-			return p.ID, nil
-		}
-	}
-	return "", nil
-}
-
-// bootstrapAskTimeout bounds each question clusterHolder asks.
-const bootstrapAskTimeout = 5 * time.Second
-
-// firstSync pushes this node to the catalog until it succeeds or ctx ends
-// (no write can succeed until a leader is elected and, on a client, a
-// server is found), then closes synced.
-func (a *Agent) firstSync(ctx context.Context) {
-	wait := 100 * time.Millisecond
-	warned := false
-	for attempt := 1; ; attempt++ {
-		sctx, cancel := context.WithTimeout(ctx, startTimeout)
-		err := a.local.SyncFull(sctx)
-		cancel()
-		if err == nil {
-			close(a.synced)
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if !warned && (errors.Is(err, rpc.ErrPermissionDenied) || errors.Is(err, rpc.ErrACLNotFound)) {
-			// Retrying will not help until an operator acts: say so once.
-			warned = true
-			a.logger.Warn("the servers refuse this node's registration; set acl.tokens.agent to a token with node:write on this node (and service:write on its services)", "err", err)
-		}
-		a.logger.Debug("first sync failed, will retry", "attempt", attempt, "err", err)
-		if !clock.Sleep(ctx, wait) {
-			return
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
 }
 
 // shutdownCluster stops what startServer or startClient started, after
