@@ -226,7 +226,7 @@ func (d *Client) giveUp(method string, write bool, last error, ctx context.Conte
 	return fmt.Errorf("%s: no server answered in time: %w", method, last)
 }
 
-// retryable reports whether a failed call may go to another server, and
+// Retryable reports whether a failed call may go to another server, and
 // whether a write's fate is unknown: a transport error (unknown unless the
 // request was never sent), a server that knew no leader (it did nothing),
 // a server that lost leadership during a write or stopped working on it
