@@ -35,7 +35,9 @@ const maxDCAttempts = 3
 // A hop that fails with rpc.ErrTransport is tried on another server of dc:
 // a read always, a write (write set) only when it was never sent
 // (rpc.ErrNotSent), since a write whose connection broke may have been
-// applied. The remote server's own error comes back as it was sent (a
+// applied. So is a read whose server stopped before answering
+// (rpc.ErrServerStopping). A blocking read asks the next server only for
+// what is left of its wait. The remote server's own error comes back as it was sent (a
 // *rpc.RemoteError), as with a forward to the leader. wait is a blocking
 // query's longest wait, given to the forward on top of ForwardTimeout;
 // ctx (the request's) ends it sooner when it ends sooner. from is cleared
@@ -61,15 +63,24 @@ func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ForwardTimeout+wait)
 	defer cancel()
 	var failed []error
-	for _, addr := range servers {
+	for i, addr := range servers {
+		if i > 0 {
+			// A blocking read asks the next server only for the wait it
+			// has left (blocking.go).
+			keepBlockingEnd(ctx)
+		}
 		err := c.pool.CallDC(ctx, dc, addr, method, args, reply)
 		if err == nil {
 			return true, nil
 		}
-		if remote, ok := errors.AsType[*rpc.RemoteError](err); ok {
+		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
+		// A server that stopped before answering a read did nothing:
+		// the next one answers it (a write's fate is unknown, which its
+		// error says).
+		if isRemote && (write || !errors.Is(err, rpc.ErrServerStopping)) {
 			return true, remote
 		}
-		if !errors.Is(err, rpc.ErrTransport) || ctx.Err() != nil {
+		if !isRemote && !errors.Is(err, rpc.ErrTransport) || ctx.Err() != nil {
 			return true, fmt.Errorf("forward to datacenter %s: %w", dc, err)
 		}
 		if write && !errors.Is(err, rpc.ErrNotSent) {
