@@ -364,7 +364,15 @@ func (p *Pool) Close() error {
 // one that is merely slow. With no session yet, one is dialed. An error
 // wraps ErrTransport, or is ctx's.
 func (p *Pool) Probe(ctx context.Context, addr string) error {
-	key := poolKey{dc: strings.ToLower(p.cfg.Datacenter), addr: addr}
+	return p.ProbeDC(ctx, "", addr)
+}
+
+// ProbeDC is Probe of a server of datacenter dc, as CallDC is Call.
+func (p *Pool) ProbeDC(ctx context.Context, dc, addr string) error {
+	if dc == "" {
+		dc = p.cfg.Datacenter
+	}
+	key := poolKey{dc: strings.ToLower(dc), addr: addr}
 	pc, err := p.session(ctx, key)
 	if err != nil {
 		if ctx.Err() != nil {
