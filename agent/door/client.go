@@ -267,8 +267,13 @@ func (d *Client) attempt(ctx context.Context, server, method string, args, reply
 			if err := d.probe(ctx, server, since); err != nil && ctx.Err() == nil {
 				d.pool.Forget(server)
 				cancel(ErrServerHung)
-				<-done
-				return fmt.Errorf("%s to %s: %w: %w: %w", method, server, rpc.ErrTransport, ErrServerHung, err)
+				// Whether the request was sent is the call's to say (it
+				// was not when the server hung before answering a new
+				// session: a write may go elsewhere), not the ping's.
+				if callErr := <-done; errors.Is(callErr, rpc.ErrNotSent) {
+					return fmt.Errorf("%s to %s: %w: %w: %w (ping: %v)", method, server, rpc.ErrTransport, rpc.ErrNotSent, ErrServerHung, err)
+				}
+				return fmt.Errorf("%s to %s: %w: %w (ping: %v)", method, server, rpc.ErrTransport, ErrServerHung, err)
 			}
 			since = time.Now()
 			probe.Reset(d.cfg.ProbeEvery)
@@ -360,7 +365,9 @@ func (d *Client) failed(server string, err error) {
 }
 
 // Stream starts method on the preferred server, failing over to the
-// others while it cannot be started there, within HoldTimeout. The stream
+// others while it cannot be started there (within ProbeAfter plus
+// ProbeTimeout each: a server that does not answer a new session by
+// then has hung), within HoldTimeout. The stream
 // stays with its server: when Recv fails by the connection, or waits past
 // its ctx's deadline (a stream method that stays quiet longer than it
 // promised: a hung server), the server counts as failed, as a missed ping
@@ -379,9 +386,17 @@ func (d *Client) Stream(ctx context.Context, method string, args any) (rpc.Strea
 			return nil, fmt.Errorf("%s: %w", method, last)
 		}
 		tried[server] = true
-		st, err := d.pool.Stream(ctx, server, method, args)
+		// A server that hung before answering a new session holds up
+		// the start (the pool sends nothing before the answer): it gets
+		// as long as a call's ping would.
+		sctx, scancel := context.WithTimeout(ctx, d.cfg.ProbeAfter+d.cfg.ProbeTimeout)
+		st, err := d.pool.Stream(sctx, server, method, args)
+		scancel()
 		if err == nil {
 			return &clientStream{Stream: st, door: d, server: server}, nil
+		}
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w: %w", rpc.ErrTransport, ErrServerHung, err)
 		}
 		if retry, _ := Retryable(err, false); !retry || ctx.Err() != nil {
 			return nil, err
