@@ -14,14 +14,13 @@ import (
 )
 
 // The gossip keyring as the HTTP API sees it: /v1/operator/keyring is
-// served through membership, which the API takes as its Cluster and finds
-// to be a Keyring as well. Operations go to the servers (the Keyring
+// served through membership, which the API takes as its Cluster.
+// Operations go to the servers (the Keyring
 // endpoint), which run them on every pool the key is in, whichever agent
 // they were sent to. Each pool keeps its keyring in the data dir
 // (<data-dir>/gossip/lan.keyring and wan.keyring, Consul's format), so a
 // restarted agent comes back with the rotated keys whatever its encrypt
 // setting still says; a -dev agent, with no data dir, keeps it in memory.
-var _ httpapi.Keyring = membership{}
 
 // keyringFile is where the pool of kind keeps its keyring, "" without a
 // data dir.
@@ -33,7 +32,7 @@ func (a *Agent) keyringFile(kind gossip.Kind) string {
 }
 
 // Keyring lists or changes the gossip keys of every pool. See
-// httpapi.Keyring.
+// httpapi.Cluster.
 func (m membership) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	return m.a.Keyring(ctx, op, key, localOnly)
 }

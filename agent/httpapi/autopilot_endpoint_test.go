@@ -129,8 +129,6 @@ func TestAutopilotConfigurationEndpoint(t *testing.T) {
 	}
 	rec = serve(h, http.MethodGet, "/v1/operator/autopilot/nothing", "")
 	wantStatus(t, rec, http.StatusNotFound)
-	rec = serve(newClusterServer(t, &fakeCluster{}), http.MethodGet, "/v1/operator/autopilot/health", "")
-	wantStatus(t, rec, http.StatusNotFound)
 }
 
 func TestAutopilotHealthEndpoint(t *testing.T) {

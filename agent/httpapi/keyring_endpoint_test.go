@@ -110,8 +110,3 @@ func TestKeyringEndpoint(t *testing.T) {
 	rec = serve(h, http.MethodPatch, "/v1/operator/keyring", "")
 	wantStatus(t, rec, http.StatusMethodNotAllowed)
 }
-
-func TestKeyringEndpointWithoutKeyring(t *testing.T) {
-	rec := serve(newClusterServer(t, &fakeCluster{}), http.MethodGet, "/v1/operator/keyring", "")
-	wantStatus(t, rec, http.StatusNotFound)
-}
