@@ -16,9 +16,9 @@
 //
 // Every consumer reaches the servers through one door (door.go): a
 // server's endpoints called in process on a server, the pool with failover
-// on a client. One file connects each consumer to it: the DNS cache
-// (dnscache.go), the HTTP API (httpbackend.go), anti-entropy
-// (antientropy.go), membership (membership.go) and snapshots
-// (snapshot.go). What happens when a client's server dies is the client
-// side of the door.
+// on a client. The HTTP API's handlers call it themselves (http.go wires
+// what only the agent answers); one file connects each other consumer to
+// it: the DNS cache (dnscache.go), anti-entropy (antientropy.go) and
+// membership (membership.go). What happens when a client's server dies is
+// the client side of the door.
 package agent

@@ -14,9 +14,9 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-// autopilotCluster is a Cluster that also provides Autopilot: it keeps a
-// configuration as the servers would (CAS on ModifyIndex) and reports
-// health.
+// autopilotCluster is a Cluster that also answers the Operator autopilot
+// methods through fakeDoor: it keeps a configuration as the servers would
+// (CAS on ModifyIndex) and reports health.
 type autopilotCluster struct {
 	fakeCluster
 	mu     sync.Mutex

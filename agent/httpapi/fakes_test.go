@@ -173,8 +173,8 @@ func (f *fakeLocal) calls() (added []*checks.Definition, removed []string, ttl [
 	return slices.Clone(f.addedChecks), slices.Clone(f.removedCheck), slices.Clone(f.ttlUpdates), slices.Clone(f.maintenance)
 }
 
-// fakeCatalog is an httpapi.Catalog serving fixed data at a fixed index,
-// recording what it was asked.
+// fakeCatalog answers the catalog methods (through fakeDoor) with fixed
+// data at a fixed index, recording what it was asked.
 type fakeCatalog struct {
 	index     uint64
 	nodes     []*catalog.Node

@@ -13,7 +13,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 )
 
-// keyringCluster is a Cluster that also provides a Keyring: it lists
+// keyringCluster is a Cluster with a Keyring: it lists
 // pools and records the operations asked of it.
 type keyringCluster struct {
 	fakeCluster

@@ -167,7 +167,7 @@ func TestHostHeader(t *testing.T) {
 }
 
 // queryCatalog is a fakeCatalog that also keeps prepared queries
-// (httpapi.Queries), recording every change asked of it.
+// (through fakeDoor), recording every change asked of it.
 type queryCatalog struct {
 	*fakeCatalog
 	mu      sync.Mutex

@@ -16,8 +16,9 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-// snapCluster is a Cluster that also provides Snapshots: it hands out
-// archive and refuses restores of anything but archive.
+// snapCluster is a Cluster that also answers the Snapshot methods
+// through fakeDoor: it hands out archive and refuses restores of anything
+// but archive.
 type snapCluster struct {
 	fakeCluster
 	archive []byte
