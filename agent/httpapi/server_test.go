@@ -53,6 +53,40 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestNewNamesMissingDeps: New refuses a Deps without a required part,
+// naming each missing one, so that a wiring mistake fails at start rather
+// than as an error on some request later.
+func TestNewNamesMissingDeps(t *testing.T) {
+	full := httpapi.Deps{Door: fakeDoor{}, Local: &fakeLocal{}, Cluster: &fakeCluster{}, Logger: discard()}
+	if _, err := httpapi.New(testConfig(), full); err != nil {
+		t.Fatalf("New with every required part: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*httpapi.Deps)
+		want   []string
+	}{
+		{"no door", func(d *httpapi.Deps) { d.Door = nil }, []string{"Deps.Door"}},
+		{"no local", func(d *httpapi.Deps) { d.Local = nil }, []string{"Deps.Local"}},
+		{"no cluster", func(d *httpapi.Deps) { d.Cluster = nil }, []string{"Deps.Cluster"}},
+		{"nothing", func(d *httpapi.Deps) { *d = httpapi.Deps{} }, []string{"Deps.Door", "Deps.Local", "Deps.Cluster", "Deps.Logger"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deps := full
+			tc.change(&deps)
+			_, err := httpapi.New(testConfig(), deps)
+			if err == nil {
+				t.Fatalf("got nil, want an error naming %v", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to name %s", err, w)
+				}
+			}
+		})
+	}
+}
+
 func TestWrongMethod(t *testing.T) {
 	tests := []struct {
 		method, target, allow string
