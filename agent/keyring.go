@@ -33,7 +33,7 @@ func (a *Agent) keyringFile(kind gossip.Kind) string {
 
 // Keyring lists or changes the gossip keys of every pool. See
 // httpapi.Cluster.
-func (m membership) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+func (m membership) Keyring(ctx context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	return m.a.Keyring(ctx, op, key, localOnly)
 }
 
@@ -49,7 +49,7 @@ func (m membership) Keyring(ctx context.Context, op httpapi.KeyringOp, key strin
 // otherwise (members that did not confirm, a datacenter not reached) an
 // error wrapping httpapi.ErrKeyringIncomplete. Either names each pool and
 // its members at fault.
-func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+func (a *Agent) Keyring(ctx context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	if localOnly {
 		ctx, cancel := context.WithTimeout(ctx, rpc.KeyringPoolTimeout)
 		defer cancel()
@@ -64,7 +64,7 @@ func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, l
 			NumNodes: r.NumNodes, Messages: nonEmpty(r.Messages)}}, nil
 	}
 	var reply rpc.KeyringResponses
-	if err := a.door.RPC(ctx, rpc.MethodKeyringOperation, &rpc.KeyringRequest{Op: rpc.KeyringOp(op), Key: key}, &reply); err != nil {
+	if err := a.door.RPC(ctx, rpc.MethodKeyringOperation, &rpc.KeyringRequest{Op: op, Key: key}, &reply); err != nil {
 		return nil, fmt.Errorf("keyring %s: %w", op, err)
 	}
 	out := make([]httpapi.KeyringResponse, len(reply.Responses))
@@ -79,7 +79,7 @@ func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, l
 
 // keyringError is the error of an operation whose responses are rs: nil
 // when every pool succeeded.
-func keyringError(op httpapi.KeyringOp, rs []rpc.KeyringResponse) error {
+func keyringError(op rpc.KeyringOp, rs []rpc.KeyringResponse) error {
 	var refusals, failures []string
 	field := ""
 	for _, r := range rs {

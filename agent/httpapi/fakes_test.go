@@ -410,7 +410,7 @@ func (f *fakeCluster) RaftConfiguration(context.Context) (*rpc.RaftConfiguration
 }
 
 // Keyring is refused: the fake has no gossip pools.
-func (f *fakeCluster) Keyring(context.Context, httpapi.KeyringOp, string, bool) ([]httpapi.KeyringResponse, error) {
+func (f *fakeCluster) Keyring(context.Context, rpc.KeyringOp, string, bool) ([]httpapi.KeyringResponse, error) {
 	return nil, errors.New("fake cluster: no keyring")
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // ErrKeyringIncomplete is wrapped by the error of a keyring operation
@@ -12,17 +13,6 @@ import (
 // datacenter not reached. Sending it again is safe: the operations are
 // idempotent.
 var ErrKeyringIncomplete = errors.New("gossip keyring operation incomplete")
-
-// KeyringOp is one operation on the gossip keyrings.
-type KeyringOp string
-
-// The keyring operations: GET, POST, PUT and DELETE /v1/operator/keyring.
-const (
-	KeyringList    KeyringOp = "list"
-	KeyringInstall KeyringOp = "install"
-	KeyringUse     KeyringOp = "use"
-	KeyringRemove  KeyringOp = "remove"
-)
 
 // KeyringResponse is the keys of one gossip pool, as Consul's
 // /v1/operator/keyring lists them.
@@ -66,7 +56,7 @@ func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 		if err := s.permission(r, "keyring", "read", "", (*acl.Authorizer).KeyringRead); err != nil {
 			return err
 		}
-		out, err := s.cluster.Keyring(r.Context(), KeyringList, "", boolParam(r, "local-only"))
+		out, err := s.cluster.Keyring(r.Context(), rpc.KeyringList, "", boolParam(r, "local-only"))
 		if err != nil {
 			return err
 		}
@@ -83,7 +73,8 @@ func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 	if body.Key == "" {
 		return badRequest("Key", "is required: the base64 of a 16, 24 or 32 byte key (cairn keygen)")
 	}
-	op := map[string]KeyringOp{http.MethodPost: KeyringInstall, http.MethodPut: KeyringUse, http.MethodDelete: KeyringRemove}[r.Method]
+	// The operations of POST, PUT and DELETE.
+	op := map[string]rpc.KeyringOp{http.MethodPost: rpc.KeyringInstall, http.MethodPut: rpc.KeyringUse, http.MethodDelete: rpc.KeyringRemove}[r.Method]
 	out, err := s.cluster.Keyring(r.Context(), op, body.Key, false)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // keyringCluster is a Cluster with a Keyring: it lists
@@ -24,7 +25,7 @@ type keyringCluster struct {
 	asked []string // "op key", and " local-only" when asked so
 }
 
-func (c *keyringCluster) Keyring(_ context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+func (c *keyringCluster) Keyring(_ context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	asked := string(op) + " " + key

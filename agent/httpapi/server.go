@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // Local is this agent's own services and checks (package agent/local
@@ -77,9 +78,9 @@ type Cluster interface {
 	// Keyring applies op to every gossip pool the key is in, whichever
 	// agent it is: the WAN pool and the LAN pool of each datacenter, run
 	// by the servers, and returns one response per pool, the WAN pool
-	// first: for KeyringList what their alive members hold, for the
+	// first: for rpc.KeyringList what their alive members hold, for the
 	// others the same, after the change. key is the base64 key ("" for
-	// KeyringList). With localOnly (KeyringList only) it answers from the
+	// rpc.KeyringList). With localOnly (a list only) it answers from the
 	// agent's own view of its LAN pool instead.
 	//
 	// A pool that refused the change, changing nothing (using a key some
@@ -88,7 +89,7 @@ type Cluster interface {
 	// *catalog.FieldError (naming "Key", or "encrypt"). A pool where it
 	// failed otherwise makes it an error wrapping ErrKeyringIncomplete.
 	// Both name the pools and members.
-	Keyring(ctx context.Context, op KeyringOp, key string, localOnly bool) ([]KeyringResponse, error)
+	Keyring(ctx context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]KeyringResponse, error)
 }
 
 // ErrNotInWAN is wrapped by the errors of Cluster.WANMembers and JoinWAN on
