@@ -3,7 +3,7 @@ package acl
 import "slices"
 
 // Authorizer answers what the policies of one token allow. Build it with
-// New (or take a built-in: ManageAll, AllowAll, DenyAll); the zero value
+// New (or take ManageAll, a management token's); the zero value
 // denies everything. It is immutable and safe for concurrent use, and its
 // checks do not allocate.
 //
@@ -75,23 +75,12 @@ func New(defaultAllow bool, policies ...*Policy) *Authorizer {
 	return a
 }
 
-// Built-in authorizers, immutable and shared.
-var (
-	manageAll = newManageAll()
-	allowAll  = New(true)
-	denyAll   = New(false)
-)
+// manageAll is immutable and shared.
+var manageAll = newManageAll()
 
 // ManageAll returns the authorizer of a management token: everything is
 // allowed, ACL management included.
 func ManageAll() *Authorizer { return manageAll }
-
-// AllowAll returns an authorizer that allows everything but ACL
-// management, as default_policy "allow" does for a token without rules.
-func AllowAll() *Authorizer { return allowAll }
-
-// DenyAll returns an authorizer that allows nothing.
-func DenyAll() *Authorizer { return denyAll }
 
 func newManageAll() *Authorizer {
 	p := &Policy{}

@@ -282,8 +282,6 @@ func TestBuiltins(t *testing.T) {
 		want, wantACLRead bool
 	}{
 		{"ManageAll", ManageAll(), true, true},
-		{"AllowAll", AllowAll(), true, false},
-		{"DenyAll", DenyAll(), false, false},
 		{"zero value", &Authorizer{}, false, false},
 		{"New(true)", New(true), true, false},
 		{"New(false, nil)", New(false, nil), false, false},

@@ -82,9 +82,12 @@ func TestHashSecret(t *testing.T) {
 
 func TestResourceAndAccessNames(t *testing.T) {
 	for kw, k := range keywords {
-		r := Rule{Resource: k.res, Prefix: k.prefix}
-		if got := r.keyword(); got != kw {
-			t.Errorf("keyword of %v: got %q, want %q", r, got, kw)
+		want := k.res.String()
+		if k.prefix {
+			want += "_prefix"
+		}
+		if kw != want {
+			t.Errorf("keyword of %v (prefix %v): got %q, want %q", k.res, k.prefix, kw, want)
 		}
 	}
 	if got := Resource(0).String(); got != "unknown" {

@@ -2,13 +2,12 @@ package acl
 
 import (
 	"errors"
-	"slices"
 	"testing"
 )
 
 // FuzzParse feeds rules from the network's point of view: Parse must not
 // panic, must return a *ParseError or a policy, and a policy must survive
-// an authorizer and a round trip through its canonical form.
+// an authorizer.
 func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		sampleHCL,
@@ -38,7 +37,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		for _, r := range p.Rules() {
+		for _, r := range p.rules {
 			if r.Access == AccessNone || r.Access > AccessDeny {
 				t.Fatalf("rule %v has access %v", r, r.Access)
 			}
@@ -48,20 +47,13 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, defaultAllow := range []bool{false, true} {
 			a := New(defaultAllow, p, p)
-			for _, r := range p.Rules() {
+			for _, r := range p.rules {
 				for _, m := range allMethods {
 					ask(a, m, r.Segment)
 				}
 				a.ACLRead()
 				a.ACLWrite()
 			}
-		}
-		q, err := Parse(p.String())
-		if err != nil {
-			t.Fatalf("Parse(String()) of %q: %v\n%s", rules, err, p.String())
-		}
-		if got, want := q.Rules(), p.Rules(); !slices.Equal(got, want) {
-			t.Fatalf("round trip of %q:\ngot  %v\nwant %v", rules, got, want)
 		}
 	})
 }

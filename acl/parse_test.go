@@ -117,7 +117,7 @@ func TestParseForms(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: got error %v, want none", err)
 			}
-			if got := p.Rules(); !slices.Equal(got, tt.want) {
+			if got := p.rules; !slices.Equal(got, tt.want) {
 				t.Errorf("rules:\ngot  %v\nwant %v", got, tt.want)
 			}
 		})
@@ -181,7 +181,7 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := Parse(tt.rules)
 			if err == nil {
-				t.Fatalf("Parse: got policy %v, want error %q", p.Rules(), tt.want)
+				t.Fatalf("Parse: got policy %v, want error %q", p.rules, tt.want)
 			}
 			if got := err.Error(); got != tt.want {
 				t.Errorf("error:\ngot  %s\nwant %s", got, tt.want)
@@ -205,7 +205,7 @@ func TestParseSyntaxErrors(t *testing.T) {
 	} {
 		p, err := Parse(rules)
 		if err == nil {
-			t.Errorf("Parse(%q): got policy %v, want error", rules, p.Rules())
+			t.Errorf("Parse(%q): got policy %v, want error", rules, p.rules)
 			continue
 		}
 		if got := err.Error(); !strings.HasPrefix(got, "acl: parse rules: ") {
@@ -236,40 +236,6 @@ func TestParseLimits(t *testing.T) {
 	}
 	if _, err := Parse(b.String()); err != nil {
 		t.Errorf("exactly %d rules: got error %v, want none", MaxRules, err)
-	}
-}
-
-func TestPolicyString(t *testing.T) {
-	p, err := Parse(`operator = "read"
-		key_prefix "" { policy = "list" }
-		service "web" { policy = "write" }`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `service "web" {
-  policy = "write"
-}
-key_prefix "" {
-  policy = "list"
-}
-operator = "read"
-`
-	if got := p.String(); got != want {
-		t.Errorf("String:\ngot\n%s\nwant\n%s", got, want)
-	}
-}
-
-func TestPolicyStringRoundTrip(t *testing.T) {
-	for _, seg := range []string{"", "web", `a"b\c`, "${x}", "$", "a\nb\tc", "é", "\xff\x00", "\u2028", "\ufeff"} {
-		p := &Policy{rules: []Rule{{ResourceKey, seg, true, AccessWrite}}}
-		q, err := Parse(p.String())
-		if err != nil {
-			t.Errorf("segment %q: Parse(%q): got error %v", seg, p.String(), err)
-			continue
-		}
-		if got := q.Rules(); !slices.Equal(got, p.rules) {
-			t.Errorf("segment %q: got %v, want %v", seg, got, p.rules)
-		}
 	}
 }
 

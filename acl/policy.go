@@ -1,11 +1,6 @@
 package acl
 
-import (
-	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
-)
+import "strings"
 
 // Resource is what a rule is about.
 type Resource uint8
@@ -100,16 +95,8 @@ type Rule struct {
 	Access   Access
 }
 
-// keyword returns the rule's resource keyword ("service_prefix").
-func (r Rule) keyword() string {
-	if r.Prefix {
-		return r.Resource.String() + "_prefix"
-	}
-	return r.Resource.String()
-}
-
-// compareRules orders rules as String writes them: by resource, exact rules
-// before prefix rules, then by segment.
+// compareRules orders rules canonically: by resource, exact rules before
+// prefix rules, then by segment.
 func compareRules(a, b Rule) int {
 	switch {
 	case a.Resource != b.Resource:
@@ -128,56 +115,4 @@ func compareRules(a, b Rule) int {
 // of Access. A Policy is immutable.
 type Policy struct {
 	rules []Rule // merged, sorted by compareRules
-}
-
-// Rules returns a copy of the policy's rules in canonical order.
-func (p *Policy) Rules() []Rule {
-	return slices.Clone(p.rules)
-}
-
-// String returns the policy in canonical HCL: one block or value per rule,
-// in the order of Rules. Parse(p.String()) gives back the same rules.
-func (p *Policy) String() string {
-	var b strings.Builder
-	for _, r := range p.rules {
-		b.WriteString(r.keyword())
-		if r.Resource.topLevel() {
-			b.WriteString(" = \"" + r.Access.String() + "\"\n")
-			continue
-		}
-		b.WriteByte(' ')
-		writeHCLString(&b, r.Segment)
-		b.WriteString(" {\n  policy = \"" + r.Access.String() + "\"\n}\n")
-	}
-	return b.String()
-}
-
-// writeHCLString quotes s so that HCL v1 reads it back unchanged: quotes
-// and backslashes escaped, bytes that are not printable UTF-8 as \xNN, and
-// "${" (an interpolation to HCL) written as \x24{.
-func writeHCLString(b *strings.Builder, s string) {
-	const hexDigits = "0123456789abcdef"
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '$' && i+1 < len(s) && s[i+1] == '{':
-			b.WriteString(`\x24`)
-		case r < utf8.RuneSelf && r >= 0x20 && r != 0x7f:
-			b.WriteRune(r)
-		case r >= utf8.RuneSelf && r != utf8.RuneError && unicode.IsPrint(r):
-			b.WriteString(s[i : i+size])
-		default:
-			for _, c := range []byte(s[i : i+size]) {
-				b.WriteString(`\x`)
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&0xf])
-			}
-		}
-		i += size
-	}
-	b.WriteByte('"')
 }

@@ -69,9 +69,10 @@ type Agent struct {
 	// dialServer, when set (only by tests, before Start), opens the rpc
 	// pool's connections to servers (rpc.PoolConfig.Dial).
 	dialServer func(ctx context.Context, addr string) (net.Conn, error)
-	// clockOffset, set only by tests before Start, makes the agent act
-	// as if its wall clock were this far off in what its rpc pool and
-	// server tell peers (rpc's ClockOffset).
+	// clockOffset, for tests only (CAIRN_TEST_CLOCK_OFFSET, or set
+	// before Start), makes the agent act as if its wall clock were this
+	// far off in what its rpc pool and server tell peers (rpc's
+	// ClockOffset; clockoffset.go).
 	clockOffset time.Duration
 	catalogEP   *consensus.Catalog
 	leader      *consensus.Leader
@@ -181,6 +182,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		left:   make(chan struct{}), synced: make(chan struct{}),
 	}
 	a.peers.dc = cfg.Datacenter
+	if a.clockOffset, err = testClockOffset(os.LookupEnv); err != nil { // clockoffset.go
+		return nil, err
+	}
+	if a.clockOffset != 0 {
+		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
+			"offset", a.clockOffset, "env", clockOffsetEnv)
+	}
 	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
 		return nil, fmt.Errorf("tls.internal_rpc: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -38,12 +39,8 @@ func (a *Agent) syncCoordinates(ctx context.Context) {
 	wait := min/2 + rand.N(min/2+1)
 	failing := false
 	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = coordinateInterval(min, len(a.gossip.Members()))
 		c, ok := a.gossip.Coordinate()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -54,12 +55,8 @@ func (a *Agent) followDNSSECKey(ctx context.Context) {
 			}
 			have = k.ModifyIndex
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, dnssecKeyRefresh)
 	}

@@ -280,8 +280,13 @@ func (d *clientDoor) attempt(ctx context.Context, server, method string, args, r
 			if err := d.probe(ctx, server, since); err != nil && ctx.Err() == nil {
 				d.pool.Forget(server)
 				cancel(errServerHung)
-				<-done
-				return fmt.Errorf("%s to %s: %w: %w: %w", method, server, rpc.ErrTransport, errServerHung, err)
+				// Whether the request was sent is the call's to say (it
+				// was not when the server hung before answering a new
+				// session: a write may go elsewhere), not the ping's.
+				if callErr := <-done; errors.Is(callErr, rpc.ErrNotSent) {
+					return fmt.Errorf("%s to %s: %w: %w: %w (ping: %v)", method, server, rpc.ErrTransport, rpc.ErrNotSent, errServerHung, err)
+				}
+				return fmt.Errorf("%s to %s: %w: %w (ping: %v)", method, server, rpc.ErrTransport, errServerHung, err)
 			}
 			since = time.Now()
 			probe.Reset(d.cfg.ProbeEvery)
@@ -373,7 +378,9 @@ func (d *clientDoor) failed(server string, err error) {
 }
 
 // Stream starts method on the preferred server, failing over to the
-// others while it cannot be started there, within HoldTimeout. The stream
+// others while it cannot be started there (within ProbeAfter plus
+// ProbeTimeout each: a server that does not answer a new session by
+// then has hung), within HoldTimeout. The stream
 // stays with its server: when Recv fails by the connection, or waits past
 // its ctx's deadline (a stream method that stays quiet longer than it
 // promised: a hung server), the server counts as failed, as a missed ping
@@ -392,9 +399,17 @@ func (d *clientDoor) Stream(ctx context.Context, method string, args any) (rpc.S
 			return nil, fmt.Errorf("%s: %w", method, last)
 		}
 		tried[server] = true
-		st, err := d.pool.Stream(ctx, server, method, args)
+		// A server that hung before answering a new session holds up
+		// the start (the pool sends nothing before the answer): it gets
+		// as long as a call's ping would.
+		sctx, scancel := context.WithTimeout(ctx, d.cfg.ProbeAfter+d.cfg.ProbeTimeout)
+		st, err := d.pool.Stream(sctx, server, method, args)
+		scancel()
 		if err == nil {
 			return &doorStream{Stream: st, door: d, server: server}, nil
+		}
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w: %w", rpc.ErrTransport, errServerHung, err)
 		}
 		if retry, _ := retryable(err, false); !retry || ctx.Err() != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,7 +304,8 @@ func TestClientDoorTriesAnotherServerOverBudget(t *testing.T) {
 }
 
 // dropperAddr returns the address of a server that accepts connections,
-// reads what a call sends, and closes the connection without answering:
+// answers the pool's first ping on a session (so that the call is sent),
+// reads what the call sends, and closes the connection without answering:
 // a server dying mid-call.
 func dropperAddr(t *testing.T) string {
 	t.Helper()
@@ -321,9 +323,21 @@ func dropperAddr(t *testing.T) string {
 			}
 			wg.Go(func() {
 				defer conn.Close()
-				// The first byte, yamux's stream opening and the request
-				// frame: enough that the request was sent.
 				_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+				// The first byte and yamux's ping (a 12-byte header:
+				// version, type, flags, stream, ping ID), answered with
+				// the same header flagged ACK (2) instead of SYN.
+				ping := make([]byte, 13)
+				if _, err := io.ReadFull(conn, ping); err != nil {
+					return
+				}
+				ack := ping[1:]
+				ack[2], ack[3] = 0, 2
+				if _, err := conn.Write(ack); err != nil {
+					return
+				}
+				// yamux's stream opening and the request frame: enough
+				// that the request was sent.
 				buf := make([]byte, 64)
 				_, _ = io.ReadAtLeast(conn, buf, 32)
 			})
@@ -413,6 +427,40 @@ func TestClientDoorLeavesAHungServer(t *testing.T) {
 	}
 	if got, want := log.get(), []string{hung, live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
+	}
+}
+
+// plainWrite is a write that is not idempotent, served by a writes
+// endpoint that counts the ones it runs.
+type plainWrite struct{ rpc.WriteRequest }
+
+type writes struct{ runs atomic.Int64 }
+
+func (w *writes) Put(_ context.Context, _ *plainWrite, _ *plainWrite) error {
+	w.runs.Add(1)
+	return nil
+}
+
+func (*writes) RPCNeeds() rpc.Needs { return rpc.Needs{"Put": rpc.NeedPublic()} }
+
+// TestClientDoorWriteLeavesANewHungServer: a server that hangs before it
+// answers a new connection never gets a request on it, so a write that is
+// not idempotent, whose first server is such, goes to another server and
+// is done there (not a 503 "may or may not have been applied" at the end
+// of the hold).
+func TestClientDoorWriteLeavesANewHungServer(t *testing.T) {
+	t.Parallel()
+	w := &writes{}
+	hung, live := hungAddr(t), rpctest.StartServer(t, map[string]any{"Writes": w}).Addr().String()
+	d, log := newTestDoor(t, hung, live)
+	if err := d.RPC(testContext(t), "Writes.Put", &plainWrite{}, &plainWrite{}); err != nil {
+		t.Fatalf("write with a new hung server first: %v", err)
+	}
+	if got, want := log.get(), []string{hung, live}; !slices.Equal(got, want) {
+		t.Errorf("dialed %v, want %v", got, want)
+	}
+	if n := w.runs.Load(); n != 1 {
+		t.Errorf("the live server ran the write %d times, want 1", n)
 	}
 }
 

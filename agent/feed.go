@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/cache"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -88,7 +89,7 @@ func (f *feedFollower) Next(ctx context.Context, minIndex uint64, wait time.Dura
 			if retry, _ := retryable(err, false); !retry || ctx.Err() != nil {
 				return 0, nil, false, err
 			}
-			if !sleepCtx(ctx, pause) {
+			if !clock.Sleep(ctx, pause) {
 				return 0, nil, false, err
 			}
 			pause = min(2*pause, feedResumeMax)
@@ -109,18 +110,6 @@ const (
 	feedResumeMin = 50 * time.Millisecond
 	feedResumeMax = time.Second
 )
-
-// sleepCtx waits for d or until ctx ends, and reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // Stop ends the stream, if one is open.
 func (f *feedFollower) Stop() {

@@ -9,6 +9,7 @@ import (
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // leaveTimeout bounds each step of a graceful leave: broadcasting it in
@@ -25,7 +26,7 @@ var _ httpapi.Cluster = membership{}
 
 // Members returns the LAN pool's members.
 func (m membership) Members() []httpapi.Member {
-	return toHTTPMembers(m.a.gossip.Members(), gossip.LAN)
+	return m.toHTTP(m.a.gossip.Members(), gossip.LAN)
 }
 
 // WANMembers returns the WAN pool's members, named "<node>.<dc>" as Consul
@@ -34,14 +35,15 @@ func (m membership) WANMembers() ([]httpapi.Member, error) {
 	if m.a.wan == nil {
 		return nil, errClientNotInWAN
 	}
-	return toHTTPMembers(m.a.wan.Members(), gossip.WAN), nil
+	return m.toHTTP(m.a.wan.Members(), gossip.WAN), nil
 }
 
 var errClientNotInWAN = fmt.Errorf("a client agent: %w", httpapi.ErrNotInWAN)
 
-// toHTTPMembers converts a pool's members: LAN members are named by their
-// node, WAN members by their "<node>.<dc>" member name.
-func toHTTPMembers(members []gossip.Member, kind gossip.Kind) []httpapi.Member {
+// toHTTP converts a pool's members: LAN members are named by their node,
+// WAN members by their "<node>.<dc>" member name. A server's clock skew
+// is what the agent's rpc pool measured calling it.
+func (m membership) toHTTP(members []gossip.Member, kind gossip.Kind) []httpapi.Member {
 	out := make([]httpapi.Member, 0, len(members))
 	for _, gm := range members {
 		role := "client"
@@ -52,11 +54,15 @@ func toHTTPMembers(members []gossip.Member, kind gossip.Kind) []httpapi.Member {
 		if kind == gossip.WAN {
 			name = gm.Name
 		}
-		out = append(out, httpapi.Member{
+		hm := httpapi.Member{
 			Name: name, Addr: gm.Addr.String(), Port: gm.Port, Status: gm.Status.String(),
 			Role: role, Datacenter: gm.Datacenter, RPCAddr: gm.RPCAddr, ProtocolVersion: gm.ProtocolVersion,
 			ID: gm.ID, Build: gm.Build, ProtocolMin: gm.ProtocolMin, ProtocolMax: gm.ProtocolMax,
-		})
+		}
+		if gm.RPCAddr != "" && m.a.rpcPool != nil {
+			hm.ClockSkew, hm.ClockSkewKnown = m.a.rpcPool.ClockSkew(gm.RPCAddr)
+		}
+		out = append(out, hm)
 	}
 	return out
 }
@@ -161,13 +167,9 @@ func (a *Agent) leaveRaft(ctx context.Context) error {
 			}
 			a.logger.Warn("removing this server from raft", "err", err)
 		}
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, 100*time.Millisecond) {
 			a.logger.Warn("left gossip but is still in the raft configuration; the leader will remove it", "err", ctx.Err())
 			return nil
-		case <-t.C:
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -68,6 +69,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
 	cc.LogSegmentSize = a.cfg.RaftLogStore.WALSegmentSizeMB << 20
+	cc.SnapshotThreshold = uint64(a.cfg.RaftSnapshotThreshold) // validated positive
+	cc.SnapshotInterval = a.cfg.RaftSnapshotInterval
+	cc.TrailingLogs = uint64(a.cfg.RaftTrailingLogs) // validated not negative
 	if a.cfg.Dev {
 		cc.SingleServerTiming()
 	}
@@ -240,12 +244,8 @@ func (a *Agent) joinLoop(ctx context.Context, p *gossip.Pool, kind gossip.Kind, 
 			return
 		}
 		a.logger.Warn("join failed, will retry", "pool", pool, "attempt", attempt, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, a.cfg.RetryInterval)
 	}
@@ -359,12 +359,8 @@ func (a *Agent) firstSync(ctx context.Context) {
 			a.logger.Warn("the servers refuse this node's registration; set acl.tokens.agent to a token with node:write on this node (and service:write on its services)", "err", err)
 		}
 		a.logger.Debug("first sync failed, will retry", "attempt", attempt, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, 2*time.Second)
 	}

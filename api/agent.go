@@ -55,11 +55,12 @@ func (a *Agent) Services(ctx context.Context) (map[string]*AgentService, error) 
 // agentMember is a member as the agent sends it: Consul's shape, with the
 // status as serf's number.
 type agentMember struct {
-	Name   string
-	Addr   string
-	Port   uint16
-	Tags   map[string]string
-	Status int
+	Name      string
+	Addr      string
+	Port      uint16
+	Tags      map[string]string
+	Status    int
+	ClockSkew *Duration
 }
 
 // memberStatuses names Consul's member status numbers.
@@ -80,7 +81,7 @@ func (m agentMember) toMember() Member {
 	}
 	return Member{
 		Name: m.Name, Addr: m.Addr, Port: m.Port, Status: status, Role: role,
-		Datacenter: tags["dc"], Tags: tags,
+		Datacenter: tags["dc"], Tags: tags, ClockSkew: m.ClockSkew,
 	}
 }
 

@@ -258,12 +258,8 @@ func (c *Client) do(ctx context.Context, r request, out any) (*QueryMeta, error)
 		if err == nil || r.method != http.MethodGet || attempt == readRetries || !errors.As(err, &unreachable) {
 			return meta, err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if sleepCtx(ctx, wait) != nil {
 			return nil, err
-		case <-t.C:
 		}
 		wait *= 2
 	}

@@ -404,7 +404,9 @@ func retryable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded)
 }
 
-// sleepCtx waits d or until ctx ends, and returns ctx's error then.
+// sleepCtx waits d or until ctx ends, and returns ctx's error then. It
+// is internal/clock.Sleep's twin: api stays on the standard library, so
+// that a program using the client takes nothing else of cairn's.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -97,6 +97,13 @@ type ServerHealth struct {
 	Voter bool
 	// StableSince is when Healthy last changed.
 	StableSince time.Time
+	// ClockSkew is how far its wall clock is ahead of the leader's
+	// (negative: behind), as the leader last measured it; nil when it
+	// has not.
+	ClockSkew *Duration `json:",omitempty"`
+	// StorageError is why it cannot write its Raft log, term or
+	// snapshots (a full disk, say); "" while it can.
+	StorageError string `json:",omitempty"`
 }
 
 // OperatorHealthReply is the servers' health (GET
@@ -128,6 +135,8 @@ type AutopilotServer struct {
 	Status   string
 	Meta     map[string]string
 	NodeType string
+	// ClockSkew is as ServerHealth's.
+	ClockSkew *Duration `json:",omitempty"`
 }
 
 // AutopilotState is autopilot's view of the servers (GET

@@ -42,7 +42,8 @@ func TestAutopilot(t *testing.T) {
 				{"ID": "s1", "Name": "s1", "Address": "10.0.0.1:8300", "SerfStatus": "alive", "Version": "1.0", "Leader": true,
 				 "LastContact": "0s", "LastTerm": 2, "LastIndex": 46, "Healthy": true, "Voter": true, "StableSince": "2025-03-06T22:07:51Z"},
 				{"ID": "s2", "Name": "s2", "Address": "10.0.0.2:8300", "SerfStatus": "failed", "Version": "", "Leader": false,
-				 "LastContact": "-1ns", "LastTerm": 0, "LastIndex": 0, "Healthy": false, "Voter": true, "StableSince": "2025-03-06T22:08:00Z"}]}`)
+				 "LastContact": "-1ns", "LastTerm": 0, "LastIndex": 0, "Healthy": false, "Voter": true, "StableSince": "2025-03-06T22:08:00Z",
+				 "StorageError": "write raft log: no space left on device"}]}`)
 		case r.URL.Path == "/v1/operator/autopilot/state":
 			io.WriteString(w, `{"Healthy": true, "FailureTolerance": 1, "OptimisticFailureTolerance": 1, "Leader": "s1", "Voters": ["s1"],
 				"Servers": {"s1": {"ID": "s1", "Status": "leader", "LastContact": "0s", "NodeType": "voter"}}}`)
@@ -81,7 +82,8 @@ func TestAutopilot(t *testing.T) {
 	mu.Lock()
 	healthy = false
 	mu.Unlock()
-	if h, err := op.AutopilotServerHealth(ctx); err != nil || h.Healthy || h.Servers[1].SerfStatus != "failed" {
+	if h, err := op.AutopilotServerHealth(ctx); err != nil || h.Healthy || h.Servers[1].SerfStatus != "failed" ||
+		h.Servers[1].StorageError != "write raft log: no space left on device" || h.Servers[0].StorageError != "" {
 		t.Errorf("AutopilotServerHealth while unhealthy (429): got %+v, %v; want the health, not an error", h, err)
 	}
 	st, err := op.AutopilotState(ctx)

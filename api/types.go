@@ -276,6 +276,10 @@ type Member struct {
 	// "dc", "vsn" (protocol version) and, for a server, "port" (its RPC
 	// port).
 	Tags map[string]string
+	// ClockSkew is how far a server's wall clock is ahead of the agent's
+	// (negative: behind), as the agent last measured it from its RPC
+	// replies; nil when it has not (clients, servers it has not called).
+	ClockSkew *Duration `json:",omitempty"`
 }
 
 // CatalogNode is a node with its services keyed by ID, as GET

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // warnEvery is the least time between two warnings of a hub or a cache:
@@ -181,7 +183,7 @@ func (h *Hub) run(ctx context.Context, dc string) {
 			failures++
 			h.each(func(s subscriber) { s.markFailing(inDC, lastOK) })
 			h.warn(dc, err)
-			if !sleep(ctx, backoff(h.cfg.RetryMin, h.cfg.RetryMax, failures)) {
+			if !clock.Sleep(ctx, backoff(h.cfg.RetryMin, h.cfg.RetryMax, failures)) {
 				return
 			}
 			index = 0
@@ -203,7 +205,7 @@ func (h *Hub) run(ctx context.Context, dc string) {
 			// Back early without news, or with another reset: pace the
 			// feed so that a server that does not block cannot make it
 			// spin; a real change still arrives within RetryMin.
-			if !sleep(ctx, jitter(h.cfg.RetryMin)) {
+			if !clock.Sleep(ctx, jitter(h.cfg.RetryMin)) {
 				return
 			}
 		}
@@ -238,16 +240,4 @@ func backoff(lo, hi time.Duration, failures int) time.Duration {
 // started together do not return together.
 func jitter(d time.Duration) time.Duration {
 	return d - d/10 + rand.N(d/5+1)
-}
-
-// sleep waits for d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

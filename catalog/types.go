@@ -190,10 +190,3 @@ func canonicalIP(addr string) (string, bool) {
 	}
 	return a.String(), true
 }
-
-// IsIP reports whether addr parses as an IPv4 or IPv6 address without a
-// zone: an address with a zone (fe80::1%eth0) cannot be put in a DNS record.
-func IsIP(addr string) bool {
-	a, err := netip.ParseAddr(addr)
-	return err == nil && a.Zone() == ""
-}

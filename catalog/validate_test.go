@@ -445,35 +445,41 @@ func TestHealthStatusValid(t *testing.T) {
 	}
 }
 
-func TestIsIP(t *testing.T) {
+// TestServiceAddressMustBeIP: a service's address is an IPv4 or IPv6
+// address, stored in its canonical form; anything else is refused naming
+// Address.
+func TestServiceAddressMustBeIP(t *testing.T) {
 	tests := []struct {
-		in   string
-		want bool
+		in, want string // want "": refused
 	}{
-		{"10.0.0.1", true},
-		{"::1", true},
-		{"2001:db8::1", true},
-		{"", false},
-		{"localhost", false},
-		{"10.0.0.1:80", false},
-		{"[::1]", false},
-		{"10.0.0.256", false},
-		{"10.0.0", false},
+		{"10.0.0.1", "10.0.0.1"},
+		{"::1", "::1"},
+		{"2001:DB8:0::1", "2001:db8::1"},
+		{"localhost", ""},
+		{"10.0.0.1:80", ""},
+		{"[::1]", ""},
+		{"10.0.0.256", ""},
+		{"10.0.0", ""},
 	}
 	for _, tt := range tests {
-		if got := catalog.IsIP(tt.in); got != tt.want {
-			t.Errorf("IsIP(%q): got %v, want %v", tt.in, got, tt.want)
+		svc := catalog.Service{Service: "web", Address: tt.in}
+		err := catalog.NormalizeService(&svc)
+		switch {
+		case tt.want == "":
+			if got := fieldOf(t, err); got != "Address" {
+				t.Errorf("NormalizeService(Address %q): Field %q, want Address", tt.in, got)
+			}
+		case err != nil:
+			t.Errorf("NormalizeService(Address %q): got error %v, want none", tt.in, err)
+		case svc.Address != tt.want:
+			t.Errorf("NormalizeService(Address %q): got %q, want %q", tt.in, svc.Address, tt.want)
 		}
 	}
 }
 
 func TestValidationRejectsZonedAddress(t *testing.T) {
-	// Known gap, reported rather than fixed: IsIP accepts an IPv6 address
-	// with a zone ("fe80::1%eth0"), so NormalizeService and ValidateRegister
-	// accept it, but zones.parseAddr refuses zoned addresses and the
-	// instance is silently never answered, contrary to "everything accepted
-	// can be answered in DNS".
-
+	// A zoned address ("fe80::1%eth0") cannot be put in a DNS record, so
+	// it is refused rather than accepted and never answered.
 	svc := catalog.Service{Service: "web", Address: "fe80::1%eth0"}
 	if got := fieldOf(t, catalog.NormalizeService(&svc)); got != "Address" {
 		t.Errorf("NormalizeService Field: got %q, want %q", got, "Address")

@@ -16,7 +16,8 @@ import (
 
 // TestConsulClientReload: `consul reload` (PUT /v1/agent/reload) makes
 // the agent read its config file again: a new log_level applies at once;
-// a bad file is a 400 naming the key and changes nothing; a setting that
+// a bad file (a value of the wrong type too) is a 400 naming the key and
+// changes nothing; a setting that
 // needs a restart does not fail the reload. It needs agent:write.
 func TestConsulClientReload(t *testing.T) {
 	t.Parallel()
@@ -70,6 +71,7 @@ func TestConsulClientReload(t *testing.T) {
 		{`log_level = "loud"`, "log_level"},
 		{`log_level = "info"` + "\nnosuch = 1", "nosuch"},
 		{`node_id = "web-1"`, "node_id"},
+		{"limits { rpc_max_burst = \"fifty\" }", "limits.rpc_max_burst"},
 	} {
 		write(tc.body)
 		err := mgmt.Agent().Reload()

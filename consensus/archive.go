@@ -352,11 +352,3 @@ func checkDump(meta *SnapshotMeta, d *catalog.Dump) error {
 	}
 	return nil
 }
-
-// VerifyArchive checks an archive as a restore would, without restoring
-// it, and returns its meta. A bad archive is a *catalog.FieldError naming
-// "snapshot".
-func VerifyArchive(r io.Reader) (*SnapshotMeta, error) {
-	meta, _, err := readArchive(r, nil)
-	return meta, err
-}

@@ -27,10 +27,13 @@ import (
 // an operator's change outlives leadership changes; the agent's autopilot
 // block is only what the first leader stores when none is stored yet.
 
-// Caller sends one RPC to the server at addr; *rpc.Pool satisfies it. The
-// leader asks the other servers for their Raft stats through it.
+// Caller sends one RPC to the server at addr, and says how far that
+// server's clock was from this one's in its replies; *rpc.Pool satisfies
+// it. The leader asks the other servers for their Raft stats through it,
+// and reports their clock skew with their health.
 type Caller interface {
 	Call(ctx context.Context, addr, method string, args, reply any) error
+	ClockSkew(addr string) (skew time.Duration, ok bool)
 }
 
 // Autopilot's pacing.
@@ -200,6 +203,12 @@ func (l *Leader) refreshHealth(ctx context.Context, cfg rpc.AutopilotConfig, ter
 		if st := stats[p.ID]; st != nil {
 			h.LastContact, h.LastTerm, h.LastIndex, h.Version = st.LastContact, st.LastTerm, st.LastIndex, st.Version
 			h.StorageError = st.StorageError
+		}
+		switch {
+		case h.Leader:
+			h.ClockSkewKnown = true
+		case l.cfg.Caller != nil: // measured by fetchStats' calls, or earlier ones
+			h.ClockSkew, h.ClockSkewKnown = l.cfg.Caller.ClockSkew(p.Address)
 		}
 		h.Healthy = healthy(h, cfg, self.LastTerm, self.LastIndex)
 		mark, ok := l.ap.marks[p.ID]

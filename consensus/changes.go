@@ -157,7 +157,12 @@ var errCallerSide = errors.New("the relay's caller")
 // relayFrom starts args' feed on the server at addr of dc and passes its
 // replies to pass until either fails.
 func (c *Catalog) relayFrom(ctx context.Context, dc, addr string, args *rpc.ChangesRequest, patience time.Duration, pass func(*rpc.ChangesResponse) error) error {
-	st, err := c.pool.StreamDC(ctx, dc, addr, rpc.MethodCatalogFeed, args)
+	// A server that hung before answering a new session holds up the
+	// start (the pool sends nothing before the answer): it gets the
+	// patience a reply gets.
+	sctx, cancel := context.WithTimeout(ctx, patience)
+	st, err := c.pool.StreamDC(sctx, dc, addr, rpc.MethodCatalogFeed, args)
+	cancel()
 	if err != nil {
 		return err
 	}

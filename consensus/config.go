@@ -54,6 +54,21 @@ type Config struct {
 	ApplyTimeout time.Duration
 	// SnapshotsRetained is how many snapshots are kept on disk. Default 2.
 	SnapshotsRetained int
+	// SnapshotThreshold is how many log entries past the last snapshot
+	// make Raft take a new one (then compact the log), checked every
+	// SnapshotInterval. Default 8192, hashicorp/raft's (Consul's
+	// raft_snapshot_threshold defaults to 16384).
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often Raft checks SnapshotThreshold, at a
+	// random time between one and two intervals so that servers do not
+	// snapshot together. Default 120s, hashicorp/raft's (Consul's
+	// raft_snapshot_interval defaults to 30s); at least 5ms.
+	SnapshotInterval time.Duration
+	// TrailingLogs is how many entries a compaction leaves in the log
+	// behind a snapshot, so that a follower that trails by fewer catches
+	// up from the log rather than by a snapshot. Default 10240,
+	// hashicorp/raft's and Consul's.
+	TrailingLogs uint64
 	// LogSegmentSize is the size of each segment file of the Raft log
 	// (Consul's raft_logstore.wal.segment_size_mb), preallocated when the
 	// segment is created: a full segment is sealed and a new one created,
@@ -91,6 +106,9 @@ func DefaultConfig() Config {
 		CommitTimeout:      25 * time.Millisecond,
 		ApplyTimeout:       10 * time.Second,
 		SnapshotsRetained:  2,
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   120 * time.Second,
+		TrailingLogs:       10240,
 		LogSegmentSize:     64 << 20,
 	}
 }
@@ -144,6 +162,7 @@ func (c Config) Validate() error {
 	}{
 		{"HeartbeatTimeout", c.HeartbeatTimeout}, {"ElectionTimeout", c.ElectionTimeout},
 		{"LeaderLeaseTimeout", c.LeaderLeaseTimeout}, {"CommitTimeout", c.CommitTimeout}, {"ApplyTimeout", c.ApplyTimeout},
+		{"SnapshotInterval", c.SnapshotInterval},
 	} {
 		if d.v < 5*time.Millisecond {
 			errs = append(errs, fmt.Errorf("consensus %s: must be at least 5ms, got %s", d.name, d.v))
@@ -154,6 +173,9 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotsRetained < 1 {
 		errs = append(errs, fmt.Errorf("consensus SnapshotsRetained: must be at least 1, got %d", c.SnapshotsRetained))
+	}
+	if c.SnapshotThreshold < 1 {
+		errs = append(errs, fmt.Errorf("consensus SnapshotThreshold: must be at least 1, got %d", c.SnapshotThreshold))
 	}
 	if c.LogSegmentSize < minLogSegmentSize || c.LogSegmentSize > maxLogSegmentSize {
 		errs = append(errs, fmt.Errorf("consensus LogSegmentSize: must be from %d to %d bytes, got %d", minLogSegmentSize, maxLogSegmentSize, c.LogSegmentSize))

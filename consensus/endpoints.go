@@ -485,13 +485,14 @@ func (c *Catalog) query(ctx context.Context, opts rpc.QueryOptions, meta *rpc.Qu
 // read must satisfy. When it returns done, the reply is filled in (or err
 // says why not); otherwise the caller answers from its own store.
 //
-// A blocking read keeps the end of its wait across leader changes: when
-// the leader it was forwarded to is replaced, the next one (or this
-// server, if it took over) is asked for what is left of the wait, so the
-// read ends about when it would have without the change, with the current
-// index and data, as a wait that ran out does. Its q is shortened for
-// that, and put back when the read was answered by the forward; when
-// this server answers, q keeps what is left.
+// A blocking read keeps the end of its wait across leader changes and
+// across the servers of another datacenter: when the leader it was
+// forwarded to is replaced, or the remote server it was sent to fails,
+// the next one (or this server, if it took over) is asked for what is
+// left of the wait, so the read ends about when it would have without the
+// change, with the current index and data, as a wait that ran out does.
+// Its q is shortened for that, and put back when the read was answered by
+// a forward; when this server answers, q keeps what is left.
 func (c *Catalog) forwardRead(ctx context.Context, method string, q *rpc.QueryOptions, forwarded *bool, args, reply any) (done bool, err error) {
 	if err := q.Validate(); err != nil {
 		return true, err
@@ -499,17 +500,16 @@ func (c *Catalog) forwardRead(ctx context.Context, method string, q *rpc.QueryOp
 	var wait time.Duration
 	if q.IsBlocking() {
 		wait = maxBlockingWait(*q, c.cfg.Blocking)
+		ctx = withBlockingEnd(ctx, q, c.cfg.Blocking) // blocking.go
 	}
+	saved := *q
 	if done, err := c.forwardDC(ctx, method, q.Datacenter, &q.FromDatacenter, false, args, reply, wait); done {
+		*q = saved
 		return true, err
 	}
 	if q.AllowStale {
 		return false, nil
 	}
-	if q.IsBlocking() {
-		ctx = withBlockingEnd(ctx, q, c.cfg.Blocking) // blocking.go
-	}
-	saved := *q
 	if done, err := c.forward(ctx, method, forwarded, args, reply, wait); done {
 		*q = saved
 		return true, err

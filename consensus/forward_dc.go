@@ -35,7 +35,9 @@ const maxDCAttempts = 3
 // A hop that fails with rpc.ErrTransport is tried on another server of dc:
 // a read always, a write (write set) only when it was never sent
 // (rpc.ErrNotSent), since a write whose connection broke may have been
-// applied. The remote server's own error comes back as it was sent (a
+// applied. So is a read whose server stopped before answering
+// (rpc.ErrServerStopping). A blocking read asks the next server only for
+// what is left of its wait. The remote server's own error comes back as it was sent (a
 // *rpc.RemoteError), as with a forward to the leader. wait is a blocking
 // query's longest wait, given to the forward on top of ForwardTimeout;
 // ctx (the request's) ends it sooner when it ends sooner. from is cleared
@@ -61,15 +63,29 @@ func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ForwardTimeout+wait)
 	defer cancel()
 	var failed []error
-	for _, addr := range servers {
-		err := c.pool.CallDC(ctx, dc, addr, method, args, reply)
+	for i, addr := range servers {
+		if i > 0 {
+			// A blocking read asks the next server only for the wait it
+			// has left (blocking.go).
+			keepBlockingEnd(ctx)
+		}
+		var err error
+		if write {
+			err = c.pool.CallDC(ctx, dc, addr, method, args, reply)
+		} else {
+			err = c.readDC(ctx, dc, addr, method, args, reply)
+		}
 		if err == nil {
 			return true, nil
 		}
-		if remote, ok := errors.AsType[*rpc.RemoteError](err); ok {
+		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
+		// A server that stopped before answering a read did nothing:
+		// the next one answers it (a write's fate is unknown, which its
+		// error says).
+		if isRemote && (write || !errors.Is(err, rpc.ErrServerStopping)) {
 			return true, remote
 		}
-		if !errors.Is(err, rpc.ErrTransport) || ctx.Err() != nil {
+		if !isRemote && !errors.Is(err, rpc.ErrTransport) || ctx.Err() != nil {
 			return true, fmt.Errorf("forward to datacenter %s: %w", dc, err)
 		}
 		if write && !errors.Is(err, rpc.ErrNotSent) {
@@ -79,6 +95,52 @@ func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string
 		failed = append(failed, err)
 	}
 	return true, fmt.Errorf("%w %s: %d of its servers tried, none answered: %w", ErrNoPathToDatacenter, dc, len(failed), errors.Join(failed...))
+}
+
+// A read held by a server of another datacenter is pinged after
+// dcProbeAfter, and every dcProbeEvery after that, each ping given
+// dcProbeTimeout (as the client door pings its server; a WAN's round
+// trip fits in the timeout).
+const (
+	dcProbeAfter   = time.Second
+	dcProbeEvery   = 5 * time.Second
+	dcProbeTimeout = time.Second
+)
+
+// errRemoteHung is the cause of a read abandoned because its server of
+// another datacenter missed a ping.
+var errRemoteHung = errors.New("the remote server stopped answering")
+
+// readDC makes a read on the server at addr of dc, pinging that server
+// while the read waits: a server that hung (stopped, or cut off) keeps its
+// connection open and the read unanswered, and only a missed ping tells
+// it from a slow one (or a blocking read waiting on purpose). A missed
+// ping ends the read with rpc.ErrTransport, for the next server. Writes
+// are not watched: one left at a hung server would be answered as
+// unknown before the deadline it carries.
+func (c *Catalog) readDC(ctx context.Context, dc, addr, method string, args, reply any) error {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan error, 1)
+	go func() { done <- c.pool.CallDC(callCtx, dc, addr, method, args, reply) }()
+	probe := time.NewTimer(dcProbeAfter)
+	defer probe.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-probe.C:
+			pctx, pcancel := context.WithTimeout(ctx, dcProbeTimeout)
+			err := c.pool.ProbeDC(pctx, dc, addr)
+			pcancel()
+			if err != nil && ctx.Err() == nil {
+				cancel(errRemoteHung)
+				<-done
+				return fmt.Errorf("%s to %s: %w: %w (ping: %v)", method, addr, rpc.ErrTransport, errRemoteHung, err)
+			}
+			probe.Reset(dcProbeEvery)
+		}
+	}
 }
 
 // ListDatacenters returns the datacenters this server knows: its own and

@@ -11,6 +11,7 @@ import (
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/internal/porttest"
 	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
 // twoDCs is a server of dc1 whose router knows dc2's servers, and a server
@@ -129,6 +130,65 @@ func TestForwardBlockingQueryToAnotherDatacenter(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("blocking query for dc2 did not return within 5s of a write there")
 	}
+}
+
+// TestForwardBlockingReadLeavesAHungServer (issue 28, build 3): a blocking
+// read whose server in another datacenter hangs halfway through the wait
+// (stopped, or cut off: its connection stays open) is found out by a
+// ping and goes to another server of that datacenter (here the same one
+// behind another proxy, so the index holds) for what is left of the wait
+// only: it ends about when its wait does, with the current index, not
+// with an error when the forward's time runs out.
+func TestForwardBlockingReadLeavesAHungServer(t *testing.T) {
+	r := newTestRouter(t, "dc1")
+	dc2 := startEndpoint(t, true, func(c *CatalogConfig) { c.Datacenter = "dc2" })
+	dc1 := startEndpoint(t, true, func(c *CatalogConfig) { c.Router = r })
+	f1, f2 := rpctest.NewFreezer(t, dc2.addr), rpctest.NewFreezer(t, dc2.addr)
+	r.Update([]gossip.Member{
+		wanMember("s1", "dc2", f1.Addr(), gossip.StatusAlive),
+		wanMember("s2", "dc2", f2.Addr(), gossip.StatusAlive),
+	})
+	// f1 first (see TestForwardRetriesAnotherServer).
+	swap := r.Servers("dc2")[0] != f1.Addr()
+	r.randN = func(n int) int {
+		if swap {
+			return 0
+		}
+		return n - 1
+	}
+	dc2.register(t, "n2", "10.0.2.10", &catalog.Service{Service: "web", Port: 80})
+	cur := dc1.instances(t, &rpc.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{Datacenter: "dc2"}, Service: "web"})
+
+	const wait = 4 * time.Second
+	errc := make(chan error, 1)
+	var reply rpc.ServiceInstancesResponse
+	start := time.Now()
+	go func() {
+		errc <- dc1.call(rpc.MethodCatalogServiceInstances, &rpc.ServiceInstancesRequest{
+			QueryOptions: rpc.QueryOptions{Datacenter: "dc2", MinQueryIndex: cur.Index, MaxQueryTime: wait},
+			Service:      "web",
+		}, &reply)
+	}()
+	time.Sleep(wait / 4) // the hang comes once the read waits on f1
+	f1.Freeze()
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(3 * wait):
+		t.Fatal("the blocking read did not return")
+	}
+	elapsed := time.Since(start)
+	// Its wait, the remote server's jitter, and the ping that finds f1 hung.
+	bound := wait + wait/16 + dcProbeAfter + dcProbeTimeout + time.Second
+	switch {
+	case err != nil:
+		t.Errorf("blocking read across the hang failed after %s: %v", elapsed.Round(time.Millisecond), err)
+	case elapsed > bound:
+		t.Errorf("blocking read of %s took %s, want at most %s (a second full wait on the next server?)", wait, elapsed.Round(time.Millisecond), bound)
+	case reply.Index != cur.Index:
+		t.Errorf("got index %d, want the current %d", reply.Index, cur.Index)
+	}
+	f1.Thaw()
 }
 
 func TestForwardRetriesAnotherServer(t *testing.T) {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +83,9 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
 	rc.Logger = newHCLog(logger)
 	// Raft's replication series carry the peer as a label; the older
 	// copies with the peer in the name would add series per server.
@@ -165,12 +170,41 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 	}
 	s.closers = []io.Closer{wal}
 	snapDir := filepath.Join(s.cfg.DataDir, "raft")
+	// The log store is open, so no other process has this data dir.
+	if err := s.removeUnfinishedSnapshots(filepath.Join(snapDir, "snapshots")); err != nil {
+		s.closeStores()
+		return nil, nil, nil, err
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, s.cfg.SnapshotsRetained, rc.Logger)
 	if err != nil {
 		s.closeStores()
 		return nil, nil, nil, fmt.Errorf("open raft snapshots in %s: %w", snapDir, err)
 	}
 	return wal, wal, watchedSnapshots{SnapshotStore: snaps, health: s.health}, nil
+}
+
+// removeUnfinishedSnapshots deletes the snapshots whose writing was cut
+// short (a kill, a crash) and left in dir as <id>.tmp: Raft never
+// completes or deletes them, and warns of each whenever it lists its
+// snapshots (at start, and at each snapshot taken).
+func (s *Server) removeUnfinishedSnapshots(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read raft snapshots: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("remove unfinished raft snapshot: %w", err)
+		}
+		s.logger.Warn("removed a raft snapshot whose writing was cut short", "snapshot", e.Name())
+	}
+	return nil
 }
 
 func (s *Server) closeStores() {

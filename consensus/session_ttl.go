@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // This file holds the leader's session TTL timers. A session with a TTL
@@ -124,10 +125,8 @@ func (l *Leader) runSessionTTLs(ctx context.Context) {
 			return
 		}
 		l.warn("session ttl:"+err.Error(), "session TTLs: barrier failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, backoff) {
 			return
-		case <-time.After(backoff):
 		}
 	}
 	_, all, err := l.s.Store().SessionList(nil, "")

@@ -177,7 +177,7 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg, kept *bool, pr
 		if err != nil {
 			return failed(z, err)
 		}
-		ans, memoized := s.memoizedServiceAnswer(z, q, qtype, set)
+		ans, memoized := s.serviceAnswer(z, q, qtype, set)
 		*kept = memoized
 		return ans, nil
 	case zones.KindNode:
@@ -207,15 +207,10 @@ func (s *Server) lookup(z *zones.Zone, q zones.Query, r *dns.Msg, kept *bool, pr
 }
 
 // serviceAnswer answers a service question from set, building the
-// records once per set, zone, query type and name (see answerMemo).
-func (s *Server) serviceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *Instances) zones.Answer {
-	ans, _ := s.memoizedServiceAnswer(z, q, qtype, set)
-	return ans
-}
-
-// memoizedServiceAnswer is serviceAnswer, also reporting whether the
-// answer is kept in set's memo (for later questions to share).
-func (s *Server) memoizedServiceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *Instances) (zones.Answer, bool) {
+// records once per set, zone, query type and name (see answerMemo), and
+// reports whether the answer is kept in set's memo (for later questions to
+// share).
+func (s *Server) serviceAnswer(z *zones.Zone, q zones.Query, qtype uint16, set *Instances) (zones.Answer, bool) {
 	if set == nil {
 		return z.ServiceAnswer(q, qtype, nil), false
 	}

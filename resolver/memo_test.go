@@ -25,21 +25,21 @@ func TestServiceAnswerBuiltOncePerSet(t *testing.T) {
 		_, qq := s.parse(name)
 		return qq
 	}
-	srv1 := s.serviceAnswer(z, q("web.service.cluster."), dns.TypeSRV, src.set)
-	srv2 := s.serviceAnswer(z, q("web.service.cluster."), dns.TypeSRV, src.set)
+	srv1 := answerOf(s, z, q("web.service.cluster."), dns.TypeSRV, src.set)
+	srv2 := answerOf(s, z, q("web.service.cluster."), dns.TypeSRV, src.set)
 	if len(srv1.Answer) != 2 || &srv1.Answer[0] != &srv2.Answer[0] {
 		t.Errorf("second SRV answer from the same set: records rebuilt, want the first's")
 	}
-	a := s.serviceAnswer(z, q("web.service.cluster."), dns.TypeA, src.set)
+	a := answerOf(s, z, q("web.service.cluster."), dns.TypeA, src.set)
 	if len(a.Answer) != 2 || a.Answer[0].Header().Rrtype != dns.TypeA {
 		t.Errorf("A answer: got %v, want two A records (not the memoized SRV)", a.Answer)
 	}
-	dc := s.serviceAnswer(z, q("web.service.dc1.cluster."), dns.TypeSRV, src.set)
+	dc := answerOf(s, z, q("web.service.dc1.cluster."), dns.TypeSRV, src.set)
 	if dc.Answer[0].Header().Name != "web.service.dc1.cluster." {
 		t.Errorf("answer for the name with its datacenter: owner %q", dc.Answer[0].Header().Name)
 	}
 	other := newStaticSource(instance("node3", "10.0.0.3", "web", "", 80))
-	if got := s.serviceAnswer(z, q("web.service.cluster."), dns.TypeSRV, other.set); len(got.Answer) != 1 {
+	if got := answerOf(s, z, q("web.service.cluster."), dns.TypeSRV, other.set); len(got.Answer) != 1 {
 		t.Errorf("answer from another set: got %d records, want its own 1", len(got.Answer))
 	}
 	// Past the limit answers are still right, only no longer kept.
@@ -52,7 +52,7 @@ func TestServiceAnswerBuiltOncePerSet(t *testing.T) {
 		if i%3 == 0 {
 			qtype = dns.TypeSRV
 		}
-		if got := s.serviceAnswer(z, q(name), qtype, src.set); len(got.Answer) != 2 {
+		if got := answerOf(s, z, q(name), qtype, src.set); len(got.Answer) != 2 {
 			t.Fatalf("answer %d: got %d records, want 2", i, len(got.Answer))
 		}
 	}
@@ -128,8 +128,8 @@ func TestStaleAnswersCarryShortTTLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, q := s.parse("web.service.cluster.")
-	fresh := s.serviceAnswer(s.zone, q, dns.TypeSRV, src.set)
-	stale := s.serviceAnswer(s.zone, q, dns.TypeSRV, src.set.Staled())
+	fresh := answerOf(s, s.zone, q, dns.TypeSRV, src.set)
+	stale := answerOf(s, s.zone, q, dns.TypeSRV, src.set.Staled())
 	if got := fresh.Answer[0].Header().Ttl; got != 3600 {
 		t.Fatalf("fresh TTL: got %d, want 3600", got)
 	}
@@ -141,4 +141,10 @@ func TestStaleAnswersCarryShortTTLs(t *testing.T) {
 	if got := fresh.Answer[0].Header().Ttl; got != 3600 {
 		t.Errorf("fresh record after a stale answer: TTL %d, want 3600 (shared records untouched)", got)
 	}
+}
+
+// answerOf is s's answer to a service question, whether kept or not.
+func answerOf(s *Server, z *zones.Zone, q zones.Query, qtype uint16, set *Instances) zones.Answer {
+	ans, _ := s.serviceAnswer(z, q, qtype, set)
+	return ans
 }

@@ -94,7 +94,7 @@ func TestTCPConnsPerClient(t *testing.T) {
 	// The kernel completes the handshakes; wait for the server to have
 	// accepted (and kept or refused) every one of them.
 	waittest.For(t, 30*time.Second, "the server to take the attacker's connections", func() error {
-		live, _ := s.tcp.open(nil)
+		live, _ := openConns(s.tcp, nil)
 		if refused := s.Metrics().TCPRefused; live+int(refused) < attack {
 			return fmt.Errorf("%d kept and %d refused of %d", live, refused, attack)
 		}
@@ -106,9 +106,17 @@ func TestTCPConnsPerClient(t *testing.T) {
 	if err != nil || reply.Rcode != dns.RcodeSuccess || len(reply.Answer) == 0 {
 		t.Fatalf("a second address while the first holds %d connections: got %v, %v; want an answer over TCP", attack, reply, err)
 	}
-	all, held := s.tcp.open(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 66)})
+	all, held := openConns(s.tcp, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 66)})
 	t.Logf("the attacker holds %d connections (%d refused); %d open in all; the second address was answered", held, s.Metrics().TCPRefused, all)
 	if held != s.cfg.MaxTCPConnsPerClient {
 		t.Errorf("the attacker holds %d connections (of %d open), want MaxTCPConnsPerClient, %d", held, all, s.cfg.MaxTCPConnsPerClient)
 	}
+}
+
+// openConns returns the connections l counts open: in all, and from the
+// client of addr.
+func openConns(l *tcpLimits, addr net.Addr) (all, client int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.live, l.client[clientKey(addr)]
 }

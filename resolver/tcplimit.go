@@ -69,13 +69,6 @@ func (l *tcpLimits) release(key netip.Addr) {
 	}
 }
 
-// open returns the connections open: in all, and from the client of addr.
-func (l *tcpLimits) open(addr net.Addr) (all, client int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.live, l.client[clientKey(addr)]
-}
-
 // clientKey names the client of a connection from addr: its IPv4
 // address, or the /64 of its IPv6 one.
 func clientKey(addr net.Addr) netip.Addr {

@@ -21,7 +21,10 @@ var ErrTransport = errors.New("rpc transport error")
 
 // ErrNotSent is wrapped, with ErrTransport, by an error of Pool.Call that
 // happened before any of the request was written (the dial failed, or the
-// session could not open a stream): the server cannot have run the call.
+// session could not open a stream), and with the context's error by a
+// call whose context ended while it waited for its session (a new
+// session's server had not answered yet): the server cannot have run the
+// call.
 // A transport error without it leaves a write's fate unknown: the server
 // may have applied it before the connection broke.
 var ErrNotSent = errors.New("rpc request not sent")

@@ -135,6 +135,13 @@ type ServerHealth struct {
 	// StorageError is why the server cannot write its Raft log, stable
 	// store or snapshots (a full disk), "" when it can or is not known.
 	StorageError string
+	// ClockSkew is how far the server's wall clock is ahead of the
+	// leader's (negative: behind), as the leader last measured it from
+	// RPC replies (0 for the leader itself); ClockSkewKnown is false when
+	// it never has. Health does not depend on it: no request compares
+	// clocks.
+	ClockSkew      time.Duration
+	ClockSkewKnown bool
 	// Healthy says whether the server is alive in gossip, heard from the
 	// leader within LastContactThreshold, has the leader's last term,
 	// trails it by at most MaxTrailingLogs entries, and can write its

@@ -104,7 +104,8 @@ func NewPool(cfg PoolConfig, logger *slog.Logger) (*Pool, error) {
 //     also wraps ErrNotSent when the request was never written, so that
 //     a write may be retried too;
 //   - ErrCodec or ErrMessageTooLarge: args or reply do not fit the wire;
-//   - context.Canceled, context.DeadlineExceeded: ctx ended;
+//   - context.Canceled, context.DeadlineExceeded: ctx ended (with
+//     ErrNotSent when that was before the request was written);
 //   - ErrPoolClosed: after Close.
 //
 // The server is one of PoolConfig.Datacenter: with TLS, its certificate is
@@ -224,7 +225,8 @@ func (p *Pool) session(ctx context.Context, key poolKey) (*poolConn, error) {
 	select {
 	case <-pc.ready:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		// Nothing was sent on the session yet: the request cannot run.
+		return nil, fmt.Errorf("%w: waiting for a session: %w", ErrNotSent, ctx.Err())
 	}
 	if pc.err != nil {
 		return nil, pc.err
@@ -251,9 +253,10 @@ func (p *Pool) connect(key poolKey, pc *poolConn) {
 }
 
 // open dials key's server, runs the TLS handshake when the pool has TLS
-// for key's datacenter, and starts a session, all within DialTimeout. It
-// returns when the session began: once its first byte was written, as
-// the server's session begins once it has read it (transit.go).
+// for key's datacenter, starts a session and waits for the server to
+// answer a ping on it, all within DialTimeout. It returns when the
+// session began here: when the answer came, after the server's session
+// began (firstPing).
 func (p *Pool) open(key poolKey) (*yamux.Session, time.Time, error) {
 	ctx, cancel := context.WithTimeout(p.dialCtx, p.cfg.DialTimeout)
 	defer cancel()
@@ -273,14 +276,41 @@ func (p *Pool) open(key poolKey) (*yamux.Session, time.Time, error) {
 		closeQuietly(conn)
 		return nil, time.Time{}, notSentError(err)
 	}
-	epoch := time.Now()
 	// One write per data frame (frameconn.go).
 	sess, err := yamux.Client(newFrameConn(conn), p.yamux)
 	if err != nil { // only for an invalid config, which NewPool rules out
 		closeQuietly(conn)
 		return nil, time.Time{}, notSentError(err)
 	}
-	return sess, epoch, nil
+	if err := firstPing(ctx, sess); err != nil {
+		closeQuietly(sess)
+		return nil, time.Time{}, notSentError(fmt.Errorf("first ping: %w", err))
+	}
+	return sess, time.Now(), nil
+}
+
+// firstPing pings a new session's server and waits, until ctx ends, for
+// the answer, before any request goes on the session. A server that hung
+// before reading the connection's first bytes would read a request sent
+// behind them together with them when it resumes, and could not tell
+// that the request waited: its session, and the transit baseline, begin
+// only then (transit.go). The answer proves the server's session has
+// begun; the session's age here counts from it, so that no request's
+// transit is measured from a start later than the request's sending.
+func firstPing(ctx context.Context, sess *yamux.Session) error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := sess.Ping()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		closeQuietly(sess) // ends the Ping
+		<-done
+		return ctx.Err()
+	}
 }
 
 // drop forgets pc, if it is still the session of key, and closes it, so
@@ -334,9 +364,20 @@ func (p *Pool) Close() error {
 // one that is merely slow. With no session yet, one is dialed. An error
 // wraps ErrTransport, or is ctx's.
 func (p *Pool) Probe(ctx context.Context, addr string) error {
-	key := poolKey{dc: strings.ToLower(p.cfg.Datacenter), addr: addr}
+	return p.ProbeDC(ctx, "", addr)
+}
+
+// ProbeDC is Probe of a server of datacenter dc, as CallDC is Call.
+func (p *Pool) ProbeDC(ctx context.Context, dc, addr string) error {
+	if dc == "" {
+		dc = p.cfg.Datacenter
+	}
+	key := poolKey{dc: strings.ToLower(dc), addr: addr}
 	pc, err := p.session(ctx, key)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return err
 	}
 	sess := pc.sess

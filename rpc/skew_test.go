@@ -38,6 +38,12 @@ func TestClockSkewNeitherBreaksCallsNorGoesUnseen(t *testing.T) {
 	if got := testutil.ToFloat64(p.skew.gauge.WithLabelValues(addr)); got < 9.5 || got > 10.5 {
 		t.Errorf("cairn_rpc_clock_skew_seconds{server=%q}: got %v, want about 10", addr, got)
 	}
+	if got, ok := p.ClockSkew(addr); !ok || got < 9500*time.Millisecond || got > 10500*time.Millisecond {
+		t.Errorf("ClockSkew(%q): got %v, %t, want about 10s, true", addr, got, ok)
+	}
+	if got, ok := p.ClockSkew("127.0.0.66:1"); ok {
+		t.Errorf("ClockSkew of a server never called: got %v, true, want false", got)
+	}
 	if !strings.Contains(logs.String(), "clock is off") {
 		t.Errorf("no warning about the skew; logs:\n%s", logs.String())
 	}

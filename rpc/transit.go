@@ -16,14 +16,22 @@ import (
 //
 // So a request also carries when it was sent, as the age of its session
 // on the caller's clock (requestHeader.Sent), and the server compares it
-// with the session's age on its own clock at arrival. Their difference is
-// the request's transit less the session handshake's; the server keeps
-// the least difference seen lately on the session (starting from the
-// handshake's own, zero), and a request whose difference is larger lost
-// that much more on the way: it comes off its time left. Both ages come
-// from monotonic clocks, which are never stepped, so neither a wrong wall
-// clock nor NTP correcting one moves a deadline; what remains is the
-// clocks' rates (NTP slews within 500ppm), which the window below bounds.
+// with the session's age on its own clock at arrival. The server's session
+// begins once it has read the handshake; the caller's once the server has
+// answered its first ping on the session, before which no request is sent
+// (Pool.open). The caller's session thus begins after the server's, and
+// the difference is at least the request's transit. (Were the caller's to
+// begin at its handshake, a server that hung before reading a new
+// connection would read the handshake and a request behind it together
+// when it resumed, and measure nothing.) The server keeps the least
+// difference seen lately on the session (starting from zero), and a
+// request whose difference is larger lost that much more on the way: it
+// comes off its time left. A server's deadline is then never later than
+// the caller's plus the session's fastest transit in the last one to two
+// baselineWindows. Both ages come from monotonic clocks, which are never
+// stepped, so neither a wrong wall clock nor NTP correcting one moves a
+// deadline; what remains is the clocks' rates (NTP slews within 500ppm),
+// whose drift the window bounds (to 60ms at most).
 
 // baselineWindow is how long a session's least difference is kept before
 // it is measured afresh, so that the clocks' rates cannot drift it far.
@@ -41,7 +49,7 @@ type transitBaseline struct {
 }
 
 // newTransitBaseline is the baseline of a session starting now, seeded
-// with its handshake (both ages 0).
+// with zero: the caller's session begins later.
 func newTransitBaseline(now time.Time) *transitBaseline {
 	return &transitBaseline{start: now}
 }

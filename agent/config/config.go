@@ -169,6 +169,12 @@ type Config struct {
 	Autopilot Autopilot
 	// RaftLogStore is the raft_logstore block (server.go), for servers.
 	RaftLogStore RaftLogStore
+	// RaftSnapshotThreshold, RaftSnapshotInterval and RaftTrailingLogs
+	// say when a server snapshots and compacts its Raft log (server.go).
+	// Defaults 8192, 120s and 10240, consensus.DefaultConfig()'s.
+	RaftSnapshotThreshold int
+	RaftSnapshotInterval  time.Duration
+	RaftTrailingLogs      int
 	// Coordinates are the network coordinate keys (coordinates.go).
 	// Default DefaultCoordinates().
 	Coordinates Coordinates
@@ -247,6 +253,12 @@ func Default() Config {
 		Coordinates:         DefaultCoordinates(),
 		GossipLAN:           DefaultGossipLAN(),
 		GossipWAN:           DefaultGossipWAN(),
+
+		// consensus.DefaultConfig()'s (this package does not import it;
+		// agent's TestRaftSnapshotDefaults keeps them equal).
+		RaftSnapshotThreshold: 8192,
+		RaftSnapshotInterval:  120 * time.Second,
+		RaftTrailingLogs:      10240,
 	}
 }
 

@@ -55,15 +55,6 @@ type fileCoordinateKeys struct {
 	CoordinateUpdateMaxBatches *int    `hcl:"coordinate_update_max_batches"`
 }
 
-func init() {
-	for _, k := range []string{
-		"disable_coordinates", "sync_coordinate_interval_min", "coordinate_update_period",
-		"coordinate_update_batch_size", "coordinate_update_max_batches",
-	} {
-		knownKeys[k] = true
-	}
-}
-
 // apply sets the keys the file gave onto c.
 func (f *fileCoordinateKeys) apply(c *Config) error {
 	setIf(&c.Coordinates.Disable, f.DisableCoordinates)

@@ -35,15 +35,6 @@ type fileDNSSEC struct {
 	SignatureValidity *string `hcl:"signature_validity"`
 }
 
-func init() {
-	for _, k := range []string{
-		"dns_config.dnssec", "dns_config.dnssec.enabled", "dns_config.dnssec.key_file",
-		"dns_config.dnssec.auto", "dns_config.dnssec.signature_validity",
-	} {
-		knownKeys[k] = true
-	}
-}
-
 func (f *fileDNSSEC) apply(c *Config) error {
 	setIf(&c.Resolver.DNSSEC.Enabled, f.Enabled)
 	setIf(&c.DNSSEC.KeyFile, f.KeyFile)

@@ -11,7 +11,10 @@
 // keys (dns_config { max_stale = "24h" … }) and the CLI's flags map onto
 // the nested fields; the agent passes them on, filling in only what it
 // derives itself (domain, datacenter, listen addresses, the name server
-// address).
+// address). The hcl tags of the file structs (fileConfig and the blocks
+// it nests) are the one list of file keys: a file is checked against them
+// before it is decoded, so an unknown key or a value of the wrong type is
+// an error naming its dotted key (strict.go).
 //
 // The fields that are the agent's own (node name, datacenter, addresses,
 // ports, data dir, clustering, gossip encryption and timers, checks and

@@ -102,27 +102,6 @@ type filePorts struct {
 	DNSTLS  *int `hcl:"dns_tls"`
 }
 
-var knownKeys = map[string]bool{
-	"node_name": true, "node_id": true, "datacenter": true, "domain": true, "bind_addr": true,
-	"advertise_addr": true, "advertise_addr_wan": true, "client_addr": true, "data_dir": true, "server": true,
-	"log_level": true, "ports": true, "ports.dns": true, "ports.http": true, "ports.server": true,
-	"alt_domain": true, "recursors": true, "dns_config": true, "node_meta": true,
-	"dns_config.node_ttl": true, "dns_config.ptr_ttl": true, "dns_config.service_ttl": true, "dns_config.only_passing": true,
-	"dns_config.udp_answer_limit": true, "dns_config.a_record_limit": true,
-	"dns_config.max_udp_size": true, "dns_config.udp_sockets": true, "dns_config.enable_truncate": true, "dns_config.recursor_timeout": true,
-	"dns_config.max_stale": true, "dns_config.cache_max_entries": true, "dns_config.cache_idle_timeout": true,
-	"dns_config.recursor_strategy": true, "dns_config.unhealthy_answer": true, "dns_config.node_meta_txt": true,
-	"dns_config.enable_additional_node_meta_txt": true, "dns_config.soa": true,
-	"dns_config.soa.refresh": true, "dns_config.soa.retry": true,
-	"dns_config.soa.expire": true, "dns_config.soa.min_ttl": true,
-	"bootstrap_expect": true, "retry_join": true, "retry_interval": true, "retry_max": true, "reconnect_timeout": true,
-	"enable_script_checks": true, "enable_debug": true, "check_update_interval": true, "ae_interval": true,
-	"encrypt": true, "ports.serf_lan": true, "ports.serf_wan": true, "retry_join_wan": true,
-}
-
-// freeFormKeys hold maps whose keys are the user's own (service names).
-var freeFormKeys = map[string]bool{"dns_config.service_ttl": true, "node_meta": true}
-
 // LoadFile reads an HCL or JSON file (by extension: .json is JSON,
 // anything else HCL) and applies every key it sets onto c. Unknown keys are
 // an error naming the key, so a typo is not silently ignored. On error c is
@@ -140,11 +119,7 @@ func applyFile(path string, data []byte, c *Config) error {
 	if err != nil {
 		return fmt.Errorf("parse config file %s: %w", path, err)
 	}
-	var raw map[string]any
-	if err := hcl.DecodeObject(&raw, tree); err != nil {
-		return fmt.Errorf("decode config file %s: %w", path, err)
-	}
-	if err := checkKeys("", raw); err != nil {
+	if err := checkFile(tree); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	var fc fileConfig
@@ -364,42 +339,6 @@ func parseConfig(path string, data []byte) (*ast.File, error) {
 		return jsonparser.Parse(data)
 	}
 	return hclparser.Parse(data)
-}
-
-// checkKeys rejects keys the agent does not know. HCL decodes a block as a
-// list of maps, so both shapes are walked.
-func checkKeys(prefix string, v any) error {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, sub := range t {
-			key := prefix + k
-			if !knownKeys[key] && !securityKeys[key] {
-				return &FieldError{Field: key, Reason: "unknown key"}
-			}
-			if list, ok := sub.([]map[string]any); ok && len(list) > 1 {
-				return &FieldError{Field: key, Reason: "given more than once; write one block"}
-			}
-			if freeFormKeys[key] {
-				continue
-			}
-			if err := checkKeys(key+".", sub); err != nil {
-				return err
-			}
-		}
-	case []map[string]any:
-		for _, m := range t {
-			if err := checkKeys(prefix, m); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for _, m := range t {
-			if err := checkKeys(prefix, m); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // setIf sets *dst to *v when the file gave the key (v is not nil).

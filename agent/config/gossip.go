@@ -92,15 +92,6 @@ type fileGossipTiming struct {
 	SuspicionMult  *int    `hcl:"suspicion_mult"`
 }
 
-func init() {
-	for _, block := range []string{"gossip_lan", "gossip_wan"} {
-		knownKeys[block] = true
-		for _, k := range []string{"gossip_nodes", "gossip_interval", "probe_interval", "probe_timeout", "retransmit_mult", "suspicion_mult"} {
-			knownKeys[block+"."+k] = true
-		}
-	}
-}
-
 // apply sets the keys the file gave onto c.
 func (f *fileGossipKeys) apply(c *Config) error {
 	if err := f.GossipLAN.apply("gossip_lan", &c.GossipLAN); err != nil {

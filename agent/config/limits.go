@@ -108,22 +108,6 @@ type fileRRL struct {
 	IPv6PrefixLength   *int  `hcl:"ipv6_prefix_length"`
 }
 
-func init() {
-	for _, k := range []string{
-		"limits", "limits.http_max_conns_per_client", "limits.http_max_conns", "limits.dns_max_tcp_conns", "limits.dns_max_tcp_conns_per_client",
-		"limits.rpc_rate", "limits.rpc_max_burst",
-		"limits.rpc_max_conns_per_client", "limits.rpc_max_calls_per_client", "limits.kv_max_value_size",
-		"limits.data_dir_min_free_bytes",
-		"http_config", "http_config.allowed_hosts", "http_config.read_timeout",
-		"dns_config.rrl", "dns_config.rrl.enabled", "dns_config.rrl.responses_per_second", "dns_config.rrl.slip",
-		"dns_config.rrl.ipv4_prefix_length", "dns_config.rrl.ipv6_prefix_length",
-		"dns_config.rrl.all_per_second", "dns_config.rrl.min_amplification",
-		"dns_config.answer_cookie", "dns_config.cookie_secret",
-	} {
-		securityKeys[k] = true
-	}
-}
-
 func (f *fileLimits) apply(c *Config) {
 	setIf(&c.Limits.HTTPMaxConnsPerClient, f.HTTPMaxConnsPerClient)
 	setIf(&c.Limits.HTTPMaxConns, f.HTTPMaxConns)

@@ -97,15 +97,6 @@ type fileACLTokens struct {
 	DNS               *string `hcl:"dns"`
 }
 
-// securityKeys are the keys of the security blocks, checked like
-// knownKeys.
-var securityKeys = map[string]bool{
-	"acl": true, "acl.enabled": true, "acl.default_policy": true, "acl.token_ttl": true,
-	"acl.token_min_expiration_ttl": true, "acl.token_max_expiration_ttl": true,
-	"acl.tokens": true, "acl.tokens.initial_management": true, "acl.tokens.agent": true, "acl.tokens.default": true,
-	"acl.tokens.dns": true,
-}
-
 func (f *fileACL) apply(a *ACL) error {
 	setIf(&a.Enabled, f.Enabled)
 	setIf(&a.DefaultPolicy, f.DefaultPolicy)
@@ -225,18 +216,6 @@ func (f *fileTLS) apply(t *TLS) error {
 	f.HTTPS.apply(&t.HTTPS)
 	f.DNS.apply(&t.DNS)
 	return nil
-}
-
-func init() {
-	for _, block := range []string{"defaults", "internal_rpc", "https", "dns"} {
-		securityKeys["tls."+block] = true
-		for _, k := range []string{"ca_file", "cert_file", "key_file", "verify_incoming", "verify_outgoing", "verify_server_hostname", "tls_min_version"} {
-			securityKeys["tls."+block+"."+k] = true
-		}
-	}
-	securityKeys["tls"] = true
-	securityKeys["ports.https"] = true
-	securityKeys["ports.dns_tls"] = true
 }
 
 // validateTLS reports the bad fields of the tls block: tlsutil's own

@@ -116,6 +116,10 @@ type fileServerKeys struct {
 	Performance          *filePerformance  `hcl:"performance"`
 	Autopilot            *fileAutopilot    `hcl:"autopilot"`
 	RaftLogStore         *fileRaftLogStore `hcl:"raft_logstore"`
+	// Consul's top-level Raft keys.
+	RaftSnapshotThreshold *int    `hcl:"raft_snapshot_threshold"`
+	RaftSnapshotInterval  *string `hcl:"raft_snapshot_interval"`
+	RaftTrailingLogs      *int    `hcl:"raft_trailing_logs"`
 }
 
 type fileRaftLogStore struct {
@@ -138,19 +142,6 @@ type fileAutopilot struct {
 	ServerStabilizationTime *string `hcl:"server_stabilization_time"`
 }
 
-func init() {
-	for _, k := range []string{
-		"leave_on_terminate", "skip_leave_on_interrupt",
-		"performance", "performance.raft_multiplier", "performance.commit_timeout",
-		"performance.rpc_hold_timeout",
-		"autopilot", "autopilot.cleanup_dead_servers", "autopilot.last_contact_threshold",
-		"autopilot.max_trailing_logs", "autopilot.min_quorum", "autopilot.server_stabilization_time",
-		"raft_logstore", "raft_logstore.wal", "raft_logstore.wal.segment_size_mb",
-	} {
-		knownKeys[k] = true
-	}
-}
-
 // apply sets the keys the file gave onto c.
 func (f *fileServerKeys) apply(c *Config) error {
 	if f.LeaveOnTerminate != nil {
@@ -164,7 +155,9 @@ func (f *fileServerKeys) apply(c *Config) error {
 	if l := f.RaftLogStore; l != nil && l.WAL != nil {
 		setIf(&c.RaftLogStore.WALSegmentSizeMB, l.WAL.SegmentSizeMB)
 	}
-	var durations []durationKey
+	setIf(&c.RaftSnapshotThreshold, f.RaftSnapshotThreshold)
+	setIf(&c.RaftTrailingLogs, f.RaftTrailingLogs)
+	durations := []durationKey{{"raft_snapshot_interval", "30s", f.RaftSnapshotInterval, &c.RaftSnapshotInterval}}
 	if p := f.Performance; p != nil {
 		setIf(&c.Performance.RaftMultiplier, p.RaftMultiplier)
 		durations = append(durations,
@@ -204,6 +197,16 @@ type durationKey struct {
 func (c *Config) validateServer(bad func(field, format string, args ...any)) {
 	if n := c.RaftLogStore.WALSegmentSizeMB; n < 1 || n > 1024 {
 		bad("raft_logstore.wal.segment_size_mb", "must be between 1 and 1024, got %d", n)
+	}
+	if n := c.RaftSnapshotThreshold; n < 1 {
+		bad("raft_snapshot_threshold", "must be at least 1, got %d", n)
+	}
+	if d := c.RaftSnapshotInterval; d < 5*time.Millisecond {
+		// Raft's own floor.
+		bad("raft_snapshot_interval", "must be at least 5ms, got %s", d)
+	}
+	if n := c.RaftTrailingLogs; n < 0 {
+		bad("raft_trailing_logs", "must not be negative, got %d", n)
 	}
 	if m := c.Performance.RaftMultiplier; m < 1 || m > 10 {
 		bad("performance.raft_multiplier", "must be between 1 and 10, got %d", m)

@@ -45,6 +45,34 @@ autopilot {
 	}
 }
 
+// TestRaftSnapshotKeys: Consul's top-level Raft snapshot keys, in HCL and
+// JSON; without them the defaults are hashicorp/raft's.
+func TestRaftSnapshotKeys(t *testing.T) {
+	if c := Default(); c.RaftSnapshotThreshold != 8192 || c.RaftSnapshotInterval != 120*time.Second || c.RaftTrailingLogs != 10240 {
+		t.Errorf("defaults: got threshold %d, interval %s, trailing logs %d; want 8192, 2m0s, 10240",
+			c.RaftSnapshotThreshold, c.RaftSnapshotInterval, c.RaftTrailingLogs)
+	}
+	for _, tc := range []struct{ name, file string }{
+		{"raft.hcl", `raft_snapshot_threshold = 64
+raft_snapshot_interval = "250ms"
+raft_trailing_logs = 0`},
+		{"raft.json", `{"raft_snapshot_threshold": 64, "raft_snapshot_interval": "250ms", "raft_trailing_logs": 0}`},
+	} {
+		c := Default()
+		c.Server, c.DataDir = true, "/d"
+		if err := LoadFile(writeConfig(t, tc.name, tc.file), &c); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%s: Validate: %v", tc.name, err)
+		}
+		if c.RaftSnapshotThreshold != 64 || c.RaftSnapshotInterval != 250*time.Millisecond || c.RaftTrailingLogs != 0 {
+			t.Errorf("%s: got threshold %d, interval %s, trailing logs %d; want 64, 250ms, 0",
+				tc.name, c.RaftSnapshotThreshold, c.RaftSnapshotInterval, c.RaftTrailingLogs)
+		}
+	}
+}
+
 // TestLeaveDefaultsByRole: without the keys a client leaves on both
 // signals and a server on neither, as Consul's agents.
 func TestLeaveDefaultsByRole(t *testing.T) {
@@ -85,6 +113,10 @@ func TestServerBlocksErrorsNameTheField(t *testing.T) {
 		{`autopilot { min_quorum = -1 }`, "autopilot.min_quorum"},
 		{`autopilot { server_stabilization_time = "-1s" }`, "autopilot.server_stabilization_time"},
 		{`autopilot { cleanup_dead = true }`, "autopilot.cleanup_dead"},
+		{`raft_snapshot_threshold = 0`, "raft_snapshot_threshold"},
+		{`raft_snapshot_interval = "1ms"`, "raft_snapshot_interval"},
+		{`raft_snapshot_interval = "often"`, "raft_snapshot_interval"},
+		{`raft_trailing_logs = -1`, "raft_trailing_logs"},
 	} {
 		c := Default()
 		c.Dev = true

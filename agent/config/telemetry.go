@@ -11,12 +11,6 @@ type fileTelemetry struct {
 	DisableHostname         *bool   `hcl:"disable_hostname"`
 }
 
-func init() {
-	for _, k := range []string{"telemetry", "telemetry.prometheus_retention_time", "telemetry.disable_hostname"} {
-		knownKeys[k] = true
-	}
-}
-
 func (f *fileTelemetry) apply(c *Config) error {
 	if f.PrometheusRetentionTime != nil {
 		d, err := time.ParseDuration(*f.PrometheusRetentionTime)

@@ -62,6 +62,9 @@ type serverHealth struct {
 	// StorageError is cairn's: why the server cannot write its Raft
 	// storage (a full disk), left out when it can.
 	StorageError string `json:",omitempty"`
+	// ClockSkew is cairn's: how far the server's wall clock is ahead of
+	// the leader's ("-5.002s": behind), left out when never measured.
+	ClockSkew string `json:",omitempty"`
 }
 
 // operatorHealth is the body of GET /v1/operator/autopilot/health,
@@ -90,6 +93,8 @@ type autopilotServer struct {
 	Status      string // "leader", "voter" or "non-voter"
 	Meta        map[string]string
 	NodeType    string // "voter": every server may vote
+	// ClockSkew is cairn's, as serverHealth's.
+	ClockSkew string `json:",omitempty"`
 }
 
 // autopilotState is the body of GET /v1/operator/autopilot/state, a
@@ -158,6 +163,7 @@ func (s *Server) operatorAutopilot(w http.ResponseWriter, r *http.Request) error
 			ID: h.ID, Name: h.Name, Address: h.Address, SerfStatus: h.SerfStatus, Version: h.Version,
 			Leader: h.Leader, LastContact: lastContact(h.LastContact), LastTerm: h.LastTerm, LastIndex: h.LastIndex,
 			Healthy: h.Healthy, Voter: h.Voter, StableSince: h.StableSince, StorageError: h.StorageError,
+			ClockSkew: clockSkew(h.ClockSkew, h.ClockSkewKnown),
 		})
 	}
 	code := http.StatusOK
@@ -249,6 +255,7 @@ func toAutopilotState(h *rpc.ServerHealthResponse) autopilotState {
 			ID: s.ID, Name: s.Name, Address: s.Address, NodeStatus: s.SerfStatus, Version: s.Version,
 			LastContact: lastContact(s.LastContact), LastTerm: s.LastTerm, LastIndex: s.LastIndex,
 			Healthy: s.Healthy, StableSince: s.StableSince, Status: status, Meta: map[string]string{}, NodeType: "voter",
+			ClockSkew: clockSkew(s.ClockSkew, s.ClockSkewKnown),
 		}
 	}
 	// Were every healthy non-voter a voter: the healthy ones beyond a
@@ -263,6 +270,16 @@ func toAutopilotState(h *rpc.ServerHealthResponse) autopilotState {
 func lastContact(d time.Duration) string {
 	if d < 0 {
 		return d.String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// clockSkew formats a measured clock skew as a Go duration to the
+// millisecond (a measurement is good to half a round trip), "" when
+// unknown.
+func clockSkew(d time.Duration, known bool) string {
+	if !known {
+		return ""
 	}
 	return d.Round(time.Millisecond).String()
 }

@@ -45,6 +45,10 @@ type agentMember struct {
 	Port   uint16
 	Tags   map[string]string
 	Status int
+	// ClockSkew is cairn's (Consul's clients ignore it): how far a
+	// server's wall clock is ahead of this agent's ("-5.002s": behind),
+	// left out when this agent has not measured it.
+	ClockSkew string `json:",omitempty"`
 }
 
 // raftServer is one server as GET /v1/operator/raft/configuration lists it.
@@ -131,7 +135,8 @@ func toAgentMember(m Member) agentMember {
 			tags["port"] = port
 		}
 	}
-	return agentMember{Name: m.Name, Addr: m.Addr, Port: m.Port, Tags: tags, Status: memberStatus(m.Status)}
+	return agentMember{Name: m.Name, Addr: m.Addr, Port: m.Port, Tags: tags, Status: memberStatus(m.Status),
+		ClockSkew: clockSkew(m.ClockSkew, m.ClockSkewKnown)}
 }
 
 // agentJoin joins the LAN pool, or with ?wan the WAN pool, through one

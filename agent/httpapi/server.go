@@ -111,6 +111,12 @@ type Member struct {
 	// and 0 when unknown.
 	ID, Build                string
 	ProtocolMin, ProtocolMax uint8
+	// ClockSkew is how far a server's wall clock is ahead of this
+	// agent's (negative: behind), as this agent's rpc pool last measured
+	// it; ClockSkewKnown is false when it has not (a client, a server
+	// this agent has not called).
+	ClockSkew      time.Duration
+	ClockSkewKnown bool
 }
 
 // Config configures the HTTP listener.

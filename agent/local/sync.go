@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // SyncFull makes the catalog's view of this node equal to the local state:
@@ -173,7 +174,7 @@ func (s *State) Run(ctx context.Context) {
 			return
 		case <-s.retry:
 			t.Stop()
-			s.sleep(ctx, s.cfg.RetryInterval)
+			clock.Sleep(ctx, s.cfg.RetryInterval)
 		case <-t.C:
 		}
 		if ctx.Err() != nil {
@@ -192,13 +193,4 @@ func (s *State) Run(ctx context.Context) {
 
 func (s *State) jittered(d time.Duration) time.Duration {
 	return d + rand.N(d/4+1)
-}
-
-func (s *State) sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

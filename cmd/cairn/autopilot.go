@@ -166,7 +166,8 @@ func autopilotState(c *cli.Context) error {
 		st.Healthy, st.FailureTolerance, st.OptimisticFailureTolerance, st.Leader); err != nil {
 		return err
 	}
-	rows := [][]string{{"Node", "Address", "Status", "Healthy", "Gossip", "Last Contact", "Last Term", "Last Index", "Stable Since", "Version"}}
+	rows := [][]string{{"Node", "Address", "Status", "Healthy", "Gossip", "Last Contact", "Last Term", "Last Index", "Stable Since", "Version", "Clock Skew"}}
+	var skewed []string
 	ids := slices.SortedFunc(maps.Keys(st.Servers), cmp.Compare[string])
 	for _, id := range ids {
 		s := st.Servers[id]
@@ -178,8 +179,16 @@ func autopilotState(c *cli.Context) error {
 		if !s.StableSince.IsZero() {
 			since = s.StableSince.UTC().Format(time.RFC3339)
 		}
+		skew, off := showSkew(s.ClockSkew) // cluster.go
+		if off {
+			skewed = append(skewed, s.Name+" "+skew)
+		}
 		rows = append(rows, []string{s.Name, s.Address, s.Status, strconv.FormatBool(s.Healthy), s.NodeStatus, contact,
-			strconv.FormatUint(s.LastTerm, 10), strconv.FormatUint(s.LastIndex, 10), since, s.Version})
+			strconv.FormatUint(s.LastTerm, 10), strconv.FormatUint(s.LastIndex, 10), since, s.Version, skew})
 	}
-	return writeTable(w, rows)
+	if err := writeTable(w, rows); err != nil {
+		return err
+	}
+	warnSkew(c, "the leader's", skewed)
+	return nil
 }

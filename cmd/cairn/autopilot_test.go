@@ -83,20 +83,23 @@ func TestAutopilotState(t *testing.T) {
 		"Healthy": false, "FailureTolerance": 0, "OptimisticFailureTolerance": 0, "Leader": "s1", "Voters": ["s1", "s2"],
 		"Servers": {
 			"s2": {"ID": "s2", "Name": "s2", "Address": "10.0.0.2:8300", "NodeStatus": "failed", "Version": "", "LastContact": "-1ns",
-			       "LastTerm": 0, "LastIndex": 0, "Healthy": false, "StableSince": "2025-03-06T22:08:00Z", "Status": "voter"},
+			       "LastTerm": 0, "LastIndex": 0, "Healthy": false, "StableSince": "2025-03-06T22:08:00Z", "Status": "voter", "ClockSkew": "-5.004s"},
 			"s1": {"ID": "s1", "Name": "s1", "Address": "10.0.0.1:8300", "NodeStatus": "alive", "Version": "1.0", "LastContact": "0s",
-			       "LastTerm": 2, "LastIndex": 46, "Healthy": true, "StableSince": "2025-03-06T22:07:51Z", "Status": "leader"}}}`}})
+			       "LastTerm": 2, "LastIndex": 46, "Healthy": true, "StableSince": "2025-03-06T22:07:51Z", "Status": "leader", "ClockSkew": "0s"}}}`}})
 	stdout, stderr, code := runCLI(t, "operator", "autopilot", "state", "-http-addr", agent.URL)
 	if code != 0 {
 		t.Fatalf("got exit code %d, stderr %q", code, stderr)
 	}
 	want := "" +
 		"Healthy: false\nFailure Tolerance: 0\nOptimistic Failure Tolerance: 0\nLeader: s1\n\n" +
-		"Node  Address        Status  Healthy  Gossip  Last Contact  Last Term  Last Index  Stable Since          Version\n" +
-		"s1    10.0.0.1:8300  leader  true     alive   0s            2          46          2025-03-06T22:07:51Z  1.0\n" +
-		"s2    10.0.0.2:8300  voter   false    failed  unknown       0          0           2025-03-06T22:08:00Z\n"
+		"Node  Address        Status  Healthy  Gossip  Last Contact  Last Term  Last Index  Stable Since          Version  Clock Skew\n" +
+		"s1    10.0.0.1:8300  leader  true     alive   0s            2          46          2025-03-06T22:07:51Z  1.0      0s\n" +
+		"s2    10.0.0.2:8300  voter   false    failed  unknown       0          0           2025-03-06T22:08:00Z           -5.004s\n"
 	if stdout != want {
 		t.Errorf("got\n%s\nwant\n%s", stdout, want)
+	}
+	if !strings.Contains(stderr, "Warning: clocks off from the leader's by more than 1s: s2 -5.004s;") {
+		t.Errorf("got stderr %q, want a warning about s2's clock", stderr)
 	}
 	stdout, _, code = runCLI(t, "operator", "autopilot", "state", "-http-addr", agent.URL, "-format", "json")
 	if code != 0 || !strings.Contains(stdout, `"Leader": "s1"`) {

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/rpc"
 	"github.com/urfave/cli/v2"
 )
 
@@ -68,15 +70,43 @@ func listMembers(c *cli.Context) error {
 	if format == formatJSON {
 		return writeJSON(c.App.Writer, members)
 	}
-	rows := [][]string{{"Node", "Address", "Status", "Role", "DC"}}
+	rows := [][]string{{"Node", "Address", "Status", "Role", "DC", "Clock Skew"}}
+	var skewed []string
 	for _, m := range members {
 		addr := m.Addr
 		if m.Port != 0 { // an agent without gossip has no port
 			addr = net.JoinHostPort(m.Addr, strconv.Itoa(int(m.Port)))
 		}
-		rows = append(rows, []string{m.Name, addr, m.Status, m.Role, m.Datacenter})
+		skew, off := showSkew(m.ClockSkew)
+		if off {
+			skewed = append(skewed, m.Name+" "+skew)
+		}
+		rows = append(rows, []string{m.Name, addr, m.Status, m.Role, m.Datacenter, skew})
 	}
-	return writeTable(c.App.Writer, rows)
+	if err := writeTable(c.App.Writer, rows); err != nil {
+		return err
+	}
+	warnSkew(c, "this agent's", skewed)
+	return nil
+}
+
+// showSkew formats a measured clock skew for a table ("" when unknown)
+// and says whether it is past rpc.ClockSkewWarnAt.
+func showSkew(d *api.Duration) (string, bool) {
+	if d == nil {
+		return "", false
+	}
+	return d.String(), time.Duration(*d).Abs() > rpc.ClockSkewWarnAt
+}
+
+// warnSkew warns on stderr about the servers whose clocks are off from
+// whose (the agent's, the leader's) by more than rpc.ClockSkewWarnAt.
+func warnSkew(c *cli.Context, whose string, skewed []string) {
+	if len(skewed) == 0 {
+		return
+	}
+	fmt.Fprintf(c.App.ErrWriter, "Warning: clocks off from %s by more than %v: %s; requests do not depend on it, "+
+		"but ACL token expiry and the times shown do: check NTP\n", whose, rpc.ClockSkewWarnAt, strings.Join(skewed, ", "))
 }
 
 func joinCommand() *cli.Command {

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairndns/cairn/api"
 )
@@ -13,10 +15,10 @@ import (
 const membersBody = `[
 	{"Name": "web-2", "Addr": "10.0.0.12", "Port": 8301, "Status": 4, "Tags": {"role": "node", "dc": "dc1", "vsn": "1"}},
 	{"Name": "srv-1", "Addr": "10.0.0.1", "Port": 8301, "Status": 1,
-	 "Tags": {"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}},
+	 "Tags": {"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}, "ClockSkew": "5.002s"},
 	{"Name": "web-1", "Addr": "10.0.0.11", "Port": 8301, "Status": 1, "Tags": {"role": "node", "dc": "dc1", "vsn": "1"}},
 	{"Name": "v6", "Addr": "fd00::7", "Port": 18301, "Status": 3, "Tags": {"role": "node", "dc": "dc2", "vsn": "1"}},
-	{"Name": "dev", "Addr": "127.0.0.1", "Port": 0, "Status": 1, "Tags": {"role": "consul", "dc": "dc1", "vsn": "1"}}]`
+	{"Name": "dev", "Addr": "127.0.0.1", "Port": 0, "Status": 1, "Tags": {"role": "consul", "dc": "dc1", "vsn": "1"}, "ClockSkew": "0s"}]`
 
 func membersAgent(t *testing.T) *fakeAgent {
 	return newFakeAgent(t, map[string]answer{"GET /v1/agent/members": {body: membersBody}})
@@ -28,20 +30,20 @@ func TestMembers(t *testing.T) {
 		want string
 	}{
 		{nil, "" +
-			"Node   Address          Status  Role    DC\n" +
-			"dev    127.0.0.1        alive   server  dc1\n" +
-			"srv-1  10.0.0.1:8301    alive   server  dc1\n" +
+			"Node   Address          Status  Role    DC   Clock Skew\n" +
+			"dev    127.0.0.1        alive   server  dc1  0s\n" +
+			"srv-1  10.0.0.1:8301    alive   server  dc1  5.002s\n" +
 			"v6     [fd00::7]:18301  left    client  dc2\n" +
 			"web-1  10.0.0.11:8301   alive   client  dc1\n" +
 			"web-2  10.0.0.12:8301   failed  client  dc1\n"},
 		{[]string{"-status", "alive"}, "" +
-			"Node   Address         Status  Role    DC\n" +
-			"dev    127.0.0.1       alive   server  dc1\n" +
-			"srv-1  10.0.0.1:8301   alive   server  dc1\n" +
+			"Node   Address         Status  Role    DC   Clock Skew\n" +
+			"dev    127.0.0.1       alive   server  dc1  0s\n" +
+			"srv-1  10.0.0.1:8301   alive   server  dc1  5.002s\n" +
 			"web-1  10.0.0.11:8301  alive   client  dc1\n"},
-		{[]string{"-status", "leaving"}, "Node  Address  Status  Role  DC\n"},
+		{[]string{"-status", "leaving"}, "Node  Address  Status  Role  DC  Clock Skew\n"},
 		{[]string{"-format", "table", "-status", "failed"}, "" +
-			"Node   Address         Status  Role    DC\n" +
+			"Node   Address         Status  Role    DC   Clock Skew\n" +
 			"web-2  10.0.0.12:8301  failed  client  dc1\n"},
 	} {
 		agent := membersAgent(t)
@@ -52,6 +54,10 @@ func TestMembers(t *testing.T) {
 		}
 		if stdout != tc.want {
 			t.Errorf("%v: got\n%s\nwant\n%s", tc.args, stdout, tc.want)
+		}
+		// srv-1's clock is past rpc.ClockSkewWarnAt; dev's is not.
+		if warned := strings.Contains(stderr, "Warning: clocks off from this agent's by more than 1s: srv-1 5.002s;"); warned != strings.Contains(tc.want, "srv-1") {
+			t.Errorf("%v: got stderr %q, want a warning about srv-1's clock when it is listed", tc.args, stderr)
 		}
 		agent.only(t, "GET", "/v1/agent/members")
 	}
@@ -67,11 +73,12 @@ func TestMembersJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("stdout %q is not a JSON array of members: %v", stdout, err)
 	}
+	zero, skew := api.Duration(0), api.Duration(5002*time.Millisecond)
 	want := []api.Member{
 		{Name: "dev", Addr: "127.0.0.1", Status: "alive", Role: "server", Datacenter: "dc1",
-			Tags: map[string]string{"role": "consul", "dc": "dc1", "vsn": "1"}},
+			Tags: map[string]string{"role": "consul", "dc": "dc1", "vsn": "1"}, ClockSkew: &zero},
 		{Name: "srv-1", Addr: "10.0.0.1", Port: 8301, Status: "alive", Role: "server", Datacenter: "dc1",
-			Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}},
+			Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}, ClockSkew: &skew},
 		{Name: "web-1", Addr: "10.0.0.11", Port: 8301, Status: "alive", Role: "client", Datacenter: "dc1",
 			Tags: map[string]string{"role": "node", "dc": "dc1", "vsn": "1"}},
 	}
@@ -277,7 +284,7 @@ func TestMembersWAN(t *testing.T) {
 		t.Fatalf("got exit code %d, stderr %q", code, stderr)
 	}
 	want := "" +
-		"Node    Address        Status  Role    DC\n" +
+		"Node    Address        Status  Role    DC   Clock Skew\n" +
 		"s1.dc1  10.0.1.1:8302  failed  server  dc1\n" +
 		"s1.dc2  10.0.2.1:8302  alive   server  dc2\n"
 	if stdout != want {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairndns/cairn/internal/clock"
 	"github.com/urfave/cli/v2"
 )
 
@@ -189,10 +190,10 @@ type watcher struct {
 	handle func(ctx context.Context, body []byte) error
 	// warn reports a failed query or handler; the loop goes on.
 	warn func(error)
-	// now and sleep are the clock; nil means the real one. sleep returns
-	// early with ctx's error.
+	// now and sleep are the clock; nil means the real one. sleep reports
+	// whether d passed (false: ctx ended first).
 	now   func() time.Time
-	sleep func(ctx context.Context, d time.Duration) error
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // run follows the view until ctx ends, and then returns nil. The handler
@@ -212,7 +213,7 @@ func (w *watcher) run(ctx context.Context) error {
 		now = time.Now
 	}
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = clock.Sleep
 	}
 	var (
 		index   uint64
@@ -246,20 +247,8 @@ func (w *watcher) run(ctx context.Context) error {
 				w.warn(fmt.Errorf("handler failed: %w", err))
 			}
 		}
-		if sleep(ctx, pause) != nil {
+		if !sleep(ctx, pause) {
 			return nil
 		}
-	}
-}
-
-// sleepCtx waits d or until ctx ends, returning ctx's error then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -44,10 +44,10 @@ func fakeWatch(t *testing.T, answers []fakeAnswer, handlerErr error) (asked []ui
 		},
 		warn: func(error) { warnings++ },
 		now:  func() time.Time { return clock },
-		sleep: func(_ context.Context, d time.Duration) error {
+		sleep: func(_ context.Context, d time.Duration) bool {
 			pauses = append(pauses, d)
 			clock = clock.Add(d)
-			return nil
+			return true
 		},
 	}
 	done := make(chan error, 1)

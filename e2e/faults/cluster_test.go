@@ -37,6 +37,7 @@ type agent struct {
 	dataDir string
 	logPath string
 	args    []string
+	env     []string // added to the test's environment (a test-only clock offset)
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the process has exited
@@ -76,17 +77,18 @@ type cluster struct {
 	http    *http.Client // for the test's own probes, not the workload
 }
 
-// newCluster builds the network and starts every agent; it returns once
-// the cluster has settled. Cleanups kill every agent and print the tails
-// of their logs when the test failed.
-func newCluster(t *testing.T) *cluster {
+// newCluster builds the network and starts every agent, the servers with
+// serverHCL as a config file ("": none) and those named in clocks with
+// that clock offset; it returns once the cluster has settled. Cleanups
+// kill every agent and print the tails of their logs when the test failed.
+func newCluster(t *testing.T, serverHCL string, clocks map[string]time.Duration) *cluster {
 	t.Helper()
-	return newClusterOf(t, []string{"s1", "s2", "s3", "c1", "c2"})
+	return newClusterOf(t, []string{"s1", "s2", "s3", "c1", "c2"}, serverHCL, clocks)
 }
 
 // newClusterOf is newCluster with the agents named: three servers, whose
 // names start with "s", and clients.
-func newClusterOf(t *testing.T, names []string) *cluster {
+func newClusterOf(t *testing.T, names []string, serverHCL string, clocks map[string]time.Duration) *cluster {
 	t.Helper()
 	nw, nodes := newNetwork(t, names, 11)
 	work := t.TempDir()
@@ -101,6 +103,12 @@ func newClusterOf(t *testing.T, names []string) *cluster {
 			c.clients = append(c.clients, a)
 		}
 	}
+	serverFile := filepath.Join(work, "server.hcl")
+	if serverHCL != "" {
+		if err := os.WriteFile(serverFile, []byte(serverHCL), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, a := range c.all {
 		a.args = []string{"agent", "-node", a.name, "-bind", a.node.ip, "-client", a.node.ip,
 			"-data-dir", a.dataDir, "-retry-interval", "1s"}
@@ -109,6 +117,12 @@ func newClusterOf(t *testing.T, names []string) *cluster {
 		}
 		if a.server {
 			a.args = append(a.args, "-server", "-bootstrap-expect", "3")
+			if serverHCL != "" {
+				a.args = append(a.args, "-config-file", serverFile)
+			}
+		}
+		if d, ok := clocks[a.name]; ok {
+			a.env = clockEnv(d) // clock_test.go
 		}
 	}
 	t.Cleanup(func() {
@@ -142,6 +156,9 @@ func (c *cluster) start(a *agent) {
 	// so signals reach it.
 	cmd := exec.Command(c.net.ip, append([]string{"netns", "exec", a.node.ns, cairnBin}, a.args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if len(a.env) > 0 {
+		cmd.Env = append(os.Environ(), a.env...)
+	}
 	// Should the test process die without its cleanups (go test's
 	// -timeout), its agents die with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

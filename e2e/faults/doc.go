@@ -8,7 +8,7 @@
 //	CAIRN_E2E=1 go test ./e2e/faults/ -v
 //
 // It needs root, ip (iproute2) and iptables (apt-get install iproute2
-// iptables), and takes about three minutes on two cores. Without
+// iptables), and takes about five minutes on two cores. Without
 // CAIRN_E2E=1 only the checker's own tests run (on made-up histories);
 // with it, a machine that lacks any of the above fails the suite.
 // CAIRN_FAULT_TARGETS=1 turns the availability targets below into
@@ -104,6 +104,17 @@
 //     follower must report cairn_raft_storage_healthy 0 within 30 s; after
 //     10 s the space is freed, and it must report 1 again within 30 s,
 //     without a restart, and catch up.
+//   - clock-skew: c1 runs 5 s behind and c2 5 s ahead from their start,
+//     and a follower is restarted 5 s ahead (CAIRN_TEST_CLOCK_OFFSET, the
+//     agent's test-only clock offset: libfaketime does not reach Go
+//     binaries). Every client must resolve names not in its cache (so
+//     asked of a server), have writes and reads acknowledged while the
+//     clocks are off, autopilot (asked on the leader) must judge every
+//     server healthy, and the leader's health report and members list
+//     must show the follower's clock about 5 s ahead (ClockSkew). With
+//     deadlines sent as absolute times (issue 28, finding 5), the
+//     servers refused c1's every request as late: the cluster never
+//     settles.
 //   - rolling-restart: SIGTERM each server in turn, restart it, wait until
 //     the cluster has settled, go on to the next.
 //   - partition-leader-restart-all: cut the leader off from every other
@@ -114,6 +125,24 @@
 //     back: raft-wal v0.4.0 could not read a log whose tail was cleared
 //     (issue 28). A server still running 20 s after SIGTERM fails the
 //     scenario; SIGQUIT first writes its goroutines to its log.
+//   - kill9-leader-snapshot and kill9-leader-truncation: the servers run
+//     with raft_snapshot_threshold 256, raft_snapshot_interval 100ms,
+//     raft_trailing_logs 64 and 1 MiB log segments, and a bulk writer
+//     gives the leader 16 MiB of state (64 KV values of 256 KiB under
+//     bulk/, outside the checks), so that it snapshots every second or
+//     two, a snapshot takes tens to hundreds of milliseconds to write,
+//     and the compaction after it deletes whole segments. The first kills
+//     -9 the leader once a snapshot of its is part written (its <id>.tmp
+//     directory holds state); the second once it has logged "compacting
+//     logs" (raft-wal then commits its new metadata and deletes the
+//     obsolete segments), at the first segment deleted (inotify). The
+//     marks say where the kill landed: how much state the unfinished
+//     snapshot held; whether raft-wal's metadata (read from wal-meta.db
+//     after the kill) had the truncation, and how many of the segments
+//     it removes were gone. The leader is restarted 2 s later, then every
+//     server in turn as in rolling-restart; each must come back, and the
+//     leader must have removed its unfinished snapshot (Raft keeps it for
+//     ever and warns of it at every snapshot).
 //
 // # Lock safety
 //

@@ -14,11 +14,16 @@ import (
 
 // scenario is one fault: fault injects it, holds it and heals it (it
 // returns once the cluster may recover); targets returns the
-// availability targets of issue 15 that apply, measured.
+// availability targets of issue 15 that apply, measured. serverConfig,
+// when set, is HCL every server is started with.
 type scenario struct {
 	name    string
 	fault   func(r *run)
 	targets func(r *run, res *result) []target
+	// clocks are test-only clock offsets of agents, by name, from their
+	// start.
+	clocks       map[string]time.Duration
+	serverConfig string
 }
 
 // How long each fault is held.
@@ -161,6 +166,8 @@ var scenarios = []scenario{
 
 	{name: "full-disk", fault: fullDisk, targets: noTargets}, // disk_test.go
 
+	{name: "clock-skew", fault: clockSkew, targets: everyWindowWithin(3 * time.Second), clocks: clientClocks}, // clock_test.go
+
 	{name: "rolling-restart", fault: func(r *run) {
 		r.target = "s1, s2, s3 in turn (SIGTERM)"
 		r.faultAt = r.mark("rolling restart")
@@ -218,6 +225,11 @@ var scenarios = []scenario{
 		r.restartEach()
 		r.healAt = r.mark("every server restarted")
 	}, targets: noTargets},
+
+	// A snapshot, and the log compaction after it, cut short by kill -9
+	// (issue 28; compaction_test.go): every server must restart.
+	{name: "kill9-leader-snapshot", fault: killLeaderMidSnapshot, targets: noTargets, serverConfig: compactingServers},
+	{name: "kill9-leader-truncation", fault: killLeaderMidTruncation, targets: noTargets, serverConfig: compactingServers},
 }
 
 // TestFaults runs every scenario on a fresh cluster of its own, one at a

@@ -53,7 +53,7 @@ var heartbeatScript = fmt.Sprintf(`end=$(( $(date +%%s%%N) + %d )); `+
 func TestLockSafety(t *testing.T) {
 	requireMachine(t)
 	t.Parallel()
-	c := newClusterOf(t, []string{"s1", "s2", "s3", "c1", "c2", "c3"})
+	c := newClusterOf(t, []string{"s1", "s2", "s3", "c1", "c2", "c3"}, "", nil)
 	heartbeats := t.TempDir() + "/heartbeats"
 	if err := os.WriteFile(heartbeats, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -44,30 +44,36 @@ func (r *run) mark(what string) time.Duration {
 func (r *run) hold(d time.Duration) { time.Sleep(d) }
 
 // restartEach stops each server in turn as an operator would (SIGTERM),
-// starts it again and waits until the cluster has settled. A server that
-// exits after its start (it cannot read its log, say) fails the test at
-// once, with its log's tail.
+// starts it again and waits until the cluster has settled (restart).
 func (r *run) restartEach() {
 	r.t.Helper()
 	for _, s := range r.c.servers {
 		r.mark("SIGTERM " + s.name)
 		r.c.terminate(s)
-		r.c.start(s)
-		begin := time.Now()
-		err := poll(settleLimit, 100*time.Millisecond, func() error {
-			if !s.running() {
-				return nil
-			}
-			return r.c.settled()
-		})
-		if !s.running() {
-			r.t.Fatalf("%s exited after its restart (%v); its log ends:\n%s", s.name, s.exitErr, logTail(s.logPath, 30))
-		}
-		if err != nil {
-			r.t.Fatalf("cluster not settled %v after %s restarted: %v", settleLimit, s.name, err)
-		}
-		r.mark(s.name + " back; settled after " + time.Since(begin).Round(time.Millisecond).String())
+		r.restart(s)
 	}
+}
+
+// restart starts the stopped server s and waits until the cluster has
+// settled. A server that exits after its start (it cannot read its log,
+// say) fails the test at once, with its log's tail.
+func (r *run) restart(s *agent) {
+	r.t.Helper()
+	r.c.start(s)
+	begin := time.Now()
+	err := poll(settleLimit, 100*time.Millisecond, func() error {
+		if !s.running() {
+			return nil
+		}
+		return r.c.settled()
+	})
+	if !s.running() {
+		r.t.Fatalf("%s exited after its restart (%v); its log ends:\n%s", s.name, s.exitErr, logTail(s.logPath, 30))
+	}
+	if err != nil {
+		r.t.Fatalf("cluster not settled %v after %s restarted: %v", settleLimit, s.name, err)
+	}
+	r.mark(s.name + " back; settled after " + time.Since(begin).Round(time.Millisecond).String())
 }
 
 // followerServerOf picks a client and the server it uses, preferring a
@@ -113,7 +119,7 @@ func (r *run) describe(s *agent) string {
 // kept (keepEvidence).
 func runScenario(t *testing.T, sc scenario) *result {
 	begin := time.Now()
-	c := newCluster(t)
+	c := newCluster(t, sc.serverConfig, sc.clocks)
 	registerStable(t, c)
 
 	h := newHistory()

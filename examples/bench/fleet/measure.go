@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/examples/bench/internal/loopback"
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // grow adds members up to n, each with its own service registered, and
@@ -236,25 +237,13 @@ func serverCPUs(from, to usage) string {
 	return strings.Join(s, " / ")
 }
 
-// wait waits d, or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // gossip measures the members' gossip traffic and the servers' idle CPU
 // over one window with no catalog changes, after -quiet: the new
 // members' join announcements are retransmitted for a while after the
 // fleet has settled, and are not the steady state.
 func (b *bench) gossip(ctx context.Context, p *point) error {
-	if err := wait(ctx, b.o.quiet); err != nil {
-		return err
+	if !clock.Sleep(ctx, b.o.quiet) {
+		return ctx.Err()
 	}
 	from, err := b.sample(ctx)
 	if err != nil {
@@ -264,10 +253,10 @@ func (b *bench) gossip(ctx context.Context, p *point) error {
 	if err != nil {
 		return err
 	}
-	err = wait(ctx, b.o.gossipWin)
+	waited := clock.Sleep(ctx, b.o.gossipWin)
 	stop()
-	if err != nil {
-		return err
+	if !waited {
+		return ctx.Err()
 	}
 	to, err := b.sample(ctx)
 	if err != nil {
@@ -442,7 +431,7 @@ func (b *bench) storm(ctx context.Context, p *point) error {
 	for k := range total {
 		due := begin.Add(over * time.Duration(k) / time.Duration(total))
 		if d := time.Until(due); d > 0 {
-			if err := wait(ctx, d); err != nil {
+			if !clock.Sleep(ctx, d) {
 				break
 			}
 		}
