@@ -401,22 +401,24 @@ func (a *Agent) startHTTP() error {
 			a.logger.Info("HTTPS requires a client certificate of the CA (tls.https.verify_incoming, or tls.defaults'): browsers, curl and DNS over HTTPS clients without one are refused")
 		}
 	}
-	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc,
-		cacheToken: a.cfg.ACL.DNSToken(), defaultToken: a.cfg.ACL.Tokens.Default}
-	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
+	deps := httpapi.Deps{
+		Door: a.door, Local: a.local, Cluster: membership{a}, Logger: a.logger,
+		CachedInstances: a.cachedInstances, AskDNS: a.askDNS, // http.go
+		ServeDNSWire: a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
+		Metrics:      a.metrics,
+		Logs:         a.logs.Subscribe, // GET /v1/agent/monitor
+		Stats:        a.selfStats,      // self.go
+		Reload:       a.Reload,         // reload.go
+	}
+	if a.cfg.ACL.Enabled {
+		deps.Authorizer = newTokenAuthorizers(a.door, a.cfg.ACL.TokenTTL).Authorizer // acl.go
+	}
+	srv, err := httpapi.New(hc, deps)
 	if err != nil {
 		return err
 	}
 	if err := a.metrics.Register(srv.Collectors()...); err != nil {
 		return err
-	}
-	srv.SetMetrics(agentMetrics{a.metrics}) // metrics.go
-	srv.SetDNS(dnsAsker{a.dns})
-	srv.SetDNSWire(a.dns)     // DNS over HTTPS, on the HTTPS listener
-	srv.SetSelf(agentSelf{a}) // self.go, reload.go
-	srv.SetLogStream(a.logs)  // logstream: GET /v1/agent/monitor
-	if a.cfg.ACL.Enabled {
-		srv.SetACL(newACLBackend(a.door, a.cfg.ACL.TokenTTL)) // acl.go
 	}
 	a.http = srv
 	return srv.Start()

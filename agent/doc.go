@@ -20,5 +20,6 @@
 // (agent/door: in process on a server, the pool with server selection and
 // failover on a client); DNS answers from agent/dnssource; agent/pools
 // runs the gossip pools; agent/local keeps this node's services and
-// checks; agent/httpapi serves the HTTP API.
+// checks; agent/httpapi serves the HTTP API, its handlers calling the door,
+// with what only the agent has handed to it at New (http.go).
 package agent

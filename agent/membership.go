@@ -7,7 +7,6 @@ import (
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/gossip"
-	"github.com/cairndns/cairn/rpc"
 )
 
 // leaveTimeout bounds each step of a graceful leave: broadcasting it in
@@ -98,12 +97,6 @@ func (m membership) Leave(ctx context.Context) error {
 	err := m.a.leave(ctx)
 	m.a.leaveOnce.Do(func() { close(m.a.left) })
 	return err
-}
-
-// RaftConfiguration returns the servers of the datacenter as Raft knows
-// them.
-func (m membership) RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error) {
-	return raftConfiguration(ctx, m.a.door, m.a.cfg.Datacenter)
 }
 
 // Left is closed once the agent left the cluster through the HTTP API
