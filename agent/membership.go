@@ -29,10 +29,11 @@ func (m membership) Members() []httpapi.Member {
 // WANMembers returns the WAN pool's members, named "<node>.<dc>" as Consul
 // names them; a client is in no WAN pool.
 func (m membership) WANMembers() ([]httpapi.Member, error) {
-	if m.a.wan == nil {
-		return nil, errClientNotInWAN
+	wan, err := m.a.role.wanPool()
+	if err != nil {
+		return nil, err
 	}
-	return m.toHTTP(m.a.wan.Members(), gossip.WAN), nil
+	return m.toHTTP(wan.Members(), gossip.WAN), nil
 }
 
 var errClientNotInWAN = fmt.Errorf("a client agent: %w", httpapi.ErrNotInWAN)
@@ -75,10 +76,11 @@ func (m membership) Join(ctx context.Context, addrs []string) (int, error) {
 
 // JoinWAN joins the WAN pool through addrs.
 func (m membership) JoinWAN(ctx context.Context, addrs []string) (int, error) {
-	if m.a.wan == nil {
-		return 0, errClientNotInWAN
+	wan, err := m.a.role.wanPool()
+	if err != nil {
+		return 0, err
 	}
-	n, err := m.a.wan.Join(ctx, addrs)
+	n, err := wan.Join(ctx, addrs)
 	if err == nil {
 		m.a.logger.Info("joined the WAN pool through the API", "addrs", addrs, "answered", n)
 	}

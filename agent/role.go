@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/internal/clock"
 )
 
@@ -27,6 +28,8 @@ type role interface {
 	// once it is reached (milestones.go); synced is whether this node's
 	// first sync succeeded.
 	leaderKnown(synced bool) ([]any, bool)
+	// wanPool is the WAN pool; a client is in none (errClientNotInWAN).
+	wanPool() (*gossip.Pool, error)
 	// collect reports the role's own series (metrics.go).
 	collect(ch chan<- prometheus.Metric)
 	// closeWaits ends the endpoints' blocking waits, first in shutdown;
@@ -54,6 +57,7 @@ func (clientRole) leaderKnown(synced bool) ([]any, bool) {
 	return []any{"through", "the first write to the catalog"}, synced
 }
 
+func (clientRole) wanPool() (*gossip.Pool, error)   { return nil, errClientNotInWAN }
 func (clientRole) collect(chan<- prometheus.Metric) {}
 func (clientRole) closeWaits()                      {}
 func (clientRole) stopRPC(context.Context) error    { return nil }
@@ -69,6 +73,8 @@ func (r serverRole) leaderKnown(bool) ([]any, bool) {
 	l := r.a.server.Leader()
 	return []any{"leader", l}, l != ""
 }
+
+func (r serverRole) wanPool() (*gossip.Pool, error) { return r.a.wan, nil }
 
 func (r serverRole) closeWaits() {
 	if r.a.catalogEP != nil {
