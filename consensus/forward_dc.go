@@ -33,7 +33,8 @@ const maxDCAttempts = 3
 // a datacenter it is not in.
 //
 // A hop that fails with rpc.ErrTransport is tried on another server of dc:
-// a read always, a write (write set) only when it was never sent
+// a read always (and a read the remote server answered "no leader" or
+// "stopping" for), a write (write set) only when it was never sent
 // (rpc.ErrNotSent), since a write whose connection broke may have been
 // applied. So is a read whose server stopped before answering
 // (rpc.ErrServerStopping). A blocking read asks the next server only for
@@ -79,10 +80,12 @@ func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string
 			return true, nil
 		}
 		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
-		// A server that stopped before answering a read did nothing:
-		// the next one answers it (a write's fate is unknown, which its
-		// error says).
-		if isRemote && (write || !errors.Is(err, rpc.ErrServerStopping)) {
+		// A server that stopped before answering a read, or that knows no
+		// leader to forward it to (it lost one and has not seen the next
+		// yet), did nothing: the next one answers it, as the client door
+		// moves on. A write's fate is the remote server's to tell.
+		movesOn := errors.Is(err, rpc.ErrServerStopping) || errors.Is(err, rpc.ErrNoLeader)
+		if isRemote && (write || !movesOn) {
 			return true, remote
 		}
 		if !isRemote && !errors.Is(err, rpc.ErrTransport) || ctx.Err() != nil {

@@ -223,6 +223,40 @@ func TestForwardRetriesAnotherServer(t *testing.T) {
 	}
 }
 
+// TestForwardReadPastARemoteServerWithNoLeader: a read that a server of
+// another datacenter answers with "no leader" (it lost its leader and has
+// not seen the next one yet) goes on to the next server there, as the
+// client door moves on from a server that knows no leader; a write is not
+// retried.
+func TestForwardReadPastARemoteServerWithNoLeader(t *testing.T) {
+	dcs := startTwoDCs(t)
+	lost := startEndpoint(t, false, func(c *CatalogConfig) { c.Datacenter = "dc2"; c.LeaderWait = 100 * time.Millisecond })
+	dcs.router.Update([]gossip.Member{
+		wanMember("s0", "dc2", lost.addr, gossip.StatusAlive),
+		wanMember("s1", "dc2", dcs.dc2.addr, gossip.StatusAlive),
+	})
+	// The server with no leader first (see TestForwardRetriesAnotherServer).
+	swap := dcs.router.Servers("dc2")[0] != lost.addr
+	dcs.router.randN = func(n int) int {
+		if swap {
+			return 0
+		}
+		return n - 1
+	}
+	dcs.dc2.register(t, "n2", "10.0.2.10", &catalog.Service{Service: "web", Port: 80})
+	got := dcs.dc1.instances(t, &rpc.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{Datacenter: "dc2"}, Service: "web"})
+	if len(got.Instances) != 1 {
+		t.Errorf("web in dc2 past a server with no leader: got %d instances, want 1", len(got.Instances))
+	}
+	err := dcs.dc1.call(rpc.MethodCatalogRegister, &rpc.RegisterRequest{
+		WriteRequest: rpc.WriteRequest{Datacenter: "dc2"},
+		Registration: catalog.RegisterRequest{Node: "n3", Address: "10.0.2.11"},
+	}, nil)
+	if !errors.Is(err, rpc.ErrNoLeader) {
+		t.Errorf("a write to a server of dc2 with no leader: got %v, want its ErrNoLeader", err)
+	}
+}
+
 func TestForwardNoPath(t *testing.T) {
 	dcs := startTwoDCs(t)
 	read := func(dc string) error {
