@@ -11,13 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/agent/dnssource"
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
+	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/logstream"
@@ -27,9 +29,6 @@ import (
 	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
-
-// startTimeout bounds one attempt of the first sync of the agent's node.
-const startTimeout = 30 * time.Second
 
 // readyWait bounds how long Start waits for the first sync of a server
 // that bootstraps alone (waitSynced).
@@ -48,50 +47,51 @@ type Agent struct {
 	// runtime's, and the agent's own (metrics.go).
 	metrics *telemetry.Registry
 
-	// door is how every consumer reaches the servers (door.go): in
+	// door is how every consumer reaches the servers (agent/door): in
 	// process on a server, through rpcPool on a client.
-	door        door
-	datacenters *datacenterList // the datacenters the servers know
+	door        door.Door
+	datacenters *dnssource.Datacenters // the datacenters the servers know
 
 	local  *local.State
 	http   *httpapi.Server
 	dns    *resolver.Server
-	dnsSrc *dnsSource // the DNS cache, which dns answers from
+	dnsSrc *dnssource.Source // the DNS cache, which dns answers from
 	// synced is closed once this node's first full sync succeeded.
 	synced chan struct{}
 
-	// A server has all of these; a client only the pool and gossip. wan
-	// is the WAN pool, router the view of it that routes requests for
-	// other datacenters (wan.go).
-	server    *consensus.Server
-	rpcServer *rpc.Server
-	rpcPool   *rpc.Pool
-	// dialServer, when set (only by tests, before Start), opens the rpc
-	// pool's connections to servers (rpc.PoolConfig.Dial).
-	dialServer func(ctx context.Context, addr string) (net.Conn, error)
-	// clockOffset, for tests only (CAIRN_TEST_CLOCK_OFFSET, or set
-	// before Start), makes the agent act as if its wall clock were this
-	// far off in what its rpc pool and server tell peers (rpc's
-	// ClockOffset; clockoffset.go).
-	clockOffset time.Duration
-	catalogEP   *consensus.Catalog
-	leader      *consensus.Leader
-	gossip      *gossip.Pool
-	wan         *gossip.Pool
-	router      *consensus.Router
-	// servers is liveServers' last answer and the LAN pool's Version it
-	// was read at (client.go).
-	servers struct {
-		sync.Mutex
-		read    bool
-		version uint64
-		addrs   []string
-	}
-	// peers is the pools as the server port's admission and the Catalog
-	// endpoint's node-name check read them (peers.go).
-	peers peers
-	// coordinateEP is a server's Coordinate endpoint (coordinates.go).
+	// role is what a server does and a client does not (role.go).
+	role role
+	// Both roles: the rpc pool to the servers, the gossip pools (gossip
+	// the LAN pool, wan the WAN pool, a server's only) and peers, the
+	// pools as the server port's admission and the Catalog endpoint's
+	// node-name check read them, which exists before the pools start.
+	rpcPool *rpc.Pool
+	pools   *pools.Pools
+	gossip  *gossip.Pool
+	wan     *gossip.Pool
+	peers   *pools.Peers
+	// A server's parts (server.go): Raft, the server port, the
+	// endpoints, the leader duties and the router of requests for other
+	// datacenters.
+	server       *consensus.Server
+	rpcServer    *rpc.Server
+	catalogEP    *consensus.Catalog
 	coordinateEP *consensus.Coordinate
+	leader       *consensus.Leader
+	router       *consensus.Router
+	// A client's (client.go): the servers its door sends calls to.
+	servers    *door.ServerList
+	clientDoor *door.Client
+	// Set only by tests, before Start: dialServer opens the rpc pool's
+	// connections to servers (rpc.PoolConfig.Dial); clockOffset
+	// (CAIRN_TEST_CLOCK_OFFSET, or set before Start) makes the agent act
+	// as if its wall clock were this far off in what its rpc pool and
+	// server tell peers (rpc's ClockOffset; clockoffset.go); nearRefresh
+	// is how often the DNS source sorts "near" entries again (0: its
+	// default).
+	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
+	clockOffset time.Duration
+	nearRefresh time.Duration
 	// tlsRPC, tlsHTTPS and tlsDNS hold the certificates of the server
 	// port, of the HTTPS API and of DNS over TLS; nil without TLS
 	// (tls.go).
@@ -105,7 +105,6 @@ type Agent struct {
 	// its result.
 	leaveDo  sync.Once
 	leaveErr error
-	leaving  atomic.Bool // set once the graceful leave starts
 	// skipLeave makes Shutdown skip the graceful leave: set by Stop when
 	// the reason it stops for says so, and by tests (export_test.go) to
 	// stop as a killed process would, before Shutdown.
@@ -181,7 +180,12 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		logger: slog.New(logs.Handler()).With("node", cfg.NodeName, "dc", cfg.Datacenter),
 		left:   make(chan struct{}), synced: make(chan struct{}),
 	}
-	a.peers.dc = cfg.Datacenter
+	a.peers = pools.NewPeers(cfg.Datacenter)
+	if cfg.Server {
+		a.role = serverRole{a}
+	} else {
+		a.role = clientRole{a}
+	}
 	if a.clockOffset, err = testClockOffset(os.LookupEnv); err != nil { // clockoffset.go
 		return nil, err
 	}
@@ -290,20 +294,19 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	loopCtx, stop := context.WithCancel(context.Background())
 	a.stopLoops = stop
 	a.watchTLS(loopCtx)
-	if a.cfg.Server {
-		err = a.startServer(loopCtx)
-	} else {
-		err = a.startClient(loopCtx)
-	}
-	if err != nil {
+	if err := a.role.start(loopCtx); err != nil {
 		return err
 	}
-	a.datacenters = newDatacenterList(a.door)
+	a.datacenters = dnssource.NewDatacenters(a.door)
 	if err := a.startLocal(loopCtx); err != nil {
 		return err
 	}
 	if !a.cfg.Coordinates.Disable {
-		a.loops.Go(func() { a.syncCoordinates(loopCtx) }) // coordinates.go
+		cs := &pools.CoordinateSync{
+			LAN: a.gossip, Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			SyncIntervalMin: a.cfg.Coordinates.SyncIntervalMin, Logger: a.logger,
+		}
+		a.loops.Go(func() { cs.Run(loopCtx) })
 	}
 	if a.cfg.Server && a.bootstrapExpect() == 1 {
 		a.waitSynced(ctx)
@@ -317,7 +320,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if a.cfg.Resolver.DNSSEC.Enabled {
-		a.loops.Go(func() { a.followDNSSECKey(loopCtx) }) // dnssec.go
+		kf := dnssource.NewKeyFollower(dnssource.KeyFollowerConfig{
+			Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			Domain: a.cfg.Domain, Signer: a.dns, Logger: a.logger,
+		})
+		a.loops.Go(func() { kf.Run(loopCtx) })
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", addrOrOff(a.http.Addr()),
 		"https", addrOrOff(a.http.HTTPSAddr()), "advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
@@ -356,16 +363,17 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
-	lc.AliasSource = aliasSource{a}
 	lc.ClusterSize = func() int { return len(a.gossip.Members()) }
 	lc.DataDir = a.cfg.DataDir
-	st, err := local.New(lc, a.localCatalog(), a.logger)
+	st, err := local.New(lc, local.NewRPCCatalog(a.door, a.cfg.Datacenter, a.cfg.ACL.AgentToken()), a.logger)
 	if err != nil {
 		return err
 	}
 	a.local = st
 	a.loops.Go(func() {
-		a.firstSync(loopCtx)
+		if st.FirstSync(loopCtx) {
+			close(a.synced)
+		}
 		st.Run(loopCtx)
 	})
 	return nil
@@ -393,22 +401,24 @@ func (a *Agent) startHTTP() error {
 			a.logger.Info("HTTPS requires a client certificate of the CA (tls.https.verify_incoming, or tls.defaults'): browsers, curl and DNS over HTTPS clients without one are refused")
 		}
 	}
-	backend := httpBackend{door: a.door, dc: a.cfg.Datacenter, node: a.cfg.NodeName, dns: a.dnsSrc,
-		cacheToken: a.cfg.ACL.DNSToken(), defaultToken: a.cfg.ACL.Tokens.Default}
-	srv, err := httpapi.New(hc, a.local, backend, backend, membership{a}, a.logger)
+	deps := httpapi.Deps{
+		Door: a.door, Local: a.local, Cluster: membership{a}, Logger: a.logger,
+		CachedInstances: a.cachedInstances, AskDNS: a.askDNS, // http.go
+		ServeDNSWire: a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
+		Metrics:      a.metrics,
+		Logs:         a.logs.Subscribe, // GET /v1/agent/monitor
+		Stats:        a.selfStats,      // self.go
+		Reload:       a.Reload,         // reload.go
+	}
+	if a.cfg.ACL.Enabled {
+		deps.Authorizer = newTokenAuthorizers(a.door, a.cfg.ACL.TokenTTL).Authorizer // acl.go
+	}
+	srv, err := httpapi.New(hc, deps)
 	if err != nil {
 		return err
 	}
 	if err := a.metrics.Register(srv.Collectors()...); err != nil {
 		return err
-	}
-	srv.SetMetrics(agentMetrics{a.metrics}) // metrics.go
-	srv.SetDNS(dnsAsker{a.dns})
-	srv.SetDNSWire(a.dns)     // DNS over HTTPS, on the HTTPS listener
-	srv.SetSelf(agentSelf{a}) // self.go, reload.go
-	srv.SetLogStream(a.logs)  // logstream: GET /v1/agent/monitor
-	if a.cfg.ACL.Enabled {
-		srv.SetACL(newACLBackend(a.door, a.cfg.ACL.TokenTTL)) // acl.go
 	}
 	a.http = srv
 	return srv.Start()
@@ -424,7 +434,13 @@ func (a *Agent) startDNS() error {
 		}
 		zoneList = append(zoneList, zone)
 	}
-	src, err := a.newDNSSource()
+	// The cache reads the servers with the DNS token (acl.tokens.dns):
+	// its reads carry no token of their own, and the door would give
+	// them the default one.
+	src, err := dnssource.New(dnssource.Config{
+		Cache: a.cfg.Cache, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+		OnlyPassing: a.cfg.OnlyPassing, NearRefresh: a.nearRefresh,
+	}, dnssource.Deps{Door: door.WithToken(a.door, a.cfg.ACL.DNSToken()), Datacenters: a.datacenters, Logger: a.logger})
 	if err != nil {
 		return err
 	}
@@ -435,19 +451,6 @@ func (a *Agent) startDNS() error {
 	}
 	a.dns = srv
 	return srv.Start()
-}
-
-// newDNSSource builds the cache DNS answers from, which reads the servers
-// through the door with the DNS token (acl.tokens.dns): its reads carry
-// no token of their own, and the door would give them the default one.
-func (a *Agent) newDNSSource() (*dnsSource, error) {
-	d := tokenDoor{door: a.door, fallback: a.cfg.ACL.DNSToken()}
-	src, err := newDNSSource(a.cfg.Cache, a.cfg.Datacenter, a.cfg.OnlyPassing, d, a.datacenters, a.logger)
-	if err != nil {
-		return nil, err
-	}
-	src.node = a.cfg.NodeName // what "near" answers are sorted from
-	return src, nil
 }
 
 // dnsConfig completes the configured zones' (the domain's, then the
@@ -552,9 +555,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			a.local.Close() // the checks, which report to it
 		}
 		errs = append(errs, a.shutdownCluster(ctx)...)
-		if a.server != nil {
-			errs = append(errs, a.server.Shutdown())
-		}
+		errs = append(errs, a.role.stopRaft())
 	})
 	return errors.Join(errs...)
 }

@@ -2,108 +2,59 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 
-	"github.com/cairndns/cairn/agent/config"
-	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/agent/door"
+	"github.com/cairndns/cairn/agent/pools"
 )
 
 // startClient starts a client agent: an rpc pool, LAN gossip as a client
 // member, and the door that sends every call to a server found in gossip.
 // It returns without waiting for a server; until the join loop (or a later
 // join) finds one, calls wait for one through their hold, then fail with
-// errNoServers, and the first sync retries.
+// door.ErrNoServers, and the first sync retries.
 func (a *Agent) startClient(loopCtx context.Context) error {
 	var err error
 	if a.rpcPool, err = a.newRPCPool(); err != nil {
 		return err
 	}
-	if err := a.startGossip(gossip.RoleClient, ""); err != nil {
+	pc, err := a.poolsConfig()
+	if err != nil {
 		return err
 	}
-	a.door = tokenDoor{
-		door: &clientDoor{pool: a.rpcPool, servers: a.liveServers, cfg: a.doorConfig(),
-			logger: a.logger.With("component", "door")},
-		fallback: a.cfg.ACL.Tokens.Default,
+	if a.pools, err = pools.NewClient(pc, a.logger); err != nil {
+		return err
 	}
-	a.startJoin(loopCtx, a.gossip, gossip.LAN, a.cfg.Join, lanSnapshotFile)
-	a.logger.Info("client agent", "gossip", a.gossipAddr())
+	a.gossip = a.pools.LAN()
+	a.servers = door.NewServerList(a.gossip, a.cfg.Datacenter)
+	a.clientDoor = door.NewClient(a.doorConfig(), a.rpcPool, a.servers.Addrs, a.logger.With("component", "door"))
+	a.door = door.WithToken(a.clientDoor, a.cfg.ACL.Tokens.Default)
+	a.loops.Go(func() { a.pools.Run(loopCtx) })
+	a.logger.Info("client agent", "gossip", pools.Addr(a.gossip))
 	return nil
 }
 
-// startGossip joins nothing yet: it creates this agent's LAN pool member
-// with role and (for a server) the RPC address it gossips.
-func (a *Agent) startGossip(role gossip.Role, rpcAddr string) error {
-	gc := gossip.DefaultLANConfig()
-	gc.NodeName, gc.Datacenter, gc.Role = a.cfg.NodeName, a.cfg.Datacenter, role
-	gc.NodeID, gc.Build = a.cfg.NodeID, agentBuild() // identity.go
-	gc.BindAddr, gc.BindPort = a.cfg.BindAddr, a.cfg.Ports.SerfLAN
-	gc.AdvertiseAddr = a.advertise
-	gc.RPCAddr = rpcAddr
-	if a.wan != nil {
-		gc.WANPort = int(a.wan.LocalMember().Port)
+// poolsConfig is the gossip pools' configuration (a server adds the WAN
+// router's feed).
+func (a *Agent) poolsConfig() (pools.Config, error) {
+	key, err := a.cfg.GossipKey()
+	if err != nil {
+		return pools.Config{}, err
 	}
-	gc.RetainDead = a.cfg.ReconnectTimeout
-	gc.DisableCoordinates = a.cfg.Coordinates.Disable
-	setTiming(&gc.Timing, a.cfg.GossipLAN)
-	var err error
-	if gc.EncryptKey, err = a.cfg.GossipKey(); err != nil {
-		return err
-	}
-	gc.KeyringFile = a.keyringFile(gossip.LAN) // keyring.go
-	if a.gossip, err = gossip.New(gc, a.logger); err != nil {
-		return fmt.Errorf("start LAN gossip: %w", err)
-	}
-	a.peers.lan.Store(a.gossip)
-	return nil
+	return pools.Config{
+		NodeName: a.cfg.NodeName, NodeID: a.cfg.NodeID, Datacenter: a.cfg.Datacenter, Build: agentBuild(), // identity.go
+		BindAddr: a.cfg.BindAddr, Advertise: a.advertise, AdvertiseWAN: a.cfg.AdvertiseAddrWAN,
+		LANPort: a.cfg.Ports.SerfLAN, WANPort: a.cfg.Ports.SerfWAN,
+		LANTiming: a.cfg.GossipLAN, WANTiming: a.cfg.GossipWAN,
+		RetainDead: a.cfg.ReconnectTimeout, DisableCoordinates: a.cfg.Coordinates.Disable,
+		EncryptKey: key, DataDir: a.cfg.DataDir,
+		Join: a.cfg.Join, JoinWAN: a.cfg.JoinWAN, RetryInterval: a.cfg.RetryInterval, RetryMax: a.cfg.RetryMax,
+		Peers: a.peers,
+	}, nil
 }
 
-// setTiming sets the timers of a gossip_lan or gossip_wan block onto t, a
-// pool preset's timing; the preset's other timers stay as they are.
-func setTiming(t *gossip.Timing, c config.GossipTiming) {
-	t.GossipNodes, t.GossipInterval = c.GossipNodes, c.GossipInterval
-	t.ProbeInterval, t.ProbeTimeout = c.ProbeInterval, c.ProbeTimeout
-	t.RetransmitMult, t.SuspicionMult = c.RetransmitMult, c.SuspicionMult
-}
-
-// gossipAddr is this agent's LAN gossip address, for logs.
-func (a *Agent) gossipAddr() string { return poolAddr(a.gossip) }
-
-// poolAddr is this agent's address in pool p, for logs.
-func poolAddr(p *gossip.Pool) string {
-	m := p.LocalMember()
-	return m.Addr.String() + ":" + strconv.Itoa(int(m.Port))
-}
-
-// liveServers returns the RPC addresses of the alive servers of this
-// datacenter in the LAN pool: where a client sends its RPCs. Gossip is the
-// only source, so no server list needs configuring and a server that
-// fails drops out of it within memberlist's failure detection. Every RPC
-// asks, so the list is read from the pool again only after a member event
-// (gossip.Pool.Version): reading all members for each call was a fifth of
-// a client's CPU in a registration storm with 100 agents, and grows with
-// the pool. Callers must not modify the slice.
-func (a *Agent) liveServers() []string {
-	v := a.gossip.Version()
-	a.servers.Lock()
-	defer a.servers.Unlock()
-	if a.servers.read && a.servers.version == v {
-		return a.servers.addrs
-	}
-	var out []string
-	for _, m := range a.gossip.Members() {
-		if m.IsServer() && m.Status == gossip.StatusAlive && m.Datacenter == a.cfg.Datacenter && m.RPCAddr != "" {
-			out = append(out, m.RPCAddr)
-		}
-	}
-	a.servers.read, a.servers.version, a.servers.addrs = true, v, out
-	return out
-}
-
-// doorConfig is how the client door waits and fails over (door.go).
-func (a *Agent) doorConfig() doorConfig {
-	c := defaultDoorConfig()
+// doorConfig is how the client door waits and fails over.
+func (a *Agent) doorConfig() door.Config {
+	c := door.DefaultConfig()
 	c.HoldTimeout = a.cfg.Performance.RPCHoldTimeout
 	return c
 }

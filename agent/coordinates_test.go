@@ -78,12 +78,12 @@ func TestCoordinatesReachTheServers(t *testing.T) {
 // the ones the test sets stay), with web on itself and on n1..n4 at
 // 10.0.0.1..4, and coordinates that put test, n2, n3, n1 at 0, 10, 20 and
 // 30ms along one axis; n4 has none.
-func nearAgent(t *testing.T) *agent.Agent {
+func nearAgent(t *testing.T, prepare func(*agent.Agent)) *agent.Agent {
 	t.Helper()
 	cfg := agenttest.Config(t)
 	cfg.Coordinates.Disable = true
 	cfg.Coordinates.UpdatePeriod = 20 * time.Millisecond
-	a := agenttest.Start(t, cfg)
+	a := agenttest.StartPrepared(t, cfg, prepare)
 	put(t, a, "/v1/agent/service/register", `{"ID": "web", "Name": "web", "Port": 80}`)
 	for i := 1; i <= 4; i++ {
 		put(t, a, "/v1/catalog/register", fmt.Sprintf(
@@ -113,7 +113,7 @@ func setCoordinate(t *testing.T, a *agent.Agent, node string, x float64) {
 
 func TestNearSortsHTTPReads(t *testing.T) {
 	t.Parallel()
-	a := nearAgent(t)
+	a := nearAgent(t, func(*agent.Agent) {})
 	for _, tc := range []struct {
 		path string
 		want []string
@@ -151,8 +151,7 @@ func TestNearSortsHTTPReads(t *testing.T) {
 // order every time, and follows a coordinate that moves.
 func TestNearDNS(t *testing.T) {
 	t.Parallel()
-	a := nearAgent(t)
-	agent.SetNearRefresh(a, 100*time.Millisecond)
+	a := nearAgent(t, func(a *agent.Agent) { agent.SetNearRefresh(a, 100*time.Millisecond) })
 	answer := func(name string, qtype uint16) ([]string, error) {
 		m := new(dns.Msg)
 		m.SetQuestion(name, qtype)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
 )
@@ -21,7 +22,7 @@ func Crash(ctx context.Context, a *Agent) error {
 // external registration (a node no agent runs on) would be: tests use it
 // for catalog contents neither the leader nor anti-entropy manage.
 func RegisterInCatalog(ctx context.Context, a *Agent, req *catalog.RegisterRequest) error {
-	return localCatalog{door: a.door, dc: a.cfg.Datacenter}.Register(ctx, req)
+	return local.NewRPCCatalog(a.door, a.cfg.Datacenter, "").Register(ctx, req)
 }
 
 // RaftTerm returns the Raft term of a server agent.
@@ -52,15 +53,13 @@ func NameConflicts(a *Agent) uint64 { return a.gossip.NameConflicts() }
 // PreferredServer returns the server a client agent's door sends its
 // calls to now ("" before its first call).
 func PreferredServer(a *Agent) string {
-	d := a.door.(tokenDoor).door.(*clientDoor)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.preferred
+	return a.clientDoor.Preferred()
 }
 
-// SetNearRefresh sets how often a's "near" DNS entries are sorted again
-// (dnsnear.go), for tests that watch a re-sort without waiting 15s.
-func SetNearRefresh(a *Agent, d time.Duration) { a.dnsSrc.nearRefresh.Store(int64(d)) }
+// SetNearRefresh sets how often a's "near" DNS entries are sorted again,
+// for tests that watch a re-sort without waiting 15s. a is not started
+// yet.
+func SetNearRefresh(a *Agent, d time.Duration) { a.nearRefresh = d }
 
 // GossipTiming returns the timers a's LAN pool's memberlist runs with,
 // and its WAN pool's (the zero Timing on a client, which has none).

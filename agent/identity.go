@@ -70,3 +70,13 @@ func agentBuild() string {
 	}
 	return agentVersion() + ":" + rev
 }
+
+// agentVersion is the version GET /v1/agent/self reports: the main
+// module's, as the Go toolchain stamped it into the binary ("(devel)" for
+// a build from a work tree).
+func agentVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "unknown"
+}

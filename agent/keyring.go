@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/cairndns/cairn/agent/httpapi"
@@ -14,27 +13,15 @@ import (
 )
 
 // The gossip keyring as the HTTP API sees it: /v1/operator/keyring is
-// served through membership, which the API takes as its Cluster and finds
-// to be a Keyring as well. Operations go to the servers (the Keyring
+// served through membership, which the API takes as its Cluster.
+// Operations go to the servers (the Keyring
 // endpoint), which run them on every pool the key is in, whichever agent
 // they were sent to. Each pool keeps its keyring in the data dir
-// (<data-dir>/gossip/lan.keyring and wan.keyring, Consul's format), so a
-// restarted agent comes back with the rotated keys whatever its encrypt
-// setting still says; a -dev agent, with no data dir, keeps it in memory.
-var _ httpapi.Keyring = membership{}
-
-// keyringFile is where the pool of kind keeps its keyring, "" without a
-// data dir.
-func (a *Agent) keyringFile(kind gossip.Kind) string {
-	if a.cfg.DataDir == "" {
-		return ""
-	}
-	return filepath.Join(a.cfg.DataDir, "gossip", kind.String()+".keyring")
-}
+// (agent/pools).
 
 // Keyring lists or changes the gossip keys of every pool. See
-// httpapi.Keyring.
-func (m membership) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+// httpapi.Cluster.
+func (m membership) Keyring(ctx context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	return m.a.Keyring(ctx, op, key, localOnly)
 }
 
@@ -50,7 +37,7 @@ func (m membership) Keyring(ctx context.Context, op httpapi.KeyringOp, key strin
 // otherwise (members that did not confirm, a datacenter not reached) an
 // error wrapping httpapi.ErrKeyringIncomplete. Either names each pool and
 // its members at fault.
-func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+func (a *Agent) Keyring(ctx context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	if localOnly {
 		ctx, cancel := context.WithTimeout(ctx, rpc.KeyringPoolTimeout)
 		defer cancel()
@@ -65,7 +52,7 @@ func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, l
 			NumNodes: r.NumNodes, Messages: nonEmpty(r.Messages)}}, nil
 	}
 	var reply rpc.KeyringResponses
-	if err := a.door.RPC(ctx, rpc.MethodKeyringOperation, &rpc.KeyringRequest{Op: rpc.KeyringOp(op), Key: key}, &reply); err != nil {
+	if err := a.door.RPC(ctx, rpc.MethodKeyringOperation, &rpc.KeyringRequest{Op: op, Key: key}, &reply); err != nil {
 		return nil, fmt.Errorf("keyring %s: %w", op, err)
 	}
 	out := make([]httpapi.KeyringResponse, len(reply.Responses))
@@ -80,7 +67,7 @@ func (a *Agent) Keyring(ctx context.Context, op httpapi.KeyringOp, key string, l
 
 // keyringError is the error of an operation whose responses are rs: nil
 // when every pool succeeded.
-func keyringError(op httpapi.KeyringOp, rs []rpc.KeyringResponse) error {
+func keyringError(op rpc.KeyringOp, rs []rpc.KeyringResponse) error {
 	var refusals, failures []string
 	field := ""
 	for _, r := range rs {

@@ -2,15 +2,11 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cairndns/cairn/agent/httpapi"
-	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
-	"github.com/cairndns/cairn/internal/clock"
-	"github.com/cairndns/cairn/rpc"
 )
 
 // leaveTimeout bounds each step of a graceful leave: broadcasting it in
@@ -33,10 +29,11 @@ func (m membership) Members() []httpapi.Member {
 // WANMembers returns the WAN pool's members, named "<node>.<dc>" as Consul
 // names them; a client is in no WAN pool.
 func (m membership) WANMembers() ([]httpapi.Member, error) {
-	if m.a.wan == nil {
-		return nil, errClientNotInWAN
+	wan, err := m.a.role.wanPool()
+	if err != nil {
+		return nil, err
 	}
-	return m.toHTTP(m.a.wan.Members(), gossip.WAN), nil
+	return m.toHTTP(wan.Members(), gossip.WAN), nil
 }
 
 var errClientNotInWAN = fmt.Errorf("a client agent: %w", httpapi.ErrNotInWAN)
@@ -79,10 +76,11 @@ func (m membership) Join(ctx context.Context, addrs []string) (int, error) {
 
 // JoinWAN joins the WAN pool through addrs.
 func (m membership) JoinWAN(ctx context.Context, addrs []string) (int, error) {
-	if m.a.wan == nil {
-		return 0, errClientNotInWAN
+	wan, err := m.a.role.wanPool()
+	if err != nil {
+		return 0, err
 	}
-	n, err := m.a.wan.Join(ctx, addrs)
+	n, err := wan.Join(ctx, addrs)
 	if err == nil {
 		m.a.logger.Info("joined the WAN pool through the API", "addrs", addrs, "answered", n)
 	}
@@ -92,7 +90,7 @@ func (m membership) JoinWAN(ctx context.Context, addrs []string) (int, error) {
 // Datacenters returns the datacenters a server of this agent's
 // datacenter knows: its own and those of its WAN pool.
 func (m membership) Datacenters(ctx context.Context) ([]string, error) {
-	return m.a.datacenters.list(ctx)
+	return m.a.datacenters.List(ctx)
 }
 
 // Leave leaves the cluster gracefully and tells Run to shut the agent
@@ -101,12 +99,6 @@ func (m membership) Leave(ctx context.Context) error {
 	err := m.a.leave(ctx)
 	m.a.leaveOnce.Do(func() { close(m.a.left) })
 	return err
-}
-
-// RaftConfiguration returns the servers of the datacenter as Raft knows
-// them.
-func (m membership) RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error) {
-	return raftConfiguration(ctx, m.a.door, m.a.cfg.Datacenter)
 }
 
 // Left is closed once the agent left the cluster through the HTTP API
@@ -120,63 +112,14 @@ func (a *Agent) Left() <-chan struct{} { return a.left }
 // it. It is done once: later calls return the first one's result.
 func (a *Agent) leave(ctx context.Context) error {
 	a.leaveDo.Do(func() {
-		if a.gossip == nil { // Start failed before gossip
+		if a.pools == nil { // Start failed before gossip
 			return
 		}
 		a.logger.Info("leaving the cluster")
-		a.leaving.Store(true) // the member snapshot loop stops writing
-		a.forgetMembers()
-		// The WAN pool first: other datacenters stop sending requests
-		// to this server before it stops answering them. A failure
-		// there leaves the server to their failure detection, and the
-		// LAN leave still matters more.
-		if err := a.leaveWAN(); err != nil {
-			a.logger.Warn("leaving the WAN pool", "err", err)
-		}
-		if err := a.gossip.Leave(leaveTimeout); err != nil && !errors.Is(err, gossip.ErrShutdown) {
-			a.leaveErr = fmt.Errorf("gossip leave: %w", err)
+		if a.leaveErr = a.pools.Leave(); a.leaveErr != nil {
 			return
 		}
-		if a.server != nil {
-			a.leaveErr = a.leaveRaft(ctx)
-		}
+		a.leaveErr = a.role.leaveRaft(ctx)
 	})
 	return a.leaveErr
-}
-
-// leaveRaft takes this server out of the Raft configuration: a leader
-// removes itself (and steps down once that commits); a follower waits for
-// the leader, which saw the gossip leave, to remove it. The last voter
-// stays: there is no one to hand the catalog to.
-func (a *Agent) leaveRaft(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
-	defer cancel()
-	me := a.cfg.NodeName
-	for {
-		peers, err := a.server.Peers()
-		if err != nil {
-			return nil // Raft already stopped: removed, or shutting down
-		}
-		in, voters := false, 0
-		for _, p := range peers {
-			in = in || p.ID == me
-			if p.Voter {
-				voters++
-			}
-		}
-		if !in || voters <= 1 {
-			return nil
-		}
-		if a.server.IsLeader() {
-			err := a.server.RemoveServer(ctx, me)
-			if err == nil || errors.Is(err, consensus.ErrLastVoter) {
-				return nil
-			}
-			a.logger.Warn("removing this server from raft", "err", err)
-		}
-		if !clock.Sleep(ctx, 100*time.Millisecond) {
-			a.logger.Warn("left gossip but is still in the raft configuration; the leader will remove it", "err", ctx.Err())
-			return nil
-		}
-	}
 }

@@ -1,20 +1,12 @@
 package agent
 
 import (
-	"io"
-	"strconv"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
-	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/internal/diskfree"
 	"github.com/cairndns/cairn/resolver"
-	"github.com/cairndns/cairn/rpc"
-	"github.com/cairndns/cairn/telemetry"
 )
 
 // This file turns the agent's own figures into Prometheus series and
@@ -110,34 +102,7 @@ func (c agentCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descDataDirFree, prometheus.GaugeValue, float64(sp.Free))
 		}
 	}
-	if s := a.server; s != nil {
-		ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolValue(s.IsLeader()))
-		ch <- prometheus.MustNewConstMetric(descLeaderKnown, prometheus.GaugeValue, boolValue(s.Leader() != ""))
-		stats := s.RaftStats()
-		if v, err := strconv.ParseUint(stats["applied_index"], 10, 64); err == nil {
-			ch <- prometheus.MustNewConstMetric(descAppliedIndex, prometheus.GaugeValue, float64(v))
-		}
-		if s.IsLeader() {
-			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, 0)
-		} else if d, err := time.ParseDuration(stats["last_contact"]); err == nil {
-			ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, d.Seconds())
-		}
-		counter(ch, descInflated, s.SnapshotInflatedBytes())
-		st := s.StorageStatus()
-		ch <- prometheus.MustNewConstMetric(descStorageOK, prometheus.GaugeValue, boolValue(st.Healthy))
-		counter(ch, descStorageFails, st.Failures)
-		if sz, err := s.Store().Sizes(); err == nil {
-			for _, k := range []struct {
-				kind string
-				n    int
-			}{
-				{"nodes", sz.Nodes}, {"service_instances", sz.ServiceInstances}, {"checks", sz.Checks},
-				{"kv_entries", sz.KVEntries}, {"sessions", sz.Sessions}, {"prepared_queries", sz.PreparedQueries},
-			} {
-				ch <- prometheus.MustNewConstMetric(descCatalog, prometheus.GaugeValue, float64(k.n), k.kind)
-			}
-		}
-	}
+	a.role.collect(ch) // role.go
 	for _, p := range []struct {
 		name string
 		pool *gossip.Pool
@@ -182,75 +147,4 @@ func boolValue(b bool) float64 {
 
 func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, labels ...string) {
 	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-}
-
-// agentMetrics serves the registry on GET /v1/agent/metrics.
-type agentMetrics struct{ reg *telemetry.Registry }
-
-var _ httpapi.Metrics = agentMetrics{}
-
-// WritePrometheus writes every series in the Prometheus text format.
-func (m agentMetrics) WritePrometheus(w io.Writer) error { return m.reg.WritePrometheus(w) }
-
-// Summary returns the series for the JSON answer: counters with their
-// total as Count and Sum, gauges, and each histogram and summary as a
-// sample of its count and sum. A failed gather gives what was gathered.
-func (m agentMetrics) Summary() httpapi.MetricsSummary {
-	var out httpapi.MetricsSummary
-	mfs, _ := m.reg.Gather()
-	for _, mf := range mfs {
-		name := mf.GetName()
-		for _, mt := range mf.GetMetric() {
-			labels := labelMap(mt.GetLabel())
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				v := mt.GetCounter().GetValue()
-				sv := httpapi.SampledValue{Name: name, Count: uint64(v), Sum: v, Labels: labels}
-				if sv.Count > 0 {
-					sv.Mean = 1 // every increment is one
-				}
-				out.Counters = append(out.Counters, sv)
-			case dto.MetricType_GAUGE:
-				out.Gauges = append(out.Gauges, httpapi.GaugeValue{Name: name, Value: mt.GetGauge().GetValue(), Labels: labels})
-			case dto.MetricType_UNTYPED:
-				out.Gauges = append(out.Gauges, httpapi.GaugeValue{Name: name, Value: mt.GetUntyped().GetValue(), Labels: labels})
-			case dto.MetricType_HISTOGRAM:
-				out.Samples = append(out.Samples, sampled(name, mt.GetHistogram().GetSampleCount(), mt.GetHistogram().GetSampleSum(), labels))
-			case dto.MetricType_SUMMARY:
-				out.Samples = append(out.Samples, sampled(name, mt.GetSummary().GetSampleCount(), mt.GetSummary().GetSampleSum(), labels))
-			}
-		}
-	}
-	return out
-}
-
-func sampled(name string, count uint64, sum float64, labels map[string]string) httpapi.SampledValue {
-	sv := httpapi.SampledValue{Name: name, Count: count, Sum: sum, Labels: labels}
-	if count > 0 {
-		sv.Mean = sum / float64(count)
-	}
-	return sv
-}
-
-// labelMap returns labels as a map, empty (not nil) when there are none.
-func labelMap(labels []*dto.LabelPair) map[string]string {
-	m := make(map[string]string, len(labels))
-	for _, l := range labels {
-		m[l.GetName()] = l.GetValue()
-	}
-	return m
-}
-
-// newRPCPool makes the agent's pool to the servers, its metrics in the
-// agent's registry.
-func (a *Agent) newRPCPool() (*rpc.Pool, error) {
-	p, err := rpc.NewPool(a.poolConfig(), a.logger)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.metrics.Register(p.Collectors()...); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
 }

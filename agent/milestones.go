@@ -31,12 +31,8 @@ func (a *Agent) logMilestones(ctx context.Context) {
 			}
 		}
 		if joined && !leader {
-			switch {
-			case a.server != nil && a.server.Leader() != "":
-				a.logger.Info("leader known", "leader", a.server.Leader())
-				leader = true
-			case a.server == nil && isClosed(a.synced):
-				a.logger.Info("leader known", "through", "the first write to the catalog")
+			if attrs, ok := a.role.leaderKnown(isClosed(a.synced)); ok {
+				a.logger.Info("leader known", attrs...)
 				leader = true
 			}
 		}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,6 +107,3 @@ func restartOnly(running, loaded config.Config) []string {
 	}
 	return out
 }
-
-// Reload re-reads the agent's configuration (httpapi.Self).
-func (s agentSelf) Reload(context.Context) error { return s.a.Reload() }

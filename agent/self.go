@@ -6,22 +6,14 @@ import (
 	"strings"
 
 	"github.com/cairndns/cairn/agent/checks"
-	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/gossip"
 )
 
-// agentSelf is the agent as GET /v1/agent/self and PUT /v1/agent/reload
-// see it (httpapi.Self): its statistics here, its reload in reload.go.
-type agentSelf struct{ a *Agent }
-
-var _ httpapi.Self = agentSelf{}
-
-// Stats returns the sections of Consul's /v1/agent/self Stats that cairn
+// selfStats returns the sections of Consul's /v1/agent/self Stats that cairn
 // has, under Consul's names, each value a string: agent, build, consul,
 // runtime and serf_lan on every agent; raft and serf_wan on a server.
 // Each call collects them afresh.
-func (s agentSelf) Stats() map[string]map[string]string {
-	a := s.a
+func (a *Agent) selfStats() map[string]map[string]string {
 	out := map[string]map[string]string{
 		"agent":   a.localStats(),
 		"build":   buildStats(),
@@ -73,7 +65,7 @@ func buildStats() map[string]string {
 func (a *Agent) consulStats() map[string]string {
 	out := map[string]string{"server": strconv.FormatBool(a.cfg.Server)}
 	if a.server == nil {
-		out["known_servers"] = strconv.Itoa(len(a.liveServers()))
+		out["known_servers"] = strconv.Itoa(len(a.servers.Addrs()))
 		return out
 	}
 	acl := "disabled"

@@ -53,7 +53,7 @@ func (a *Agent) watchTLS(ctx context.Context) {
 // secureServerPort sets the TLS of the server port from tls.internal_rpc:
 // TLS offered when there is a certificate, required with verify_incoming;
 // then only a certificate for server.<dc>.<domain> may speak Raft, and
-// the peer check by gossip address (peers.admit) steps aside for the
+// the peer check by gossip address (pools.Peers.Admit) steps aside for the
 // certificates.
 func (a *Agent) secureServerPort(rc *rpc.ServerConfig) {
 	c := a.tlsRPC
@@ -67,18 +67,6 @@ func (a *Agent) secureServerPort(rc *rpc.ServerConfig) {
 		rc.RaftPeer = func(st tls.ConnectionState) bool { return c.PeerIsServer(st, "") }
 		rc.Admit = nil
 	}
-}
-
-// poolConfig is the rpc pool's configuration: TLS to the servers when
-// tls.internal_rpc verifies outgoing connections.
-func (a *Agent) poolConfig() rpc.PoolConfig {
-	pc := rpc.DefaultPoolConfig()
-	pc.SourceAddr = sourceAddr(a.cfg.BindAddr, a.advertise)
-	pc.Dial, pc.ClockOffset = a.dialServer, a.clockOffset
-	if c := a.tlsRPC; c != nil && c.OutgoingRPC("") != nil {
-		pc.TLS, pc.Datacenter = c.OutgoingRPC, a.cfg.Datacenter
-	}
-	return pc
 }
 
 // verifyServer checks, before the leader makes m a voter and before a

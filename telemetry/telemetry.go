@@ -3,7 +3,6 @@ package telemetry
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 )
 
 // Prefix starts the name of every series the libraries emit through
@@ -94,23 +92,6 @@ func (r *Registry) Gather() ([]*dto.MetricFamily, error) {
 		return nil, fmt.Errorf("gather metrics: %w", err)
 	}
 	return mfs, nil
-}
-
-// WritePrometheus writes every series to w in the Prometheus text
-// exposition format, version 0.0.4 (Content-Type "text/plain;
-// version=0.0.4; charset=utf-8").
-func (r *Registry) WritePrometheus(w io.Writer) error {
-	mfs, err := r.Gather()
-	if err != nil {
-		return err
-	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("write metric %s: %w", mf.GetName(), err)
-		}
-	}
-	return nil
 }
 
 // librarySink is the process's go-metrics sink, installed as go-metrics'

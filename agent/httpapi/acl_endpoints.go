@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,41 +12,6 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
-
-// ACL is the ACL system as the API sees it: tokens and policies on the
-// servers, and what a request's token may do, for the endpoints the agent
-// answers itself. The request's token travels in ctx
-// (acl.TokenFromContext). Handlers call it from their own goroutines.
-type ACL interface {
-	// Authorizer returns what the request's token may do; nil when ACLs
-	// are off. An unknown token wraps rpc.ErrACLNotFound.
-	Authorizer(ctx context.Context) (*acl.Authorizer, error)
-	Bootstrap(ctx context.Context, secret string) (*rpc.ACLTokenView, error)
-	PolicySet(ctx context.Context, p catalog.ACLPolicy) (*catalog.ACLPolicy, error)
-	PolicyDelete(ctx context.Context, id string) error
-	// PolicyRead reads by ID, or by name when id is "".
-	PolicyRead(ctx context.Context, opts QueryOptions, id, name string) (*catalog.ACLPolicy, QueryMeta, error)
-	PolicyList(ctx context.Context, opts QueryOptions) ([]*catalog.ACLPolicy, QueryMeta, error)
-	TokenSet(ctx context.Context, spec rpc.ACLTokenSpec, update bool) (*rpc.ACLTokenView, error)
-	TokenDelete(ctx context.Context, accessor string) error
-	// TokenRead reads by accessor ID, or the request's own token with self.
-	TokenRead(ctx context.Context, opts QueryOptions, accessor string, self bool) (*rpc.ACLTokenView, QueryMeta, error)
-	TokenList(ctx context.Context, opts QueryOptions) ([]*rpc.ACLTokenView, QueryMeta, error)
-}
-
-// SetACL gives the server the ACL system; until then /v1/acl answers that
-// ACLs are disabled and the agent's own endpoints check nothing.
-func (s *Server) SetACL(a ACL) {
-	s.aclMu.Lock()
-	defer s.aclMu.Unlock()
-	s.acl = a
-}
-
-func (s *Server) aclBackend() ACL {
-	s.aclMu.Lock()
-	defer s.aclMu.Unlock()
-	return s.acl
-}
 
 // requestToken is the token a request carries, as Consul's clients send
 // it: the X-Consul-Token header, else an "Authorization: Bearer" one.
@@ -65,11 +29,10 @@ func requestToken(r *http.Request) string {
 // authorizer is what the request's token may do on this agent; nil when
 // ACLs are off (every check passes).
 func (s *Server) authorizer(r *http.Request) (*acl.Authorizer, error) {
-	a := s.aclBackend()
-	if a == nil {
+	if s.deps.Authorizer == nil {
 		return nil, nil
 	}
-	return a.Authorizer(r.Context())
+	return s.deps.Authorizer(r.Context())
 }
 
 // permission checks one permission of the request's token for an endpoint
@@ -139,18 +102,18 @@ func policyJSON(p *catalog.ACLPolicy, withRules bool) aclJSONPolicy {
 	return out
 }
 
-func (s *Server) requireACL() (ACL, error) {
-	a := s.aclBackend()
-	if a == nil {
-		return nil, rpc.ErrACLDisabled
+// requireACL refuses the /v1/acl/ endpoints of an agent without ACLs, as
+// the servers would.
+func (s *Server) requireACL() error {
+	if s.deps.Authorizer == nil {
+		return rpc.ErrACLDisabled
 	}
-	return a, nil
+	return nil
 }
 
 // PUT /v1/acl/bootstrap: the first management token, once.
 func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	// The body is optional: Consul's clients send none, or a
@@ -165,11 +128,11 @@ func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("body", "invalid JSON: %v", err)
 		}
 	}
-	tok, err := a.Bootstrap(r.Context(), body.BootstrapSecret)
-	if err != nil {
+	var reply rpc.ACLTokenResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodACLBootstrap, &rpc.ACLBootstrapRequest{Secret: body.BootstrapSecret}, &reply); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tokenJSON(tok))
+	writeJSON(w, http.StatusOK, tokenJSON(reply.Token))
 	return nil
 }
 
@@ -189,8 +152,7 @@ func (s *Server) aclPolicyCreate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclPolicyItem(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	id := r.PathValue("id")
@@ -198,7 +160,7 @@ func (s *Server) aclPolicyItem(w http.ResponseWriter, r *http.Request) error {
 	case http.MethodPut:
 		return s.aclPolicyWrite(w, r, id)
 	case http.MethodDelete:
-		if err := a.PolicyDelete(r.Context(), id); err != nil {
+		if err := s.door.RPC(r.Context(), rpc.MethodACLPolicyDelete, &rpc.ACLPolicyDeleteRequest{ID: id}, nil); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, true)
@@ -212,25 +174,23 @@ func (s *Server) aclPolicyByName(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclPolicyRead(w http.ResponseWriter, r *http.Request, id, name string) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	p, meta, err := a.PolicyRead(r.Context(), opts, id, name)
-	if err != nil {
+	var reply rpc.ACLPolicyResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodACLPolicyRead, &rpc.ACLPolicyReadRequest{QueryOptions: opts, ID: id, Name: name}, &reply); err != nil {
 		return err
 	}
-	writeRead(w, r, meta, policyJSON(p, true))
+	writeRead(w, r, reply.QueryMeta, policyJSON(reply.Policy, true))
 	return nil
 }
 
 func (s *Server) aclPolicyWrite(w http.ResponseWriter, r *http.Request, id string) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	var body aclPolicyBody
@@ -240,33 +200,33 @@ func (s *Server) aclPolicyWrite(w http.ResponseWriter, r *http.Request, id strin
 	if id != "" && body.ID != "" && !strings.EqualFold(id, body.ID) {
 		return badRequest("ID", "%q differs from the ID in the path, %q", body.ID, id)
 	}
-	p, err := a.PolicySet(r.Context(), catalog.ACLPolicy{ID: id, Name: body.Name, Description: body.Description, Rules: body.Rules})
-	if err != nil {
+	args := &rpc.ACLPolicySetRequest{Policy: catalog.ACLPolicy{ID: id, Name: body.Name, Description: body.Description, Rules: body.Rules}}
+	var reply rpc.ACLPolicyResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodACLPolicySet, args, &reply); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, policyJSON(p, true))
+	writeJSON(w, http.StatusOK, policyJSON(reply.Policy, true))
 	return nil
 }
 
 // GET /v1/acl/policies lists policies without their rules, as Consul.
 func (s *Server) aclPolicies(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	ps, meta, err := a.PolicyList(r.Context(), opts)
-	if err != nil {
+	var reply rpc.ACLPoliciesResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodACLPolicyList, &rpc.ACLPolicyListRequest{QueryOptions: opts}, &reply); err != nil {
 		return err
 	}
-	out := make([]aclJSONPolicy, 0, len(ps))
-	for _, p := range ps {
+	out := make([]aclJSONPolicy, 0, len(reply.Policies))
+	for _, p := range reply.Policies {
 		out = append(out, policyJSON(p, false))
 	}
-	writeRead(w, r, meta, out)
+	writeRead(w, r, reply.QueryMeta, out)
 	return nil
 }
 
@@ -290,8 +250,7 @@ func (s *Server) aclTokenCreate(w http.ResponseWriter, r *http.Request) error {
 // /v1/acl/token/{id}: GET reads ("self" is the caller's own), PUT
 // updates, DELETE deletes.
 func (s *Server) aclTokenItem(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	id := r.PathValue("id")
@@ -299,7 +258,7 @@ func (s *Server) aclTokenItem(w http.ResponseWriter, r *http.Request) error {
 	case http.MethodPut:
 		return s.aclTokenWrite(w, r, id)
 	case http.MethodDelete:
-		if err := a.TokenDelete(r.Context(), id); err != nil {
+		if err := s.door.RPC(r.Context(), rpc.MethodACLTokenDelete, &rpc.ACLTokenDeleteRequest{AccessorID: id}, nil); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, true)
@@ -309,17 +268,17 @@ func (s *Server) aclTokenItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tok, meta, err := a.TokenRead(r.Context(), opts, id, id == "self")
-	if err != nil {
+	var reply rpc.ACLTokenResponse
+	args := &rpc.ACLTokenReadRequest{QueryOptions: opts, AccessorID: id, Self: id == "self"}
+	if err := s.door.RPC(r.Context(), rpc.MethodACLTokenRead, args, &reply); err != nil {
 		return err
 	}
-	writeRead(w, r, meta, tokenJSON(tok))
+	writeRead(w, r, reply.QueryMeta, tokenJSON(reply.Token))
 	return nil
 }
 
 func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	var body aclTokenBody
@@ -330,6 +289,7 @@ func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string
 		return badRequest("AccessorID", "%q differs from the ID in the path, %q", body.AccessorID, id)
 	}
 	spec := rpc.ACLTokenSpec{AccessorID: body.AccessorID, SecretID: body.SecretID, Description: body.Description, Local: body.Local}
+	var err error
 	if spec.ExpirationTTL, err = body.ExpirationTTL.parse("ExpirationTTL"); err != nil {
 		return err
 	}
@@ -342,34 +302,33 @@ func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string
 	for _, l := range body.Policies {
 		spec.Policies = append(spec.Policies, catalog.ACLPolicyLink(l))
 	}
-	tok, err := a.TokenSet(r.Context(), spec, id != "")
-	if err != nil {
+	var reply rpc.ACLTokenResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodACLTokenSet, &rpc.ACLTokenSetRequest{Spec: spec, Update: id != ""}, &reply); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tokenJSON(tok))
+	writeJSON(w, http.StatusOK, tokenJSON(reply.Token))
 	return nil
 }
 
 // GET /v1/acl/tokens lists tokens, never with their secrets.
 func (s *Server) aclTokens(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.requireACL()
-	if err != nil {
+	if err := s.requireACL(); err != nil {
 		return err
 	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	toks, meta, err := a.TokenList(r.Context(), opts)
-	if err != nil {
+	var reply rpc.ACLTokensResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodACLTokenList, &rpc.ACLTokenListRequest{QueryOptions: opts}, &reply); err != nil {
 		return err
 	}
-	out := make([]aclJSONToken, 0, len(toks))
-	for _, t := range toks {
+	out := make([]aclJSONToken, 0, len(reply.Tokens))
+	for _, t := range reply.Tokens {
 		j := tokenJSON(t)
 		j.SecretID = ""
 		out = append(out, j)
 	}
-	writeRead(w, r, meta, out)
+	writeRead(w, r, reply.QueryMeta, out)
 	return nil
 }

@@ -1,27 +1,8 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 )
-
-// Self is the running agent as GET /v1/agent/self and PUT
-// /v1/agent/reload see it. Its methods are called from request goroutines,
-// concurrently.
-type Self interface {
-	// Stats returns the sections of Consul's Stats (agent, build,
-	// consul, raft on a server, runtime, serf_lan, serf_wan on a
-	// server), every value a string, as `consul info` prints them.
-	Stats() map[string]map[string]string
-	// Reload re-reads the configuration the agent was started with and
-	// applies what can change without a restart. A bad configuration is a
-	// *catalog.FieldError naming the field, and changes nothing.
-	Reload(ctx context.Context) error
-}
-
-// SetSelf sets the agent behind Stats and reload. Call it before Start;
-// without it /v1/agent/self has no Stats and /v1/agent/reload is a 404.
-func (s *Server) SetSelf(a Self) { s.self = a }
 
 // agentSelf is the body of GET /v1/agent/self: the part of Consul's that
 // its clients read (Config.NodeName, Config.Datacenter, Member, and the
@@ -59,8 +40,8 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 		},
 		DebugConfig: selfDebugConfig{DNSDomain: s.cfg.Domain},
 	}
-	if s.self != nil {
-		out.Stats = s.self.Stats()
+	if s.deps.Stats != nil {
+		out.Stats = s.deps.Stats()
 	}
 	// The agent is a member of its own LAN pool.
 	for _, m := range s.cluster.Members() {
@@ -77,10 +58,10 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 // agent:write, as Consul's. A bad configuration is a 400 naming the field,
 // and the agent keeps the one it runs with.
 func (s *Server) agentReload(w http.ResponseWriter, r *http.Request) error {
-	if s.self == nil {
+	if s.deps.Reload == nil {
 		return notFound("reload is not available on this agent")
 	}
-	if err := s.self.Reload(r.Context()); err != nil {
+	if err := s.deps.Reload(); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)

@@ -3,34 +3,13 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/cairndns/cairn/rpc"
 )
-
-// Autopilot reads and changes autopilot's configuration on the servers
-// and reports their health as the leader judges it. It is optional: the
-// Cluster given to New provides it when it has these methods too (as it
-// provides Snapshots), and without it /v1/operator/autopilot/ answers
-// 404. The servers check the request's token (operator:read to read,
-// operator:write to set). Handlers call it from their own goroutines,
-// several at once.
-type Autopilot interface {
-	// AutopilotConfiguration returns the configuration of datacenter dc
-	// ("" for the agent's) as its leader has it, or with stale as any of
-	// its servers has it.
-	AutopilotConfiguration(ctx context.Context, dc string, stale bool) (*rpc.AutopilotConfig, error)
-	// SetAutopilotConfiguration replaces it (the indexes of cfg aside),
-	// or with cas only when its ModifyIndex is still cfg.ModifyIndex, and
-	// reports whether it did. A bad value is a *catalog.FieldError naming
-	// the field.
-	SetAutopilotConfiguration(ctx context.Context, dc string, cfg rpc.AutopilotConfig, cas bool) (bool, error)
-	// ServerHealth returns the health of the servers of dc as its leader
-	// judges it.
-	ServerHealth(ctx context.Context, dc string) (*rpc.ServerHealthResponse, error)
-}
 
 // autopilotConfig is the body of GET and PUT
 // /v1/operator/autopilot/configuration, Consul's AutopilotConfiguration.
@@ -137,10 +116,6 @@ type autopilotState struct {
 // can use it) and autopilot's state. ?dc= names another datacenter; ?stale
 // lets any server answer a configuration read.
 func (s *Server) operatorAutopilot(w http.ResponseWriter, r *http.Request) error {
-	ap, ok := s.cluster.(Autopilot)
-	if !ok {
-		return notFound("autopilot is not available on this agent")
-	}
 	what, dc := r.PathValue("what"), r.URL.Query().Get("dc")
 	allow := http.MethodGet
 	switch what {
@@ -156,12 +131,15 @@ func (s *Server) operatorAutopilot(w http.ResponseWriter, r *http.Request) error
 	}
 	switch {
 	case what == "configuration" && r.Method == http.MethodPut:
-		return s.setAutopilotConfig(w, r, ap, dc)
+		return s.setAutopilotConfig(w, r, dc)
 	case what == "configuration":
-		cfg, err := ap.AutopilotConfiguration(r.Context(), dc, boolParam(r, "stale"))
-		if err != nil {
-			return err
+		// The leader's, or with ?stale any server's.
+		args := &rpc.AutopilotGetConfigRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: boolParam(r, "stale")}}
+		var reply rpc.AutopilotConfigResponse
+		if err := s.door.RPC(r.Context(), rpc.MethodOperatorAutopilotGetConfiguration, args, &reply); err != nil {
+			return fmt.Errorf("read autopilot configuration: %w", err)
 		}
+		cfg := reply.Config
 		w.Header().Set("X-Consul-Index", strconv.FormatUint(max(cfg.ModifyIndex, 1), 10))
 		writeJSONPretty(w, r, autopilotConfig{
 			CleanupDeadServers: cfg.CleanupDeadServers, LastContactThreshold: cfg.LastContactThreshold.String(),
@@ -171,7 +149,7 @@ func (s *Server) operatorAutopilot(w http.ResponseWriter, r *http.Request) error
 		})
 		return nil
 	}
-	health, err := ap.ServerHealth(r.Context(), dc)
+	health, err := s.serverHealth(r.Context(), dc)
 	if err != nil {
 		return err
 	}
@@ -205,7 +183,8 @@ func (s *Server) operatorAutopilot(w http.ResponseWriter, r *http.Request) error
 // setAutopilotConfig serves PUT /v1/operator/autopilot/configuration: the
 // body replaces the configuration; with ?cas=<index> only when its
 // ModifyIndex is still index. It answers true or false, as Consul's.
-func (s *Server) setAutopilotConfig(w http.ResponseWriter, r *http.Request, ap Autopilot, dc string) error {
+// A bad value is a *catalog.FieldError from the servers.
+func (s *Server) setAutopilotConfig(w http.ResponseWriter, r *http.Request, dc string) error {
 	var body autopilotConfigBody
 	if err := s.decodeBody(w, r, &body); err != nil {
 		return err
@@ -226,12 +205,24 @@ func (s *Server) setAutopilotConfig(w http.ResponseWriter, r *http.Request, ap A
 		}
 		cas, cfg.ModifyIndex = true, idx
 	}
-	updated, err := ap.SetAutopilotConfiguration(r.Context(), dc, cfg, cas)
-	if err != nil {
-		return err
+	args := &rpc.AutopilotSetConfigRequest{WriteRequest: rpc.WriteRequest{Datacenter: dc}, Config: cfg, CAS: cas}
+	var reply rpc.AutopilotSetConfigResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodOperatorAutopilotSetConfiguration, args, &reply); err != nil {
+		return fmt.Errorf("set autopilot configuration: %w", err)
 	}
-	writeJSONPretty(w, r, !cas || updated)
+	writeJSONPretty(w, r, !cas || reply.Updated)
 	return nil
+}
+
+// serverHealth returns the health of the servers of dc ("" for the
+// agent's) as its leader judges it.
+func (s *Server) serverHealth(ctx context.Context, dc string) (*rpc.ServerHealthResponse, error) {
+	args := &rpc.ServerHealthRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc}}
+	var reply rpc.ServerHealthResponse
+	if err := s.door.RPC(ctx, rpc.MethodOperatorServerHealth, args, &reply); err != nil {
+		return nil, fmt.Errorf("read server health: %w", err)
+	}
+	return &reply, nil
 }
 
 // toAutopilotState shapes the servers' health as autopilot's state.

@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // node is a node as the catalog endpoints give it. Its fields, and those
@@ -57,19 +60,19 @@ func (s *Server) catalogNodes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts.Near = s.resolveNear(opts.Near) // coordinate_endpoints.go
-	nodes, meta, err := s.catalog.Nodes(r.Context(), opts)
-	if err != nil {
+	var reply rpc.NodesResponse
+	args := &rpc.NodesRequest{QueryOptions: opts, Near: s.near(r)} // coordinate_endpoints.go
+	if err := s.door.RPC(r.Context(), rpc.MethodCatalogNodes, args, &reply); err != nil {
 		return err
 	}
-	out := make([]*node, 0, len(nodes))
-	for _, n := range nodes {
+	out := make([]*node, 0, len(reply.Nodes))
+	for _, n := range reply.Nodes {
 		out = append(out, toNode(n))
 	}
 	if out, err = applyFilter(r, out); err != nil {
 		return err
 	}
-	writeRead(w, r, meta, out)
+	writeRead(w, r, reply.QueryMeta, out)
 	return nil
 }
 
@@ -86,28 +89,31 @@ func (s *Server) catalogServices(w http.ResponseWriter, r *http.Request) error {
 	if hasFilter(r) {
 		return s.filteredServices(w, r, opts)
 	}
-	services, meta, err := s.catalog.Services(r.Context(), opts)
-	if err != nil {
+	var reply rpc.ServicesResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: opts}, &reply); err != nil {
 		return err
 	}
+	services := reply.Services
 	if services == nil {
 		services = map[string][]string{}
 	}
 	for name, tags := range services {
 		services[name] = nonNil(tags)
 	}
-	writeRead(w, r, meta, services)
+	writeRead(w, r, reply.QueryMeta, services)
 	return nil
 }
 
 // filteredServices answers GET /v1/catalog/services?filter=.
-func (s *Server) filteredServices(w http.ResponseWriter, r *http.Request, opts QueryOptions) error {
-	insts, meta, err := s.catalog.ServiceNodes(r.Context(), opts)
-	if err != nil {
+// The servers answer every instance of every service with its node and
+// without checks, sorted by service name, node, then service ID.
+func (s *Server) filteredServices(w http.ResponseWriter, r *http.Request, opts rpc.QueryOptions) error {
+	var reply rpc.ServicesResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: opts, Instances: true}, &reply); err != nil {
 		return err
 	}
-	all := make([]*catalogService, 0, len(insts))
-	for _, in := range insts {
+	all := make([]*catalogService, 0, len(reply.Instances))
+	for _, in := range reply.Instances {
 		all = append(all, toCatalogService(in.Node, in.Service))
 	}
 	kept, err := applyFilter(r, all)
@@ -122,7 +128,7 @@ func (s *Server) filteredServices(w http.ResponseWriter, r *http.Request, opts Q
 		slices.Sort(tags)
 		services[name] = slices.Compact(tags)
 	}
-	writeRead(w, r, meta, services)
+	writeRead(w, r, reply.QueryMeta, services)
 	return nil
 }
 
@@ -155,7 +161,7 @@ func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
 }
 
 func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {
-	leader, err := s.status.Leader(r.Context())
+	leader, err := s.leader(r.Context())
 	if err != nil {
 		return err
 	}
@@ -163,14 +169,47 @@ func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// statusPeers answers the Raft addresses of the servers of the
+// datacenter.
 func (s *Server) statusPeers(w http.ResponseWriter, r *http.Request) error {
-	peers, err := s.status.Peers(r.Context())
+	cfg, err := s.raftConfiguration(r.Context())
 	if err != nil {
 		return err
 	}
-	if peers == nil {
-		peers = []string{}
+	peers := make([]string, 0, len(cfg.Servers))
+	for _, srv := range cfg.Servers {
+		peers = append(peers, srv.Address)
 	}
 	writeJSON(w, http.StatusOK, peers)
 	return nil
+}
+
+// statusTimeout bounds the status reads, which a client makes without
+// a deadline of its own.
+const statusTimeout = 5 * time.Second
+
+// leader returns the leader's address as a server of this datacenter
+// sees it, "" when it knows none.
+func (s *Server) leader(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	var reply rpc.LeaderResponse
+	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: s.cfg.Datacenter, AllowStale: true}}
+	if err := s.door.RPC(ctx, rpc.MethodStatusLeader, args, &reply); err != nil {
+		return "", err
+	}
+	return reply.Leader, nil
+}
+
+// raftConfiguration returns the servers of the agent's datacenter as a
+// server's Raft knows them.
+func (s *Server) raftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	var reply rpc.RaftConfigurationResponse
+	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: s.cfg.Datacenter, AllowStale: true}}
+	if err := s.door.RPC(ctx, rpc.MethodStatusRaftConfiguration, args, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // This file holds the catalog endpoints about one node and the catalog's
@@ -27,16 +28,20 @@ type catalogNodeServiceList struct {
 	Services []*entryService
 }
 
-func (s *Server) readNode(r *http.Request) (*catalog.Node, []*catalog.Service, QueryMeta, error) {
+// readNode reads the request's {node} (nil when there is no such node)
+// and its services, sorted by ID.
+func (s *Server) readNode(r *http.Request) (*catalog.Node, []*catalog.Service, rpc.QueryMeta, error) {
 	name := r.PathValue("node")
 	if name == "" {
-		return nil, nil, QueryMeta{}, badRequest("node", "is required in the path")
+		return nil, nil, rpc.QueryMeta{}, badRequest("node", "is required in the path")
 	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
-		return nil, nil, QueryMeta{}, err
+		return nil, nil, rpc.QueryMeta{}, err
 	}
-	return s.catalog.NodeServices(r.Context(), opts, name)
+	var reply rpc.NodeServicesResponse
+	err = s.door.RPC(r.Context(), rpc.MethodCatalogNodeServices, &rpc.NodeServicesRequest{QueryOptions: opts, Node: name}, &reply)
+	return reply.Node, reply.Services, reply.QueryMeta, err
 }
 
 // catalogNodeGet answers a node that is not registered with a 200 and a
@@ -179,7 +184,8 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 		}
 		req.Checks = append(req.Checks, chk)
 	}
-	if err := s.catalog.Register(r.Context(), dcParam(r, body.Datacenter), req); err != nil {
+	args := &rpc.RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: dcParam(r, body.Datacenter)}, Registration: *req}
+	if err := s.door.RPC(r.Context(), rpc.MethodCatalogRegister, args, nil); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, true)
@@ -194,8 +200,9 @@ func (s *Server) catalogDeregister(w http.ResponseWriter, r *http.Request) error
 	if body.Node == "" {
 		return badRequest("Node", "is required")
 	}
-	req := &catalog.DeregisterRequest{Node: body.Node, ServiceID: body.ServiceID, CheckID: body.CheckID}
-	if err := s.catalog.Deregister(r.Context(), dcParam(r, body.Datacenter), req); err != nil {
+	args := &rpc.DeregisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: dcParam(r, body.Datacenter)},
+		Deregistration: catalog.DeregisterRequest{Node: body.Node, ServiceID: body.ServiceID, CheckID: body.CheckID}}
+	if err := s.door.RPC(r.Context(), rpc.MethodCatalogDeregister, args, nil); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, true)

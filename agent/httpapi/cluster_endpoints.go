@@ -194,7 +194,7 @@ func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) error {
-	cfg, err := s.cluster.RaftConfiguration(r.Context())
+	cfg, err := s.raftConfiguration(r.Context()) // catalog_endpoints.go
 	if err != nil {
 		return fmt.Errorf("read raft configuration: %w", err)
 	}
@@ -218,14 +218,9 @@ func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Reques
 // lastIndexes maps the Raft ID of each server of the agent's datacenter
 // to the last index of its log, as the leader's autopilot last saw it (as
 // Consul fills RaftServer.LastIndex); nil when that is not known (no
-// autopilot on this agent, or no leader to ask: the configuration is
-// answered all the same).
+// leader to ask: the configuration is answered all the same).
 func (s *Server) lastIndexes(r *http.Request) map[string]uint64 {
-	ap, ok := s.cluster.(Autopilot)
-	if !ok {
-		return nil
-	}
-	health, err := ap.ServerHealth(r.Context(), "")
+	health, err := s.serverHealth(r.Context(), "") // autopilot_endpoint.go
 	if err != nil {
 		s.logger.Debug("raft configuration without the servers' last indexes", "err", err)
 		return nil

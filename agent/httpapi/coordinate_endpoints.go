@@ -9,23 +9,6 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-// Coordinates reads and writes nodes' network coordinates (Consul's
-// /v1/coordinate/...). A Catalog that also satisfies it serves those
-// endpoints; without it they answer 404. Handlers call it from their own
-// goroutines, several at once.
-type Coordinates interface {
-	// CoordinateNodes returns every node's coordinate, sorted by node.
-	CoordinateNodes(ctx context.Context, opts QueryOptions) ([]*catalog.CoordinateEntry, QueryMeta, error)
-	// CoordinateNode returns node's coordinate: none when it has none.
-	CoordinateNode(ctx context.Context, opts QueryOptions, node string) ([]*catalog.CoordinateEntry, QueryMeta, error)
-	// CoordinateDatacenters returns the WAN coordinates of every
-	// datacenter's servers, sorted by datacenter.
-	CoordinateDatacenters(ctx context.Context) ([]rpc.DatacenterCoordinates, error)
-	// CoordinateUpdate sends node's coordinate to the servers of
-	// datacenter dc ("" for the agent's).
-	CoordinateUpdate(ctx context.Context, dc, node string, c *catalog.Coordinate) error
-}
-
 // coordinateEntry is a coordinate as Consul's API gives it.
 type coordinateEntry struct {
 	Node      string
@@ -49,59 +32,45 @@ func toCoordinateEntries(in []*catalog.CoordinateEntry) []coordinateEntry {
 	return out
 }
 
-// coordinates returns the Catalog's Coordinates, or a 404 when it has none.
-func (s *Server) coordinates() (Coordinates, error) {
-	if c, ok := s.catalog.(Coordinates); ok {
-		return c, nil
-	}
-	return nil, notFound("network coordinates are not served by this agent")
-}
-
+// coordinateDatacenters asks a server of this datacenter, whose WAN pool
+// has measured the servers of every datacenter, for their coordinates,
+// sorted by datacenter.
 func (s *Server) coordinateDatacenters(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.coordinates()
-	if err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
+	defer cancel()
+	var reply rpc.DatacenterCoordinatesResponse
+	if err := s.door.RPC(ctx, rpc.MethodCoordinateListDatacenters, &rpc.DatacentersRequest{}, &reply); err != nil {
 		return err
 	}
-	dcs, err := c.CoordinateDatacenters(r.Context())
-	if err != nil {
-		return err
-	}
-	out := make([]datacenterMap, 0, len(dcs))
-	for _, dc := range dcs {
+	out := make([]datacenterMap, 0, len(reply.Datacenters))
+	for _, dc := range reply.Datacenters {
 		out = append(out, datacenterMap{Datacenter: dc.Datacenter, AreaID: dc.AreaID, Coordinates: toCoordinateEntries(dc.Coordinates)})
 	}
 	writeJSONPretty(w, r, out)
 	return nil
 }
 
+// coordinateNodes answers every node's coordinate, sorted by node.
 func (s *Server) coordinateNodes(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.coordinates()
-	if err != nil {
-		return err
-	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	all, meta, err := c.CoordinateNodes(r.Context(), opts)
-	if err != nil {
+	var reply rpc.CoordinatesResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodCoordinateListNodes, &rpc.CoordinateListRequest{QueryOptions: opts}, &reply); err != nil {
 		return err
 	}
-	out := toCoordinateEntries(all)
+	out := toCoordinateEntries(reply.Coordinates)
 	if out, err = applyFilter(r, out); err != nil {
 		return err
 	}
-	writeRead(w, r, meta, out)
+	writeRead(w, r, reply.QueryMeta, out)
 	return nil
 }
 
 // coordinateNode answers a node without a coordinate with a 404, as
 // Consul does.
 func (s *Server) coordinateNode(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.coordinates()
-	if err != nil {
-		return err
-	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
@@ -110,25 +79,21 @@ func (s *Server) coordinateNode(w http.ResponseWriter, r *http.Request) error {
 	if err := catalog.ValidateNodeName("node", node); err != nil {
 		return err
 	}
-	all, meta, err := c.CoordinateNode(r.Context(), opts, node)
-	if err != nil {
+	var reply rpc.CoordinatesResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodCoordinateNode, &rpc.CoordinateNodeRequest{QueryOptions: opts, Node: node}, &reply); err != nil {
 		return err
 	}
-	if len(all) == 0 {
-		setMetaHeaders(w, meta)
+	if len(reply.Coordinates) == 0 {
+		setMetaHeaders(w, reply.QueryMeta)
 		return notFound("node %q has no network coordinate", node)
 	}
-	writeRead(w, r, meta, toCoordinateEntries(all))
+	writeRead(w, r, reply.QueryMeta, toCoordinateEntries(reply.Coordinates))
 	return nil
 }
 
 // coordinateUpdate takes a coordinate as Consul's clients send it. The
 // servers check it (dimensions, NaN, infinity) and the token (node:write).
 func (s *Server) coordinateUpdate(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.coordinates()
-	if err != nil {
-		return err
-	}
 	var body coordinateEntry
 	if err := s.decodeBodyLenient(w, r, &body); err != nil {
 		return err
@@ -142,16 +107,19 @@ func (s *Server) coordinateUpdate(w http.ResponseWriter, r *http.Request) error 
 	if err := catalog.ValidateCoordinate("Coord", body.Coord); err != nil {
 		return err
 	}
-	if err := c.CoordinateUpdate(r.Context(), dcParam(r, ""), body.Node, body.Coord); err != nil {
+	args := &rpc.CoordinateUpdateRequest{WriteRequest: rpc.WriteRequest{Datacenter: dcParam(r, "")}, Node: body.Node, Coord: body.Coord}
+	if err := s.door.RPC(r.Context(), rpc.MethodCoordinateUpdate, args, nil); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, true)
 	return nil
 }
 
-// resolveNear turns ?near into the node name the servers sort by:
-// "_agent" is this agent's node, as in Consul.
-func (s *Server) resolveNear(near string) string {
+// near is ?near on the reads that sort by it (catalog nodes and service,
+// health service), as the node name the servers sort by: "_agent" is this
+// agent's node, as in Consul; "" keeps the catalog's order.
+func (s *Server) near(r *http.Request) string {
+	near := r.URL.Query().Get("near")
 	if strings.EqualFold(near, "_agent") {
 		return s.cfg.NodeName
 	}

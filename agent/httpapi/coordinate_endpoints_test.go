@@ -21,13 +21,13 @@ type coordCatalog struct {
 	updated []string // "dc/node" of each update
 }
 
-var _ httpapi.Coordinates = (*coordCatalog)(nil)
+var _ coordinateBackend = (*coordCatalog)(nil)
 
-func (c *coordCatalog) CoordinateNodes(_ context.Context, opts httpapi.QueryOptions) ([]*catalog.CoordinateEntry, httpapi.QueryMeta, error) {
+func (c *coordCatalog) CoordinateNodes(_ context.Context, opts queryOpts) ([]*catalog.CoordinateEntry, queryMeta, error) {
 	return c.coords, c.meta(opts), nil
 }
 
-func (c *coordCatalog) CoordinateNode(_ context.Context, opts httpapi.QueryOptions, node string) ([]*catalog.CoordinateEntry, httpapi.QueryMeta, error) {
+func (c *coordCatalog) CoordinateNode(_ context.Context, opts queryOpts, node string) ([]*catalog.CoordinateEntry, queryMeta, error) {
 	for _, e := range c.coords {
 		if strings.EqualFold(e.Node, node) {
 			return []*catalog.CoordinateEntry{e}, c.meta(opts), nil
@@ -47,14 +47,11 @@ func (c *coordCatalog) CoordinateUpdate(_ context.Context, dc, node string, _ *c
 	return nil
 }
 
-func newCoordServer(t *testing.T, cat httpapi.Catalog) http.Handler {
+func newCoordServer(t *testing.T, cat any) http.Handler {
 	t.Helper()
 	cfg := testConfig()
 	cfg.NodeName = "agent1"
-	s, err := httpapi.New(cfg, &fakeLocal{}, cat, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newAPI(t, cfg, httpapi.Deps{Door: fakeDoor{backends: []any{cat, fakeStatus("10.0.0.1:8300")}}})
 	return s.Handler()
 }
 
@@ -98,14 +95,6 @@ func TestCoordinateEndpoints(t *testing.T) {
 	if len(c.updated) != 1 || c.updated[0] != "dc2/n1" {
 		t.Errorf("updates: got %v, want dc2/n1", c.updated)
 	}
-}
-
-// TestCoordinateEndpointsWithoutCoordinates: a Catalog that serves none
-// answers 404.
-func TestCoordinateEndpointsWithoutCoordinates(t *testing.T) {
-	t.Parallel()
-	h := newCoordServer(t, &fakeCatalog{})
-	wantStatus(t, serve(h, http.MethodGet, "/v1/coordinate/nodes", ""), http.StatusNotFound)
 }
 
 // TestNearParam: ?near reaches the catalog, "_agent" as the agent's node.

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,15 +10,17 @@ import (
 	"github.com/cairndns/cairn/agent/httpapi"
 )
 
-func debugServer(t *testing.T, enable bool) *httpapi.Server {
+// debugServer returns a server with EnableDebug as enable, checking
+// tokens with authz (none: ACLs off).
+func debugServer(t *testing.T, enable bool, authz ...func(context.Context) (*acl.Authorizer, error)) *httpapi.Server {
 	t.Helper()
 	cfg := testConfig()
 	cfg.EnableDebug = enable
-	s, err := httpapi.New(cfg, &fakeLocal{}, &fakeCatalog{}, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatalf("New: %v", err)
+	deps := httpapi.Deps{}
+	if len(authz) > 0 {
+		deps.Authorizer = authz[0]
 	}
-	return s
+	return newAPI(t, cfg, deps)
 }
 
 func TestPprofOff(t *testing.T) {
@@ -49,11 +52,10 @@ func TestPprofOn(t *testing.T) {
 }
 
 func TestPprofACL(t *testing.T) {
-	s := debugServer(t, true)
-	s.SetACL(tokenACL{tokens: map[string]*acl.Authorizer{
+	s := debugServer(t, true, tokenAuthorizer(map[string]*acl.Authorizer{
 		"op":    policy(t, `operator = "read"`),
 		"agent": policy(t, `agent_prefix "" { policy = "write" }`),
-	}})
+	}))
 	for _, tc := range []struct {
 		token string
 		want  int

@@ -3,14 +3,17 @@
 // work. Bad input is answered with a 400 and a JSON body naming the field and
 // the reason; every error body is JSON.
 //
-// httpapi imports catalog (and rpc for the Raft configuration's wire type,
-// agent/checks for check definitions, agent/local for its errors) and
-// declares what it needs of the rest of the agent as small interfaces
-// (Local, Catalog, Status, Cluster, and optionally CachedCatalog for
-// ?cached reads and Metrics for /v1/agent/metrics) that the agent wires.
-// Check definitions
-// are decoded and validated here, before the Local sees them. Handlers are
-// safe for concurrent use.
+// Handlers reach the servers through the agent's door (Door) with the rpc
+// package's own argument and reply types, as Consul's handlers call
+// agent.RPC: adding an endpoint touches its handler and the servers'
+// method only. What only the agent itself answers comes in one Deps given
+// to New: its own services and checks (Local, package agent/local), its
+// gossip membership and keyring (Cluster), and optional parts whose nil
+// turns their endpoint off (ACL authorizer, ?cached reads, DNS for the UI
+// and DNS over HTTPS, metrics, the log stream, stats and reload). Nothing
+// is set after New and nothing is found by type assertion. Check
+// definitions are decoded and validated here, before the Local sees them.
+// Handlers are safe for concurrent use.
 //
 // Before any endpoint, a request whose Host header the agent does not
 // answer to (DNS rebinding) and a browser's cross-origin write (CSRF) are

@@ -11,18 +11,6 @@ import (
 	"strings"
 )
 
-// DNSWire answers DNS queries in wire format, for DNS over HTTPS (RFC
-// 8484). The agent wires its DNS server (resolver.Server.ServeWire).
-// Handlers call it from their own goroutines, several at once; it returns
-// once the query is answered (bounded by the DNS server's query timeout).
-type DNSWire interface {
-	// ServeWire answers query, asked by remote (nil when unknown), as
-	// the DNS server answers a query over TCP. maxAge is how many
-	// seconds an HTTP cache may keep the reply (RFC 8484 5.1). An error
-	// says query is not a DNS query message.
-	ServeWire(query []byte, remote net.Addr) (reply []byte, maxAge uint32, err error)
-}
-
 // dnsMessageType is the media type of a DNS message in wire format (RFC
 // 8484 6).
 const dnsMessageType = "application/dns-message"
@@ -31,12 +19,8 @@ const dnsMessageType = "application/dns-message"
 // not one.
 const maxDNSMessage = 65535
 
-// SetDNSWire makes /dns-query answer through d on the HTTPS listener.
-// Call it before Start; without it /dns-query answers 404.
-func (s *Server) SetDNSWire(d DNSWire) { s.dnsWire = d }
-
 // routeDoH serves /dns-query: 404 on the plain HTTP listener, whatever
-// the method, and without a DNSWire; else dnsQuery, other methods than
+// the method, and without Deps.ServeDNSWire; else dnsQuery, other methods than
 // GET and POST answered 405.
 // dnsQuery answers DNS over HTTPS (RFC 8484): GET /dns-query?dns=<the
 // query, base64url> or POST /dns-query with the query as its body
@@ -48,7 +32,7 @@ func (s *Server) SetDNSWire(d DNSWire) { s.dnsWire = d }
 // It checks no ACL: like the DNS port, answers follow the agent's default
 // token.
 func (s *Server) dnsQuery(w http.ResponseWriter, r *http.Request) error {
-	if s.dnsWire == nil || r.TLS == nil {
+	if s.deps.ServeDNSWire == nil || r.TLS == nil {
 		return notFound("no endpoint %s: DNS over HTTPS is served on the HTTPS port only", r.URL.Path)
 	}
 	var query []byte
@@ -81,7 +65,7 @@ func (s *Server) dnsQuery(w http.ResponseWriter, r *http.Request) error {
 		}
 		query = b
 	}
-	reply, maxAge, err := s.dnsWire.ServeWire(query, remoteAddr(r))
+	reply, maxAge, err := s.deps.ServeDNSWire(query, remoteAddr(r))
 	if err != nil {
 		field := "dns"
 		if r.Method == http.MethodPost {

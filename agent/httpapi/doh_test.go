@@ -34,10 +34,9 @@ func (f *fakeWire) ServeWire(query []byte, remote net.Addr) ([]byte, uint32, err
 // TestDNSOverHTTPS checks /dns-query's status codes and headers (RFC 8484).
 func TestDNSOverHTTPS(t *testing.T) {
 	t.Parallel()
-	s, err := httpapi.New(httpapi.DefaultConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	off := newAPI(t, httpapi.DefaultConfig(), httpapi.Deps{})
+	wire := &fakeWire{}
+	s := newAPI(t, httpapi.DefaultConfig(), httpapi.Deps{ServeDNSWire: wire.ServeWire})
 	query := []byte{0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 'w', 'e', 'b', 0, 0, 1, 0, 1}
 	get := "/dns-query?dns=" + base64.RawURLEncoding.EncodeToString(query)
 	do := func(method, url, contentType string, body []byte) *httptest.ResponseRecorder {
@@ -51,11 +50,11 @@ func TestDNSOverHTTPS(t *testing.T) {
 	}
 	const https, plain = "https://127.0.0.1:8501", "http://127.0.0.1:8500"
 
-	if rec := do(http.MethodGet, https+get, "", nil); rec.Code != http.StatusNotFound {
-		t.Errorf("without SetDNSWire: got %d, want 404", rec.Code)
+	rec := httptest.NewRecorder()
+	off.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, https+get, nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("without Deps.ServeDNSWire: got %d, want 404", rec.Code)
 	}
-	wire := &fakeWire{}
-	s.SetDNSWire(wire)
 
 	for _, tc := range []struct {
 		name, method, url, contentType string

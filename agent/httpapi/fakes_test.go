@@ -173,8 +173,8 @@ func (f *fakeLocal) calls() (added []*checks.Definition, removed []string, ttl [
 	return slices.Clone(f.addedChecks), slices.Clone(f.removedCheck), slices.Clone(f.ttlUpdates), slices.Clone(f.maintenance)
 }
 
-// fakeCatalog is an httpapi.Catalog serving fixed data at a fixed index,
-// recording what it was asked.
+// fakeCatalog answers the catalog methods (through fakeDoor) with fixed
+// data at a fixed index, recording what it was asked.
 type fakeCatalog struct {
 	index     uint64
 	nodes     []*catalog.Node
@@ -185,43 +185,43 @@ type fakeCatalog struct {
 
 	mu              sync.Mutex
 	gotName, gotTag string
-	gotOpts         httpapi.QueryOptions
+	gotOpts         queryOpts
 	registered      []*catalog.RegisterRequest
 	deregistered    []*catalog.DeregisterRequest
 	writeDCs        []string
 }
 
-var _ httpapi.Catalog = (*fakeCatalog)(nil)
+var _ catalogBackend = (*fakeCatalog)(nil)
 
 // meta records opts and returns the fixed index with a known leader.
-func (f *fakeCatalog) meta(opts httpapi.QueryOptions) httpapi.QueryMeta {
+func (f *fakeCatalog) meta(opts queryOpts) queryMeta {
 	f.mu.Lock()
 	f.gotOpts = opts
 	f.mu.Unlock()
-	return httpapi.QueryMeta{Index: f.index, KnownLeader: true, LastContact: 3 * time.Millisecond}
+	return queryMeta{Index: f.index, KnownLeader: true, LastContact: 3 * time.Millisecond}
 }
 
-func (f *fakeCatalog) Nodes(_ context.Context, opts httpapi.QueryOptions) ([]*catalog.Node, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) Nodes(_ context.Context, opts queryOpts) ([]*catalog.Node, queryMeta, error) {
 	meta := f.meta(opts)
 	if f.err != nil {
-		return nil, httpapi.QueryMeta{}, f.err
+		return nil, queryMeta{}, f.err
 	}
 	return f.nodes, meta, nil
 }
 
-func (f *fakeCatalog) Services(_ context.Context, opts httpapi.QueryOptions) (map[string][]string, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) Services(_ context.Context, opts queryOpts) (map[string][]string, queryMeta, error) {
 	meta := f.meta(opts)
 	if f.err != nil {
-		return nil, httpapi.QueryMeta{}, f.err
+		return nil, queryMeta{}, f.err
 	}
 	return f.services, meta, nil
 }
 
 // ServiceNodes returns every instance, without checks, in the store's order.
-func (f *fakeCatalog) ServiceNodes(_ context.Context, opts httpapi.QueryOptions) ([]catalog.ServiceInstance, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) ServiceNodes(_ context.Context, opts queryOpts) ([]catalog.ServiceInstance, queryMeta, error) {
 	meta := f.meta(opts)
 	if f.err != nil {
-		return nil, httpapi.QueryMeta{}, f.err
+		return nil, queryMeta{}, f.err
 	}
 	out := make([]catalog.ServiceInstance, 0, len(f.instances))
 	for _, in := range f.instances {
@@ -236,13 +236,13 @@ func (f *fakeCatalog) ServiceNodes(_ context.Context, opts httpapi.QueryOptions)
 
 // ServiceInstances filters as the store does: name case-insensitively, then
 // tag when one is given.
-func (f *fakeCatalog) ServiceInstances(_ context.Context, opts httpapi.QueryOptions, name, tag string) ([]catalog.ServiceInstance, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) ServiceInstances(_ context.Context, opts queryOpts, name, tag string) ([]catalog.ServiceInstance, queryMeta, error) {
 	meta := f.meta(opts)
 	f.mu.Lock()
 	f.gotName, f.gotTag = name, tag
 	f.mu.Unlock()
 	if f.err != nil {
-		return nil, httpapi.QueryMeta{}, f.err
+		return nil, queryMeta{}, f.err
 	}
 	var out []catalog.ServiceInstance
 	for _, in := range f.instances {
@@ -255,10 +255,10 @@ func (f *fakeCatalog) ServiceInstances(_ context.Context, opts httpapi.QueryOpti
 
 // NodeServices returns the node of that name among nodes and the services
 // of the instances on it.
-func (f *fakeCatalog) NodeServices(_ context.Context, opts httpapi.QueryOptions, node string) (*catalog.Node, []*catalog.Service, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) NodeServices(_ context.Context, opts queryOpts, node string) (*catalog.Node, []*catalog.Service, queryMeta, error) {
 	meta := f.meta(opts)
 	if f.err != nil {
-		return nil, nil, httpapi.QueryMeta{}, f.err
+		return nil, nil, queryMeta{}, f.err
 	}
 	var n *catalog.Node
 	for _, c := range f.nodes {
@@ -277,13 +277,13 @@ func (f *fakeCatalog) NodeServices(_ context.Context, opts httpapi.QueryOptions,
 
 // filterChecks returns the checks keep accepts, recording arg as the name
 // asked for.
-func (f *fakeCatalog) filterChecks(opts httpapi.QueryOptions, arg string, keep func(*catalog.Check) bool) ([]*catalog.Check, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) filterChecks(opts queryOpts, arg string, keep func(*catalog.Check) bool) ([]*catalog.Check, queryMeta, error) {
 	meta := f.meta(opts)
 	f.mu.Lock()
 	f.gotName = arg
 	f.mu.Unlock()
 	if f.err != nil {
-		return nil, httpapi.QueryMeta{}, f.err
+		return nil, queryMeta{}, f.err
 	}
 	var out []*catalog.Check
 	for _, c := range f.checks {
@@ -294,15 +294,15 @@ func (f *fakeCatalog) filterChecks(opts httpapi.QueryOptions, arg string, keep f
 	return out, meta, nil
 }
 
-func (f *fakeCatalog) NodeChecks(_ context.Context, opts httpapi.QueryOptions, node string) ([]*catalog.Check, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) NodeChecks(_ context.Context, opts queryOpts, node string) ([]*catalog.Check, queryMeta, error) {
 	return f.filterChecks(opts, node, func(c *catalog.Check) bool { return strings.EqualFold(c.Node, node) })
 }
 
-func (f *fakeCatalog) ServiceChecks(_ context.Context, opts httpapi.QueryOptions, service string) ([]*catalog.Check, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) ServiceChecks(_ context.Context, opts queryOpts, service string) ([]*catalog.Check, queryMeta, error) {
 	return f.filterChecks(opts, service, func(c *catalog.Check) bool { return strings.EqualFold(c.ServiceName, service) })
 }
 
-func (f *fakeCatalog) ChecksInState(_ context.Context, opts httpapi.QueryOptions, state string) ([]*catalog.Check, httpapi.QueryMeta, error) {
+func (f *fakeCatalog) ChecksInState(_ context.Context, opts queryOpts, state string) ([]*catalog.Check, queryMeta, error) {
 	return f.filterChecks(opts, state, func(c *catalog.Check) bool { return state == "any" || string(c.Status) == state })
 }
 
@@ -322,7 +322,7 @@ func (f *fakeCatalog) Deregister(_ context.Context, dc string, req *catalog.Dere
 	return f.err
 }
 
-func (f *fakeCatalog) opts() httpapi.QueryOptions {
+func (f *fakeCatalog) opts() queryOpts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.gotOpts
@@ -334,16 +334,10 @@ func (f *fakeCatalog) asked() (name, tag string) {
 	return f.gotName, f.gotTag
 }
 
+// fakeStatus is the leader the servers name.
 type fakeStatus string
 
 func (s fakeStatus) Leader(context.Context) (string, error) { return string(s), nil }
-
-func (s fakeStatus) Peers(context.Context) ([]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	return []string{string(s)}, nil
-}
 
 // fakeCluster is an httpapi.Cluster with fixed members and Raft
 // configuration, recording the joins and leaves it is asked for.
@@ -413,6 +407,11 @@ func (f *fakeCluster) Leave(context.Context) error {
 
 func (f *fakeCluster) RaftConfiguration(context.Context) (*rpc.RaftConfigurationResponse, error) {
 	return f.raft, f.raftErr
+}
+
+// Keyring is refused: the fake has no gossip pools.
+func (f *fakeCluster) Keyring(context.Context, rpc.KeyringOp, string, bool) ([]httpapi.KeyringResponse, error) {
+	return nil, errors.New("fake cluster: no keyring")
 }
 
 // calls returns the addresses of every Join so far and the number of Leaves.
@@ -546,25 +545,45 @@ func testConfig() httpapi.Config {
 	return cfg
 }
 
+// newAPI returns a server with cfg over deps; a nil Local or Cluster is
+// an empty fake, a nil Door answers as fakeDoor over the Cluster and a
+// leader at 10.0.0.1:8300, a nil Logger discards.
+func newAPI(t testing.TB, cfg httpapi.Config, deps httpapi.Deps) *httpapi.Server {
+	t.Helper()
+	if deps.Local == nil {
+		deps.Local = &fakeLocal{}
+	}
+	if deps.Cluster == nil {
+		deps.Cluster = &fakeCluster{}
+	}
+	if deps.Door == nil {
+		deps.Door = fakeDoor{backends: []any{deps.Cluster, fakeStatus("10.0.0.1:8300")}}
+	}
+	if deps.Logger == nil {
+		deps.Logger = discard()
+	}
+	s, err := httpapi.New(cfg, deps)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
 // newServerConfig returns the handler of a server with cfg over l and
 // empty fakes.
 func newServerConfig(t testing.TB, cfg httpapi.Config, l httpapi.Local) http.Handler {
 	t.Helper()
-	s, err := httpapi.New(cfg, l, &fakeCatalog{}, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return s.Handler()
+	return newAPI(t, cfg, httpapi.Deps{Local: l, Door: fakeDoor{backends: []any{&fakeCatalog{}, fakeStatus("10.0.0.1:8300")}}}).Handler()
 }
 
 // newServer returns the handler of a server over the given parts; nil
-// parts are replaced by empty fakes.
-func newServer(t testing.TB, l httpapi.Local, c httpapi.Catalog) http.Handler {
+// parts are replaced by empty fakes. c answers the servers' part.
+func newServer(t testing.TB, l httpapi.Local, c any) http.Handler {
 	t.Helper()
 	return newServerWith(t, l, c, fakeStatus("10.0.0.1:8300"))
 }
 
-func newServerWith(t testing.TB, l httpapi.Local, c httpapi.Catalog, st httpapi.Status) http.Handler {
+func newServerWith(t testing.TB, l httpapi.Local, c any, st leaderBackend) http.Handler {
 	t.Helper()
 	return newServerAll(t, l, c, st, nil)
 }
@@ -575,22 +594,18 @@ func newClusterServer(t testing.TB, cl httpapi.Cluster) http.Handler {
 	return newServerAll(t, nil, nil, fakeStatus("10.0.0.1:8300"), cl)
 }
 
-func newServerAll(t testing.TB, l httpapi.Local, c httpapi.Catalog, st httpapi.Status, cl httpapi.Cluster) http.Handler {
+// newServerAll returns the handler of a server whose door is answered by
+// c (the servers' data), st (the leader) and cl (also its Cluster).
+func newServerAll(t testing.TB, l httpapi.Local, c any, st leaderBackend, cl httpapi.Cluster) http.Handler {
 	t.Helper()
-	if l == nil {
-		l = &fakeLocal{}
-	}
 	if c == nil {
 		c = &fakeCatalog{}
 	}
 	if cl == nil {
 		cl = &fakeCluster{}
 	}
-	s, err := httpapi.New(testConfig(), l, c, st, cl, discard())
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return s.Handler()
+	door := fakeDoor{backends: []any{c, cl, st}}
+	return newAPI(t, testConfig(), httpapi.Deps{Local: l, Cluster: cl, Door: door}).Handler()
 }
 
 // realLocal returns a local.State over an in-memory catalog.

@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"cmp"
-	"context"
 	"net/http"
 	"slices"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // healthCheck is a check as the health endpoints give it: Consul's
@@ -136,12 +136,19 @@ func toEntryService(sv *catalog.Service, dc string) *entryService {
 	}
 }
 
+// healthChecks answers the checks of every instance of the service.
 func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {
-	return s.writeChecks(w, r, s.catalog.ServiceChecks, r.PathValue("service"))
+	return s.writeChecks(w, r, rpc.MethodCatalogServiceChecks, func(opts rpc.QueryOptions) any {
+		return &rpc.ServiceChecksRequest{QueryOptions: opts, Service: r.PathValue("service")}
+	})
 }
 
+// healthNode answers every check registered on the node: its own and its
+// services'.
 func (s *Server) healthNode(w http.ResponseWriter, r *http.Request) error {
-	return s.writeChecks(w, r, s.catalog.NodeChecks, r.PathValue("node"))
+	return s.writeChecks(w, r, rpc.MethodCatalogNodeChecks, func(opts rpc.QueryOptions) any {
+		return &rpc.NodeChecksRequest{QueryOptions: opts, Node: r.PathValue("node")}
+	})
 }
 
 func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
@@ -149,24 +156,26 @@ func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
 	if !slices.Contains(healthStates, state) {
 		return badRequest("state", "must be passing, warning, critical, maintenance or any, got %q", state)
 	}
-	return s.writeChecks(w, r, s.catalog.ChecksInState, state)
+	return s.writeChecks(w, r, rpc.MethodCatalogChecksInState, func(opts rpc.QueryOptions) any {
+		return &rpc.ChecksInStateRequest{QueryOptions: opts, State: state}
+	})
 }
 
-// writeChecks answers a read of checks as a JSON array of HealthCheck,
-// ordered by node and check ID, kept by ?filter, with its meta headers.
-func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request,
-	read func(context.Context, QueryOptions, string) ([]*catalog.Check, QueryMeta, error), arg string,
-) error {
+// writeChecks answers a read of checks (method, answered with an
+// rpc.ChecksResponse, whose args are made with the request's options) as a
+// JSON array of HealthCheck, ordered by node and check ID, kept by
+// ?filter, with its meta headers.
+func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request, method string, args func(rpc.QueryOptions) any) error {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	cs, meta, err := read(r.Context(), opts, arg)
-	if err != nil {
+	var reply rpc.ChecksResponse
+	if err := s.door.RPC(r.Context(), method, args(opts), &reply); err != nil {
 		return err
 	}
-	out := make([]*healthCheck, 0, len(cs))
-	for _, c := range cs {
+	out := make([]*healthCheck, 0, len(reply.Checks))
+	for _, c := range reply.Checks {
 		out = append(out, toHealthCheck(c))
 	}
 	slices.SortFunc(out, func(a, b *healthCheck) int {
@@ -175,6 +184,6 @@ func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request,
 	if out, err = applyFilter(r, out); err != nil {
 		return err
 	}
-	writeRead(w, r, meta, out)
+	writeRead(w, r, reply.QueryMeta, out)
 	return nil
 }

@@ -1,52 +1,18 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
 	"github.com/cairndns/cairn/acl"
+	"github.com/cairndns/cairn/rpc"
 )
-
-// Keyring lists and changes the gossip encryption keys of every pool. It
-// is optional: the Cluster given to New provides it when it has this
-// method too (as it provides Snapshots), and without it
-// /v1/operator/keyring answers 404. Handlers call it from their own
-// goroutines, several at once.
-type Keyring interface {
-	// Keyring applies op to every gossip pool the key is in, whichever
-	// agent it is: the WAN pool and the LAN pool of each datacenter, run
-	// by the servers, and returns one response per pool, the WAN pool
-	// first: for KeyringList what their alive members hold, for the
-	// others the same, after the change. key is the base64 key ("" for
-	// KeyringList). With localOnly (KeyringList only) it answers from the
-	// agent's own view of its LAN pool instead.
-	//
-	// A pool that refused the change, changing nothing (using a key some
-	// member lacks, removing a key some member encrypts with, a bad key,
-	// a full keyring, no gossip encryption), makes it a
-	// *catalog.FieldError (naming "Key", or "encrypt"). A pool where it
-	// failed otherwise makes it an error wrapping ErrKeyringIncomplete.
-	// Both name the pools and members.
-	Keyring(ctx context.Context, op KeyringOp, key string, localOnly bool) ([]KeyringResponse, error)
-}
 
 // ErrKeyringIncomplete is wrapped by the error of a keyring operation
 // that did not complete on every pool: members that did not confirm it, a
 // datacenter not reached. Sending it again is safe: the operations are
 // idempotent.
 var ErrKeyringIncomplete = errors.New("gossip keyring operation incomplete")
-
-// KeyringOp is one operation on the gossip keyrings.
-type KeyringOp string
-
-// The keyring operations: GET, POST, PUT and DELETE /v1/operator/keyring.
-const (
-	KeyringList    KeyringOp = "list"
-	KeyringInstall KeyringOp = "install"
-	KeyringUse     KeyringOp = "use"
-	KeyringRemove  KeyringOp = "remove"
-)
 
 // KeyringResponse is the keys of one gossip pool, as Consul's
 // /v1/operator/keyring lists them.
@@ -86,15 +52,11 @@ type keyringRequest struct {
 // it, on every pool. The changes answer 200 with the pools after the
 // change, as GET lists them (Consul's clients read no body).
 func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
-	kr, ok := s.cluster.(Keyring)
-	if !ok {
-		return notFound("the gossip keyring is not available on this agent")
-	}
 	if r.Method == http.MethodGet {
 		if err := s.permission(r, "keyring", "read", "", (*acl.Authorizer).KeyringRead); err != nil {
 			return err
 		}
-		out, err := kr.Keyring(r.Context(), KeyringList, "", boolParam(r, "local-only"))
+		out, err := s.cluster.Keyring(r.Context(), rpc.KeyringList, "", boolParam(r, "local-only"))
 		if err != nil {
 			return err
 		}
@@ -111,8 +73,9 @@ func (s *Server) operatorKeyring(w http.ResponseWriter, r *http.Request) error {
 	if body.Key == "" {
 		return badRequest("Key", "is required: the base64 of a 16, 24 or 32 byte key (cairn keygen)")
 	}
-	op := map[string]KeyringOp{http.MethodPost: KeyringInstall, http.MethodPut: KeyringUse, http.MethodDelete: KeyringRemove}[r.Method]
-	out, err := kr.Keyring(r.Context(), op, body.Key, false)
+	// The operations of POST, PUT and DELETE.
+	op := map[string]rpc.KeyringOp{http.MethodPost: rpc.KeyringInstall, http.MethodPut: rpc.KeyringUse, http.MethodDelete: rpc.KeyringRemove}[r.Method]
+	out, err := s.cluster.Keyring(r.Context(), op, body.Key, false)
 	if err != nil {
 		return err
 	}

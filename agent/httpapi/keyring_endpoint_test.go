@@ -11,9 +11,10 @@ import (
 
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
 
-// keyringCluster is a Cluster that also provides a Keyring: it lists
+// keyringCluster is a Cluster with a Keyring: it lists
 // pools and records the operations asked of it.
 type keyringCluster struct {
 	fakeCluster
@@ -24,7 +25,7 @@ type keyringCluster struct {
 	asked []string // "op key", and " local-only" when asked so
 }
 
-func (c *keyringCluster) Keyring(_ context.Context, op httpapi.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
+func (c *keyringCluster) Keyring(_ context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]httpapi.KeyringResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	asked := string(op) + " " + key
@@ -109,9 +110,4 @@ func TestKeyringEndpoint(t *testing.T) {
 
 	rec = serve(h, http.MethodPatch, "/v1/operator/keyring", "")
 	wantStatus(t, rec, http.StatusMethodNotAllowed)
-}
-
-func TestKeyringEndpointWithoutKeyring(t *testing.T) {
-	rec := serve(newClusterServer(t, &fakeCluster{}), http.MethodGet, "/v1/operator/keyring", "")
-	wantStatus(t, rec, http.StatusNotFound)
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -9,27 +8,8 @@ import (
 	"strings"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
-
-// KV is the key/value store, kept by the servers. A Catalog that also
-// implements it gets the /v1/kv endpoints; without it they answer 404.
-// Errors: a *catalog.FieldError for a bad key or value (a 400 naming the
-// field), permission errors as for the catalog.
-type KV interface {
-	// KVGet returns the entry of key, nil when there is none (meta
-	// still says what to block on).
-	KVGet(ctx context.Context, opts QueryOptions, key string) (*catalog.KVEntry, QueryMeta, error)
-	// KVList returns the entries whose keys start with prefix.
-	KVList(ctx context.Context, opts QueryOptions, prefix string) ([]*catalog.KVEntry, QueryMeta, error)
-	// KVKeys returns the keys starting with prefix, cut after the first
-	// separator past it when one is given.
-	KVKeys(ctx context.Context, opts QueryOptions, prefix, separator string) ([]string, QueryMeta, error)
-	// KVApply writes to the store of datacenter dc ("" for the agent's)
-	// once committed, and reports whether it was done (false: a CAS
-	// that did not match). For the CAS operations e.ModifyIndex is the
-	// index compared.
-	KVApply(ctx context.Context, dc string, op catalog.KVOp, e *catalog.KVEntry) (bool, error)
-}
 
 // kvEntry is an entry as GET /v1/kv gives it: Consul's DirEntry, the value
 // in base64 (encoding/json's []byte).
@@ -51,19 +31,17 @@ func toKVEntry(e *catalog.KVEntry) *kvEntry {
 }
 
 // kv answers GET, PUT and DELETE /v1/kv/<key>.
+// A bad key or value is a *catalog.FieldError from the servers (a 400
+// naming the field).
 func (s *Server) kv(w http.ResponseWriter, r *http.Request) error {
-	kv, ok := s.catalog.(KV)
-	if !ok {
-		return notFound("no endpoint %s: the key/value store is not served by this agent", r.URL.Path)
-	}
 	key := r.PathValue("key")
 	switch r.Method {
 	case http.MethodPut:
-		return s.kvPut(w, r, kv, key)
+		return s.kvPut(w, r, key)
 	case http.MethodDelete:
-		return s.kvDelete(w, r, kv, key)
+		return s.kvDelete(w, r, key)
 	}
-	return s.kvGet(w, r, kv, key)
+	return s.kvGet(w, r, key)
 }
 
 // kvGet answers GET /v1/kv/<key>: the entry in a list of one, with
@@ -71,47 +49,51 @@ func (s *Server) kv(w http.ResponseWriter, r *http.Request) error {
 // at ?separator), with ?raw the value alone. What does not exist is a 404
 // with an empty body and the index to block on, as Consul answers; a
 // ?keys list of the root is an empty list instead.
-func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
+func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, key string) error {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
 	switch {
 	case boolParam(r, "keys"):
-		keys, meta, err := kv.KVKeys(r.Context(), opts, key, r.URL.Query().Get("separator"))
-		if err != nil {
+		// The keys under key, cut after the first separator past it.
+		var reply rpc.KVSKeysResponse
+		args := &rpc.KVSListKeysRequest{QueryOptions: opts, Prefix: key, Separator: r.URL.Query().Get("separator")}
+		if err := s.door.RPC(r.Context(), rpc.MethodKVSListKeys, args, &reply); err != nil {
 			return err
 		}
-		if len(keys) == 0 && key != "" {
-			return kvNotFound(w, meta)
+		if len(reply.Keys) == 0 && key != "" {
+			return kvNotFound(w, reply.QueryMeta)
 		}
-		writeRead(w, r, meta, nonNil(keys))
+		writeRead(w, r, reply.QueryMeta, nonNil(reply.Keys))
 		return nil
 	case boolParam(r, "recurse"):
-		entries, meta, err := kv.KVList(r.Context(), opts, key)
-		if err != nil {
+		var reply rpc.KVSEntriesResponse
+		if err := s.door.RPC(r.Context(), rpc.MethodKVSList, &rpc.KVSListRequest{QueryOptions: opts, Prefix: key}, &reply); err != nil {
 			return err
 		}
-		if len(entries) == 0 {
-			return kvNotFound(w, meta)
+		if len(reply.Entries) == 0 {
+			return kvNotFound(w, reply.QueryMeta)
 		}
-		out := make([]*kvEntry, 0, len(entries))
-		for _, e := range entries {
+		out := make([]*kvEntry, 0, len(reply.Entries))
+		for _, e := range reply.Entries {
 			out = append(out, toKVEntry(e))
 		}
-		writeRead(w, r, meta, out)
+		writeRead(w, r, reply.QueryMeta, out)
 		return nil
 	}
 	if key == "" {
 		return badRequest("key", "is required (the path /v1/kv/<key>); use ?recurse or ?keys to list from the root")
 	}
-	e, meta, err := kv.KVGet(r.Context(), opts, key)
-	if err != nil {
+	var reply rpc.KVSEntriesResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodKVSGet, &rpc.KVSGetRequest{QueryOptions: opts, Key: key}, &reply); err != nil {
 		return err
 	}
-	if e == nil {
+	meta := reply.QueryMeta
+	if len(reply.Entries) == 0 { // the meta still says what to block on
 		return kvNotFound(w, meta)
 	}
+	e := reply.Entries[0]
 	if boolParam(r, "raw") {
 		setMetaHeaders(w, meta)
 		h := w.Header()
@@ -126,7 +108,7 @@ func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, kv KV, key string
 	return nil
 }
 
-func kvNotFound(w http.ResponseWriter, meta QueryMeta) error {
+func kvNotFound(w http.ResponseWriter, meta rpc.QueryMeta) error {
 	setMetaHeaders(w, meta)
 	w.WriteHeader(http.StatusNotFound)
 	return nil
@@ -138,7 +120,7 @@ func kvNotFound(w http.ResponseWriter, meta QueryMeta) error {
 // The answer is true, or false for a CAS that did not match or a lock or
 // release refused. A value over
 // the configured limit (Config.KVMaxValueSize) is a 413.
-func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
+func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key string) error {
 	dc, err := kvDatacenter(r)
 	if err != nil {
 		return err
@@ -146,7 +128,7 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string
 	if key == "" {
 		return badRequest("key", "is required (the path /v1/kv/<key>)")
 	}
-	e := &catalog.KVEntry{Key: key}
+	e := catalog.KVEntry{Key: key}
 	if e.Flags, err = uintParam(r, "flags"); err != nil {
 		return err
 	}
@@ -179,24 +161,19 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, kv KV, key string
 	if e.Value, err = readValue(w, r, s.cfg.KVMaxValueSize); err != nil {
 		return err
 	}
-	done, err := kv.KVApply(r.Context(), dc, op, e)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, done)
-	return nil
+	return s.kvApply(w, r, dc, op, e)
 }
 
 // kvDelete answers DELETE /v1/kv/<key>: ?recurse deletes every key under
 // it (from the root when the key is empty), ?cas only if the key's
 // ModifyIndex matches. The answer is true, or false for a CAS that did not
 // match.
-func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, kv KV, key string) error {
+func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key string) error {
 	dc, err := kvDatacenter(r)
 	if err != nil {
 		return err
 	}
-	e := &catalog.KVEntry{Key: key}
+	e := catalog.KVEntry{Key: key}
 	op := catalog.KVDelete
 	switch _, cas := r.URL.Query()["cas"]; {
 	case cas && boolParam(r, "recurse"):
@@ -212,11 +189,20 @@ func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, kv KV, key str
 	if key == "" && op != catalog.KVDeleteTree {
 		return badRequest("key", "is required (the path /v1/kv/<key>); use ?recurse to delete every key")
 	}
-	done, err := kv.KVApply(r.Context(), dc, op, e)
-	if err != nil {
+	return s.kvApply(w, r, dc, op, e)
+}
+
+// kvApply writes e to the store of datacenter dc ("" for the agent's)
+// once committed and answers whether it was done: false for a CAS that
+// did not match (for the CAS operations e.ModifyIndex is the index
+// compared) or a lock or release refused.
+func (s *Server) kvApply(w http.ResponseWriter, r *http.Request, dc string, op catalog.KVOp, e catalog.KVEntry) error {
+	var reply rpc.KVSApplyResponse
+	args := &rpc.KVSApplyRequest{WriteRequest: rpc.WriteRequest{Datacenter: dc}, Op: op, Entry: e}
+	if err := s.door.RPC(r.Context(), rpc.MethodKVSApply, args, &reply); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, done)
+	writeJSON(w, http.StatusOK, reply.Result)
 	return nil
 }
 

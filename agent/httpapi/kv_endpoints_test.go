@@ -27,12 +27,12 @@ type kvCatalog struct {
 
 	kvMu    sync.Mutex
 	idx     uint64
-	opts    []httpapi.QueryOptions
+	opts    []queryOpts
 	applied []catalog.KVRequest
 	dcs     []string
 }
 
-var _ httpapi.KV = (*kvCatalog)(nil)
+var _ kvBackend = (*kvCatalog)(nil)
 
 func newKVCatalog(t *testing.T) *kvCatalog {
 	t.Helper()
@@ -43,28 +43,28 @@ func newKVCatalog(t *testing.T) *kvCatalog {
 	return &kvCatalog{store: s, idx: 10}
 }
 
-func (k *kvCatalog) record(opts httpapi.QueryOptions) {
+func (k *kvCatalog) record(opts queryOpts) {
 	k.kvMu.Lock()
 	defer k.kvMu.Unlock()
 	k.opts = append(k.opts, opts)
 }
 
-func (k *kvCatalog) KVGet(_ context.Context, opts httpapi.QueryOptions, key string) (*catalog.KVEntry, httpapi.QueryMeta, error) {
+func (k *kvCatalog) KVGet(_ context.Context, opts queryOpts, key string) (*catalog.KVEntry, queryMeta, error) {
 	k.record(opts)
 	idx, e, err := k.store.KVGet(nil, key)
-	return e, httpapi.QueryMeta{Index: idx, KnownLeader: true}, err
+	return e, queryMeta{Index: idx, KnownLeader: true}, err
 }
 
-func (k *kvCatalog) KVList(_ context.Context, opts httpapi.QueryOptions, prefix string) ([]*catalog.KVEntry, httpapi.QueryMeta, error) {
+func (k *kvCatalog) KVList(_ context.Context, opts queryOpts, prefix string) ([]*catalog.KVEntry, queryMeta, error) {
 	k.record(opts)
 	idx, es, err := k.store.KVList(nil, prefix)
-	return es, httpapi.QueryMeta{Index: idx, KnownLeader: true}, err
+	return es, queryMeta{Index: idx, KnownLeader: true}, err
 }
 
-func (k *kvCatalog) KVKeys(_ context.Context, opts httpapi.QueryOptions, prefix, sep string) ([]string, httpapi.QueryMeta, error) {
+func (k *kvCatalog) KVKeys(_ context.Context, opts queryOpts, prefix, sep string) ([]string, queryMeta, error) {
 	k.record(opts)
 	idx, keys, err := k.store.KVKeys(nil, prefix, sep)
-	return keys, httpapi.QueryMeta{Index: idx, KnownLeader: true}, err
+	return keys, queryMeta{Index: idx, KnownLeader: true}, err
 }
 
 func (k *kvCatalog) KVApply(_ context.Context, dc string, op catalog.KVOp, e *catalog.KVEntry) (bool, error) {
@@ -258,8 +258,6 @@ func TestKVErrors(t *testing.T) {
 			t.Errorf("%s %s: got field %v, want %s", tt.method, tt.target, body["field"], tt.field)
 		}
 	}
-	// A catalog without a key/value store answers 404.
-	wantStatus(t, serve(newServer(t, nil, nil), http.MethodGet, "/v1/kv/k", ""), http.StatusNotFound)
 }
 
 // TestKVKeysAreNotCleaned: a key is whatever follows /v1/kv/. Keys with
@@ -297,9 +295,9 @@ func TestKVKeysAreNotCleaned(t *testing.T) {
 // end, as a blocking query does, and fail with its context's error.
 type blockingKV struct{ *kvCatalog }
 
-func (b blockingKV) KVGet(ctx context.Context, _ httpapi.QueryOptions, _ string) (*catalog.KVEntry, httpapi.QueryMeta, error) {
+func (b blockingKV) KVGet(ctx context.Context, _ queryOpts, _ string) (*catalog.KVEntry, queryMeta, error) {
 	<-ctx.Done()
-	return nil, httpapi.QueryMeta{}, fmt.Errorf("rpc KVS.Get: %w", ctx.Err())
+	return nil, queryMeta{}, fmt.Errorf("rpc KVS.Get: %w", ctx.Err())
 }
 
 // TestClientGoneIsNotAFailure: a request its client abandoned (a page
@@ -307,11 +305,8 @@ func (b blockingKV) KVGet(ctx context.Context, _ httpapi.QueryOptions, _ string)
 // answered as the server's fault.
 func TestClientGoneIsNotAFailure(t *testing.T) {
 	var logs bytes.Buffer
-	s, err := httpapi.New(httpapi.DefaultConfig(), &fakeLocal{}, blockingKV{newKVCatalog(t)}, fakeStatus("10.0.0.1:8300"), &fakeCluster{},
-		slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newAPI(t, httpapi.DefaultConfig(), httpapi.Deps{Door: fakeDoor{backends: []any{blockingKV{newKVCatalog(t)}}},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8500/v1/kv/app?index=5&wait=1m", http.NoBody).WithContext(ctx)
 	rec := httptest.NewRecorder()

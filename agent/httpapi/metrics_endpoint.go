@@ -7,6 +7,10 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // PrometheusContentType is the Content-Type of GET
@@ -14,15 +18,69 @@ import (
 // 0.0.4.
 const PrometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Metrics is the agent's metrics, read on each GET /v1/agent/metrics from
-// the handler's goroutine, several at once. Both methods report the same
-// metrics as they are at the call.
-type Metrics interface {
-	// WritePrometheus writes every metric to w in the Prometheus text
-	// exposition format, version 0.0.4.
-	WritePrometheus(w io.Writer) error
-	// Summary returns the metrics for the JSON answer.
-	Summary() MetricsSummary
+// writePrometheus writes every series of g to w in the Prometheus text
+// exposition format, version 0.0.4.
+func writePrometheus(w io.Writer, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return fmt.Errorf("gather metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("write metric %s: %w", mf.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// summarize returns g's series for the JSON answer: counters with their
+// total as Count and Sum, gauges, and each histogram and summary as a
+// sample of its count and sum. A failed gather gives what was gathered.
+func summarize(g prometheus.Gatherer) MetricsSummary {
+	var out MetricsSummary
+	mfs, _ := g.Gather()
+	for _, mf := range mfs {
+		name := mf.GetName()
+		for _, mt := range mf.GetMetric() {
+			labels := labelMap(mt.GetLabel())
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				v := mt.GetCounter().GetValue()
+				sv := SampledValue{Name: name, Count: uint64(v), Sum: v, Labels: labels}
+				if sv.Count > 0 {
+					sv.Mean = 1 // every increment is one
+				}
+				out.Counters = append(out.Counters, sv)
+			case dto.MetricType_GAUGE:
+				out.Gauges = append(out.Gauges, GaugeValue{Name: name, Value: mt.GetGauge().GetValue(), Labels: labels})
+			case dto.MetricType_UNTYPED:
+				out.Gauges = append(out.Gauges, GaugeValue{Name: name, Value: mt.GetUntyped().GetValue(), Labels: labels})
+			case dto.MetricType_HISTOGRAM:
+				out.Samples = append(out.Samples, sampled(name, mt.GetHistogram().GetSampleCount(), mt.GetHistogram().GetSampleSum(), labels))
+			case dto.MetricType_SUMMARY:
+				out.Samples = append(out.Samples, sampled(name, mt.GetSummary().GetSampleCount(), mt.GetSummary().GetSampleSum(), labels))
+			}
+		}
+	}
+	return out
+}
+
+func sampled(name string, count uint64, sum float64, labels map[string]string) SampledValue {
+	sv := SampledValue{Name: name, Count: count, Sum: sum, Labels: labels}
+	if count > 0 {
+		sv.Mean = sum / float64(count)
+	}
+	return sv
+}
+
+// labelMap returns labels as a map, empty (not nil) when there are none.
+func labelMap(labels []*dto.LabelPair) map[string]string {
+	m := make(map[string]string, len(labels))
+	for _, l := range labels {
+		m[l.GetName()] = l.GetValue()
+	}
+	return m
 }
 
 // MetricsSummary is the JSON answer of GET /v1/agent/metrics, loosely
@@ -52,19 +110,15 @@ type SampledValue struct {
 	Labels map[string]string
 }
 
-// SetMetrics makes GET /v1/agent/metrics answer with m. Call it before
-// Start (or before serving Handler); without it the endpoint answers 404.
-func (s *Server) SetMetrics(m Metrics) { s.metrics = m }
-
 // agentMetrics answers GET /v1/agent/metrics: with ?format=prometheus in
 // the Prometheus text format, without it as JSON.
 func (s *Server) agentMetrics(w http.ResponseWriter, r *http.Request) error {
-	if s.metrics == nil {
+	if s.deps.Metrics == nil {
 		return notFound("metrics are not served by this agent")
 	}
 	switch format := r.URL.Query().Get("format"); format {
 	case "":
-		sum := s.metrics.Summary()
+		sum := summarize(s.deps.Metrics)
 		// Lists, never null, as Consul's.
 		sum.Gauges, sum.Counters, sum.Samples = orEmpty(sum.Gauges), orEmpty(sum.Counters), orEmpty(sum.Samples)
 		writeJSONPretty(w, r, metricsBody{Timestamp: time.Now().UTC().Truncate(time.Second).String(), MetricsSummary: sum})
@@ -73,7 +127,7 @@ func (s *Server) agentMetrics(w http.ResponseWriter, r *http.Request) error {
 		// Buffered, so that an error is answered as one rather than
 		// cutting the text short after a 200.
 		var buf bytes.Buffer
-		if err := s.metrics.WritePrometheus(&buf); err != nil {
+		if err := writePrometheus(&buf, s.deps.Metrics); err != nil {
 			return fmt.Errorf("write metrics: %w", err)
 		}
 		w.Header().Set("Content-Type", PrometheusContentType)

@@ -7,24 +7,10 @@ import (
 	"sync"
 )
 
-// LogStream is the agent's log as live lines (package logstream's Hub
-// satisfies it). Subscribe is called from request goroutines, several at
-// once.
-type LogStream interface {
-	// Subscribe returns the lines logged from now on at level or above,
-	// each ending in "\n", in the agent's text format or as JSON; they
-	// must not be modified. A reader that falls behind loses lines and is
-	// told how many in a line of its own; logging never waits for it.
-	// cancel ends the subscription and closes lines.
-	Subscribe(level slog.Level, json bool) (lines <-chan []byte, cancel func())
-}
-
-// monitorState is what GET /v1/agent/monitor needs of the server: the log
-// stream and a signal that ends every stream when the server shuts down
-// (http.Server.Shutdown waits for handlers, and a stream would otherwise
-// run until its client leaves).
+// monitorState is a signal that ends every stream of GET
+// /v1/agent/monitor when the server shuts down (http.Server.Shutdown waits
+// for handlers, and a stream would otherwise run until its client leaves).
 type monitorState struct {
-	logs     LogStream // nil until SetLogStream: the endpoint answers 404
 	initOnce sync.Once
 	endOnce  sync.Once
 	done     chan struct{}
@@ -43,10 +29,6 @@ func (m *monitorState) end() {
 	ch := m.doneChan()
 	m.endOnce.Do(func() { close(ch) })
 }
-
-// SetLogStream makes GET /v1/agent/monitor stream l. Call it before Start
-// (or before serving Handler); without it the endpoint answers 404.
-func (s *Server) SetLogStream(l LogStream) { s.monitor.logs = l }
 
 // monitorLevel parses ?loglevel as Consul's: trace, debug, info, warn or
 // error in any case; "" is info. trace is debug, cairn's lowest level.
@@ -70,7 +52,7 @@ func monitorLevel(v string) (slog.Level, error) {
 // agent:read, as Consul's. With logjson (present, whatever its value, as
 // Consul's) each line is a JSON object.
 func (s *Server) agentMonitor(w http.ResponseWriter, r *http.Request) error {
-	if s.monitor.logs == nil {
+	if s.deps.Logs == nil {
 		return notFound("the log stream is not served by this agent")
 	}
 	q := r.URL.Query()
@@ -79,7 +61,7 @@ func (s *Server) agentMonitor(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	_, asJSON := q["logjson"]
-	lines, cancel := s.monitor.logs.Subscribe(level, asJSON)
+	lines, cancel := s.deps.Logs(level, asJSON)
 	defer cancel()
 
 	// The headers go at once: a client (Consul's Agent().Monitor) waits

@@ -16,18 +16,15 @@ import (
 	"github.com/cairndns/cairn/logstream"
 )
 
-// tokenACL answers Authorizer from the request's token: the policy of a
-// known token, deny-all for any other. Its other methods are not called.
-type tokenACL struct {
-	httpapi.ACL
-	tokens map[string]*acl.Authorizer
-}
-
-func (f tokenACL) Authorizer(ctx context.Context) (*acl.Authorizer, error) {
-	if a, ok := f.tokens[acl.TokenFromContext(ctx)]; ok {
-		return a, nil
+// tokenAuthorizer is an httpapi.Deps.Authorizer answering from the
+// request's token: the policy of a known token, deny-all for any other.
+func tokenAuthorizer(tokens map[string]*acl.Authorizer) func(context.Context) (*acl.Authorizer, error) {
+	return func(ctx context.Context) (*acl.Authorizer, error) {
+		if a, ok := tokens[acl.TokenFromContext(ctx)]; ok {
+			return a, nil
+		}
+		return acl.New(false), nil
 	}
-	return acl.New(false), nil
 }
 
 // policy returns the authorizer of rules, in Consul's rule language.
@@ -41,18 +38,15 @@ func policy(t *testing.T, rules string) *acl.Authorizer {
 }
 
 // monitorServer returns a server streaming the logs of the returned
-// logger (its own output at info, discarded).
-func monitorServer(t *testing.T) (*httpapi.Server, *logstream.Hub, *slog.Logger) {
+// logger (its own output at info, discarded), checking tokens with authz
+// (nil: ACLs off).
+func monitorServer(t *testing.T, authz func(context.Context) (*acl.Authorizer, error)) (*httpapi.Server, *logstream.Hub, *slog.Logger) {
 	t.Helper()
 	hub, err := logstream.New(logstream.DefaultConfig(), slog.DiscardHandler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	s.SetLogStream(hub)
+	s := newAPI(t, testConfig(), httpapi.Deps{Logs: hub.Subscribe, Authorizer: authz})
 	return s, hub, slog.New(hub.Handler())
 }
 
@@ -89,7 +83,7 @@ func subscribed(t *testing.T, logger *slog.Logger, level slog.Level, want bool) 
 }
 
 func TestAgentMonitorStreams(t *testing.T) {
-	s, _, logger := monitorServer(t)
+	s, _, logger := monitorServer(t, nil)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close) // after the streams close (cleanups run last first)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,7 +111,7 @@ func TestAgentMonitorStreams(t *testing.T) {
 }
 
 func TestAgentMonitorJSONAndLevel(t *testing.T) {
-	s, _, logger := monitorServer(t)
+	s, _, logger := monitorServer(t, nil)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close) // after the streams close (cleanups run last first)
 
@@ -139,7 +133,7 @@ func TestAgentMonitorJSONAndLevel(t *testing.T) {
 
 // Shutdown ends the streams instead of waiting for their clients.
 func TestAgentMonitorEndsOnShutdown(t *testing.T) {
-	s, _, _ := monitorServer(t)
+	s, _, _ := monitorServer(t, nil)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +159,7 @@ func TestAgentMonitorEndsOnShutdown(t *testing.T) {
 }
 
 func TestAgentMonitorRefusals(t *testing.T) {
-	s, _, _ := monitorServer(t)
+	s, _, _ := monitorServer(t, nil)
 	rec := serve(s.Handler(), http.MethodGet, "/v1/agent/monitor?loglevel=loud", "")
 	wantStatus(t, rec, http.StatusBadRequest)
 	if body := errorBody(t, rec); body["field"] != "loglevel" {
@@ -174,19 +168,15 @@ func TestAgentMonitorRefusals(t *testing.T) {
 	rec = serve(s.Handler(), http.MethodPost, "/v1/agent/monitor", "")
 	wantStatus(t, rec, http.StatusMethodNotAllowed)
 
-	plain, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := newAPI(t, testConfig(), httpapi.Deps{})
 	wantStatus(t, serve(plain.Handler(), http.MethodGet, "/v1/agent/monitor", ""), http.StatusNotFound)
 }
 
 func TestAgentMonitorACL(t *testing.T) {
-	s, _, _ := monitorServer(t)
-	s.SetACL(tokenACL{tokens: map[string]*acl.Authorizer{
+	s, _, _ := monitorServer(t, tokenAuthorizer(map[string]*acl.Authorizer{
 		"reader": policy(t, `agent_prefix "" { policy = "read" }`),
 		"other":  policy(t, `service_prefix "" { policy = "write" }`),
-	}})
+	}))
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close) // after the streams close (cleanups run last first)
 	for _, tc := range []struct {

@@ -22,18 +22,12 @@ import (
 
 // startServer starts a server with cfg over l and c (empty fakes when nil)
 // on a free loopback port, shut down when the test ends.
-func startServer(t *testing.T, cfg httpapi.Config, l httpapi.Local, c httpapi.Catalog) *httpapi.Server {
+func startServer(t *testing.T, cfg httpapi.Config, l httpapi.Local, c any) *httpapi.Server {
 	t.Helper()
-	if l == nil {
-		l = &fakeLocal{}
-	}
 	if c == nil {
 		c = &fakeCatalog{}
 	}
-	s, err := httpapi.New(cfg, l, c, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	s := newAPI(t, cfg, httpapi.Deps{Local: l, Door: fakeDoor{backends: []any{c, fakeStatus("10.0.0.1:8300")}}})
 	if err := s.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -173,14 +167,14 @@ func TestHostHeader(t *testing.T) {
 }
 
 // queryCatalog is a fakeCatalog that also keeps prepared queries
-// (httpapi.Queries), recording every change asked of it.
+// (through fakeDoor), recording every change asked of it.
 type queryCatalog struct {
 	*fakeCatalog
 	mu      sync.Mutex
 	applied []catalog.QueryOp
 }
 
-var _ httpapi.Queries = (*queryCatalog)(nil)
+var _ queryBackend = (*queryCatalog)(nil)
 
 func (q *queryCatalog) ApplyQuery(_ context.Context, op catalog.QueryOp, _ *catalog.PreparedQuery) (string, error) {
 	q.mu.Lock()
@@ -308,7 +302,7 @@ type blockingCatalog struct {
 	cancelled atomic.Bool // a Nodes call saw its context end
 }
 
-func (b *blockingCatalog) Nodes(ctx context.Context, opts httpapi.QueryOptions) ([]*catalog.Node, httpapi.QueryMeta, error) {
+func (b *blockingCatalog) Nodes(ctx context.Context, opts queryOpts) ([]*catalog.Node, queryMeta, error) {
 	timer := time.NewTimer(opts.MaxWait)
 	defer timer.Stop()
 	select {
@@ -316,7 +310,7 @@ func (b *blockingCatalog) Nodes(ctx context.Context, opts httpapi.QueryOptions) 
 		return b.fakeCatalog.Nodes(ctx, opts)
 	case <-ctx.Done():
 		b.cancelled.Store(true)
-		return nil, httpapi.QueryMeta{}, ctx.Err()
+		return nil, queryMeta{}, ctx.Err()
 	}
 }
 

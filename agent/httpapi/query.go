@@ -6,64 +6,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairndns/cairn/rpc"
 )
 
-// QueryOptions are a read's options, taken from its query parameters as
-// Consul names them. The zero value is a plain read of the agent's
-// datacenter, answered as the backend answers by default.
-type QueryOptions struct {
-	// Datacenter is ?dc, lowercased: the datacenter to read from. ""
-	// means the agent's own.
-	Datacenter string
-	// MinIndex is ?index. Above 0 the read blocks: it is answered once
-	// the data's index is greater than MinIndex, or when the wait ends
-	// (with the data as it then is, under the same index). When the
-	// data's index is below MinIndex (a server that restored an older
-	// snapshot, or one behind another the client asked before) the read
-	// is answered at once with that lower index, so the client starts
-	// over from it, as Consul's clients do when an index moves backwards.
-	MinIndex uint64
-	// MaxWait is ?wait: how long a blocking read may wait. 0 means the
-	// default (5m); more than the maximum (10m) is capped; jitter of up
-	// to 1/16 of it is added. Ignored without MinIndex.
-	MaxWait time.Duration
-	// AllowStale is ?stale: any server may answer from its own state.
-	AllowStale bool
-	// RequireConsistent is ?consistent: the leader confirms it still
-	// leads before answering.
-	RequireConsistent bool
-	// Near is ?near on the reads that sort by it (catalog nodes and
-	// service, health service): a node name, the answer sorted by the
-	// estimated round trip time from it. "_agent" is turned into the
-	// agent's node name by the handler. "" keeps the catalog's order.
-	Near string
-}
-
-// QueryMeta says how current a read's answer is; it becomes the
-// X-Consul-Index, X-Consul-KnownLeader and X-Consul-LastContact headers.
-type QueryMeta struct {
-	// Index is the index of the data the answer reflects, never 0.
-	Index uint64
-	// KnownLeader reports whether the answering server knew a leader.
-	KnownLeader bool
-	// LastContact is how long ago the answering server last heard from
-	// the leader; 0 on the leader.
-	LastContact time.Duration
-	// ResultsFilteredByACLs reports that the answer leaves out what the
-	// request's token may not read.
-	ResultsFilteredByACLs bool
-}
-
 // parseQueryOptions reads a request's dc, index, wait, stale and
-// consistent parameters; a malformed one is a 400 naming it. Parameters it
-// does not know are ignored, as Consul ignores them.
-func parseQueryOptions(r *http.Request) (QueryOptions, error) {
+// consistent parameters as Consul names them: ?dc (lowercased; "" for the
+// agent's), ?index (above 0 the read blocks until the data's index moves
+// past it, or the wait ends; an index below it is answered at once, so
+// the client starts over, as Consul's do when an index moves backwards),
+// ?wait (0: the servers' default of 5m; capped at 10m, plus jitter),
+// ?stale and ?consistent. A malformed one is a 400 naming it. Parameters
+// it does not know are ignored, as Consul ignores them.
+func parseQueryOptions(r *http.Request) (rpc.QueryOptions, error) {
 	q := r.URL.Query()
-	opts := QueryOptions{
+	opts := rpc.QueryOptions{
 		Datacenter:        strings.ToLower(q.Get("dc")),
 		AllowStale:        boolParam(r, "stale"),
 		RequireConsistent: boolParam(r, "consistent"),
-		Near:              q.Get("near"),
 	}
 	if opts.AllowStale && opts.RequireConsistent {
 		return opts, badRequest("consistent", "cannot be combined with stale: the two ask for opposite consistency")
@@ -73,14 +33,14 @@ func parseQueryOptions(r *http.Request) (QueryOptions, error) {
 		if err != nil {
 			return opts, badRequest("index", "must be a non-negative integer, got %q", v)
 		}
-		opts.MinIndex = idx
+		opts.MinQueryIndex = idx
 	}
 	if v := q.Get("wait"); v != "" {
 		d, err := parseWait(v)
 		if err != nil {
 			return opts, err
 		}
-		opts.MaxWait = d
+		opts.MaxQueryTime = d
 	}
 	return opts, nil
 }
@@ -102,7 +62,7 @@ func parseWait(v string) (time.Duration, error) {
 // setMetaHeaders writes meta as Consul's headers. LastContact is in whole
 // milliseconds; a server that never heard from a leader reports the
 // largest value rather than an overflowing one.
-func setMetaHeaders(w http.ResponseWriter, meta QueryMeta) {
+func setMetaHeaders(w http.ResponseWriter, meta rpc.QueryMeta) {
 	h := w.Header()
 	h.Set("X-Consul-Index", strconv.FormatUint(max(meta.Index, 1), 10))
 	h.Set("X-Consul-KnownLeader", strconv.FormatBool(meta.KnownLeader))
@@ -118,7 +78,7 @@ func setMetaHeaders(w http.ResponseWriter, meta QueryMeta) {
 
 // writeRead writes a read's result with its meta headers, indented with
 // ?pretty.
-func writeRead(w http.ResponseWriter, r *http.Request, meta QueryMeta, v any) {
+func writeRead(w http.ResponseWriter, r *http.Request, meta rpc.QueryMeta, v any) {
 	setMetaHeaders(w, meta)
 	writeJSONPretty(w, r, v)
 }

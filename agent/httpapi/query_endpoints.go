@@ -6,22 +6,8 @@ import (
 	"strings"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
-
-// Queries is prepared queries, kept by the servers. A Catalog that also
-// implements it gets the /v1/query endpoints; without it they answer 404.
-// Errors: a *catalog.FieldError for a bad definition (a 400 naming the
-// field), catalog.ErrNotFound for an unknown query (a 404).
-type Queries interface {
-	// ApplyQuery creates (q.ID empty; the new ID is returned), updates or
-	// deletes (only q.ID read) a query, once committed.
-	ApplyQuery(ctx context.Context, op catalog.QueryOp, q *catalog.PreparedQuery) (string, error)
-	// Queries returns the query with ID id, or every query when id is "".
-	Queries(ctx context.Context, id string) (uint64, []*catalog.PreparedQuery, error)
-	// ExecuteQuery runs the query of datacenter dc ("" for the agent's)
-	// whose ID or name is idOrName, failing over as it says.
-	ExecuteQuery(ctx context.Context, dc, idOrName string) (*catalog.QueryResult, error)
-}
 
 // queryBody is a prepared query as the /v1/query endpoints take and give
 // it: Consul's shape, without the fields cairn does not support (a body
@@ -88,23 +74,24 @@ type queryExecuteBody struct {
 	Failovers  int
 }
 
-func (s *Server) queries() (Queries, error) {
-	q, ok := s.catalog.(Queries)
-	if !ok {
-		return nil, notFound("prepared queries are not served by this agent")
+// applyQuery creates (q.ID empty; the new ID is returned), updates or
+// deletes (only q.ID read) a query in the agent's datacenter, once
+// committed. A bad definition is a *catalog.FieldError from the servers,
+// an unknown query catalog.ErrNotFound.
+func (s *Server) applyQuery(ctx context.Context, op catalog.QueryOp, q *catalog.PreparedQuery) (string, error) {
+	var reply rpc.PreparedQueryApplyResponse
+	args := &rpc.PreparedQueryApplyRequest{WriteRequest: rpc.WriteRequest{Datacenter: s.cfg.Datacenter}, Op: op, Query: *q}
+	if err := s.door.RPC(ctx, rpc.MethodPreparedQueryApply, args, &reply); err != nil {
+		return "", err
 	}
-	return q, nil
+	return reply.ID, nil
 }
 
 // queryCollection answers GET /v1/query (every query) and POST /v1/query
 // (create one; answers {"ID": …}).
 func (s *Server) queryCollection(w http.ResponseWriter, r *http.Request) error {
-	qs, err := s.queries()
-	if err != nil {
-		return err
-	}
 	if r.Method == http.MethodGet {
-		return s.writeQueries(w, r, qs, "")
+		return s.writeQueries(w, r, "")
 	}
 	var body queryBody
 	if err := s.decodeBody(w, r, &body); err != nil {
@@ -113,7 +100,7 @@ func (s *Server) queryCollection(w http.ResponseWriter, r *http.Request) error {
 	if body.ID != "" {
 		return badRequest("ID", "is chosen by the server; leave it out to create a query")
 	}
-	id, err := qs.ApplyQuery(r.Context(), catalog.QueryCreate, body.toQuery())
+	id, err := s.applyQuery(r.Context(), catalog.QueryCreate, body.toQuery())
 	if err != nil {
 		return err
 	}
@@ -124,19 +111,15 @@ func (s *Server) queryCollection(w http.ResponseWriter, r *http.Request) error {
 // queryItem answers GET (the query, in a list of one, as Consul does), PUT
 // (replace its definition) and DELETE /v1/query/<id>.
 func (s *Server) queryItem(w http.ResponseWriter, r *http.Request) error {
-	qs, err := s.queries()
-	if err != nil {
-		return err
-	}
 	id := r.PathValue("id")
 	if !catalog.IsQueryID(id) {
 		return notFound("no prepared query with ID %q (IDs are UUIDs)", id)
 	}
 	switch r.Method {
 	case http.MethodGet:
-		return s.writeQueries(w, r, qs, id)
+		return s.writeQueries(w, r, id)
 	case http.MethodDelete:
-		if _, err := qs.ApplyQuery(r.Context(), catalog.QueryDelete, &catalog.PreparedQuery{ID: id}); err != nil {
+		if _, err := s.applyQuery(r.Context(), catalog.QueryDelete, &catalog.PreparedQuery{ID: id}); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusOK)
@@ -151,42 +134,53 @@ func (s *Server) queryItem(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := body.toQuery()
 	q.ID = id
-	if _, err := qs.ApplyQuery(r.Context(), catalog.QueryUpdate, q); err != nil {
+	if _, err := s.applyQuery(r.Context(), catalog.QueryUpdate, q); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
 
-func (s *Server) writeQueries(w http.ResponseWriter, r *http.Request, qs Queries, id string) error {
-	idx, list, err := qs.Queries(r.Context(), id)
+// writeQueries answers the query with ID id, or every query when id is
+// "", read from the leader (not stale), so that a query just defined
+// through this agent is found.
+func (s *Server) writeQueries(w http.ResponseWriter, r *http.Request, id string) error {
+	var reply rpc.PreparedQueriesResponse
+	opts := rpc.QueryOptions{Datacenter: s.cfg.Datacenter}
+	var err error
+	if id != "" {
+		err = s.door.RPC(r.Context(), rpc.MethodPreparedQueryGet, &rpc.PreparedQueryGetRequest{QueryOptions: opts, QueryID: id}, &reply)
+	} else {
+		err = s.door.RPC(r.Context(), rpc.MethodPreparedQueryList, &rpc.PreparedQueryListRequest{QueryOptions: opts}, &reply)
+	}
 	if err != nil {
 		return err
 	}
-	out := make([]*queryBody, 0, len(list))
-	for _, q := range list {
+	out := make([]*queryBody, 0, len(reply.Queries))
+	for _, q := range reply.Queries {
 		out = append(out, toQueryBody(q))
 	}
-	writeRead(w, r, QueryMeta{Index: max(idx, 1)}, out)
+	writeRead(w, r, rpc.QueryMeta{Index: max(reply.Index, 1)}, out)
 	return nil
 }
 
-// queryExecute answers GET /v1/query/<id or name>/execute[?dc=…].
+// queryExecute answers GET /v1/query/<id or name>/execute[?dc=…]: the
+// query of that datacenter (the agent's by default) run by its leader,
+// failing over as it says.
 func (s *Server) queryExecute(w http.ResponseWriter, r *http.Request) error {
-	qs, err := s.queries()
-	if err != nil {
-		return err
-	}
 	dc := r.URL.Query().Get("dc")
 	if dc != "" {
 		if reason := catalog.ValidLabel(dc); reason != "" {
 			return badRequest("dc", "%s", reason)
 		}
 	}
-	res, err := qs.ExecuteQuery(r.Context(), strings.ToLower(dc), r.PathValue("id"))
-	if err != nil {
+	var reply rpc.PreparedQueryExecuteResponse
+	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: strings.ToLower(dc)},
+		QueryIDOrName: r.PathValue("id"), Agent: s.cfg.NodeName}
+	if err := s.door.RPC(r.Context(), rpc.MethodPreparedQueryExecute, args, &reply); err != nil {
 		return err
 	}
+	res := &reply.Result
 	out := &queryExecuteBody{
 		Service: res.Service, Nodes: make([]*serviceEntry, 0, len(res.Nodes)),
 		DNS: queryDNSBody{TTL: res.DNS.TTL}, Datacenter: res.Datacenter, Failovers: res.Failovers,

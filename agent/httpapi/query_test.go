@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 )
 
@@ -16,11 +15,11 @@ import (
 func TestQueryOptionsReachTheCatalog(t *testing.T) {
 	for _, tc := range []struct {
 		query string
-		want  httpapi.QueryOptions
+		want  queryOpts
 	}{
-		{"", httpapi.QueryOptions{}},
-		{"?dc=DC2&index=5&wait=10s&stale", httpapi.QueryOptions{Datacenter: "dc2", MinIndex: 5, MaxWait: 10 * time.Second, AllowStale: true}},
-		{"?consistent&wait=5m&nosuch=1", httpapi.QueryOptions{RequireConsistent: true, MaxWait: 5 * time.Minute}},
+		{"", queryOpts{}},
+		{"?dc=DC2&index=5&wait=10s&stale", queryOpts{Datacenter: "dc2", MinIndex: 5, MaxWait: 10 * time.Second, AllowStale: true}},
+		{"?consistent&wait=5m&nosuch=1", queryOpts{RequireConsistent: true, MaxWait: 5 * time.Minute}},
 	} {
 		for _, path := range []string{"/v1/catalog/nodes", "/v1/catalog/services", "/v1/catalog/service/web", "/v1/catalog/node/n1",
 			"/v1/catalog/node-services/n1", "/v1/health/service/web", "/v1/health/checks/web", "/v1/health/node/n1", "/v1/health/state/any"} {

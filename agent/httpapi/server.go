@@ -50,56 +50,10 @@ type Local interface {
 	SetNodeMaintenance(ctx context.Context, enable bool, reason string) error
 }
 
-// Catalog answers catalog reads and takes catalog writes. Each read takes
-// the request's QueryOptions (datacenter, blocking, consistency) and
-// returns the QueryMeta of its answer, sent to clients as X-Consul-Index,
-// X-Consul-KnownLeader and X-Consul-LastContact. A blocking read returns
-// when ctx ends (the client went away), with an error or its latest
-// answer. Handlers call it from their own goroutines, several at once.
-type Catalog interface {
-	// Nodes returns every node, sorted by name.
-	Nodes(ctx context.Context, opts QueryOptions) ([]*catalog.Node, QueryMeta, error)
-	// Services maps each service name to the union of its tags.
-	Services(ctx context.Context, opts QueryOptions) (map[string][]string, QueryMeta, error)
-	// ServiceNodes returns every instance of every service with its node
-	// and without checks, sorted by service name, node, then service ID:
-	// what a ?filter on the list of services selects from.
-	ServiceNodes(ctx context.Context, opts QueryOptions) ([]catalog.ServiceInstance, QueryMeta, error)
-	// ServiceInstances returns the instances of a service (only those
-	// with tag, when tag is not ""), sorted by node then service ID.
-	ServiceInstances(ctx context.Context, opts QueryOptions, name, tag string) ([]catalog.ServiceInstance, QueryMeta, error)
-	// NodeServices returns a node (nil when there is no such node) and
-	// its services, sorted by ID.
-	NodeServices(ctx context.Context, opts QueryOptions, node string) (*catalog.Node, []*catalog.Service, QueryMeta, error)
-	// NodeChecks returns every check registered on the node: its own and
-	// its services'.
-	NodeChecks(ctx context.Context, opts QueryOptions, node string) ([]*catalog.Check, QueryMeta, error)
-	// ServiceChecks returns the checks of every instance of the service.
-	ServiceChecks(ctx context.Context, opts QueryOptions, service string) ([]*catalog.Check, QueryMeta, error)
-	// ChecksInState returns the checks in state: "passing", "warning",
-	// "critical", "maintenance", or "any" for all of them.
-	ChecksInState(ctx context.Context, opts QueryOptions, state string) ([]*catalog.Check, QueryMeta, error)
-	// Register writes a node, and optionally a service and checks on it,
-	// to the catalog of datacenter dc ("" for the agent's), bypassing
-	// the agent's local state (PUT /v1/catalog/register).
-	Register(ctx context.Context, dc string, req *catalog.RegisterRequest) error
-	// Deregister removes a node, a service or a check from the catalog of
-	// datacenter dc (PUT /v1/catalog/deregister).
-	Deregister(ctx context.Context, dc string, req *catalog.DeregisterRequest) error
-}
-
-// Status tells which server leads and which servers vote.
-type Status interface {
-	// Leader returns the leader's server address, or "" when none is
-	// known; an error when no server could be asked.
-	Leader(ctx context.Context) (string, error)
-	// Peers returns the Raft addresses of the servers of the datacenter.
-	Peers(ctx context.Context) ([]string, error)
-}
-
-// Cluster is the agent's membership: its LAN gossip pool, a server's WAN
-// pool, the datacenters it knows and its datacenter's Raft configuration.
-// Handlers call it from their own goroutines, several at once.
+// Cluster is what the agent does itself about the cluster: its LAN gossip
+// pool, a server's WAN pool, the datacenters it knows, leaving, and the
+// gossip keyring. Handlers call it from their own goroutines, several at
+// once.
 type Cluster interface {
 	// Members returns the members of the agent's LAN pool, itself included.
 	Members() []Member
@@ -121,9 +75,21 @@ type Cluster interface {
 	// returns once the leave has been broadcast (or failed); the agent shuts
 	// down after the HTTP response is written.
 	Leave(ctx context.Context) error
-	// RaftConfiguration returns the servers of the agent's datacenter as
-	// Raft knows them.
-	RaftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error)
+	// Keyring applies op to every gossip pool the key is in, whichever
+	// agent it is: the WAN pool and the LAN pool of each datacenter, run
+	// by the servers, and returns one response per pool, the WAN pool
+	// first: for rpc.KeyringList what their alive members hold, for the
+	// others the same, after the change. key is the base64 key ("" for
+	// rpc.KeyringList). With localOnly (a list only) it answers from the
+	// agent's own view of its LAN pool instead.
+	//
+	// A pool that refused the change, changing nothing (using a key some
+	// member lacks, removing a key some member encrypts with, a bad key,
+	// a full keyring, no gossip encryption), makes it a
+	// *catalog.FieldError (naming "Key", or "encrypt"). A pool where it
+	// failed otherwise makes it an error wrapping ErrKeyringIncomplete.
+	// Both name the pools and members.
+	Keyring(ctx context.Context, op rpc.KeyringOp, key string, localOnly bool) ([]KeyringResponse, error)
 }
 
 // ErrNotInWAN is wrapped by the errors of Cluster.WANMembers and JoinWAN on
@@ -273,17 +239,11 @@ const idleTimeout = 2 * time.Minute
 // Server is the HTTP API server.
 type Server struct {
 	cfg     Config
+	deps    Deps
+	door    Door
 	local   Local
-	catalog Catalog
-	status  Status
 	cluster Cluster
-	metrics Metrics      // nil until SetMetrics
-	self    Self         // nil until SetSelf (agent_self.go)
-	dns     DNSAsker     // nil until SetDNS (ui_dns.go)
-	dnsWire DNSWire      // nil until SetDNSWire (doh.go)
-	monitor monitorState // the log stream of /v1/agent/monitor (monitor_endpoint.go)
-	aclMu   sync.Mutex
-	acl     ACL // nil until SetACL: ACLs off
+	monitor monitorState // ends the log streams of /v1/agent/monitor (monitor_endpoint.go)
 	logger  *slog.Logger
 	hosts   hostSet // the Host names answered besides IPs and localhost (guard.go)
 	// httpMetrics counts and times the endpoints' requests
@@ -298,14 +258,14 @@ type Server struct {
 	wg        sync.WaitGroup
 }
 
-// New builds the server; Start makes it listen. Every part must be non-nil.
-func New(cfg Config, local Local, cat Catalog, status Status, cluster Cluster, logger *slog.Logger) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
+// New builds the server over deps; Start makes it listen.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, local: local, catalog: cat, status: status, cluster: cluster,
-		logger: logger.With("component", "http"), hosts: newHostSet(cfg.NodeName, cfg.AllowedHosts),
+		cfg: cfg, deps: deps, door: deps.Door, local: deps.Local, cluster: deps.Cluster,
+		logger: deps.Logger.With("component", "http"), hosts: newHostSet(cfg.NodeName, cfg.AllowedHosts),
 		httpMetrics: newHTTPMetrics(),
 	}
 	s.handler = s.guard(s.routes()) // guard.go: Host and cross-origin checks first

@@ -45,8 +45,43 @@ func TestConfigValidate(t *testing.T) {
 					t.Errorf("got %q, want it to name %s", err, w)
 				}
 			}
-			if _, err := httpapi.New(cfg, &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard()); err == nil {
+			deps := httpapi.Deps{Door: fakeDoor{}, Local: &fakeLocal{}, Cluster: &fakeCluster{}, Logger: discard()}
+			if _, err := httpapi.New(cfg, deps); err == nil {
 				t.Errorf("New with an invalid config: got nil error, want one")
+			}
+		})
+	}
+}
+
+// TestNewNamesMissingDeps: New refuses a Deps without a required part,
+// naming each missing one, so that a wiring mistake fails at start rather
+// than as an error on some request later.
+func TestNewNamesMissingDeps(t *testing.T) {
+	full := httpapi.Deps{Door: fakeDoor{}, Local: &fakeLocal{}, Cluster: &fakeCluster{}, Logger: discard()}
+	if _, err := httpapi.New(testConfig(), full); err != nil {
+		t.Fatalf("New with every required part: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*httpapi.Deps)
+		want   []string
+	}{
+		{"no door", func(d *httpapi.Deps) { d.Door = nil }, []string{"Deps.Door"}},
+		{"no local", func(d *httpapi.Deps) { d.Local = nil }, []string{"Deps.Local"}},
+		{"no cluster", func(d *httpapi.Deps) { d.Cluster = nil }, []string{"Deps.Cluster"}},
+		{"nothing", func(d *httpapi.Deps) { *d = httpapi.Deps{} }, []string{"Deps.Door", "Deps.Local", "Deps.Cluster", "Deps.Logger"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deps := full
+			tc.change(&deps)
+			_, err := httpapi.New(testConfig(), deps)
+			if err == nil {
+				t.Fatalf("got nil, want an error naming %v", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to name %s", err, w)
+				}
 			}
 		})
 	}
@@ -94,7 +129,7 @@ func TestUnknownPath(t *testing.T) {
 	h := newServer(t, nil, testCatalog())
 	for _, target := range []string{
 		"/v1", "/v1/", "/v2/agent/services", "/v1/agent/services/web", "/v1/agent/service/register/x",
-		"/v1/catalog/service/", "/v1/catalog/service/web/extra", "/v1/kv/key", "/uix", "/ui.js",
+		"/v1/catalog/service/", "/v1/catalog/service/web/extra", "/uix", "/ui.js",
 	} { // "/" and "/ui/": ui_endpoint_test.go
 		for _, method := range []string{http.MethodGet, http.MethodPut} {
 			rec := serve(h, method, target, "")
@@ -113,10 +148,7 @@ func TestUnknownPath(t *testing.T) {
 // TestServeOverTCP starts the server on a free port, makes a request over
 // the network, and shuts it down.
 func TestServeOverTCP(t *testing.T) {
-	s, err := httpapi.New(testConfig(), &fakeLocal{}, testCatalog(), fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	s := newAPI(t, testConfig(), httpapi.Deps{Door: fakeDoor{backends: []any{testCatalog(), fakeStatus("10.0.0.1:8300")}}})
 	if s.Addr() != nil {
 		t.Errorf("got Addr %v before Start, want nil", s.Addr())
 	}
@@ -154,20 +186,14 @@ func TestServeOverTCP(t *testing.T) {
 }
 
 func TestStartOnBusyPort(t *testing.T) {
-	a, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAPI(t, testConfig(), httpapi.Deps{Door: fakeDoor{backends: []any{&fakeCatalog{}, fakeStatus("")}}})
 	if err := a.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	defer a.Shutdown(context.Background())
 	cfg := testConfig()
 	cfg.Addr = a.Addr().String()
-	b, err := httpapi.New(cfg, &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newAPI(t, cfg, httpapi.Deps{Door: fakeDoor{backends: []any{&fakeCatalog{}, fakeStatus("")}}})
 	if err := b.Start(); err == nil {
 		_ = b.Shutdown(context.Background())
 		t.Fatalf("Start on %s, which is in use: got nil error, want one", cfg.Addr)
@@ -175,10 +201,7 @@ func TestStartOnBusyPort(t *testing.T) {
 }
 
 func TestShutdownBeforeStart(t *testing.T) {
-	s, err := httpapi.New(testConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus(""), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newAPI(t, testConfig(), httpapi.Deps{Door: fakeDoor{backends: []any{&fakeCatalog{}, fakeStatus("")}}})
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Errorf("got %v, want nil", err)
 	}

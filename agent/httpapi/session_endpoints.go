@@ -1,34 +1,12 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
-
-// Sessions is the servers' sessions (Consul's). A Catalog that also
-// implements it gets the /v1/session endpoints; without it they answer
-// 404. Errors: a *catalog.FieldError for a bad session (a 400 naming the
-// field), permission errors as for the catalog.
-type Sessions interface {
-	// SessionCreate creates s in datacenter dc ("" for the agent's) and
-	// returns its ID. A nil s.NodeChecks means the default (the node's
-	// serfHealth check); an empty one, none.
-	SessionCreate(ctx context.Context, dc string, s *catalog.Session) (string, error)
-	// SessionDestroy destroys session id; one that does not exist is
-	// not an error.
-	SessionDestroy(ctx context.Context, dc, id string) error
-	// SessionRenew restarts session id's TTL and returns it, nil when
-	// it does not exist.
-	SessionRenew(ctx context.Context, dc, id string) (*catalog.Session, error)
-	// SessionInfo returns session id, nil when it does not exist.
-	SessionInfo(ctx context.Context, opts QueryOptions, id string) (*catalog.Session, QueryMeta, error)
-	// SessionList returns the sessions of node, every session when node
-	// is "".
-	SessionList(ctx context.Context, opts QueryOptions, node string) ([]*catalog.Session, QueryMeta, error)
-}
 
 // sessionJSON is a session as the endpoints give it: Consul's
 // structs.Session, LockDelay in nanoseconds, Checks the deprecated union
@@ -80,13 +58,9 @@ type sessionBody struct {
 	TTL           string
 }
 
-func (s *Server) sessions(r *http.Request) (Sessions, error) {
-	ss, ok := s.catalog.(Sessions)
-	if !ok {
-		return nil, notFound("no endpoint %s: sessions are not served by this agent", r.URL.Path)
-	}
-	return ss, nil
-}
+// gossipCheckID is the ID of every node's gossip check, which a session
+// is tied to by default (consensus.GossipCheckID, Consul's name).
+const gossipCheckID = "serfHealth"
 
 // sessionCreate answers PUT /v1/session/create with {"ID": …}. An empty
 // body creates a session with the defaults: this agent's node, its
@@ -94,10 +68,6 @@ func (s *Server) sessions(r *http.Request) (Sessions, error) {
 // LockDelay is a duration string ("15s") or a number: of seconds below
 // 1000, else of nanoseconds (Consul's rule).
 func (s *Server) sessionCreate(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.sessions(r)
-	if err != nil {
-		return err
-	}
 	dc, err := kvDatacenter(r)
 	if err != nil {
 		return err
@@ -108,7 +78,7 @@ func (s *Server) sessionCreate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	sess := &catalog.Session{
+	sess := catalog.Session{
 		Name: body.Name, Node: body.Node, ServiceChecks: body.ServiceChecks, Behavior: body.Behavior, TTL: body.TTL,
 		LockDelay: catalog.DefaultLockDelay,
 	}
@@ -130,28 +100,29 @@ func (s *Server) sessionCreate(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Absent Checks and NodeChecks: the default. Either given (even
 	// empty): exactly those.
+	sess.NodeChecks = []string{gossipCheckID}
 	if body.Checks != nil || body.NodeChecks != nil {
 		sess.NodeChecks = append(append([]string{}, body.Checks...), body.NodeChecks...)
 	}
-	id, err := ss.SessionCreate(r.Context(), dc, sess)
-	if err != nil {
+	var reply rpc.SessionApplyResponse
+	args := &rpc.SessionApplyRequest{WriteRequest: rpc.WriteRequest{Datacenter: dc}, Op: catalog.SessionCreate, Session: sess}
+	if err := s.door.RPC(r.Context(), rpc.MethodSessionApply, args, &reply); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{ ID string }{id})
+	writeJSON(w, http.StatusOK, struct{ ID string }{reply.ID})
 	return nil
 }
 
 // sessionDestroy answers PUT /v1/session/destroy/<id> with true.
 func (s *Server) sessionDestroy(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.sessions(r)
-	if err != nil {
-		return err
-	}
 	dc, err := kvDatacenter(r)
 	if err != nil {
 		return err
 	}
-	if err := ss.SessionDestroy(r.Context(), dc, r.PathValue("id")); err != nil {
+	// A session that does not exist is not an error.
+	args := &rpc.SessionApplyRequest{WriteRequest: rpc.WriteRequest{Datacenter: dc}, Op: catalog.SessionDestroy,
+		Session: catalog.Session{ID: r.PathValue("id")}}
+	if err := s.door.RPC(r.Context(), rpc.MethodSessionApply, args, &rpc.SessionApplyResponse{}); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, true)
@@ -161,63 +132,53 @@ func (s *Server) sessionDestroy(w http.ResponseWriter, r *http.Request) error {
 // sessionRenew answers PUT /v1/session/renew/<id> with the session in a
 // list of one, or a 404 when it does not exist (Consul's answers).
 func (s *Server) sessionRenew(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.sessions(r)
-	if err != nil {
-		return err
-	}
 	dc, err := kvDatacenter(r)
 	if err != nil {
 		return err
 	}
 	id := r.PathValue("id")
-	sess, err := ss.SessionRenew(r.Context(), dc, id)
-	if err != nil {
+	var reply rpc.SessionsResponse
+	args := &rpc.SessionRenewRequest{WriteRequest: rpc.WriteRequest{Datacenter: dc}, ID: id}
+	if err := s.door.RPC(r.Context(), rpc.MethodSessionRenew, args, &reply); err != nil {
 		return err
 	}
-	if sess == nil {
+	if len(reply.Sessions) == 0 {
 		return notFound("session %q not found", id)
 	}
-	writeJSON(w, http.StatusOK, []*sessionJSON{toSessionJSON(sess)})
+	writeJSON(w, http.StatusOK, []*sessionJSON{toSessionJSON(reply.Sessions[0])})
 	return nil
 }
 
 // sessionInfo answers GET /v1/session/info/<id>: the session in a list of
 // one, an empty list when it does not exist.
 func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.sessions(r)
-	if err != nil {
-		return err
-	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	sess, meta, err := ss.SessionInfo(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
+	var reply rpc.SessionsResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodSessionGet, &rpc.SessionGetRequest{QueryOptions: opts, ID: r.PathValue("id")}, &reply); err != nil {
 		return err
 	}
 	out := []*sessionJSON{}
-	if sess != nil {
-		out = append(out, toSessionJSON(sess))
+	if len(reply.Sessions) > 0 {
+		out = append(out, toSessionJSON(reply.Sessions[0]))
 	}
-	writeRead(w, r, meta, out)
+	writeRead(w, r, reply.QueryMeta, out)
 	return nil
 }
 
-// sessionList answers GET /v1/session/list and /v1/session/node/<node>.
+// sessionList answers GET /v1/session/list (every session) and
+// /v1/session/node/<node> (the node's).
 func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.sessions(r)
-	if err != nil {
-		return err
-	}
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
 	}
-	all, meta, err := ss.SessionList(r.Context(), opts, r.PathValue("node"))
-	if err != nil {
+	var reply rpc.SessionsResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodSessionList, &rpc.SessionListRequest{QueryOptions: opts, Node: r.PathValue("node")}, &reply); err != nil {
 		return err
 	}
-	writeRead(w, r, meta, toSessionsJSON(all))
+	writeRead(w, r, reply.QueryMeta, toSessionsJSON(reply.Sessions))
 	return nil
 }

@@ -14,13 +14,13 @@ import (
 )
 
 // sessionCatalog is a kvCatalog with sessions, in the same store; it
-// fills in a create's ID and default checks as the servers do.
+// fills in a create's ID as the servers do.
 type sessionCatalog struct {
 	*kvCatalog
 	created []*catalog.Session
 }
 
-var _ httpapi.Sessions = (*sessionCatalog)(nil)
+var _ sessionBackend = (*sessionCatalog)(nil)
 
 func newSessionCatalog(t *testing.T) *sessionCatalog {
 	t.Helper()
@@ -39,9 +39,6 @@ func (c *sessionCatalog) SessionCreate(_ context.Context, _ string, s *catalog.S
 	seen := *s
 	c.created = append(c.created, &seen)
 	cp := *s
-	if cp.NodeChecks == nil {
-		cp.NodeChecks = []string{"serfHealth"}
-	}
 	c.idx++
 	cp.ID = "00000000-0000-4000-8000-0000000000" + string(rune('0'+c.idx/10%10)) + string(rune('0'+c.idx%10))
 	if err := catalog.ValidateSession(&cp); err != nil {
@@ -62,25 +59,22 @@ func (c *sessionCatalog) SessionRenew(_ context.Context, _, id string) (*catalog
 	return s, err
 }
 
-func (c *sessionCatalog) SessionInfo(_ context.Context, _ httpapi.QueryOptions, id string) (*catalog.Session, httpapi.QueryMeta, error) {
+func (c *sessionCatalog) SessionInfo(_ context.Context, _ queryOpts, id string) (*catalog.Session, queryMeta, error) {
 	idx, s, err := c.store.SessionGet(nil, id)
-	return s, httpapi.QueryMeta{Index: idx, KnownLeader: true}, err
+	return s, queryMeta{Index: idx, KnownLeader: true}, err
 }
 
-func (c *sessionCatalog) SessionList(_ context.Context, _ httpapi.QueryOptions, node string) ([]*catalog.Session, httpapi.QueryMeta, error) {
+func (c *sessionCatalog) SessionList(_ context.Context, _ queryOpts, node string) ([]*catalog.Session, queryMeta, error) {
 	idx, all, err := c.store.SessionList(nil, node)
-	return all, httpapi.QueryMeta{Index: idx, KnownLeader: true}, err
+	return all, queryMeta{Index: idx, KnownLeader: true}, err
 }
 
 // newSessionServer returns the handler of a server over c, on node node1.
-func newSessionServer(t *testing.T, c httpapi.Catalog) http.Handler {
+func newSessionServer(t *testing.T, c any) http.Handler {
 	t.Helper()
 	cfg := testConfig()
 	cfg.NodeName = "node1"
-	s, err := httpapi.New(cfg, &fakeLocal{}, c, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	s := newAPI(t, cfg, httpapi.Deps{Door: fakeDoor{backends: []any{c, fakeStatus("10.0.0.1:8300")}}})
 	return s.Handler()
 }
 
@@ -119,11 +113,11 @@ func TestSessionCreateBodies(t *testing.T) {
 		want       catalog.Session // what reaches the servers
 		field      string          // for a 400
 	}{
-		{"empty", "", catalog.Session{Node: "node1", LockDelay: 15 * time.Second, Behavior: "release"}, ""},
-		{"empty object", "{}", catalog.Session{Node: "node1", LockDelay: 15 * time.Second, Behavior: "release"}, ""},
-		{"api client's lock delay", `{"LockDelay":"1500ms"}`, catalog.Session{Node: "node1", LockDelay: 1500 * time.Millisecond, Behavior: "release"}, ""},
-		{"small number is seconds", `{"LockDelay":10}`, catalog.Session{Node: "node1", LockDelay: 10 * time.Second, Behavior: "release"}, ""},
-		{"large number is nanoseconds", `{"LockDelay":2000000000}`, catalog.Session{Node: "node1", LockDelay: 2 * time.Second, Behavior: "release"}, ""},
+		{"empty", "", catalog.Session{Node: "node1", NodeChecks: []string{"serfHealth"}, LockDelay: 15 * time.Second, Behavior: "release"}, ""},
+		{"empty object", "{}", catalog.Session{Node: "node1", NodeChecks: []string{"serfHealth"}, LockDelay: 15 * time.Second, Behavior: "release"}, ""},
+		{"api client's lock delay", `{"LockDelay":"1500ms"}`, catalog.Session{Node: "node1", NodeChecks: []string{"serfHealth"}, LockDelay: 1500 * time.Millisecond, Behavior: "release"}, ""},
+		{"small number is seconds", `{"LockDelay":10}`, catalog.Session{Node: "node1", NodeChecks: []string{"serfHealth"}, LockDelay: 10 * time.Second, Behavior: "release"}, ""},
+		{"large number is nanoseconds", `{"LockDelay":2000000000}`, catalog.Session{Node: "node1", NodeChecks: []string{"serfHealth"}, LockDelay: 2 * time.Second, Behavior: "release"}, ""},
 		{"no checks", `{"NodeChecks":[],"Behavior":"delete","TTL":"10s","Name":"x"}`,
 			catalog.Session{Name: "x", Node: "node1", NodeChecks: []string{}, LockDelay: 15 * time.Second, Behavior: "delete", TTL: "10s"}, ""},
 		{"old Checks", `{"Checks":["serfHealth"]}`, catalog.Session{Node: "node1", NodeChecks: []string{"serfHealth"}, LockDelay: 15 * time.Second, Behavior: "release"}, ""},
@@ -225,6 +219,4 @@ func TestSessionLocks(t *testing.T) {
 		t.Errorf("renew: got %+v", got)
 	}
 	wantStatus(t, serve(h, http.MethodPut, "/v1/session/renew/"+b, ""), http.StatusNotFound)
-	// A catalog without sessions answers 404.
-	wantStatus(t, serve(newServer(t, nil, nil), http.MethodGet, "/v1/session/list", ""), http.StatusNotFound)
 }

@@ -2,30 +2,13 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
-)
 
-// Snapshots saves and restores the catalog of the agent's datacenter (or
-// of dc) on its servers. It is optional: the Cluster given to New provides
-// it when it has these methods too (an optional interface, as
-// http.Flusher is for a ResponseWriter), and without it /v1/snapshot
-// answers 404. Handlers call it from their own goroutines, several at once.
-type Snapshots interface {
-	// SaveSnapshot returns an archive of the catalog and the index it
-	// was saved at; with stale any server may answer, else the leader.
-	SaveSnapshot(ctx context.Context, dc string, stale bool) (archive []byte, index uint64, err error)
-	// AuthorizeRestore asks the servers of dc whether the request's
-	// token may restore a snapshot there: nil, or an error wrapping
-	// rpc.ErrPermissionDenied or rpc.ErrACLNotFound.
-	AuthorizeRestore(ctx context.Context, dc string) error
-	// RestoreSnapshot restores an archive into every server and returns
-	// the catalog's index afterwards. An archive that fails verification
-	// is a *catalog.FieldError naming "snapshot", and nothing changed.
-	RestoreSnapshot(ctx context.Context, dc string, archive []byte) (index uint64, err error)
-}
+	"github.com/cairndns/cairn/rpc"
+)
 
 // SnapshotContentType is the Content-Type of GET /v1/snapshot: the archive
 // is a gzip'ed tar.
@@ -40,38 +23,41 @@ const MaxSnapshotBytes = 8<<20 - 64<<10
 // /v1/snapshot by restoring the archive in the body, as Consul's endpoint
 // does (?dc= and, for GET, ?stale).
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
-	snaps, ok := s.cluster.(Snapshots)
-	if !ok {
-		return notFound("snapshots are not available on this agent")
-	}
 	dc := r.URL.Query().Get("dc")
 	if r.Method == http.MethodGet {
-		archive, index, err := snaps.SaveSnapshot(r.Context(), dc, boolParam(r, "stale"))
-		if err != nil {
-			return err
+		// The leader saves it, or with ?stale any server.
+		var reply rpc.SnapshotSaveResponse
+		args := &rpc.SnapshotSaveRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: boolParam(r, "stale")}}
+		if err := s.door.RPC(r.Context(), rpc.MethodSnapshotSave, args, &reply); err != nil {
+			return fmt.Errorf("save snapshot: %w", err)
 		}
 		w.Header().Set("Content-Type", SnapshotContentType)
-		w.Header().Set("Content-Length", strconv.Itoa(len(archive)))
-		w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
+		w.Header().Set("Content-Length", strconv.Itoa(len(reply.Archive)))
+		w.Header().Set("X-Consul-Index", strconv.FormatUint(reply.Index, 10))
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(archive)
+		_, _ = w.Write(reply.Archive)
 		return nil
 	}
 	// The servers say whether the token may restore before a byte of the
-	// body is read: the agent holds the archive until it is sent on, and
-	// the servers authorize again before they inflate any of it.
-	if err := snaps.AuthorizeRestore(r.Context(), dc); err != nil {
-		return err
+	// body is read, whatever the agent's own ACL configuration says: the
+	// agent holds the archive until it is sent on, and the servers
+	// authorize again before they inflate any of it.
+	authz := &rpc.SnapshotAuthorizeRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true}}
+	if err := s.door.RPC(r.Context(), rpc.MethodSnapshotAuthorize, authz, &struct{}{}); err != nil {
+		return fmt.Errorf("authorize snapshot restore: %w", err)
 	}
 	archive, err := readArchiveBody(w, r)
 	if err != nil {
 		return err
 	}
-	index, err := snaps.RestoreSnapshot(r.Context(), dc, archive)
-	if err != nil {
-		return err
+	// Restored into every server; an archive that fails verification is
+	// a *catalog.FieldError naming "snapshot", and nothing changed.
+	var reply rpc.SnapshotRestoreResponse
+	args := &rpc.SnapshotRestoreRequest{WriteRequest: rpc.WriteRequest{Datacenter: dc}, Archive: archive}
+	if err := s.door.RPC(r.Context(), rpc.MethodSnapshotRestore, args, &reply); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
 	}
-	w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("X-Consul-Index", strconv.FormatUint(reply.Index, 10))
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

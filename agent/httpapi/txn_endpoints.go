@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,23 +10,8 @@ import (
 	"strconv"
 
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/rpc"
 )
-
-// Txn is the servers' transactions (Consul's /v1/txn) of key/value
-// operations. A Catalog that also implements it gets PUT /v1/txn;
-// without it the endpoint answers 404. Errors: a *catalog.FieldError for
-// an invalid operation (a 400 naming it), permission errors as for the
-// catalog. A transaction that was rolled back is not an error: its
-// response holds Errors.
-type Txn interface {
-	// TxnApply applies req in datacenter dc ("" for the agent's), all or
-	// nothing, once committed.
-	TxnApply(ctx context.Context, dc string, req *catalog.TxnRequest) (*catalog.TxnResponse, error)
-	// TxnRead answers req, whose operations are all reads and checks
-	// (catalog.TxnRequest.ReadOnly), as a read with opts' datacenter and
-	// consistency; it never blocks.
-	TxnRead(ctx context.Context, opts QueryOptions, req *catalog.TxnRequest) (*catalog.TxnResponse, QueryMeta, error)
-}
 
 // txnOpJSON is one operation of PUT /v1/txn's body, Consul's TxnOp.
 // Node, Service and Check are Consul's catalog operations, which cairn
@@ -76,11 +60,10 @@ type txnResultJSON struct {
 // body or an invalid operation (naming "Ops[i].KV.<field>"), 413 for a
 // value over the configured limit (Config.KVMaxValueSize), more than
 // catalog.MaxTxnOps operations, or a body too large for them.
+//
+// A transaction that was rolled back is not an error of the servers: its
+// response holds Errors.
 func (s *Server) txn(w http.ResponseWriter, r *http.Request) error {
-	backend, ok := s.catalog.(Txn)
-	if !ok {
-		return notFound("no endpoint %s: transactions are not served by this agent", r.URL.Path)
-	}
 	req, err := s.readTxn(w, r)
 	if err != nil {
 		return err
@@ -90,24 +73,25 @@ func (s *Server) txn(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		opts.MinIndex = 0 // read transactions do not block, as in Consul
-		resp, meta, err := backend.TxnRead(r.Context(), opts, req)
-		if err != nil {
+		opts.MinQueryIndex = 0 // read transactions do not block, as in Consul
+		var reply rpc.TxnReadResponse
+		if err := s.door.RPC(r.Context(), rpc.MethodTxnRead, &rpc.TxnReadRequest{QueryOptions: opts, Ops: req.Ops}, &reply); err != nil {
 			return err
 		}
-		setMetaHeaders(w, meta)
-		writeTxnResponse(w, resp)
+		setMetaHeaders(w, reply.QueryMeta)
+		writeTxnResponse(w, &catalog.TxnResponse{Results: reply.Results, Errors: reply.Errors})
 		return nil
 	}
 	dc, err := kvDatacenter(r)
 	if err != nil {
 		return err
 	}
-	resp, err := backend.TxnApply(r.Context(), dc, req)
-	if err != nil {
+	// Applied all or nothing, once committed.
+	var reply rpc.TxnResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodTxnApply, &rpc.TxnApplyRequest{WriteRequest: rpc.WriteRequest{Datacenter: dc}, Ops: req.Ops}, &reply); err != nil {
 		return err
 	}
-	writeTxnResponse(w, resp)
+	writeTxnResponse(w, &catalog.TxnResponse{Results: reply.Results, Errors: reply.Errors})
 	return nil
 }
 

@@ -20,11 +20,11 @@ import (
 type txnCatalog struct {
 	*kvCatalog
 	applyDCs []string
-	reads    []httpapi.QueryOptions
+	reads    []queryOpts
 	tokens   []string
 }
 
-var _ httpapi.Txn = (*txnCatalog)(nil)
+var _ txnBackend = (*txnCatalog)(nil)
 
 func newTxnCatalog(t *testing.T) *txnCatalog { return &txnCatalog{kvCatalog: newKVCatalog(t)} }
 
@@ -40,13 +40,13 @@ func (c *txnCatalog) TxnApply(ctx context.Context, dc string, req *catalog.TxnRe
 	return c.store.ApplyTxn(c.idx, time.Now(), req)
 }
 
-func (c *txnCatalog) TxnRead(ctx context.Context, opts httpapi.QueryOptions, req *catalog.TxnRequest) (*catalog.TxnResponse, httpapi.QueryMeta, error) {
+func (c *txnCatalog) TxnRead(ctx context.Context, opts queryOpts, req *catalog.TxnRequest) (*catalog.TxnResponse, queryMeta, error) {
 	c.kvMu.Lock()
 	defer c.kvMu.Unlock()
 	c.reads = append(c.reads, opts)
 	c.tokens = append(c.tokens, acl.TokenFromContext(ctx))
 	idx, resp, err := c.store.ReadTxn(req)
-	return resp, httpapi.QueryMeta{Index: idx, KnownLeader: true, LastContact: 3 * time.Millisecond}, err
+	return resp, queryMeta{Index: idx, KnownLeader: true, LastContact: 3 * time.Millisecond}, err
 }
 
 // txnBody is PUT /v1/txn's answer, decoded.
@@ -169,10 +169,7 @@ func TestTxnEndpointRefused(t *testing.T) {
 	cfg := testConfig()
 	cfg.KVMaxValueSize = 4
 	cfg.MaxBodyBytes = 64 << 10 // room for too many operations
-	s, err := httpapi.New(cfg, &fakeLocal{}, c, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newAPI(t, cfg, httpapi.Deps{Door: fakeDoor{backends: []any{c, fakeStatus("10.0.0.1:8300")}}})
 	h := s.Handler()
 	many := "[" + strings.TrimSuffix(strings.Repeat(`{"KV": {"Verb": "get", "Key": "k"}},`, catalog.MaxTxnOps+1), ",") + "]"
 	for _, tt := range []struct {
@@ -217,11 +214,8 @@ func TestTxnEndpointRefused(t *testing.T) {
 	}
 }
 
-// TestTxnEndpointWithoutBackend: a catalog without transactions answers
-// 404; other methods than PUT are a 405.
-func TestTxnEndpointWithoutBackend(t *testing.T) {
-	h := newServer(t, nil, nil)
-	wantStatus(t, putTxn(h, "/v1/txn", `[]`), http.StatusNotFound)
+// TestTxnEndpointMethods: other methods than PUT are a 405.
+func TestTxnEndpointMethods(t *testing.T) {
 	rec := serve(newServer(t, nil, newTxnCatalog(t)), http.MethodGet, "/v1/txn", "")
 	wantStatus(t, rec, http.StatusMethodNotAllowed)
 	if got := rec.Header().Get("Allow"); got != http.MethodPut {

@@ -20,15 +20,12 @@ func (f *fakeDNS) AskDNS(name, qtype string) (httpapi.DNSReply, error) {
 }
 
 func TestUIDNS(t *testing.T) {
-	s, err := httpapi.New(httpapi.DefaultConfig(), &fakeLocal{}, &fakeCatalog{}, fakeStatus("10.0.0.1:8300"), &fakeCluster{}, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := serve(s.Handler(), http.MethodGet, "http://127.0.0.1:8500/v1/internal/ui/dns?name=web.service.cluster", ""); rec.Code != http.StatusNotFound {
-		t.Errorf("without SetDNS: got %d, want 404", rec.Code)
+	off := newAPI(t, httpapi.DefaultConfig(), httpapi.Deps{})
+	if rec := serve(off.Handler(), http.MethodGet, "http://127.0.0.1:8500/v1/internal/ui/dns?name=web.service.cluster", ""); rec.Code != http.StatusNotFound {
+		t.Errorf("without Deps.AskDNS: got %d, want 404", rec.Code)
 	}
 	dns := &fakeDNS{}
-	s.SetDNS(dns)
+	s := newAPI(t, httpapi.DefaultConfig(), httpapi.Deps{AskDNS: dns.AskDNS})
 	rec := serve(s.Handler(), http.MethodGet, "http://127.0.0.1:8500/v1/internal/ui/dns?name=web.service.cluster", "")
 	wantStatus(t, rec, http.StatusOK)
 	got := decode[map[string]any](t, rec)

@@ -46,8 +46,6 @@ type Config struct {
 	ServerServices []string
 	// Checks configures the check runners (script checks, alias source).
 	Checks checks.Config
-	// AliasSource answers alias checks; nil makes them critical.
-	AliasSource checks.AliasSource
 }
 
 // DefaultConfig returns the timing defaults; the node fields must be set.

@@ -11,6 +11,6 @@
 // other's writes.
 //
 // local imports catalog; it reaches the servers only through the Catalog
-// interface it declares (the agent's door to the servers). State is safe
-// for concurrent use.
+// interface it declares, which RPCCatalog makes of the agent's door to
+// the servers. State is safe for concurrent use.
 package local

@@ -116,7 +116,7 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 		}
 		s.svcs[svc.ID] = svc
 	}
-	runner, err := checks.NewManager(cfg.Checks, s, cfg.AliasSource, logger)
+	runner, err := checks.NewManager(cfg.Checks, s, s, logger)
 	if err != nil {
 		return nil, err
 	}

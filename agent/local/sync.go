@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/internal/clock"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // SyncFull makes the catalog's view of this node equal to the local state:
@@ -150,6 +152,38 @@ func (s *State) nodeMatches(n *catalog.Node) bool {
 	return n.Address == s.cfg.Address && n.ID == s.cfg.NodeID &&
 		n.Datacenter == s.cfg.Datacenter && maps.Equal(n.Meta, s.cfg.NodeMeta) &&
 		maps.Equal(n.TaggedAddresses, s.cfg.TaggedAddresses)
+}
+
+// firstSyncTimeout bounds one attempt of FirstSync.
+const firstSyncTimeout = 30 * time.Second
+
+// FirstSync runs SyncFull until it succeeds or ctx ends, and reports
+// whether it did: no write can succeed until a leader is elected and, on
+// a client, a server is found. A refusal by the servers' ACLs, which
+// retrying will not cure until an operator acts, is logged once.
+func (s *State) FirstSync(ctx context.Context) bool {
+	wait := 100 * time.Millisecond
+	warned := false
+	for attempt := 1; ; attempt++ {
+		sctx, cancel := context.WithTimeout(ctx, firstSyncTimeout)
+		err := s.SyncFull(sctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if !warned && (errors.Is(err, rpc.ErrPermissionDenied) || errors.Is(err, rpc.ErrACLNotFound)) {
+			warned = true
+			s.logger.Warn("the servers refuse this node's registration; set acl.tokens.agent to a token with node:write on this node (and service:write on its services)", "err", err)
+		}
+		s.logger.Debug("first sync failed, will retry", "attempt", attempt, "err", err)
+		if !clock.Sleep(ctx, wait) {
+			return false
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // Run keeps the catalog in step with the local state until ctx ends: it

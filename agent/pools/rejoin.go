@@ -1,4 +1,4 @@
-package agent
+package pools
 
 import (
 	"context"
@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
 )
 
 // The agent remembers where the other members of its gossip pools were, so
@@ -32,20 +34,20 @@ const (
 
 // memberSnapshotPath is where the member snapshot named file is kept, ""
 // without a data dir.
-func (a *Agent) memberSnapshotPath(file string) string {
-	if a.cfg.DataDir == "" {
+func (p *Pools) memberSnapshotPath(file string) string {
+	if p.cfg.DataDir == "" {
 		return ""
 	}
-	return filepath.Join(a.cfg.DataDir, "gossip", file)
+	return filepath.Join(p.cfg.DataDir, "gossip", file)
 }
 
 // joinAddrs returns the addresses a join loop tries: the configured ones
 // and those of the member snapshot at path, without repeats.
-func (a *Agent) joinAddrs(configured []string, path string) []string {
+func (p *Pools) joinAddrs(configured []string, path string) []string {
 	addrs := slices.Clone(configured)
 	known, err := loadMemberSnapshot(path)
 	if err != nil {
-		a.logger.Warn("ignoring the remembered gossip members", "err", err)
+		p.logger.Warn("ignoring the remembered gossip members", "err", err)
 	}
 	for _, addr := range known {
 		if !slices.Contains(addrs, addr) {
@@ -53,7 +55,7 @@ func (a *Agent) joinAddrs(configured []string, path string) []string {
 		}
 	}
 	if len(known) > 0 {
-		a.logger.Info("rejoining remembered gossip members", "members", len(known), "path", path)
+		p.logger.Info("rejoining remembered gossip members", "members", len(known), "path", path)
 	}
 	return addrs
 }
@@ -78,10 +80,10 @@ func loadMemberSnapshot(path string) ([]string, error) {
 
 // otherMembers returns the gossip addresses of the alive members of p other
 // than this agent, sorted.
-func otherMembers(p *gossip.Pool) []string {
-	self := p.LocalMember().Name
+func otherMembers(g *gossip.Pool) []string {
+	self := g.LocalMember().Name
 	var out []string
-	for _, m := range p.Members() {
+	for _, m := range g.Members() {
 		if m.Name != self && m.Status == gossip.StatusAlive {
 			out = append(out, net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port))))
 		}
@@ -97,7 +99,7 @@ func otherMembers(p *gossip.Pool) []string {
 // The list is built only after a member event: with a thousand members,
 // building it every second on every agent was a tenth of an idle agent's
 // CPU.
-func (a *Agent) memberSnapshotLoop(ctx context.Context, p *gossip.Pool, path string) {
+func (p *Pools) memberSnapshotLoop(ctx context.Context, g *gossip.Pool, path string) {
 	last, _ := loadMemberSnapshot(path)
 	t := time.NewTicker(memberSnapshotInterval)
 	defer t.Stop()
@@ -108,17 +110,17 @@ func (a *Agent) memberSnapshotLoop(ctx context.Context, p *gossip.Pool, path str
 			return
 		case <-t.C:
 		}
-		v := p.Version()
+		v := g.Version()
 		if v == seen {
 			continue
 		}
-		now := otherMembers(p)
-		if a.leaving.Load() || len(now) == 0 || slices.Equal(now, last) {
+		now := otherMembers(g)
+		if p.leaving.Load() || len(now) == 0 || slices.Equal(now, last) {
 			seen = v
 			continue
 		}
 		if err := writeMemberSnapshot(path, now); err != nil {
-			a.logger.Warn("saving the gossip members", "err", err)
+			p.logger.Warn("saving the gossip members", "err", err)
 			continue // and try again on the next tick
 		}
 		seen, last = v, now
@@ -144,14 +146,64 @@ func writeMemberSnapshot(path string, addrs []string) error {
 }
 
 // forgetMembers removes the member snapshots, after a graceful leave.
-func (a *Agent) forgetMembers() {
+func (p *Pools) forgetMembers() {
 	for _, file := range []string{lanSnapshotFile, wanSnapshotFile} {
-		path := a.memberSnapshotPath(file)
+		path := p.memberSnapshotPath(file)
 		if path == "" {
 			return
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			a.logger.Warn("removing the gossip member snapshot", "path", path, "err", err)
+			p.logger.Warn("removing the gossip member snapshot", "path", path, "err", err)
 		}
 	}
 }
+
+// startJoin starts the loops, owned by wg, that join pool g (through
+// configured and the members remembered in the snapshot file) and keep
+// its member snapshot.
+func (p *Pools) startJoin(ctx context.Context, wg *sync.WaitGroup, g *gossip.Pool, kind gossip.Kind, configured []string, file string) {
+	path := p.memberSnapshotPath(file)
+	if addrs := p.joinAddrs(configured, path); len(addrs) > 0 {
+		wg.Go(func() { p.joinLoop(ctx, g, kind, addrs) })
+	}
+	if path != "" {
+		wg.Go(func() { p.memberSnapshotLoop(ctx, g, path) })
+	}
+}
+
+// joinLoop joins pool g through addrs until another member is found,
+// RetryMax attempts were made, or ctx ends. Agents started together race
+// (the first attempt often reaches a server not yet up), so the first
+// retries come quickly: after min(1s, RetryInterval), doubling up to
+// RetryInterval. Joining only itself (its own address among addrs, the
+// others down) does not count: the agent would sit alone, so it keeps
+// trying.
+func (p *Pools) joinLoop(ctx context.Context, g *gossip.Pool, kind gossip.Kind, addrs []string) {
+	pool := kind.String()
+	wait := min(firstJoinRetry, p.cfg.RetryInterval)
+	for attempt := 1; ; attempt++ {
+		n, err := g.Join(ctx, addrs)
+		if err == nil && len(otherMembers(g)) == 0 {
+			err = errors.New("only this agent answered")
+		}
+		if err == nil {
+			p.logger.Info("joined the cluster", "pool", pool, "answered", n, "attempt", attempt)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if p.cfg.RetryMax > 0 && attempt >= p.cfg.RetryMax {
+			p.logger.Error("giving up joining the cluster", "pool", pool, "attempts", attempt, "err", err)
+			return
+		}
+		p.logger.Warn("join failed, will retry", "pool", pool, "attempt", attempt, "retry_in", wait, "err", err)
+		if !clock.Sleep(ctx, wait) {
+			return
+		}
+		wait = min(2*wait, p.cfg.RetryInterval)
+	}
+}
+
+// firstJoinRetry is the wait before the first retry of a join.
+const firstJoinRetry = time.Second

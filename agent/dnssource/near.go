@@ -1,4 +1,4 @@
-package agent
+package dnssource
 
 import (
 	"time"
@@ -34,11 +34,11 @@ const defaultNearRefresh = 15 * time.Second
 
 // nearConfig returns cfg for the instances cache: "near" entries are
 // refetched every nearRefresh, other entries as cfg says.
-func (s *dnsSource) nearConfig(cfg cache.Config) cache.Config {
+func (s *Source) nearConfig(cfg cache.Config) cache.Config {
 	other := cfg.RefreshAfter
 	cfg.RefreshAfter = func(v any) time.Duration {
 		if set, ok := v.(*resolver.Instances); ok && set != nil && set.Ordered {
-			return time.Duration(s.nearRefresh.Load())
+			return s.nearRefresh
 		}
 		if other != nil {
 			return other(v)

@@ -1,27 +1,39 @@
-package agent
+package dnssource
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/consensus/consensustest"
 	"github.com/cairndns/cairn/rpc"
-	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
 // TestFeedFollowerKeepsOneStream: the follower tells each change from one
 // stream, and starts another only when asked from another index.
 func TestFeedFollowerKeepsOneStream(t *testing.T) {
 	t.Parallel()
-	live := startCatalogServer(t)
-	d, log := newTestDoor(t, live)
+	live := consensustest.StartCatalogServer(t, nil)
+	var dials dialLog
+	pcfg := rpc.DefaultPoolConfig()
+	pcfg.Dial = dials.dial
+	pool, err := rpc.NewPool(pcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	d := door.NewClient(door.DefaultConfig(), pool, func() []string { return []string{live} }, slog.New(slog.DiscardHandler))
 	ctx := testContext(t)
-	f := (&dnsSource{door: d}).follow("dc1").(*feedFollower)
+	f := (&Source{door: d}).follow("dc1").(*feedFollower)
 	defer f.Stop()
 
 	idx, _, reset, err := f.Next(ctx, 0, time.Minute)
@@ -31,7 +43,8 @@ func TestFeedFollowerKeepsOneStream(t *testing.T) {
 	idx = max(idx, 1) // as the hub asks next
 	first := f.st
 	for i, name := range []string{"web", "api"} {
-		if err := register(ctx, d, &catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: name}}); err != nil {
+		args := &rpc.RegisterRequest{Registration: catalog.RegisterRequest{Node: "n1", Address: "10.0.0.1", Service: &catalog.Service{Service: name}}}
+		if err := d.RPC(ctx, rpc.MethodCatalogRegister, args, nil); err != nil {
 			t.Fatalf("Register: %v", err)
 		}
 		next, changed, reset, err := f.Next(ctx, idx, time.Minute)
@@ -52,88 +65,44 @@ func TestFeedFollowerKeepsOneStream(t *testing.T) {
 	if _, _, reset, err := f.Next(ctx, 0, time.Minute); err != nil || !reset || f.st == first {
 		t.Fatalf("Next from 0: reset %v, %v, same stream %v; want a reset on a new stream", reset, err, f.st == first)
 	}
-	if got := log.get(); !slices.Equal(got, []string{live}) {
+	if got := dials.get(); !slices.Equal(got, []string{live}) {
 		t.Errorf("dialed %v, want one connection to %s", got, live)
 	}
 }
 
-// TestClientDoorStreamLeavesAHungServer: a stream on a server that hangs
-// once the session is up is given up when its Recv's deadline passes,
-// the server counts as failed (its session is closed), and the next
-// stream starts on another server.
-func TestClientDoorStreamLeavesAHungServer(t *testing.T) {
-	t.Parallel()
-	f, live := rpctest.NewFreezer(t, startCatalogServer(t)), startCatalogServer(t)
-	d, log := newTestDoor(t, f.Addr(), live)
-	ctx := testContext(t)
-	args := func() *rpc.ChangesRequest {
-		return &rpc.ChangesRequest{QueryOptions: readOptions("dc1", 0, feedHeartbeat)}
-	}
-	if _, err := nodes(ctx, d); err != nil { // the session to f, up
-		t.Fatal(err)
-	}
-	f.Freeze()
-
-	st, err := d.Stream(ctx, rpc.MethodCatalogFeed, args())
-	if err != nil {
-		t.Fatalf("Stream on the hung server: %v (its session takes the request)", err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	err = st.Recv(rctx, &rpc.ChangesResponse{})
-	cancel()
-	_ = st.Close()
-	if !errors.Is(err, rpc.ErrTransport) || !errors.Is(err, errServerHung) {
-		t.Fatalf("Recv on the hung server: got %v, want a transport error saying it hung", err)
-	}
-
-	st, err = d.Stream(ctx, rpc.MethodCatalogFeed, args())
-	if err != nil {
-		t.Fatalf("Stream after the hung server: %v", err)
-	}
-	defer st.Close()
-	var reply rpc.ChangesResponse
-	if err := st.Recv(ctx, &reply); err != nil || !reply.Changes.Reset {
-		t.Fatalf("first reply of the live server: %+v, %v", reply, err)
-	}
-	if got, want := log.get(), []string{f.Addr(), live}; !slices.Equal(got, want) {
-		t.Errorf("dialed %v, want %v", got, want)
-	}
+// dialLog records the addresses a pool dials, in order.
+type dialLog struct {
+	mu    sync.Mutex
+	addrs []string
 }
 
-// TestClientDoorStreamSkipsANewHungServer: a server that never answers a
-// new session gets no stream (the pool sends nothing before the answer);
-// the stream starts on another server once a ping's time has passed, well
-// within the hold.
-func TestClientDoorStreamSkipsANewHungServer(t *testing.T) {
-	t.Parallel()
-	hung, live := hungAddr(t), startCatalogServer(t)
-	d, log := newTestDoor(t, hung, live)
-	d.cfg.HoldTimeout = time.Minute
-	ctx := testContext(t)
-	start := time.Now()
-	st, err := d.Stream(ctx, rpc.MethodCatalogFeed, &rpc.ChangesRequest{QueryOptions: readOptions("dc1", 0, feedHeartbeat)})
-	if err != nil {
-		t.Fatalf("Stream with a hung server first: %v", err)
-	}
-	defer st.Close()
-	if took, most := time.Since(start), d.cfg.ProbeAfter+d.cfg.ProbeTimeout+3*time.Second; took > most {
-		t.Errorf("the stream started after %s, want at most %s", took.Round(time.Millisecond), most)
-	}
-	var reply rpc.ChangesResponse
-	if err := st.Recv(ctx, &reply); err != nil || !reply.Changes.Reset {
-		t.Fatalf("first reply of the live server: %+v, %v", reply, err)
-	}
-	if got, want := log.get(), []string{hung, live}; !slices.Equal(got, want) {
-		t.Errorf("dialed %v, want %v", got, want)
-	}
+func (d *dialLog) dial(ctx context.Context, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, addr)
+	d.mu.Unlock()
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", addr)
+}
+
+func (d *dialLog) get() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.addrs)
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // scriptedDoor is a door whose streams answer from scripts, one per
 // stream started, in order; it keeps the requests.
 type scriptedDoor struct {
-	door    // RPC is not used
-	scripts [][]step
-	asked   []*rpc.ChangesRequest
+	door.Door // RPC is not used
+	scripts   [][]step
+	asked     []*rpc.ChangesRequest
 }
 
 // step is a reply, or an error a Recv returns.
@@ -176,7 +145,7 @@ func changes(index uint64, reset bool, services ...string) step {
 func TestFeedFollowerPassesOverHeartbeats(t *testing.T) {
 	t.Parallel()
 	d := &scriptedDoor{scripts: [][]step{{changes(5, true), changes(5, false), changes(5, false), changes(7, false, "web"), changes(7, false)}}}
-	f := (&dnsSource{door: d}).follow("dc1")
+	f := (&Source{door: d}).follow("dc1")
 	defer f.Stop()
 	ctx := testContext(t)
 	if idx, _, reset, err := f.Next(ctx, 0, time.Minute); idx != 5 || !reset || err != nil {
@@ -207,7 +176,7 @@ func TestFeedFollowerResumesABrokenStream(t *testing.T) {
 		{changes(6, false), changes(9, false, "web")},
 		{{err: rpc.ErrPermissionDenied}},
 	}}
-	f := (&dnsSource{door: d}).follow("dc1")
+	f := (&Source{door: d}).follow("dc1")
 	defer f.Stop()
 	ctx := testContext(t)
 	if _, _, _, err := f.Next(ctx, 0, time.Minute); err != nil {

@@ -1,10 +1,11 @@
-package agent
+package dnssource
 
 import (
 	"context"
 	"strings"
 	"time"
 
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
@@ -19,7 +20,7 @@ import (
 // feedHeartbeat is how long a server lets an agent's feed stay quiet: it
 // sends a reply with no news after that. A server that is feedGrace late
 // with one is taken for hung (stopped, or cut off), as one that misses a
-// ping is for a call (door.go): the stream goes, and the next one starts
+// ping is for a call (agent/door): the stream goes, and the next one starts
 // on another server.
 const (
 	feedHeartbeat = 3 * time.Second
@@ -28,13 +29,13 @@ const (
 
 // feedReopen is how long a feed stream stays with its server: then it is
 // started again through the door, which picks its server anew once in a
-// while (doorConfig.RebalanceEvery), so that agents that all moved to one
+// while (door.Config.RebalanceEvery), so that agents that all moved to one
 // server while another was down spread out again.
 const feedReopen = time.Minute
 
 // follow is the caches' Feed: it follows dc's changes, told as which keys
 // they touch.
-func (s *dnsSource) follow(dc string) cache.Follower {
+func (s *Source) follow(dc string) cache.Follower {
 	return &feedFollower{src: s, dc: dc}
 }
 
@@ -42,7 +43,7 @@ func (s *dnsSource) follow(dc string) cache.Follower {
 // The hub calls Next one call at a time and Stop after the last, so it
 // needs no lock.
 type feedFollower struct {
-	src    *dnsSource
+	src    *Source
 	dc     string
 	st     rpc.Stream // nil until started, and after a failure
 	at     uint64     // the index st's next reply follows
@@ -86,7 +87,7 @@ func (f *feedFollower) Next(ctx context.Context, minIndex uint64, wait time.Dura
 		cancel()
 		if err != nil {
 			f.Stop()
-			if retry, _ := retryable(err, false); !retry || ctx.Err() != nil {
+			if retry, _ := door.Retryable(err, false); !retry || ctx.Err() != nil {
 				return 0, nil, false, err
 			}
 			if !clock.Sleep(ctx, pause) {
@@ -122,7 +123,7 @@ func (f *feedFollower) Stop() {
 // changedKeys returns which cache keys the named changes touch. Names in
 // keys are lowercased (by zones, and here for HTTP ?cached reads that keep
 // the path's case), as the change log's are.
-func (s *dnsSource) changedKeys(svcs, nodeNames, queryNames []string) func(cache.Key) bool {
+func (s *Source) changedKeys(svcs, nodeNames, queryNames []string) func(cache.Key) bool {
 	services, nodes, queries := setOf(svcs), setOf(nodeNames), setOf(queryNames)
 	return func(k cache.Key) bool {
 		switch k.Kind {

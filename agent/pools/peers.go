@@ -1,4 +1,4 @@
-package agent
+package pools
 
 import (
 	"fmt"
@@ -6,44 +6,43 @@ import (
 	"net/netip"
 	"sync/atomic"
 
-	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 )
 
-// peers is what a server knows of who may talk to it: the members of its
+// Peers is what a server knows of who may talk to it: the members of its
 // LAN pool (agents of its datacenter) and of its WAN pool (servers of all
-// datacenters). The rpc server starts before the pools (gossip carries its
-// address), so they are set once started and read from the connections'
-// goroutines.
-type peers struct {
+// datacenters). The rpc server and the endpoints start before the pools
+// (gossip carries the server's address), so the pools are published here
+// as they start and read from the connections' goroutines; until then
+// Peers knows nobody.
+type Peers struct {
 	lan atomic.Pointer[gossip.Pool]
 	wan atomic.Pointer[gossip.Pool]
 	dc  string
 }
 
-// lanMembers finds members of the LAN pool for the Catalog endpoint's
-// node-owner check, which is configured before the pool starts: nobody
-// until then.
-type lanMembers struct{ p *peers }
+// NewPeers returns the peers of a server of datacenter dc, nobody yet.
+func NewPeers(dc string) *Peers { return &Peers{dc: dc} }
 
-var _ consensus.MemberFinder = lanMembers{}
-
-func (l lanMembers) MembersByNode(node string) []gossip.Member {
-	if pool := l.p.lan.Load(); pool != nil {
+// MembersByNode finds members of the LAN pool for the Catalog endpoint's
+// node-owner check (consensus.MemberFinder).
+func (p *Peers) MembersByNode(node string) []gossip.Member {
+	if pool := p.lan.Load(); pool != nil {
 		return pool.MembersByNode(node)
 	}
 	return nil
 }
 
-func (l lanMembers) MembersByID(id string) []gossip.Member {
-	if pool := l.p.lan.Load(); pool != nil {
+// MembersByID finds members of the LAN pool by node ID.
+func (p *Peers) MembersByID(id string) []gossip.Member {
+	if pool := p.lan.Load(); pool != nil {
 		return pool.MembersByID(id)
 	}
 	return nil
 }
 
-// admit decides whether a connection to the server port may go on, until
+// Admit decides whether a connection to the server port may go on, until
 // TLS says who is at the other end: Raft only from an alive server of this
 // datacenter in LAN gossip, RPC from an alive member of either pool (LAN
 // agents, and the servers of other datacenters forwarding requests). A
@@ -51,7 +50,7 @@ func (l lanMembers) MembersByID(id string) []gossip.Member {
 // before Raft reads it. Loopback is no exception: agents in tests and
 // several agents on one machine are told apart by address, and an agent
 // talks to itself in process, not over the port.
-func (p *peers) admit(remote net.Addr, kind byte) error {
+func (p *Peers) Admit(remote net.Addr, kind byte) error {
 	tcp, ok := remote.(*net.TCPAddr)
 	if !ok {
 		return fmt.Errorf("not a TCP peer: %s", remote)
@@ -86,11 +85,11 @@ func (p *peers) admit(remote net.Addr, kind byte) error {
 	return fmt.Errorf("rpc from %s: not an alive member of the LAN or WAN pool", ip)
 }
 
-// sourceAddr is the address this agent's connections to servers leave
+// SourceAddr is the address this agent's connections to servers leave
 // from, so that the server, admitting by address, sees the one gossip
 // knows: the bind address when it is one, else the advertised address
 // when it belongs to this host, else the system's choice.
-func sourceAddr(bind, advertise string) string {
+func SourceAddr(bind, advertise string) string {
 	if ip, err := netip.ParseAddr(bind); err == nil && !ip.IsUnspecified() {
 		return ip.String()
 	}
@@ -110,10 +109,10 @@ func sourceAddr(bind, advertise string) string {
 	return ""
 }
 
-// isServer reports whether remote is the address of an alive server in
+// IsServer reports whether remote is the address of an alive server in
 // the LAN or WAN pool: servers forward their clients' writes, which were
 // limited where they entered, so the write rate limit leaves them alone.
-func (p *peers) isServer(remote net.Addr) bool {
+func (p *Peers) IsServer(remote net.Addr) bool {
 	tcp, ok := remote.(*net.TCPAddr)
 	if !ok {
 		return false
@@ -134,4 +133,57 @@ func (p *peers) isServer(remote net.Addr) bool {
 		}
 	}
 	return false
+}
+
+// GossipKeys returns the LAN pool's gossip encryption keys, primary
+// first: the servers seal the DNSSEC key with them at rest. None before
+// the pool starts (the leader and the endpoint that need them run only
+// after it has) or without gossip encryption.
+func (p *Peers) GossipKeys() [][]byte {
+	pool := p.lan.Load()
+	if pool == nil {
+		return nil
+	}
+	var out [][]byte
+	for _, k := range pool.LocalKeys() {
+		if raw, err := gossip.ParseKey(k); err == nil {
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// WAN is the WAN pool as the Coordinate endpoint reads it
+// (consensus.WANCoordinates): empty until the pool has started.
+func (p *Peers) WAN() WANView { return WANView{p: p} }
+
+// WANView is the WAN pool through Peers.
+type WANView struct{ p *Peers }
+
+func (w WANView) Members() []gossip.Member {
+	if p := w.p.wan.Load(); p != nil {
+		return p.Members()
+	}
+	return nil
+}
+
+func (w WANView) LocalMember() gossip.Member {
+	if p := w.p.wan.Load(); p != nil {
+		return p.LocalMember()
+	}
+	return gossip.Member{}
+}
+
+func (w WANView) Coordinate() (gossip.Coordinate, bool) {
+	if p := w.p.wan.Load(); p != nil {
+		return p.Coordinate()
+	}
+	return gossip.Coordinate{}, false
+}
+
+func (w WANView) PeerCoordinates() map[string]gossip.Coordinate {
+	if p := w.p.wan.Load(); p != nil {
+		return p.PeerCoordinates()
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package agent
+package local
 
 import (
 	"context"
@@ -7,26 +7,23 @@ import (
 	"github.com/cairndns/cairn/catalog"
 )
 
-// aliasSource answers alias checks (checks.AliasSource): the health of a
-// service instance or node, from this agent's own checks for its node and
-// from the catalog for any other.
-type aliasSource struct{ a *Agent }
-
-var _ checks.AliasSource = aliasSource{}
+// The local state answers alias checks (checks.AliasSource): the health
+// of a service instance or node, from this agent's own checks for its
+// node and from the catalog for any other.
+var _ checks.AliasSource = (*State)(nil)
 
 // AliasHealth returns the worst status among the node's own checks and,
 // with serviceID, the service's checks: the status DNS answers by.
-func (s aliasSource) AliasHealth(ctx context.Context, node, serviceID string) (catalog.HealthStatus, bool, error) {
-	a := s.a
-	if node == "" || node == a.cfg.NodeName {
+func (s *State) AliasHealth(ctx context.Context, node, serviceID string) (catalog.HealthStatus, bool, error) {
+	if node == "" || node == s.cfg.NodeName {
 		// The local state is the authority for this node, and is current
 		// before any push reaches the servers.
-		if serviceID != "" && !a.local.HasService(serviceID) {
+		if serviceID != "" && !s.HasService(serviceID) {
 			return "", false, nil
 		}
-		return worst(a.local.Checks(), serviceID), true, nil
+		return worst(s.Checks(), serviceID), true, nil
 	}
-	cat := a.localCatalog()
+	cat := s.catalog
 	n, svcs, err := cat.NodeServices(ctx, node)
 	if err != nil {
 		return "", false, err

@@ -1,4 +1,13 @@
-package agent
+// Package dnssource is what an agent's DNS server answers from (the
+// resolver's Source): service, node and prepared query answers kept in
+// the agent's caches, filled through the door on a miss and kept fresh
+// by following each datacenter's change feed (feed.go); the "near"
+// datacenter's entries sorted by network coordinates (near.go); the
+// known datacenters (datacenters.go); and the follower that keeps the
+// resolver signing with the datacenter's DNSSEC key (dnssec.go).
+//
+// It reads the servers only through an agent/door.Door.
+package dnssource
 
 import (
 	"cmp"
@@ -9,10 +18,9 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/resolver"
@@ -31,7 +39,7 @@ const (
 // the entry follows is its own datacenter's, which does not see theirs.
 const failoverRefresh = 2 * time.Second
 
-// dnsSource is the resolver's Source on every agent: service, node and
+// Source is the resolver's Source on every agent: service, node and
 // prepared query questions are answered from the agent's cache, which
 // fills on a miss through the door and then keeps its entries fresh by
 // following the catalog's change feed (one stream per datacenter for all
@@ -39,33 +47,58 @@ const failoverRefresh = 2 * time.Second
 // question costs no RPC and no catalog read, and keeps answering from its
 // last entry while the servers are unreachable (serve-stale). Reverse
 // lookups, rare, go through the door each time.
-type dnsSource struct {
+type Source struct {
 	dc          string
+	node        string // this agent's node, which "near" answers are sorted from
 	onlyPassing bool
-	door        door
-	// datacenters tells whether a datacenter is known to the WAN pool: a
-	// name in an unknown one does not exist (NXDOMAIN), one in a known
-	// datacenter that cannot be reached is a server failure (SERVFAIL).
-	datacenters *datacenterList
+	door        door.Door
+	datacenters *Datacenters
 	instances   *cache.Cache[*resolver.Instances]
 	nodes       *cache.Cache[*catalog.Node]
 	// queries caches prepared query answers; the feed refetches one when
 	// it names the query or the service the cached answer is of.
 	queries *cache.Cache[*catalog.QueryResult]
 	hub     *cache.Hub // follows the feeds for the three caches
-	// node is this agent's node, which "near" answers are sorted from,
-	// and nearRefresh how often they are sorted again (dnsnear.go).
-	node        string
-	nearRefresh atomic.Int64 // a time.Duration
+	// nearRefresh is how often "near" answers are sorted again (near.go).
+	nearRefresh time.Duration
 }
 
-var _ resolver.Source = (*dnsSource)(nil)
+// Config is what a Source answers for.
+type Config struct {
+	// Cache bounds and paces the caches (the cache block).
+	Cache cache.Config
+	// Datacenter is the agent's; Node its node, which "near" answers are
+	// sorted from and prepared queries' Near "_agent" means.
+	Datacenter, Node string
+	// OnlyPassing leaves instances with a warning out of answers.
+	OnlyPassing bool
+	// NearRefresh is how often a "near" entry is sorted again while the
+	// feed names no change to its service; 0 means 15s (near.go).
+	NearRefresh time.Duration
+}
 
-func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *datacenterList, logger *slog.Logger) (*dnsSource, error) {
-	s := &dnsSource{dc: dc, onlyPassing: onlyPassing, door: d, datacenters: dcs}
-	s.nearRefresh.Store(int64(defaultNearRefresh))
+// Deps are the parts a Source reads through.
+type Deps struct {
+	// Door reaches the servers, with the token the caches read with
+	// (acl.tokens.dns): its reads carry no token of their own.
+	Door door.Door
+	// Datacenters tells whether a datacenter is known to the WAN pool: a
+	// name in an unknown one does not exist (NXDOMAIN), one in a known
+	// datacenter that cannot be reached is a server failure (SERVFAIL).
+	Datacenters *Datacenters
+	Logger      *slog.Logger
+}
+
+var _ resolver.Source = (*Source)(nil)
+
+// New builds the caches, empty: they fill as questions come. Close stops
+// them.
+func New(c Config, deps Deps) (*Source, error) {
+	s := &Source{dc: c.Datacenter, node: c.Node, onlyPassing: c.OnlyPassing, door: deps.Door, datacenters: deps.Datacenters}
+	s.nearRefresh = cmp.Or(c.NearRefresh, defaultNearRefresh)
+	cfg := c.Cache
 	var err error
-	logger = logger.With("component", "cache")
+	logger := deps.Logger.With("component", "cache")
 	// One hub for the three caches: one change feed per datacenter.
 	if s.hub, err = cache.NewHub(s.follow, cfg, logger); err != nil {
 		return nil, err
@@ -87,7 +120,7 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *da
 		case r != nil && r.Failovers > 0:
 			return failoverRefresh
 		case r != nil && r.Ordered:
-			return time.Duration(s.nearRefresh.Load()) // sorted by coordinates (dnsnear.go)
+			return s.nearRefresh // sorted by coordinates (near.go)
 		}
 		return 0
 	}
@@ -101,7 +134,7 @@ func newDNSSource(cfg cache.Config, dc string, onlyPassing bool, d door, dcs *da
 }
 
 // Close stops every entry's refresh.
-func (s *dnsSource) Close() {
+func (s *Source) Close() {
 	s.instances.Close()
 	s.nodes.Close()
 	s.queries.Close()
@@ -109,7 +142,7 @@ func (s *dnsSource) Close() {
 }
 
 // Stats sums the caches' counters.
-func (s *dnsSource) Stats() cache.Stats {
+func (s *Source) Stats() cache.Stats {
 	var sum cache.Stats
 	for _, c := range []cache.Stats{s.instances.Stats(), s.nodes.Stats(), s.queries.Stats()} {
 		sum.Hits += c.Hits
@@ -131,7 +164,7 @@ func readOptions(dc string, minIndex uint64, wait time.Duration) rpc.QueryOption
 // fetchInstances reads every instance of a service (the server's
 // OnlyHealthy filter would drop the unhealthy ones the resolver may still
 // answer with) and splits them by health.
-func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
+func (s *Source) fetchInstances(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*resolver.Instances, uint64, error) {
 	var reply rpc.ServiceInstancesResponse
 	args := &rpc.ServiceInstancesRequest{QueryOptions: readOptions(key.Datacenter, minIndex, wait), Service: key.Name, Tag: key.Tag}
 	near := key.Filter == filterNear
@@ -148,7 +181,7 @@ func (s *dnsSource) fetchInstances(ctx context.Context, key cache.Key, minIndex 
 
 // fetchNode reads a node (through NodeServices, the endpoint's call that
 // returns a node).
-func (s *dnsSource) fetchNode(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*catalog.Node, uint64, error) {
+func (s *Source) fetchNode(ctx context.Context, key cache.Key, minIndex uint64, wait time.Duration) (*catalog.Node, uint64, error) {
 	var reply rpc.NodeServicesResponse
 	args := &rpc.NodeServicesRequest{QueryOptions: readOptions(key.Datacenter, minIndex, wait), Node: key.Name}
 	if err := s.door.RPC(ctx, rpc.MethodCatalogNodeServices, args, &reply); err != nil {
@@ -173,10 +206,10 @@ func splitHealth(all []catalog.ServiceInstance, onlyPassing bool) (healthy, unhe
 
 // Instances answers from the cache; names that cannot be in the catalog
 // are no such service without taking a cache entry.
-func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*resolver.Instances, error) {
+func (s *Source) Instances(ctx context.Context, dc, service, tag string) (*resolver.Instances, error) {
 	key := cache.Key{Kind: kindService, Datacenter: dc, Name: service, Tag: tag}
 	if dc == nearDatacenter {
-		// The local datacenter's instances, nearest first (dnsnear.go).
+		// The local datacenter's instances, nearest first (near.go).
 		key.Datacenter, key.Filter = s.dc, filterNear
 	} else if err := s.checkDatacenter(ctx, dc); err != nil {
 		return nil, err
@@ -195,9 +228,9 @@ func (s *dnsSource) Instances(ctx context.Context, dc, service, tag string) (*re
 }
 
 // Node answers from the cache.
-func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
+func (s *Source) Node(ctx context.Context, dc, name string) (*catalog.Node, error) {
 	if dc == nearDatacenter {
-		dc = s.dc // the SRV targets of a "near" answer (dnsnear.go)
+		dc = s.dc // the SRV targets of a "near" answer (near.go)
 	}
 	if err := s.checkDatacenter(ctx, dc); err != nil {
 		return nil, err
@@ -215,71 +248,15 @@ func (s *dnsSource) Node(ctx context.Context, dc, name string) (*catalog.Node, e
 // checkDatacenter returns ErrUnknownDatacenter for a datacenter that is
 // neither the local one nor known to the WAN pool. Names arrive
 // lowercased from zones, as the router reports datacenters.
-func (s *dnsSource) checkDatacenter(ctx context.Context, dc string) error {
-	if dc == s.dc || s.datacenters.known(ctx, dc) {
+func (s *Source) checkDatacenter(ctx context.Context, dc string) error {
+	if dc == s.dc || s.datacenters.Known(ctx, dc) {
 		return nil
 	}
 	return fmt.Errorf("datacenter %q: %w", dc, resolver.ErrUnknownDatacenter)
 }
 
-// datacenterList is the agent's view of the known datacenters, asked of a
-// server at most once per datacenterListTTL, so that a question for an
-// unknown datacenter (NXDOMAIN) does not cost a call each time while a
-// datacenter that just joined is seen within seconds.
-type datacenterList struct {
-	door    door
-	mu      sync.Mutex // serializes refreshes
-	current atomic.Pointer[datacenterSet]
-}
-
-type datacenterSet struct {
-	names   map[string]bool
-	fetched time.Time
-}
-
-const datacenterListTTL = 5 * time.Second
-
-func newDatacenterList(d door) *datacenterList { return &datacenterList{door: d} }
-
-// list asks a server of this datacenter which datacenters it knows (its
-// own and those of its WAN pool).
-func (l *datacenterList) list(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	var reply rpc.DatacentersResponse
-	if err := l.door.RPC(ctx, rpc.MethodCatalogListDatacenters, &rpc.DatacentersRequest{}, &reply); err != nil {
-		return nil, err
-	}
-	return reply.Datacenters, nil
-}
-
-// known reports whether dc is known, from the last list when it has dc or
-// is recent, else after asking again. When no server answers, a
-// datacenter is taken as known: its names then fail (SERVFAIL, or a stale
-// answer) rather than being denied.
-func (l *datacenterList) known(ctx context.Context, dc string) bool {
-	if cur := l.current.Load(); cur != nil && (cur.names[dc] || time.Since(cur.fetched) < datacenterListTTL) {
-		return cur.names[dc]
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if cur := l.current.Load(); cur != nil && time.Since(cur.fetched) < datacenterListTTL {
-		return cur.names[dc]
-	}
-	names, err := l.list(ctx)
-	if err != nil {
-		return true
-	}
-	set := &datacenterSet{names: make(map[string]bool, len(names)), fetched: time.Now()}
-	for _, n := range names {
-		set.names[strings.ToLower(n)] = true
-	}
-	l.current.Store(set)
-	return set.names[dc]
-}
-
 // Reverse asks a server's address index.
-func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
+func (s *Source) Reverse(ctx context.Context, addr netip.Addr) (nodes, services []string, err error) {
 	var reply rpc.ReverseResponse
 	args := &rpc.ReverseRequest{QueryOptions: rpc.QueryOptions{Datacenter: s.dc, AllowStale: true}, Addr: addr.String()}
 	if err := s.door.RPC(ctx, rpc.MethodCatalogReverse, args, &reply); err != nil {
@@ -293,7 +270,7 @@ func (s *dnsSource) Reverse(ctx context.Context, addr netip.Addr) (nodes, servic
 // service, and every failoverRefresh while it depends on other
 // datacenters. A datacenter nobody knows, and a name no query can have,
 // are no such name.
-func (s *dnsSource) PreparedQuery(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error) {
+func (s *Source) PreparedQuery(ctx context.Context, dc, nameOrID string) (*catalog.QueryResult, error) {
 	if dc == "" {
 		dc = s.dc
 	}
@@ -311,25 +288,27 @@ func (s *dnsSource) PreparedQuery(ctx context.Context, dc, nameOrID string) (*ca
 }
 
 // fetchQuery executes a prepared query (none: a nil result).
-func (s *dnsSource) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ time.Duration) (*catalog.QueryResult, uint64, error) {
+func (s *Source) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ time.Duration) (*catalog.QueryResult, uint64, error) {
 	dc := key.Datacenter
 	if dc == s.dc {
 		dc = ""
 	}
-	res, err := executeQuery(ctx, s.door, dc, key.Name, s.node, true)
+	var reply rpc.PreparedQueryExecuteResponse
+	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true}, QueryIDOrName: key.Name, Agent: s.node}
+	err := s.door.RPC(ctx, rpc.MethodPreparedQueryExecute, args, &reply)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return nil, 0, nil // no such query: no result, not an error
 	}
 	if err != nil {
 		return nil, 0, err
 	}
-	return res, 0, nil
+	return &reply.Result, 0, nil
 }
 
-// cachedInstances answers ?cached HTTP reads from the same entries DNS
+// CachedInstances answers ?cached HTTP reads from the same entries DNS
 // uses: every instance of the entry (both health halves), sorted by node
 // then service ID as the catalog sorts them.
-func (s *dnsSource) cachedInstances(ctx context.Context, service, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+func (s *Source) CachedInstances(ctx context.Context, service, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
 	e, info, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: s.dc, Name: service, Tag: tag})
 	if err != nil {
 		return 0, nil, false, 0, err

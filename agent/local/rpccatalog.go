@@ -1,56 +1,60 @@
-package agent
+package local
 
 import (
 	"context"
 
 	"github.com/cairndns/cairn/acl"
-	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
 
-// localCatalog is the catalog as this agent's local state (anti-entropy)
-// and its alias checks see it: writes and stale reads of the agent's own
-// datacenter, through the door.
-type localCatalog struct {
-	door door
-	dc   string
-	// token is what the agent writes with when ctx carries no token of
-	// a request or of a service (acl.tokens.agent).
+// Caller makes an RPC to the servers: the agent's door.
+type Caller interface {
+	RPC(ctx context.Context, method string, args, reply any) error
+}
+
+// RPCCatalog is the Catalog of the servers a Caller reaches: writes and
+// stale reads of the agent's datacenter.
+type RPCCatalog struct {
+	door  Caller
+	dc    string
 	token string
 }
 
-func (a *Agent) localCatalog() localCatalog {
-	return localCatalog{door: a.door, dc: a.cfg.Datacenter, token: a.cfg.ACL.AgentToken()}
+var _ Catalog = RPCCatalog{}
+
+// NewRPCCatalog returns the catalog of datacenter dc through d, written
+// and read with token (acl.tokens.agent) when ctx carries no token of a
+// request or of a service.
+func NewRPCCatalog(d Caller, dc, token string) RPCCatalog {
+	return RPCCatalog{door: d, dc: dc, token: token}
 }
 
 // withToken returns ctx carrying the agent's token unless it carries one.
-func (c localCatalog) withToken(ctx context.Context) context.Context {
+func (c RPCCatalog) withToken(ctx context.Context) context.Context {
 	if c.token == "" || acl.TokenFromContext(ctx) != "" {
 		return ctx
 	}
 	return acl.ContextWithToken(ctx, c.token)
 }
 
-var _ local.Catalog = localCatalog{}
-
 // stale is the options of every read: any server answers from its own
 // state, so anti-entropy and alias checks keep working without a leader.
-func (c localCatalog) stale() rpc.QueryOptions {
+func (c RPCCatalog) stale() rpc.QueryOptions {
 	return rpc.QueryOptions{Datacenter: c.dc, AllowStale: true}
 }
 
-func (c localCatalog) Register(ctx context.Context, req *catalog.RegisterRequest) error {
+func (c RPCCatalog) Register(ctx context.Context, req *catalog.RegisterRequest) error {
 	args := &rpc.RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: c.dc}, Registration: *req}
 	return c.door.RPC(c.withToken(ctx), rpc.MethodCatalogRegister, args, nil)
 }
 
-func (c localCatalog) Deregister(ctx context.Context, req *catalog.DeregisterRequest) error {
+func (c RPCCatalog) Deregister(ctx context.Context, req *catalog.DeregisterRequest) error {
 	args := &rpc.DeregisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: c.dc}, Deregistration: *req}
 	return c.door.RPC(c.withToken(ctx), rpc.MethodCatalogDeregister, args, nil)
 }
 
-func (c localCatalog) NodeServices(ctx context.Context, name string) (*catalog.Node, []*catalog.Service, error) {
+func (c RPCCatalog) NodeServices(ctx context.Context, name string) (*catalog.Node, []*catalog.Service, error) {
 	var reply rpc.NodeServicesResponse
 	args := &rpc.NodeServicesRequest{QueryOptions: c.stale(), Node: name}
 	if err := c.door.RPC(c.withToken(ctx), rpc.MethodCatalogNodeServices, args, &reply); err != nil {
@@ -59,7 +63,7 @@ func (c localCatalog) NodeServices(ctx context.Context, name string) (*catalog.N
 	return reply.Node, reply.Services, nil
 }
 
-func (c localCatalog) NodeChecks(ctx context.Context, node string) (uint64, []*catalog.Check, error) {
+func (c RPCCatalog) NodeChecks(ctx context.Context, node string) (uint64, []*catalog.Check, error) {
 	var reply rpc.ChecksResponse
 	args := &rpc.NodeChecksRequest{QueryOptions: c.stale(), Node: node}
 	if err := c.door.RPC(c.withToken(ctx), rpc.MethodCatalogNodeChecks, args, &reply); err != nil {

@@ -1,4 +1,4 @@
-package agent
+package door
 
 import (
 	"context"
@@ -14,88 +14,16 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
-	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/consensus/consensustest"
 	"github.com/cairndns/cairn/internal/porttest"
 	"github.com/cairndns/cairn/internal/waittest"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
-// startCatalogServer starts a bootstrapped single-server cluster with its
-// Catalog endpoint on an RPC server on 127.0.0.1:0, waits for it to lead
-// and returns its RPC address. Everything stops when the test ends: the
-// endpoint, its forwarding pool, Raft, then RPC.
 func startCatalogServer(t *testing.T) string {
 	t.Helper()
-	return startCatalogServerWith(t, func(*rpc.ServerConfig) {})
-}
-
-// startCatalogServerWith is startCatalogServer with the rpc server's
-// config changed by edit.
-func startCatalogServerWith(t *testing.T, edit func(*rpc.ServerConfig)) string {
-	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
-	rcfg := rpc.DefaultServerConfig()
-	rcfg.Addr = "127.0.0.1:0"
-	edit(&rcfg)
-	rs, err := rpc.NewServer(rcfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rs.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rs.Shutdown(ctx); err != nil {
-			t.Errorf("rpc Shutdown: %v", err)
-		}
-	})
-	store, err := catalog.NewStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := consensus.DefaultConfig()
-	cfg.NodeID, cfg.DataDir, cfg.Layer, cfg.Bootstrap = "s1", t.TempDir(), rs.RaftLayer(), true
-	cfg.SingleServerTiming()
-	srv, err := consensus.New(cfg, store, logger)
-	if err != nil {
-		t.Fatalf("consensus.New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Shutdown(); err != nil {
-			t.Errorf("consensus Shutdown: %v", err)
-		}
-	})
-	forward, err := rpc.NewPool(rpc.DefaultPoolConfig(), logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = forward.Close() })
-	ccfg := consensus.DefaultCatalogConfig()
-	ccfg.Datacenter = "dc1"
-	cat, err := consensus.NewCatalog(srv, forward, ccfg)
-	if err != nil {
-		t.Fatalf("NewCatalog: %v", err)
-	}
-	t.Cleanup(cat.Close)
-	if err := cat.Publish(rs); err != nil {
-		t.Fatal(err)
-	}
-	status, err := consensus.NewStatus(srv, "dc1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rs.Register(rpc.StatusEndpoint, status); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.WaitForLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return rs.Addr().String()
+	return consensustest.StartCatalogServer(t, nil)
 }
 
 // dialLog records the addresses a pool dials, in order.
@@ -121,7 +49,7 @@ func (d *dialLog) get() []string {
 // newTestDoor returns a client door calling servers in their order (the
 // first, then the second), through a pool that logs its dials and is
 // closed when the test ends.
-func newTestDoor(t *testing.T, servers ...string) (*clientDoor, *dialLog) {
+func newTestDoor(t *testing.T, servers ...string) (*Client, *dialLog) {
 	t.Helper()
 	log := &dialLog{}
 	pcfg := rpc.DefaultPoolConfig()
@@ -132,10 +60,10 @@ func newTestDoor(t *testing.T, servers ...string) (*clientDoor, *dialLog) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pool.Close() })
-	cfg := defaultDoorConfig()
+	cfg := DefaultConfig()
 	cfg.HoldTimeout = 2 * time.Second
 	cfg.ProbeAfter, cfg.ProbeTimeout = 200*time.Millisecond, 300*time.Millisecond
-	d := &clientDoor{pool: pool, servers: func() []string { return servers }, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+	d := NewClient(cfg, pool, func() []string { return servers }, slog.New(slog.DiscardHandler))
 	d.randN = func(int) int { return 0 }
 	return d, log
 }
@@ -148,25 +76,26 @@ func testContext(t *testing.T) context.Context {
 }
 
 // nodes reads the catalog's nodes through d, as the HTTP API does.
-func nodes(ctx context.Context, d door) ([]*catalog.Node, error) {
+func nodes(ctx context.Context, d Door) ([]*catalog.Node, error) {
 	var reply rpc.NodesResponse
 	err := d.RPC(ctx, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &reply)
 	return reply.Nodes, err
 }
 
-func register(ctx context.Context, d door, req *catalog.RegisterRequest) error {
-	return localCatalog{door: d, dc: "dc1"}.Register(ctx, req)
+func register(ctx context.Context, d Door, req *catalog.RegisterRequest) error {
+	args := &rpc.RegisterRequest{WriteRequest: rpc.WriteRequest{Datacenter: "dc1"}, Registration: *req}
+	return d.RPC(ctx, rpc.MethodCatalogRegister, args, nil)
 }
 
 func TestClientDoorNoServers(t *testing.T) {
 	t.Parallel()
 	d, _ := newTestDoor(t)
 	ctx := testContext(t)
-	if err := register(ctx, d, &catalog.RegisterRequest{Node: "n", Address: "10.0.0.1"}); !errors.Is(err, errNoServers) {
-		t.Errorf("Register: got err %v, want errNoServers", err)
+	if err := register(ctx, d, &catalog.RegisterRequest{Node: "n", Address: "10.0.0.1"}); !errors.Is(err, ErrNoServers) {
+		t.Errorf("Register: got err %v, want ErrNoServers", err)
 	}
-	if _, err := nodes(ctx, d); !errors.Is(err, errNoServers) {
-		t.Errorf("Nodes: got err %v, want errNoServers", err)
+	if _, err := nodes(ctx, d); !errors.Is(err, ErrNoServers) {
+		t.Errorf("Nodes: got err %v, want ErrNoServers", err)
 	}
 }
 
@@ -253,7 +182,7 @@ func TestClientDoorDoesNotRetryRemoteError(t *testing.T) {
 // another server, and its outcome is known.
 func TestClientDoorTriesAnotherServerOverBudget(t *testing.T) {
 	t.Parallel()
-	full := startCatalogServerWith(t, func(c *rpc.ServerConfig) { c.MaxCallsPerClient = 1 })
+	full := consensustest.StartCatalogServer(t, func(c *rpc.ServerConfig) { c.MaxCallsPerClient = 1 })
 	other := startCatalogServer(t)
 	ctx := testContext(t)
 
@@ -268,9 +197,11 @@ func TestClientDoorTriesAnotherServerOverBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	var index rpc.NodesResponse
-	if err := holder.Call(ctx, full, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &index); err != nil {
-		t.Fatal(err)
-	}
+	// The register's slot is freed a moment after its answer: until then
+	// the server refuses the read.
+	waittest.For(t, 10*time.Second, "the index read", func() error {
+		return holder.Call(ctx, full, rpc.MethodCatalogNodes, &rpc.NodesRequest{}, &index)
+	})
 	held, release := context.WithCancel(ctx)
 	var holding sync.WaitGroup
 	t.Cleanup(func() { release(); holding.Wait() })

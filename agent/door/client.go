@@ -1,4 +1,4 @@
-package agent
+package door
 
 import (
 	"context"
@@ -14,46 +14,16 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-// door is the one way this agent's consumers reach the servers: the DNS
-// cache and its change feed, the HTTP API's reads and writes, anti-entropy,
-// snapshots, prepared queries and membership all call the servers'
-// endpoints (rpc.Method*) through it. A server serves the call in process
-// (serverDoor); a client sends it to a server of its datacenter
-// (clientDoor). Either way the endpoint does the same thing: forward to
-// the leader, to another datacenter, block, validate.
-//
-// RPC may be called from any goroutine. ctx bounds the call, on the
-// server too (blocking waits and forwards end with it). Stream starts a
-// stream method (the change feed): ctx bounds the start; the stream then
-// stays with the server that took it until it is closed or fails.
-type door interface {
-	RPC(ctx context.Context, method string, args, reply any) error
-	Stream(ctx context.Context, method string, args any) (rpc.Stream, error)
-}
-
-// serverDoor serves a server agent's calls in process: the endpoints
-// registered on its rpc server run in the calling goroutine, with no
-// connection to itself.
-type serverDoor struct{ srv *rpc.Server }
-
-func (d serverDoor) RPC(ctx context.Context, method string, args, reply any) error {
-	return d.srv.Call(ctx, method, args, reply)
-}
-
-func (d serverDoor) Stream(ctx context.Context, method string, args any) (rpc.Stream, error) {
-	return d.srv.Stream(ctx, method, args)
-}
-
-// errNoServers is returned, wrapped, by a clientDoor call during whose
+// ErrNoServers is returned, wrapped, by a Client call during whose
 // hold no server of the datacenter became known.
-var errNoServers = errors.New("no cairn servers known; is the agent joined to a cluster?")
+var ErrNoServers = errors.New("no cairn servers known; is the agent joined to a cluster?")
 
-// errServerHung is the cause of a call abandoned because its server
+// ErrServerHung is the cause of a call abandoned because its server
 // stopped answering pings.
-var errServerHung = errors.New("the server stopped answering")
+var ErrServerHung = errors.New("the server stopped answering")
 
-// doorConfig is how a client door waits and fails over.
-type doorConfig struct {
+// Config is how a client door waits and fails over.
+type Config struct {
 	// HoldTimeout bounds a call, its retries on other servers included,
 	// on top of a blocking query's own wait: Consul's rpc_hold_timeout.
 	// Default 7s.
@@ -76,8 +46,10 @@ type doorConfig struct {
 	RebalanceEvery time.Duration
 }
 
-func defaultDoorConfig() doorConfig {
-	return doorConfig{
+// DefaultConfig is the client door's configuration before the agent sets
+// HoldTimeout from performance.rpc_hold_timeout.
+func DefaultConfig() Config {
+	return Config{
 		HoldTimeout:    7 * time.Second, // Consul's rpc_hold_timeout
 		ProbeAfter:     time.Second,
 		ProbeEvery:     5 * time.Second,
@@ -87,7 +59,7 @@ func defaultDoorConfig() doorConfig {
 	}
 }
 
-// clientDoor sends a client agent's calls to the servers of its
+// Client sends a client agent's calls to the servers of its
 // datacenter, found in LAN gossip, and fails over between them, as
 // Consul's server manager does.
 //
@@ -109,13 +81,13 @@ func defaultDoorConfig() doorConfig {
 // API answers with a 503 saying so, once the call's deadline (sent with
 // every attempt) has passed: see settle. An error the server returned (a
 // *rpc.RemoteError other than "no leader") is final.
-type clientDoor struct {
+type Client struct {
 	pool *rpc.Pool
 	// servers returns the RPC addresses of the live servers of this
 	// datacenter; called once per attempt, from any goroutine.
 	servers func() []string
 	logger  *slog.Logger
-	cfg     doorConfig
+	cfg     Config
 	// randN returns a number in [0, n); nil means math/rand/v2.IntN. A
 	// hook for tests, to pick servers in a known order.
 	randN func(n int) int
@@ -127,9 +99,24 @@ type clientDoor struct {
 	aliveAt     map[string]time.Time // servers that answered a ping, and when the last one was sent
 }
 
+// NewClient returns a door that sends calls through pool to the servers
+// servers returns (called once per attempt, from any goroutine: it must
+// be cheap, and callers do not modify its slice).
+func NewClient(cfg Config, pool *rpc.Pool, servers func() []string, logger *slog.Logger) *Client {
+	return &Client{pool: pool, servers: servers, cfg: cfg, logger: logger}
+}
+
+// Preferred returns the server calls go to now ("" before the first
+// call).
+func (d *Client) Preferred() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.preferred
+}
+
 // RPC calls method on the preferred server, failing over as the type
 // comment says.
-func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) error {
+func (d *Client) RPC(ctx context.Context, method string, args, reply any) error {
 	hold := d.cfg.HoldTimeout
 	if b, ok := args.(rpc.Blocking); ok {
 		hold += b.MaxBlockingWait()
@@ -161,7 +148,7 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 			if len(tried) == 0 && last == nil {
 				// None known yet (the agent is still joining): wait
 				// for gossip to bring one, as long as the hold lasts.
-				last = fmt.Errorf("%s: %w", method, errNoServers)
+				last = fmt.Errorf("%s: %w", method, ErrNoServers)
 			}
 			// Every server failed once, or none is known: start over
 			// after a pause, which grows, while the hold lasts (an
@@ -172,7 +159,7 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				if errors.Is(last, errNoServers) {
+				if errors.Is(last, ErrNoServers) {
 					return last
 				}
 				return d.giveUp(method, write, last, ctx)
@@ -180,7 +167,7 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 			wait = min(2*wait, time.Second)
 			continue
 		}
-		if errors.Is(last, errNoServers) {
+		if errors.Is(last, ErrNoServers) {
 			last = nil
 		}
 		tried[server] = true
@@ -192,7 +179,7 @@ func (d *clientDoor) RPC(ctx context.Context, method string, args, reply any) er
 			d.succeeded(server)
 			return nil
 		}
-		retry, unknown := retryable(err, write)
+		retry, unknown := Retryable(err, write)
 		if !retry {
 			if write && !idempotent && !errors.Is(err, rpc.ErrNotSent) &&
 				(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
@@ -229,7 +216,7 @@ func settle(ctx context.Context) { <-ctx.Done() }
 // giveUp is the error of a call whose hold ran out (or whose caller went
 // away) after last failed: for a write that reached a server, its fate is
 // unknown.
-func (d *clientDoor) giveUp(method string, write bool, last error, ctx context.Context) error {
+func (d *Client) giveUp(method string, write bool, last error, ctx context.Context) error {
 	switch {
 	case last == nil:
 		return fmt.Errorf("%s: %w", method, context.Cause(ctx))
@@ -239,13 +226,13 @@ func (d *clientDoor) giveUp(method string, write bool, last error, ctx context.C
 	return fmt.Errorf("%s: no server answered in time: %w", method, last)
 }
 
-// retryable reports whether a failed call may go to another server, and
+// Retryable reports whether a failed call may go to another server, and
 // whether a write's fate is unknown: a transport error (unknown unless the
 // request was never sent), a server that knew no leader (it did nothing),
 // a server that lost leadership during a write or stopped working on it
 // (unknown), a server that refused the call over this agent's budget (it
 // did nothing; another server may have room).
-func retryable(err error, write bool) (retry, unknown bool) {
+func Retryable(err error, write bool) (retry, unknown bool) {
 	switch {
 	case errors.Is(err, rpc.ErrTransport):
 		return true, write && !errors.Is(err, rpc.ErrNotSent)
@@ -264,7 +251,7 @@ func retryable(err error, write bool) (retry, unknown bool) {
 // attempt makes one call to server, pinging the server while the call
 // waits: a server that misses a ping is forgotten by the pool (every call
 // on it fails at once) and the call returns a transport error.
-func (d *clientDoor) attempt(ctx context.Context, server, method string, args, reply any) error {
+func (d *Client) attempt(ctx context.Context, server, method string, args, reply any) error {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan error, 1)
@@ -279,14 +266,14 @@ func (d *clientDoor) attempt(ctx context.Context, server, method string, args, r
 		case <-probe.C:
 			if err := d.probe(ctx, server, since); err != nil && ctx.Err() == nil {
 				d.pool.Forget(server)
-				cancel(errServerHung)
+				cancel(ErrServerHung)
 				// Whether the request was sent is the call's to say (it
 				// was not when the server hung before answering a new
 				// session: a write may go elsewhere), not the ping's.
 				if callErr := <-done; errors.Is(callErr, rpc.ErrNotSent) {
-					return fmt.Errorf("%s to %s: %w: %w: %w (ping: %v)", method, server, rpc.ErrTransport, rpc.ErrNotSent, errServerHung, err)
+					return fmt.Errorf("%s to %s: %w: %w: %w (ping: %v)", method, server, rpc.ErrTransport, rpc.ErrNotSent, ErrServerHung, err)
 				}
-				return fmt.Errorf("%s to %s: %w: %w (ping: %v)", method, server, rpc.ErrTransport, errServerHung, err)
+				return fmt.Errorf("%s to %s: %w: %w (ping: %v)", method, server, rpc.ErrTransport, ErrServerHung, err)
 			}
 			since = time.Now()
 			probe.Reset(d.cfg.ProbeEvery)
@@ -298,7 +285,7 @@ func (d *clientDoor) attempt(ctx context.Context, server, method string, args, r
 // waiting on one server share a ping). A ping from before since proves
 // nothing: the server may have hung since, which is what the caller,
 // waiting from since on, wants to know.
-func (d *clientDoor) probe(ctx context.Context, server string, since time.Time) error {
+func (d *Client) probe(ctx context.Context, server string, since time.Time) error {
 	d.mu.Lock()
 	fresh := d.aliveAt[server].After(since)
 	d.mu.Unlock()
@@ -324,7 +311,7 @@ func (d *clientDoor) probe(ctx context.Context, server string, since time.Time) 
 // it is live, not tried by this call, not failed lately and not due for a
 // rebalance; else one at random among those not tried, preferring those
 // that did not fail lately. false when every live server was tried.
-func (d *clientDoor) pick(tried map[string]bool) (string, bool) {
+func (d *Client) pick(tried map[string]bool) (string, bool) {
 	servers := d.servers()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -358,13 +345,13 @@ func (d *clientDoor) pick(tried map[string]bool) (string, bool) {
 	return d.preferred, true
 }
 
-func (d *clientDoor) succeeded(server string) {
+func (d *Client) succeeded(server string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.failedAt, server)
 }
 
-func (d *clientDoor) failed(server string, err error) {
+func (d *Client) failed(server string, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.failedAt == nil {
@@ -385,7 +372,7 @@ func (d *clientDoor) failed(server string, err error) {
 // its ctx's deadline (a stream method that stays quiet longer than it
 // promised: a hung server), the server counts as failed, as a missed ping
 // does for a call, so that the stream started next goes elsewhere.
-func (d *clientDoor) Stream(ctx context.Context, method string, args any) (rpc.Stream, error) {
+func (d *Client) Stream(ctx context.Context, method string, args any) (rpc.Stream, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.HoldTimeout)
 	defer cancel()
 	tried := make(map[string]bool)
@@ -394,7 +381,7 @@ func (d *clientDoor) Stream(ctx context.Context, method string, args any) (rpc.S
 		server, ok := d.pick(tried)
 		if !ok {
 			if last == nil {
-				last = errNoServers
+				last = ErrNoServers
 			}
 			return nil, fmt.Errorf("%s: %w", method, last)
 		}
@@ -406,12 +393,12 @@ func (d *clientDoor) Stream(ctx context.Context, method string, args any) (rpc.S
 		st, err := d.pool.Stream(sctx, server, method, args)
 		scancel()
 		if err == nil {
-			return &doorStream{Stream: st, door: d, server: server}, nil
+			return &clientStream{Stream: st, door: d, server: server}, nil
 		}
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %w: %w", rpc.ErrTransport, errServerHung, err)
+			err = fmt.Errorf("%w: %w: %w", rpc.ErrTransport, ErrServerHung, err)
 		}
-		if retry, _ := retryable(err, false); !retry || ctx.Err() != nil {
+		if retry, _ := Retryable(err, false); !retry || ctx.Err() != nil {
 			return nil, err
 		}
 		d.failed(server, err)
@@ -419,16 +406,16 @@ func (d *clientDoor) Stream(ctx context.Context, method string, args any) (rpc.S
 	}
 }
 
-// doorStream is a stream a clientDoor started, which tells the door how
+// clientStream is a stream a Client started, which tells the door how
 // its server does.
-type doorStream struct {
+type clientStream struct {
 	rpc.Stream
-	door     *clientDoor
+	door     *Client
 	server   string
 	answered bool
 }
 
-func (s *doorStream) Recv(ctx context.Context, reply any) error {
+func (s *clientStream) Recv(ctx context.Context, reply any) error {
 	err := s.Stream.Recv(ctx, reply)
 	switch {
 	case err == nil:
@@ -438,10 +425,10 @@ func (s *doorStream) Recv(ctx context.Context, reply any) error {
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		s.door.pool.Forget(s.server) // every call waiting on it moves on too
-		s.door.failed(s.server, errServerHung)
-		return fmt.Errorf("%w: %w: %w", rpc.ErrTransport, errServerHung, err)
+		s.door.failed(s.server, ErrServerHung)
+		return fmt.Errorf("%w: %w: %w", rpc.ErrTransport, ErrServerHung, err)
 	default:
-		if retry, _ := retryable(err, false); retry {
+		if retry, _ := Retryable(err, false); retry {
 			s.door.failed(s.server, err)
 		}
 	}

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cairndns/cairn/consensus"
+	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/clock"
+)
+
+// role is what a server agent does and a client agent does not, decided
+// once: New sets a serverRole or a clientRole, and the lifecycle calls
+// it where the two differ instead of asking which it is.
+type role interface {
+	// start starts the role's parts (server.go, client.go); the loops
+	// it starts run until loopCtx ends.
+	start(loopCtx context.Context) error
+	// leaveRaft takes this agent out of the Raft configuration, after
+	// its gossip leave.
+	leaveRaft(ctx context.Context) error
+	// leaderKnown returns the attributes of the "leader known" milestone
+	// once it is reached (milestones.go); synced is whether this node's
+	// first sync succeeded.
+	leaderKnown(synced bool) ([]any, bool)
+	// wanPool is the WAN pool; a client is in none (errClientNotInWAN).
+	wanPool() (*gossip.Pool, error)
+	// collect reports the role's own series (metrics.go).
+	collect(ch chan<- prometheus.Metric)
+	// closeWaits ends the endpoints' blocking waits, first in shutdown;
+	// stopRPC stops the server port, after gossip; stopRaft stops Raft,
+	// last.
+	closeWaits()
+	stopRPC(ctx context.Context) error
+	stopRaft() error
+}
+
+var (
+	_ role = serverRole{}
+	_ role = clientRole{}
+)
+
+// clientRole is a client's: it runs no Raft and no server port.
+type clientRole struct{ a *Agent }
+
+func (r clientRole) start(loopCtx context.Context) error { return r.a.startClient(loopCtx) }
+
+func (clientRole) leaveRaft(context.Context) error { return nil }
+
+// leaderKnown: a client's first write went through, which needs a leader.
+func (clientRole) leaderKnown(synced bool) ([]any, bool) {
+	return []any{"through", "the first write to the catalog"}, synced
+}
+
+func (clientRole) wanPool() (*gossip.Pool, error)   { return nil, errClientNotInWAN }
+func (clientRole) collect(chan<- prometheus.Metric) {}
+func (clientRole) closeWaits()                      {}
+func (clientRole) stopRPC(context.Context) error    { return nil }
+func (clientRole) stopRaft() error                  { return nil }
+
+// serverRole is a server's: the parts startServer built, in the agent.
+// Start may have failed part way, so the stop methods stop what exists.
+type serverRole struct{ a *Agent }
+
+func (r serverRole) start(loopCtx context.Context) error { return r.a.startServer(loopCtx) }
+
+func (r serverRole) leaderKnown(bool) ([]any, bool) {
+	l := r.a.server.Leader()
+	return []any{"leader", l}, l != ""
+}
+
+func (r serverRole) wanPool() (*gossip.Pool, error) { return r.a.wan, nil }
+
+func (r serverRole) closeWaits() {
+	if r.a.catalogEP != nil {
+		r.a.catalogEP.Close()
+	}
+}
+
+func (r serverRole) stopRPC(ctx context.Context) error {
+	if r.a.rpcServer == nil {
+		return nil
+	}
+	if err := r.a.rpcServer.Shutdown(ctx); err != nil {
+		return fmt.Errorf("rpc server shutdown: %w", err)
+	}
+	return nil
+}
+
+func (r serverRole) stopRaft() error {
+	if r.a.server == nil {
+		return nil
+	}
+	return r.a.server.Shutdown()
+}
+
+// collect reports Raft's state, the storage's health and the catalog's
+// size.
+func (r serverRole) collect(ch chan<- prometheus.Metric) {
+	s := r.a.server
+	ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolValue(s.IsLeader()))
+	ch <- prometheus.MustNewConstMetric(descLeaderKnown, prometheus.GaugeValue, boolValue(s.Leader() != ""))
+	stats := s.RaftStats()
+	if v, err := strconv.ParseUint(stats["applied_index"], 10, 64); err == nil {
+		ch <- prometheus.MustNewConstMetric(descAppliedIndex, prometheus.GaugeValue, float64(v))
+	}
+	if s.IsLeader() {
+		ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, 0)
+	} else if d, err := time.ParseDuration(stats["last_contact"]); err == nil {
+		ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, d.Seconds())
+	}
+	counter(ch, descInflated, s.SnapshotInflatedBytes())
+	st := s.StorageStatus()
+	ch <- prometheus.MustNewConstMetric(descStorageOK, prometheus.GaugeValue, boolValue(st.Healthy))
+	counter(ch, descStorageFails, st.Failures)
+	if sz, err := s.Store().Sizes(); err == nil {
+		for _, k := range []struct {
+			kind string
+			n    int
+		}{
+			{"nodes", sz.Nodes}, {"service_instances", sz.ServiceInstances}, {"checks", sz.Checks},
+			{"kv_entries", sz.KVEntries}, {"sessions", sz.Sessions}, {"prepared_queries", sz.PreparedQueries},
+		} {
+			ch <- prometheus.MustNewConstMetric(descCatalog, prometheus.GaugeValue, float64(k.n), k.kind)
+		}
+	}
+}
+
+// leaveRaft takes this server out of the Raft configuration: a leader
+// removes itself (and steps down once that commits); a follower waits for
+// the leader, which saw the gossip leave, to remove it. The last voter
+// stays: there is no one to hand the catalog to.
+func (r serverRole) leaveRaft(ctx context.Context) error {
+	a := r.a
+	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
+	defer cancel()
+	me := a.cfg.NodeName
+	for {
+		peers, err := a.server.Peers()
+		if err != nil {
+			return nil // Raft already stopped: removed, or shutting down
+		}
+		in, voters := false, 0
+		for _, p := range peers {
+			in = in || p.ID == me
+			if p.Voter {
+				voters++
+			}
+		}
+		if !in || voters <= 1 {
+			return nil
+		}
+		if a.server.IsLeader() {
+			err := a.server.RemoveServer(ctx, me)
+			if err == nil || errors.Is(err, consensus.ErrLastVoter) {
+				return nil
+			}
+			a.logger.Warn("removing this server from raft", "err", err)
+		}
+		if !clock.Sleep(ctx, 100*time.Millisecond) {
+			a.logger.Warn("left gossip but is still in the raft configuration; the leader will remove it", "err", ctx.Err())
+			return nil
+		}
+	}
+}
