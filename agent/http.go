@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/acl"
-	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
@@ -38,19 +37,4 @@ func (a *Agent) cachedInstances(ctx context.Context, name, tag string) (uint64, 
 func (a *Agent) askDNS(name, qtype string) (httpapi.DNSReply, error) {
 	r, err := a.dns.Ask(name, qtype)
 	return httpapi.DNSReply{Rcode: r.Rcode, Answer: r.Answer, Extra: r.Extra}, err
-}
-
-// statusTimeout bounds the reads of the servers' status (the
-// datacenters, their coordinates) when the caller set no deadline.
-const statusTimeout = 5 * time.Second
-
-// executeQuery runs a prepared query in datacenter dc ("" for the
-// agent's); stale lets any server answer.
-func executeQuery(ctx context.Context, d door.Door, dc, idOrName, node string, stale bool) (*catalog.QueryResult, error) {
-	var reply rpc.PreparedQueryExecuteResponse
-	args := &rpc.PreparedQueryExecuteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: stale}, QueryIDOrName: idOrName, Agent: node}
-	if err := d.RPC(ctx, rpc.MethodPreparedQueryExecute, args, &reply); err != nil {
-		return nil, err
-	}
-	return &reply.Result, nil
 }
