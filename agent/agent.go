@@ -44,7 +44,7 @@ type Agent struct {
 	// live readers of GET /v1/agent/monitor.
 	logs *logstream.Hub
 	// metrics is the agent's registry: the libraries' series, the
-	// runtime's, and the agent's own (metrics.go).
+	// runtime's, and each part's Collectors, registered as it is built.
 	metrics *telemetry.Registry
 
 	// door is how every consumer reaches the servers (agent/door): in
