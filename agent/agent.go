@@ -44,7 +44,7 @@ type Agent struct {
 	// live readers of GET /v1/agent/monitor.
 	logs *logstream.Hub
 	// metrics is the agent's registry: the libraries' series, the
-	// runtime's, and the agent's own (metrics.go).
+	// runtime's, and each part's Collectors, registered as it is built.
 	metrics *telemetry.Registry
 
 	// door is how every consumer reaches the servers (agent/door): in
@@ -214,7 +214,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	}
 	// Made first, so that what raft and memberlist emit from their start
 	// on reaches it (go-metrics drops what comes before its sink).
-	if a.metrics, err = telemetry.New(cfg.Telemetry, agentCollector{a}); err != nil { // metrics.go
+	if a.metrics, err = telemetry.New(cfg.Telemetry, dataDirCollector{a.cfg.DataDir}); err != nil { // diskspace.go
 		return nil, err
 	}
 	return a, nil
@@ -369,6 +369,9 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.register(st.Collectors()); err != nil {
+		return err
+	}
 	a.local = st
 	a.loops.Go(func() {
 		if st.FirstSync(loopCtx) {
@@ -447,6 +450,9 @@ func (a *Agent) startDNS() error {
 	a.dnsSrc = src
 	srv, err := resolver.New(rc, zoneList, src, a.logger.With("component", "dns"))
 	if err != nil {
+		return err
+	}
+	if err := a.register(src.Collectors(), srv.Collectors()); err != nil {
 		return err
 	}
 	a.dns = srv

@@ -25,6 +25,9 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 		return err
 	}
 	a.gossip = a.pools.LAN()
+	if err := a.register(a.gossip.Collectors()); err != nil {
+		return err
+	}
 	a.servers = door.NewServerList(a.gossip, a.cfg.Datacenter)
 	a.clientDoor = door.NewClient(a.doorConfig(), a.rpcPool, a.servers.Addrs, a.logger.With("component", "door"))
 	a.door = door.WithToken(a.clientDoor, a.cfg.ACL.Tokens.Default)

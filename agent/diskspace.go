@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairndns/cairn/internal/diskfree"
 )
@@ -10,7 +13,7 @@ import (
 // Free space in the data dir: a server that cannot write its Raft log
 // takes no part in writes, so the agent warns before the disk is full
 // (limits.data_dir_min_free_bytes) and reports what is left
-// (cairn_data_dir_free_bytes, metrics.go).
+// (cairn_data_dir_free_bytes, dataDirCollector).
 
 // Pacing of the free-space check and of its warning while it lasts.
 const (
@@ -48,4 +51,32 @@ func (a *Agent) watchDiskSpace(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+var descDataDirFree = prometheus.NewDesc("cairn_data_dir_free_bytes", "Free space in the agent's data dir, in bytes (what an unprivileged process may still write); see limits.data_dir_min_free_bytes.", nil, nil)
+
+// dataDirCollector reports the data dir's free space at each scrape. It is
+// unchecked (Describe sends nothing): without a data dir, or when the
+// space cannot be read, the series is left out.
+type dataDirCollector struct{ dir string }
+
+func (dataDirCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c dataDirCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.dir == "" {
+		return
+	}
+	if sp, err := diskfree.Of(c.dir); err == nil {
+		ch <- prometheus.MustNewConstMetric(descDataDirFree, prometheus.GaugeValue, float64(sp.Free))
+	}
+}
+
+// register adds the parts' series to the agent's registry.
+func (a *Agent) register(groups ...[]prometheus.Collector) error {
+	for _, cs := range groups {
+		if err := a.metrics.Register(cs...); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }

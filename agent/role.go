@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -30,8 +27,6 @@ type role interface {
 	leaderKnown(synced bool) ([]any, bool)
 	// wanPool is the WAN pool; a client is in none (errClientNotInWAN).
 	wanPool() (*gossip.Pool, error)
-	// collect reports the role's own series (metrics.go).
-	collect(ch chan<- prometheus.Metric)
 	// closeWaits ends the endpoints' blocking waits, first in shutdown;
 	// stopRPC stops the server port, after gossip; stopRaft stops Raft,
 	// last.
@@ -57,11 +52,10 @@ func (clientRole) leaderKnown(synced bool) ([]any, bool) {
 	return []any{"through", "the first write to the catalog"}, synced
 }
 
-func (clientRole) wanPool() (*gossip.Pool, error)   { return nil, errClientNotInWAN }
-func (clientRole) collect(chan<- prometheus.Metric) {}
-func (clientRole) closeWaits()                      {}
-func (clientRole) stopRPC(context.Context) error    { return nil }
-func (clientRole) stopRaft() error                  { return nil }
+func (clientRole) wanPool() (*gossip.Pool, error) { return nil, errClientNotInWAN }
+func (clientRole) closeWaits()                    {}
+func (clientRole) stopRPC(context.Context) error  { return nil }
+func (clientRole) stopRaft() error                { return nil }
 
 // serverRole is a server's: the parts startServer built, in the agent.
 // Start may have failed part way, so the stop methods stop what exists.
@@ -97,38 +91,6 @@ func (r serverRole) stopRaft() error {
 		return nil
 	}
 	return r.a.server.Shutdown()
-}
-
-// collect reports Raft's state, the storage's health and the catalog's
-// size.
-func (r serverRole) collect(ch chan<- prometheus.Metric) {
-	s := r.a.server
-	ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolValue(s.IsLeader()))
-	ch <- prometheus.MustNewConstMetric(descLeaderKnown, prometheus.GaugeValue, boolValue(s.Leader() != ""))
-	stats := s.RaftStats()
-	if v, err := strconv.ParseUint(stats["applied_index"], 10, 64); err == nil {
-		ch <- prometheus.MustNewConstMetric(descAppliedIndex, prometheus.GaugeValue, float64(v))
-	}
-	if s.IsLeader() {
-		ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, 0)
-	} else if d, err := time.ParseDuration(stats["last_contact"]); err == nil {
-		ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, d.Seconds())
-	}
-	counter(ch, descInflated, s.SnapshotInflatedBytes())
-	st := s.StorageStatus()
-	ch <- prometheus.MustNewConstMetric(descStorageOK, prometheus.GaugeValue, boolValue(st.Healthy))
-	counter(ch, descStorageFails, st.Failures)
-	if sz, err := s.Store().Sizes(); err == nil {
-		for _, k := range []struct {
-			kind string
-			n    int
-		}{
-			{"nodes", sz.Nodes}, {"service_instances", sz.ServiceInstances}, {"checks", sz.Checks},
-			{"kv_entries", sz.KVEntries}, {"sessions", sz.Sessions}, {"prepared_queries", sz.PreparedQueries},
-		} {
-			ch <- prometheus.MustNewConstMetric(descCatalog, prometheus.GaugeValue, float64(k.n), k.kind)
-		}
-	}
 }
 
 // leaveRaft takes this server out of the Raft configuration: a leader

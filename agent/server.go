@@ -112,6 +112,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.gossip, a.wan = a.pools.LAN(), a.pools.WAN()
+	if err := a.register(srv.Collectors(), a.gossip.Collectors(), a.wan.Collectors()); err != nil {
+		return err
+	}
 	leader, err := consensus.NewLeader(lc, srv, a.gossip, a.logger)
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ type walStore struct {
 	segmentSize int
 	hclog       hclog.Logger
 	health      *storageHealth
+	metrics     *walMetrics
 
 	// mu is held shared by every call into the WAL and exclusively while
 	// it is reopened, so that no read finds it closed.
@@ -52,8 +53,8 @@ var errStoreClosed = errors.New("raft log store is closed after a failed reopen"
 // metadata database to grow.
 const reopenMargin = 1 << 20
 
-func openWALStore(dir string, segmentSize int, logger hclog.Logger, health *storageHealth) (*walStore, error) {
-	s := &walStore{dir: dir, segmentSize: segmentSize, hclog: logger, health: health}
+func openWALStore(dir string, segmentSize int, logger hclog.Logger, health *storageHealth, metrics *walMetrics) (*walStore, error) {
+	s := &walStore{dir: dir, segmentSize: segmentSize, hclog: logger, health: health, metrics: metrics}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func (s *walStore) open() error {
 	// (hashicorp/raft-wal#31). Its Close also releases the metadata
 	// database's file lock, so the same process can open the directory
 	// again (a reopen, a test's restart).
-	wal, err := raftwal.Open(s.dir, raftwal.WithLogger(s.hclog), raftwal.WithSegmentSize(s.segmentSize))
+	wal, err := raftwal.Open(s.dir, raftwal.WithLogger(s.hclog), raftwal.WithSegmentSize(s.segmentSize), raftwal.WithMetricsCollector(s.metrics))
 	if err != nil {
 		return fmt.Errorf("open raft log %s: %w", s.dir, err)
 	}

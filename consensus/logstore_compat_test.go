@@ -31,7 +31,7 @@ func TestLogStoreOpensRaftWALv040Dir(t *testing.T) {
 	}
 	open := func() (raft.LogStore, raft.StableStore, *Server) {
 		t.Helper()
-		s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler))}
+		s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler)), walMetrics: newWALMetrics()}
 		rc := raft.DefaultConfig()
 		rc.Logger = newHCLog(s.logger)
 		logs, stable, _, err := s.openStores(rc)

@@ -33,7 +33,7 @@ func TestLogStoreSurvivesTailTruncation(t *testing.T) {
 
 	open := func() (raft.LogStore, *Server) {
 		t.Helper()
-		s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler))}
+		s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler)), walMetrics: newWALMetrics()}
 		rc := raft.DefaultConfig()
 		rc.Logger = newHCLog(s.logger)
 		logs, _, _, err := s.openStores(rc)
@@ -120,7 +120,7 @@ func TestLogStoreSurvivesTailTruncation(t *testing.T) {
 func TestUnreadableLogIsAnError(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.NodeID, cfg.Address, cfg.DataDir, cfg.LogSegmentSize = "s1", "127.0.0.1:8300", t.TempDir(), 16<<10
-	s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler))}
+	s := &Server{cfg: cfg, logger: slog.New(slog.DiscardHandler), health: newStorageHealth(slog.New(slog.DiscardHandler)), walMetrics: newWALMetrics()}
 	rc := raft.DefaultConfig()
 	rc.Logger = newHCLog(s.logger)
 	logs, _, _, err := s.openStores(rc)

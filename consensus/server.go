@@ -35,6 +35,8 @@ type Server struct {
 	// health is the outcome of the latest writes to the log store, stable
 	// store and snapshots (storage.go).
 	health *storageHealth
+	// walMetrics counts what raft-wal reports (collector.go).
+	walMetrics *walMetrics
 	// netTrans is the network transport when cfg.Layer is set; Shutdown
 	// closes it (Raft does not when it has already stopped itself, as on
 	// its removal from the configuration).
@@ -97,7 +99,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 
 	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}),
 		leaderChanged: make(chan struct{}), leaderSeen: make(chan struct{}), restored: make(chan struct{}, 1),
-		health: newStorageHealth(logger)}
+		health: newStorageHealth(logger), walMetrics: newWALMetrics()}
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
@@ -164,7 +166,7 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("create raft log dir: %w", err)
 	}
-	wal, err := openWALStore(walDir, s.cfg.LogSegmentSize, rc.Logger, s.health)
+	wal, err := openWALStore(walDir, s.cfg.LogSegmentSize, rc.Logger, s.health, s.walMetrics)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -29,7 +29,8 @@
 // DNS over TLS by miekg/dns's server.
 // Every answer is counted by query type and rcode, and its latency in a
 // histogram, with atomic adds into fixed arrays (metrics.go); Metrics
-// returns a snapshot.
+// returns a snapshot, and Collectors reports it to Prometheus at each
+// scrape (collector.go).
 //
 // A question about a name outside cairn's domains is forwarded to the
 // configured recursors (recursor.go) when the client set RD, and refused

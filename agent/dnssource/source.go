@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
@@ -319,4 +321,10 @@ func (s *Source) CachedInstances(ctx context.Context, service, tag string) (uint
 		return cmp.Or(cmp.Compare(a.Node.Node, b.Node.Node), cmp.Compare(a.Service.ID, b.Service.ID))
 	})
 	return e.Index, all, info.Hit, info.Age, nil
+}
+
+// Collectors returns the DNS cache's series (the caches summed), for the
+// agent's registry.
+func (s *Source) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{cache.NewCollector(s.Stats)}
 }
