@@ -592,22 +592,25 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 			return true, nil
 		}
 		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
-		movedOn := errors.Is(err, errLeaderChanged) || errors.Is(err, rpc.ErrNotLeader) || errors.Is(err, rpc.ErrNoLeader)
-		// A leader that stopped before answering failed as a broken
-		// connection does: a write it took has an unknown fate.
-		stopped := errors.Is(err, rpc.ErrServerStopping)
+		f := rpc.Classify(err)
+		changed := errors.Is(err, errLeaderChanged)
+		movedOn := changed || f == rpc.NotLeader || f == rpc.NoLeader
+		// Only the leader takes the call, so of the remote answers only
+		// those saying it leads no more, or stopped before answering (a
+		// write it took has an unknown fate, as over a broken
+		// connection), send it on; a busy leader stays the leader.
 		switch {
-		case isRemote && !movedOn && !stopped:
+		case isRemote && !movedOn && f != rpc.Stopping:
 			return true, remote
-		case !errors.Is(err, errLeaderChanged) && (ctx.Err() != nil ||
+		case !changed && (ctx.Err() != nil ||
 			errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 			// The caller's time is up (a stream's deadline can fire a
 			// moment before ctx's own timer): no second try.
-			if write && !idempotent && !errors.Is(err, rpc.ErrNotSent) {
+			if write && !idempotent && f != rpc.Unsent {
 				return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrUnknownOutcome, err)
 			}
 			return true, fmt.Errorf("forward to leader %s: %w", leader, err)
-		case write && !idempotent && !errors.Is(err, rpc.ErrNotSent) && !errors.Is(err, rpc.ErrNoLeader):
+		case write && !idempotent && !f.Unapplied():
 			// Answered once the deadline the forward carried has passed:
 			// the leader then never starts it, so the caller's "unknown"
 			// settles with the answer (as the client door's does).
@@ -619,7 +622,7 @@ func (c *Catalog) forward(ctx context.Context, method string, forwarded *bool, a
 			}
 			return true, fmt.Errorf("forward to leader %s: %w: %w", leader, rpc.ErrNoLeader, err)
 		}
-		if !errors.Is(err, errLeaderChanged) && !c.waitLeaderChange(ctx, leader) && !movedOn {
+		if !changed && !c.waitLeaderChange(ctx, leader) && !movedOn {
 			// The leader Raft here believes in cannot be reached, and
 			// Raft has not seen it go within LeaderWait: say so as "no
 			// leader", which a client takes to another server.

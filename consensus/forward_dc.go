@@ -80,18 +80,19 @@ func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string
 			return true, nil
 		}
 		remote, isRemote := errors.AsType[*rpc.RemoteError](err)
+		f := rpc.Classify(err)
 		// A server that stopped before answering a read, or that knows no
 		// leader to forward it to (it lost one and has not seen the next
 		// yet), did nothing: the next one answers it, as the client door
 		// moves on. A write's fate is the remote server's to tell.
-		movesOn := errors.Is(err, rpc.ErrServerStopping) || errors.Is(err, rpc.ErrNoLeader)
+		movesOn := f == rpc.Stopping || f == rpc.NoLeader
 		if isRemote && (write || !movesOn) {
 			return true, remote
 		}
-		if !isRemote && !errors.Is(err, rpc.ErrTransport) || ctx.Err() != nil {
+		if !isRemote && f != rpc.Unsent && f != rpc.Broken || ctx.Err() != nil {
 			return true, fmt.Errorf("forward to datacenter %s: %w", dc, err)
 		}
-		if write && !errors.Is(err, rpc.ErrNotSent) {
+		if write && !f.Unapplied() {
 			return true, fmt.Errorf("forward to datacenter %s: the connection broke after the write was sent; it may or may not have been applied: %w", dc, err)
 		}
 		c.srv.logger.Debug("forward to another datacenter failed", "dc", dc, "peer", addr, "method", method, "err", err)

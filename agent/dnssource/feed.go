@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/internal/clock"
 	"github.com/cairndns/cairn/rpc"
@@ -87,7 +86,7 @@ func (f *feedFollower) Next(ctx context.Context, minIndex uint64, wait time.Dura
 		cancel()
 		if err != nil {
 			f.Stop()
-			if retry, _ := door.Retryable(err, false); !retry || ctx.Err() != nil {
+			if !rpc.Classify(err).Elsewhere() || ctx.Err() != nil {
 				return 0, nil, false, err
 			}
 			if !clock.Sleep(ctx, pause) {

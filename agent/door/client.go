@@ -179,9 +179,9 @@ func (d *Client) RPC(ctx context.Context, method string, args, reply any) error 
 			d.succeeded(server)
 			return nil
 		}
-		retry, unknown := Retryable(err, write)
-		if !retry {
-			if write && !idempotent && !errors.Is(err, rpc.ErrNotSent) &&
+		f := rpc.Classify(err)
+		if !f.Elsewhere() {
+			if write && !idempotent &&
 				(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 				// The hold ran out with the write at a server that
 				// neither did it nor refused it yet: it may have.
@@ -191,7 +191,7 @@ func (d *Client) RPC(ctx context.Context, method string, args, reply any) error 
 		}
 		d.failed(server, err)
 		last = err
-		if unknown && !idempotent {
+		if write && !idempotent && !f.Unapplied() {
 			settle(ctx)
 			return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, err)
 		}
@@ -220,32 +220,10 @@ func (d *Client) giveUp(method string, write bool, last error, ctx context.Conte
 	switch {
 	case last == nil:
 		return fmt.Errorf("%s: %w", method, context.Cause(ctx))
-	case write && !errors.Is(last, rpc.ErrNotSent) && !errors.Is(last, rpc.ErrNoLeader) && !errors.Is(last, rpc.ErrTooManyCalls):
+	case write && !rpc.Classify(last).Unapplied():
 		return fmt.Errorf("%s: %w: %w", method, rpc.ErrUnknownOutcome, last)
 	}
 	return fmt.Errorf("%s: no server answered in time: %w", method, last)
-}
-
-// Retryable reports whether a failed call may go to another server, and
-// whether a write's fate is unknown: a transport error (unknown unless the
-// request was never sent), a server that knew no leader (it did nothing),
-// a server that lost leadership during a write or stopped working on it
-// (unknown), a server that refused the call over this agent's budget (it
-// did nothing; another server may have room).
-func Retryable(err error, write bool) (retry, unknown bool) {
-	switch {
-	case errors.Is(err, rpc.ErrTransport):
-		return true, write && !errors.Is(err, rpc.ErrNotSent)
-	case errors.Is(err, rpc.ErrNoLeader), errors.Is(err, rpc.ErrTooManyCalls):
-		return true, false
-	case errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping):
-		return true, write
-	case errors.Is(err, rpc.ErrUnknownOutcome):
-		// The server met it forwarding the write, or its leadership
-		// went mid-apply: an idempotent write may go again.
-		return true, true
-	}
-	return false, false
 }
 
 // attempt makes one call to server, pinging the server while the call
@@ -398,7 +376,7 @@ func (d *Client) Stream(ctx context.Context, method string, args any) (rpc.Strea
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %w: %w", rpc.ErrTransport, ErrServerHung, err)
 		}
-		if retry, _ := Retryable(err, false); !retry || ctx.Err() != nil {
+		if !rpc.Classify(err).Elsewhere() || ctx.Err() != nil {
 			return nil, err
 		}
 		d.failed(server, err)
@@ -428,7 +406,7 @@ func (s *clientStream) Recv(ctx context.Context, reply any) error {
 		s.door.failed(s.server, ErrServerHung)
 		return fmt.Errorf("%w: %w: %w", rpc.ErrTransport, ErrServerHung, err)
 	default:
-		if retry, _ := Retryable(err, false); retry {
+		if rpc.Classify(err).Elsewhere() {
 			s.door.failed(s.server, err)
 		}
 	}

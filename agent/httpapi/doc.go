@@ -26,6 +26,7 @@
 // its methods needs (need.go); the table cannot hold a route without it.
 // A request's token is checked against that need (admit) before the
 // handler runs, and until then its body reads nothing: a refusal reads,
-// parses and changes nothing. Routes exports the table for the test that
-// plays an attacker against every route.
+// parses and changes nothing. The table is written to testdata/routes.json
+// (TestRoutesFileIsCurrent) for the agent's test that plays an attacker
+// against every route of a real secured agent.
 package httpapi

@@ -26,8 +26,8 @@ const (
 
 // route is one entry of the route table: a pattern, its handler, and
 // what each method it answers needs (need.go). A route is registered
-// only with its Needs: the table is the one place both the mux and
-// Routes (for the attacker test) are built from.
+// only with its Needs: the table is the one place both the mux and the
+// attacker test's list (testdata/routes.json) are built from.
 type route struct {
 	pattern string
 	h       handlerFunc
