@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus/consensustest"
 	"github.com/cairndns/cairn/rpc"
+	"github.com/cairndns/cairn/rpc/rpctest"
 )
 
 // TestFeedFollowerKeepsOneStream: the follower tells each change from one
@@ -23,9 +22,9 @@ import (
 func TestFeedFollowerKeepsOneStream(t *testing.T) {
 	t.Parallel()
 	live := consensustest.StartCatalogServer(t, nil)
-	var dials dialLog
+	var dials rpctest.DialLog
 	pcfg := rpc.DefaultPoolConfig()
-	pcfg.Dial = dials.dial
+	pcfg.Dial = dials.Dial
 	pool, err := rpc.NewPool(pcfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,29 +64,9 @@ func TestFeedFollowerKeepsOneStream(t *testing.T) {
 	if _, _, reset, err := f.Next(ctx, 0, time.Minute); err != nil || !reset || f.st == first {
 		t.Fatalf("Next from 0: reset %v, %v, same stream %v; want a reset on a new stream", reset, err, f.st == first)
 	}
-	if got := dials.get(); !slices.Equal(got, []string{live}) {
+	if got := dials.Addrs(); !slices.Equal(got, []string{live}) {
 		t.Errorf("dialed %v, want one connection to %s", got, live)
 	}
-}
-
-// dialLog records the addresses a pool dials, in order.
-type dialLog struct {
-	mu    sync.Mutex
-	addrs []string
-}
-
-func (d *dialLog) dial(ctx context.Context, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	d.addrs = append(d.addrs, addr)
-	d.mu.Unlock()
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", addr)
-}
-
-func (d *dialLog) get() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.addrs)
 }
 
 func testContext(t *testing.T) context.Context {

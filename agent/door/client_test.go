@@ -26,35 +26,15 @@ func startCatalogServer(t *testing.T) string {
 	return consensustest.StartCatalogServer(t, nil)
 }
 
-// dialLog records the addresses a pool dials, in order.
-type dialLog struct {
-	mu    sync.Mutex
-	addrs []string
-}
-
-func (d *dialLog) dial(ctx context.Context, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	d.addrs = append(d.addrs, addr)
-	d.mu.Unlock()
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", addr)
-}
-
-func (d *dialLog) get() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.addrs)
-}
-
 // newTestDoor returns a client door calling servers in their order (the
 // first, then the second), through a pool that logs its dials and is
 // closed when the test ends.
-func newTestDoor(t *testing.T, servers ...string) (*Client, *dialLog) {
+func newTestDoor(t *testing.T, servers ...string) (*Client, *rpctest.DialLog) {
 	t.Helper()
-	log := &dialLog{}
+	log := &rpctest.DialLog{}
 	pcfg := rpc.DefaultPoolConfig()
 	pcfg.DialTimeout = 2 * time.Second
-	pcfg.Dial = log.dial
+	pcfg.Dial = log.Dial
 	pool, err := rpc.NewPool(pcfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +107,7 @@ func TestClientDoorRetriesTransportError(t *testing.T) {
 	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	if got, want := log.get(), []string{dead, live}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{dead, live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 	if got, err := nodes(ctx, b); err != nil || len(got) != 1 {
@@ -145,7 +125,7 @@ func TestClientDoorTransportErrorOnBoth(t *testing.T) {
 	if !errors.Is(err, rpc.ErrTransport) {
 		t.Errorf("Nodes: got err %v, want ErrTransport", err)
 	}
-	got := log.get()
+	got := log.Addrs()
 	if len(got) < 4 || got[0] != dead1 || got[1] != dead2 {
 		t.Errorf("dialed %v, want both servers, in turn, more than once", got)
 	}
@@ -171,7 +151,7 @@ func TestClientDoorDoesNotRetryRemoteError(t *testing.T) {
 	} else if _, ok := errors.AsType[*rpc.RemoteError](err); !ok {
 		t.Errorf("ServiceInstances(bad_name): got err %v, want a RemoteError", err)
 	}
-	if got, want := log.get(), []string{live}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v (no retry)", got, want)
 	}
 }
@@ -229,7 +209,7 @@ func TestClientDoorTriesAnotherServerOverBudget(t *testing.T) {
 	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
 		t.Fatalf("Register: got %v, want it done on the other server", err)
 	}
-	if got, want := log.get(), []string{full, other}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{full, other}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 }
@@ -289,7 +269,7 @@ func TestClientDoorServerDiesMidCall(t *testing.T) {
 	if _, err := nodes(testContext(t), b); err != nil {
 		t.Errorf("Nodes: got err %v, want the answer of the other server", err)
 	}
-	if got, want := log.get(), []string{dropper, live}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{dropper, live}; !slices.Equal(got, want) {
 		t.Errorf("read dialed %v, want %v", got, want)
 	}
 
@@ -297,7 +277,7 @@ func TestClientDoorServerDiesMidCall(t *testing.T) {
 	if err := register(testContext(t), b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
 		t.Errorf("Register (idempotent): got err %v, want it applied by the other server", err)
 	}
-	if got, want := log.get(), []string{dropper, live}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{dropper, live}; !slices.Equal(got, want) {
 		t.Errorf("idempotent write dialed %v, want %v", got, want)
 	}
 
@@ -307,7 +287,7 @@ func TestClientDoorServerDiesMidCall(t *testing.T) {
 	if !errors.Is(err, rpc.ErrUnknownOutcome) || !errors.Is(err, rpc.ErrTransport) {
 		t.Errorf("query create: got err %v, want ErrUnknownOutcome wrapping ErrTransport", err)
 	}
-	if got, want := log.get(), []string{dropper}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{dropper}; !slices.Equal(got, want) {
 		t.Errorf("non-idempotent write dialed %v, want %v (no retry)", got, want)
 	}
 }
@@ -356,7 +336,7 @@ func TestClientDoorLeavesAHungServer(t *testing.T) {
 	if _, err := nodes(ctx, b); err != nil {
 		t.Fatalf("Nodes: %v", err)
 	}
-	if got, want := log.get(), []string{hung, live}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{hung, live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 }
@@ -387,7 +367,7 @@ func TestClientDoorWriteLeavesANewHungServer(t *testing.T) {
 	if err := d.RPC(testContext(t), "Writes.Put", &plainWrite{}, &plainWrite{}); err != nil {
 		t.Fatalf("write with a new hung server first: %v", err)
 	}
-	if got, want := log.get(), []string{hung, live}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{hung, live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 	if n := w.runs.Load(); n != 1 {
@@ -426,7 +406,7 @@ func TestClientDoorPingsAfterAServerHangs(t *testing.T) {
 	if err := register(ctx, b, &catalog.RegisterRequest{Node: "client1", Address: "10.0.0.5"}); err != nil {
 		t.Fatalf("Register after the server hung: %v", err)
 	}
-	if got, want := log.get(), []string{f.Addr(), live}; !slices.Equal(got, want) {
+	if got, want := log.Addrs(), []string{f.Addr(), live}; !slices.Equal(got, want) {
 		t.Errorf("dialed %v, want %v", got, want)
 	}
 }
