@@ -33,6 +33,9 @@ type role interface {
 	closeWaits()
 	stopRPC(ctx context.Context) error
 	stopRaft() error
+	// addStats adds the role's parts of /v1/agent/self's Stats to out,
+	// which has the "consul" section already (self.go).
+	addStats(out map[string]map[string]string)
 }
 
 var (

@@ -20,15 +20,10 @@ func (a *Agent) selfStats() map[string]map[string]string {
 		"consul":  a.consulStats(),
 		"runtime": runtimeStats(),
 	}
-	if a.gossip != nil {
+	if a.gossip != nil { // nil only when start failed part way
 		out["serf_lan"] = poolStats(a.gossip)
 	}
-	if a.wan != nil {
-		out["serf_wan"] = poolStats(a.wan)
-	}
-	if a.server != nil {
-		out["raft"] = a.server.RaftStats()
-	}
+	a.role.addStats(out)
 	return out
 }
 
@@ -60,24 +55,38 @@ func buildStats() map[string]string {
 	return map[string]string{"version": version, "revision": revision, "prerelease": "", "version_metadata": ""}
 }
 
-// consulStats is the agent's role: a server's view of the leader and the
-// datacenters, a client's count of the servers it can reach.
+// consulStats is the part of Consul's consul section every agent has;
+// its role adds the rest (addStats).
 func (a *Agent) consulStats() map[string]string {
-	out := map[string]string{"server": strconv.FormatBool(a.cfg.Server)}
-	if a.server == nil {
-		out["known_servers"] = strconv.Itoa(len(a.servers.Addrs()))
-		return out
+	return map[string]string{"server": strconv.FormatBool(a.cfg.Server)}
+}
+
+// addStats: a client's count of the servers it can reach.
+func (r clientRole) addStats(out map[string]map[string]string) {
+	out["consul"]["known_servers"] = strconv.Itoa(len(r.a.servers.Addrs()))
+}
+
+// addStats: a server's view of the leader and the datacenters, its Raft
+// state and its WAN pool.
+func (r serverRole) addStats(out map[string]map[string]string) {
+	a := r.a
+	if a.server == nil { // start failed part way
+		return
 	}
 	acl := "disabled"
 	if a.cfg.ACL.Enabled {
 		acl = "enabled"
 	}
-	out["acl"] = acl
-	out["bootstrap"] = strconv.FormatBool(a.bootstrapExpect() == 1)
-	out["leader"] = strconv.FormatBool(a.server.IsLeader())
-	out["leader_addr"] = a.server.Leader()
-	out["known_datacenters"] = strconv.Itoa(max(1, len(a.router.Datacenters())))
-	return out
+	c := out["consul"]
+	c["acl"] = acl
+	c["bootstrap"] = strconv.FormatBool(a.bootstrapExpect() == 1)
+	c["leader"] = strconv.FormatBool(a.server.IsLeader())
+	c["leader_addr"] = a.server.Leader()
+	c["known_datacenters"] = strconv.Itoa(max(1, len(a.router.Datacenters())))
+	out["raft"] = a.server.RaftStats()
+	if a.wan != nil {
+		out["serf_wan"] = poolStats(a.wan)
+	}
 }
 
 // runtimeStats is Consul's runtime section.
