@@ -1,8 +1,10 @@
 package gossip_test
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +64,12 @@ func TestLookupsFollowGossip(t *testing.T) {
 		case "failed":
 			return fmt.Errorf("s1 still finds c1 failed")
 		default:
+			// The three lookups are three reads: c1 may be forgotten
+			// between them. One that stays inconsistent fails at the
+			// deadline.
+			if strings.HasPrefix(got, "inconsistent") {
+				return errors.New(got)
+			}
 			t.Fatalf("s1's lookups of failed c1: got %q, want failed, then nothing", got)
 			return nil
 		}
