@@ -34,7 +34,7 @@ var allowedCairn = map[string][]string{
 	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},
-	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "internal/clock"},
+	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "agent/httpapi", "internal/clock"},
 	// The agent builds every part and hands each what it needs.
 	"agent": {"acl", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/httpapi", "agent/local",
 		"agent/pools", "catalog", "consensus", "gossip", "internal/clock", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",

@@ -405,7 +405,11 @@ func (a *Agent) startHTTP() error {
 		}
 	}
 	deps := httpapi.Deps{
-		Door: a.door, Local: a.local, Cluster: membership{a}, Logger: a.logger,
+		Door: a.door, Local: a.local, Logger: a.logger,
+		Cluster: &pools.Cluster{
+			Pools: a.pools, Door: a.door, Datacenter: a.cfg.Datacenter, ClockSkew: a.rpcPool.ClockSkew,
+			DatacenterList: a.datacenters.List, LeaveAgent: a.leaveAndStop, Logger: a.logger,
+		},
 		CachedInstances: a.cachedInstances, AskDNS: a.askDNS, // http.go
 		ServeDNSWire: a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
 		Metrics:      a.metrics,
