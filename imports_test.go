@@ -33,10 +33,11 @@ var allowedCairn = map[string][]string{
 	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl"},
 	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry"},
 	"agent/door":      {"rpc", "acl", "gossip"},
+	"agent/certs":     {"agent/config", "tlsutil", "rpc", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},
 	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "agent/httpapi", "internal/clock"},
 	// The agent builds every part and hands each what it needs.
-	"agent": {"acl", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/httpapi", "agent/local",
+	"agent": {"acl", "agent/certs", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/httpapi", "agent/local",
 		"agent/pools", "catalog", "consensus", "gossip", "internal/clock", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
 		"telemetry", "tlsutil", "zones"},
 	"api":       {},

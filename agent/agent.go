@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairndns/cairn/agent/certs"
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/dnssource"
@@ -26,7 +27,6 @@ import (
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/telemetry"
-	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
 
@@ -92,10 +92,7 @@ type Agent struct {
 	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
 	clockOffset time.Duration
 	nearRefresh time.Duration
-	// tlsRPC, tlsHTTPS and tlsDNS hold the certificates of the server
-	// port, of the HTTPS API and of DNS over TLS; nil without TLS
-	// (tls.go).
-	tlsRPC, tlsHTTPS, tlsDNS *tlsutil.Configurator
+	tls         *certs.Set
 
 	// left is closed when the agent has left the cluster through Leave;
 	// Run then shuts it down.
@@ -193,16 +190,8 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
 			"offset", a.clockOffset, "env", clockOffsetEnv)
 	}
-	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
-		return nil, fmt.Errorf("tls.internal_rpc: %w", err)
-	}
-	if a.tlsHTTPS, err = newTLS(cfg.TLS.HTTPS, cfg.Datacenter, cfg.Domain); err != nil {
-		return nil, fmt.Errorf("tls.https: %w", err)
-	}
-	if cfg.Ports.DNSTLS >= 0 { // only DNS over TLS reads tls.dns
-		if a.tlsDNS, err = newTLS(cfg.TLS.DNS, cfg.Datacenter, cfg.Domain); err != nil {
-			return nil, fmt.Errorf("tls.dns: %w", err)
-		}
+	if a.tls, err = certs.New(cfg.TLS, cfg.Datacenter, cfg.Domain, cfg.Ports.DNSTLS >= 0); err != nil {
+		return nil, err
 	}
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -293,7 +282,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	// The loops live until Shutdown, not until ctx (which bounds Start).
 	loopCtx, stop := context.WithCancel(context.Background())
 	a.stopLoops = stop
-	a.watchTLS(loopCtx)
+	a.tls.Watch(loopCtx, &a.loops, a.logger)
 	if err := a.role.start(loopCtx); err != nil {
 		return err
 	}
@@ -397,7 +386,7 @@ func (a *Agent) startHTTP() error {
 	hc.EnableDebug = a.cfg.EnableDebug
 	if a.cfg.Ports.HTTPS >= 0 {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
-		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
+		hc.TLS = a.tls.HTTPS.IncomingHTTPS()
 		if a.cfg.TLS.HTTPS.VerifyIncoming {
 			// Inherited from tls.defaults, this surprises operators who
 			// meant it for the server port.
@@ -482,8 +471,8 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
 	if a.cfg.Ports.DNSTLS >= 0 {
 		rc.TLSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNSTLS))
-		if a.tlsDNS != nil { // else resolver's validation names the missing certificate
-			rc.TLS = a.tlsDNS.IncomingHTTPS() // a server's config: presents the certificate, asks for one only with verify_incoming
+		if a.tls.DNS != nil { // else resolver's validation names the missing certificate
+			rc.TLS = a.tls.DNS.IncomingHTTPS() // a server's config: presents the certificate, asks for one only with verify_incoming
 		}
 	}
 	return zs, rc

@@ -42,7 +42,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	rc.Forwarder = a.peers.IsServer
 	rc.WriteRate, rc.WriteBurst = a.cfg.Limits.RPCRate, a.cfg.Limits.RPCMaxBurst
 	rc.MaxConnsPerClient, rc.MaxCallsPerClient = a.cfg.Limits.RPCMaxConnsPerClient, a.cfg.Limits.RPCMaxCallsPerClient
-	a.secureServerPort(&rc) // tls.go
+	a.tls.SecureServerPort(&rc)
 	rs, err := rpc.NewServer(rc, a.logger)
 	if err != nil {
 		return err
@@ -95,7 +95,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
 	lc.ACLEnabled = a.cfg.ACL.Enabled
-	lc.VerifyServer = a.verifyServer
+	lc.VerifyServer = a.tls.VerifyServer
 	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
 	lc.Caller, lc.Version = a.rpcPool, agentVersion()
 	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil {
@@ -142,7 +142,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if expect := a.bootstrapExpect(); expect > 0 {
 		bc := consensus.BootstrapConfig{
 			Expect: expect, Datacenter: a.cfg.Datacenter, NodeName: a.cfg.NodeName,
-			Members: a.gossip, Verify: a.verifyServer, Caller: a.rpcPool,
+			Members: a.gossip, Verify: a.tls.VerifyServer, Caller: a.rpcPool,
 		}
 		a.loops.Go(func() { srv.BootstrapWhenReady(loopCtx, bc, a.logger) })
 	}
