@@ -23,6 +23,7 @@ import (
 	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/cairndns/cairn/logstream"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
@@ -198,7 +199,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
 	}
-	if a.cfg.NodeID, err = resolveNodeID(cfg); err != nil { // nodeid.go
+	if a.cfg.NodeID, err = cfg.ResolveNodeID(); err != nil {
 		return nil, err
 	}
 	// Made first, so that what raft and memberlist emit from their start
@@ -379,7 +380,7 @@ func (a *Agent) startHTTP() error {
 	}
 	hc.Datacenter, hc.Domain = a.cfg.Datacenter, a.cfg.Domain
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
-	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, agentVersion()
+	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, buildinfo.Version()
 	hc.AllowedHosts, hc.ReadTimeout = a.cfg.HTTP.AllowedHosts, a.cfg.HTTP.ReadTimeout
 	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.httpMaxConns()
 	hc.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
@@ -477,6 +478,9 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	}
 	return zs, rc
 }
+
+// NodeID is this agent's node ID (a UUID).
+func (a *Agent) NodeID() string { return a.cfg.NodeID }
 
 // DNSAddr is the bound DNS address (UDP; TCP uses the same port).
 func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }

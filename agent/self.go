@@ -3,10 +3,10 @@ package agent
 import (
 	"runtime"
 	"strconv"
-	"strings"
 
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/buildinfo"
 )
 
 // selfStats returns the sections of Consul's /v1/agent/self Stats that cairn
@@ -51,8 +51,7 @@ func (a *Agent) localStats() map[string]string {
 
 // buildStats is the agent's version and revision (identity.go).
 func buildStats() map[string]string {
-	version, revision, _ := strings.Cut(agentBuild(), ":")
-	return map[string]string{"version": version, "revision": revision, "prerelease": "", "version_metadata": ""}
+	return map[string]string{"version": buildinfo.Version(), "revision": buildinfo.Revision(), "prerelease": "", "version_metadata": ""}
 }
 
 // consulStats is the part of Consul's consul section every agent has;

@@ -14,6 +14,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -97,7 +98,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	lc.ACLEnabled = a.cfg.ACL.Enabled
 	lc.VerifyServer = a.tls.VerifyServer
 	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
-	lc.Caller, lc.Version = a.rpcPool, agentVersion()
+	lc.Caller, lc.Version = a.rpcPool, buildinfo.Version()
 	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil {
 		return err
 	}
