@@ -408,7 +408,7 @@ func (a *Agent) startHTTP() error {
 		Reload:       a.Reload,         // reload.go
 	}
 	if a.cfg.ACL.Enabled {
-		deps.Authorizer = newTokenAuthorizers(a.door, a.cfg.ACL.TokenTTL).Authorizer // acl.go
+		deps.Authorizer = httpapi.NewTokenCache(a.door, a.cfg.ACL.TokenTTL).Authorizer
 	}
 	srv, err := httpapi.New(hc, deps)
 	if err != nil {
