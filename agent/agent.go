@@ -74,12 +74,11 @@ type Agent struct {
 	// A server's parts (server.go): Raft, the server port, the
 	// endpoints, the leader duties and the router of requests for other
 	// datacenters.
-	server       *consensus.Server
-	rpcServer    *rpc.Server
-	catalogEP    *consensus.Catalog
-	coordinateEP *consensus.Coordinate
-	leader       *consensus.Leader
-	router       *consensus.Router
+	server    *consensus.Server
+	rpcServer *rpc.Server
+	endpoints *consensus.Endpoints
+	leader    *consensus.Leader
+	router    *consensus.Router
 	// A client's (client.go): the servers its door sends calls to.
 	servers    *door.ServerList
 	clientDoor *door.Client

@@ -68,8 +68,8 @@ func (r serverRole) leaderKnown(bool) ([]any, bool) {
 }
 
 func (r serverRole) closeWaits() {
-	if r.a.catalogEP != nil {
-		r.a.catalogEP.Close()
+	if r.a.endpoints != nil {
+		r.a.endpoints.Catalog.Close()
 	}
 }
 
