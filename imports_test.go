@@ -30,7 +30,7 @@ var allowedCairn = map[string][]string{
 	"consensus":       {"catalog", "gossip", "rpc", "acl", "internal/diskfree", "internal/clock"},
 	"agent/checks":    {"catalog"},
 	"agent/local":     {"catalog", "rpc", "agent/checks", "acl", "internal/clock"},
-	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl"},
+	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl", "internal/buildinfo"},
 	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry", "acl"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/certs":     {"agent/config", "tlsutil", "rpc", "gossip"},
