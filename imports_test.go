@@ -70,7 +70,7 @@ var thirdPartyHome = map[string][]string{
 	// define them and expose Collectors, which the agent registers (the
 	// DNS hot path keeps its own atomics, which resolver's collector reads
 	// at each scrape).
-	"github.com/prometheus/":          {"telemetry", "agent", "agent/httpapi", "agent/local", "agent/dnssource", "rpc", "consensus", "resolver", "cache", "gossip"},
+	"github.com/prometheus/":          {"telemetry", "internal/diskfree", "agent", "agent/httpapi", "agent/local", "agent/dnssource", "rpc", "consensus", "resolver", "cache", "gossip"},
 	"github.com/hashicorp/go-metrics": {"telemetry", "gossip"},
 	// Consul's Go client is a test-only dependency: the compatibility
 	// tests speak to cairn through it, no production code may.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cairndns/cairn/agent/certs"
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/config"
@@ -24,6 +26,8 @@ import (
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/internal/buildinfo"
+	"github.com/cairndns/cairn/internal/diskfree"
+	"github.com/cairndns/cairn/internal/fdlimit"
 	"github.com/cairndns/cairn/logstream"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
@@ -203,7 +207,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	}
 	// Made first, so that what raft and memberlist emit from their start
 	// on reaches it (go-metrics drops what comes before its sink).
-	if a.metrics, err = telemetry.New(cfg.Telemetry, dataDirCollector{a.cfg.DataDir}); err != nil { // diskspace.go
+	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir)); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -317,8 +321,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", addrOrOff(a.http.Addr()),
 		"https", addrOrOff(a.http.HTTPSAddr()), "advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
-	a.loops.Go(func() { a.logMilestones(loopCtx) })  // milestones.go
-	a.loops.Go(func() { a.watchDiskSpace(loopCtx) }) // diskspace.go
+	a.loops.Go(func() { a.logMilestones(loopCtx) }) // milestones.go
+	a.loops.Go(func() { diskfree.Watch(loopCtx, a.cfg.DataDir, uint64(a.cfg.Limits.DataDirMinFreeBytes), a.logger) })
 	return nil
 }
 
@@ -381,7 +385,10 @@ func (a *Agent) startHTTP() error {
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
 	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, buildinfo.Version()
 	hc.AllowedHosts, hc.ReadTimeout = a.cfg.HTTP.AllowedHosts, a.cfg.HTTP.ReadTimeout
-	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.httpMaxConns()
+	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.cfg.Limits.HTTPMaxConns
+	if hc.MaxConns <= 0 {
+		hc.MaxConns = fdlimit.HTTPConns(a.cfg.Resolver.MaxTCPConns)
+	}
 	hc.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	hc.EnableDebug = a.cfg.EnableDebug
 	if a.cfg.Ports.HTTPS >= 0 {
@@ -560,4 +567,14 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		errs = append(errs, a.role.stopRaft())
 	})
 	return errors.Join(errs...)
+}
+
+// register adds the parts' series to the agent's registry.
+func (a *Agent) register(groups ...[]prometheus.Collector) error {
+	for _, cs := range groups {
+		if err := a.metrics.Register(cs...); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }
