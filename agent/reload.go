@@ -61,10 +61,8 @@ func (a *Agent) Reload() error {
 		}
 	}
 	// The certificates first: a reload that fails there changes nothing.
-	for _, c := range a.tlsConfigurators() {
-		if err := c.Reload(); err != nil {
-			return fmt.Errorf("reload TLS: %w", err)
-		}
+	if err := a.tls.Reload(); err != nil {
+		return err
 	}
 	if a.reloading.Load != nil && a.reloading.Level != nil {
 		if old := a.reloading.Level.Level(); old != level {
