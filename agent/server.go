@@ -97,6 +97,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	lc.ACLEnabled = a.cfg.ACL.Enabled
 	lc.VerifyServer = a.verifyServer
 	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
+	lc.ServerServiceName = a.cfg.ServerServiceName
 	lc.Caller, lc.Version = a.rpcPool, agentVersion()
 	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil {
 		return err

@@ -73,3 +73,44 @@ func TestConsulClientAutopilotPartialConfig(t *testing.T) {
 		return nil
 	})
 }
+
+// TestConsulClientServerServiceName: with server_service_name "consul" the
+// servers are found as Consul's are, by the catalog, by health (passing)
+// and in the list of services, where "cairn" no longer is.
+func TestConsulClientServerServiceName(t *testing.T) {
+	t.Parallel()
+	cfg := agenttest.Config(t)
+	cfg.ServerServiceName = "consul"
+	a := agenttest.Start(t, cfg)
+	c, err := consul.NewClient(&consul.Config{Address: a.HTTPAddr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waittest.For(t, 30*time.Second, "the servers as service consul", func() error {
+		svcs, meta, err := c.Catalog().Service("consul", "", nil)
+		if err != nil {
+			return err
+		}
+		if len(svcs) != 1 || meta.LastIndex == 0 || svcs[0].Datacenter != "dc1" || svcs[0].ServicePort == 0 {
+			return fmt.Errorf("catalog service consul: %d instances (index %d), want the server on its RPC port", len(svcs), meta.LastIndex)
+		}
+		entries, _, err := c.Health().Service("consul", "", true, nil)
+		if err != nil {
+			return err
+		}
+		if len(entries) != 1 {
+			return fmt.Errorf("passing instances of consul: got %d, want 1", len(entries))
+		}
+		names, _, err := c.Catalog().Services(nil)
+		if err != nil {
+			return err
+		}
+		if _, ok := names["consul"]; !ok {
+			return fmt.Errorf("services %v: want consul", names)
+		}
+		if _, ok := names["cairn"]; ok {
+			return fmt.Errorf("services %v: want no cairn", names)
+		}
+		return nil
+	})
+}
