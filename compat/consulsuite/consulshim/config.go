@@ -125,6 +125,9 @@ func translate(raw []byte, httpPort int) (*plan, error) {
 		// listens where testutil looks.
 		"client_addr":             "127.0.0.1",
 		"skip_leave_on_interrupt": tc.SkipLeaveOnInt,
+		// Consul's servers are the service "consul"; the suite looks them
+		// up by it.
+		"server_service_name": "consul",
 	}
 	setStr := func(key, v string) {
 		if v != "" {
