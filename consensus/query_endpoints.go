@@ -197,7 +197,7 @@ func (p *PreparedQuery) get(ctx context.Context, args *rpc.PreparedQueryGetReque
 		if !queryRead(authz, q.Name) {
 			return 0, denied("query", "read", q.Name)
 		}
-		reply.Queries = []*catalog.PreparedQuery{q}
+		reply.Queries = redactQueries(authz, []*catalog.PreparedQuery{q})
 		return idx, nil
 	})
 }
@@ -217,6 +217,7 @@ func (p *PreparedQuery) list(ctx context.Context, args *rpc.PreparedQueryListReq
 			reply.Queries = slices.DeleteFunc(slices.Clone(qs), func(q *catalog.PreparedQuery) bool { return !authz.QueryRead(q.Name) })
 			reply.ResultsFilteredByACLs = len(reply.Queries) < len(qs)
 		}
+		reply.Queries = redactQueries(authz, reply.Queries)
 		return idx, err
 	})
 }
@@ -379,6 +380,23 @@ func (p *PreparedQuery) failoverDatacenters(q *catalog.PreparedQuery) []string {
 	for _, dc := range f.Datacenters {
 		add(dc)
 	}
+	for _, t := range f.Targets {
+		add(t.Datacenter)
+	}
+	return out
+}
+
+// redactQueries hides the queries' tokens from a reader without acl:write
+// (Consul's rule); with ACLs off (authz nil) they are shown. qs is not
+// modified.
+func redactQueries(authz authorizer, qs []*catalog.PreparedQuery) []*catalog.PreparedQuery {
+	if authz == nil || authz.ACLWrite() {
+		return qs
+	}
+	out := make([]*catalog.PreparedQuery, len(qs))
+	for i, q := range qs {
+		out[i] = q.Redacted()
+	}
 	return out
 }
 
@@ -391,6 +409,7 @@ type viaEndpoint struct{ p *PreparedQuery }
 
 func (v viaEndpoint) ExecuteRemote(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error) {
 	args := &rpc.PreparedQueryExecuteRemoteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true, Token: acl.TokenFromContext(ctx)}, Query: *q}
+	args.Query.Token = "" // the query's stored secret stays in its datacenter
 	var reply rpc.PreparedQueryExecuteResponse
 	if err := v.p.executeRemote(ctx, args, &reply); err != nil {
 		return nil, fmt.Errorf("execute query %q in datacenter %s: %w", q.ID, dc, err)

@@ -133,7 +133,8 @@ func (d duration) parse(field string) (time.Duration, error) {
 		}
 		p, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			return 0, badRequest(field, "%q is not a duration: want a number and a unit, such as \"10s\" or \"1m30s\"", s)
+			// "invalid duration" is Consul's wording (Go's), which clients match.
+			return 0, badRequest(field, "invalid duration %q: want a number and a unit, such as \"10s\" or \"1m30s\"", s)
 		}
 		v = p
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':

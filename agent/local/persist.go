@@ -40,7 +40,11 @@ type persistedService struct {
 	Meta    map[string]string `json:",omitempty"`
 	Weights catalog.Weights
 	// TaggedAddresses are the service's (catalog.Service.TaggedAddresses).
-	TaggedAddresses map[string]catalog.ServiceAddress `json:",omitempty"`
+	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
+	EnableTagOverride bool                              `json:",omitempty"`
+	SocketPath        string                            `json:",omitempty"`
+	Ports             []catalog.ServicePort             `json:",omitempty"`
+	Locality          *catalog.Locality                 `json:",omitempty"`
 	// Token is the ACL token the service was registered with, which
 	// anti-entropy syncs it with (as Consul keeps it): the file is 0600.
 	Token string `json:",omitempty"`
@@ -130,7 +134,9 @@ func load[T any](p persister, add func(fileID string, v *T) error) error {
 func saveService(p persister, svc *catalog.Service, token string) error {
 	return p.save(svc.ID, persistedService{
 		ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
-		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights, TaggedAddresses: svc.TaggedAddresses, Token: token,
+		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights, TaggedAddresses: svc.TaggedAddresses,
+		EnableTagOverride: svc.EnableTagOverride, SocketPath: svc.SocketPath, Ports: svc.Ports, Locality: svc.Locality,
+		Token: token,
 	})
 }
 
@@ -143,6 +149,7 @@ func loadServices(p persister) ([]*catalog.Service, map[string]string, error) {
 		svc := &catalog.Service{
 			ID: ps.ID, Service: ps.Service, Tags: ps.Tags, Address: ps.Address,
 			Port: ps.Port, Meta: ps.Meta, Weights: ps.Weights, TaggedAddresses: ps.TaggedAddresses,
+			EnableTagOverride: ps.EnableTagOverride, SocketPath: ps.SocketPath, Ports: ps.Ports, Locality: ps.Locality,
 		}
 		if err := catalog.NormalizeService(svc); err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -48,6 +47,8 @@ type State struct {
 	tokens   map[string]string
 	checks   map[string]*checkEntry
 	nodeLock string // the idLocks key of node-level checks
+	// svcsChanged is closed, and replaced, at each change to svcs.
+	svcsChanged chan struct{}
 
 	// syncMu keeps a full sync from comparing against a half-pushed change:
 	// the sync holds it exclusively, each change shared. It is taken before
@@ -90,14 +91,15 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 	}
 	s := &State{
 		cfg: cfg, catalog: cat, logger: logger.With("component", "local"),
-		services: persister{kind: "service"},
-		checkDir: persister{kind: "check"},
-		svcs:     make(map[string]*catalog.Service),
-		tokens:   make(map[string]string),
-		checks:   make(map[string]*checkEntry),
-		nodeLock: "\x00node", // no service ID is empty
-		retry:    make(chan struct{}, 1),
-		push:     make(chan struct{}, 1),
+		services:    persister{kind: "service"},
+		checkDir:    persister{kind: "check"},
+		svcs:        make(map[string]*catalog.Service),
+		tokens:      make(map[string]string),
+		checks:      make(map[string]*checkEntry),
+		nodeLock:    "\x00node", // no service ID is empty
+		svcsChanged: make(chan struct{}),
+		retry:       make(chan struct{}, 1),
+		push:        make(chan struct{}, 1),
 	}
 	if cfg.DataDir != "" {
 		s.services.dir = filepath.Join(cfg.DataDir, "services")
@@ -144,6 +146,21 @@ func (s *State) Services() []*catalog.Service {
 	return out
 }
 
+// ServicesChanged returns a channel closed at the next change to the
+// services (what Services returns).
+func (s *State) ServicesChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.svcsChanged
+}
+
+// servicesChangedLocked wakes those waiting on ServicesChanged; s.mu is
+// held.
+func (s *State) servicesChangedLocked() {
+	close(s.svcsChanged)
+	s.svcsChanged = make(chan struct{})
+}
+
 // AddService validates svc (filling in defaults) and its checks, pushes
 // the service with its checks to the catalog, then stores and persists
 // them and starts the checks. The checks replace every check the service
@@ -184,6 +201,7 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 	}
 	s.mu.Lock()
 	s.svcs[svc.ID] = svc
+	s.servicesChangedLocked()
 	if token != "" {
 		s.tokens[svc.ID] = token
 	} else {
@@ -273,6 +291,7 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 	}
 	s.mu.Lock()
 	delete(s.svcs, id)
+	s.servicesChangedLocked()
 	delete(s.tokens, id)
 	for _, cid := range owned {
 		delete(s.checks, cid)
@@ -349,9 +368,7 @@ func (s *State) retrySoon() {
 }
 
 func cloneService(svc *catalog.Service) *catalog.Service {
-	cp := *svc
-	cp.Tags = slices.Clone(svc.Tags)
-	cp.Meta = maps.Clone(svc.Meta)
+	cp := svc.Clone()
 	cp.RaftIndex = catalog.RaftIndex{}
-	return &cp
+	return cp
 }
