@@ -220,3 +220,33 @@ func consulClient(t *testing.T, addr string) *consul.Client {
 	}
 	return c
 }
+
+// TestConsulDockerCheck: a docker check registered through Consul's client
+// is kept as a docker check; with no daemon (or no such container) to run
+// it in, it is critical and says why.
+func TestConsulDockerCheck(t *testing.T) {
+	t.Parallel()
+	cfg := agenttest.Config(t)
+	cfg.EnableScriptChecks = true
+	ag := consulClient(t, agenttest.Start(t, cfg).HTTPAddr().String()).Agent()
+	if err := ag.ServiceRegister(&consul.AgentServiceRegistration{Name: "redis"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := &consul.AgentCheckRegistration{Name: "redischeck", ServiceID: "redis", AgentServiceCheck: consul.AgentServiceCheck{
+		DockerContainerID: "f972c95ebf0e", Args: []string{"/bin/true"}, Shell: "/bin/bash", Interval: "100ms",
+	}}
+	if err := ag.CheckRegister(reg); err != nil {
+		t.Fatalf("CheckRegister: %v", err)
+	}
+	waittest.For(t, 10*time.Second, "the docker check critical, saying why", func() error {
+		checks, err := ag.Checks()
+		if err != nil {
+			return err
+		}
+		c := checks["redischeck"]
+		if c == nil || c.Type != "docker" || c.Status != consul.HealthCritical || !strings.Contains(c.Output, "docker exec in container f972c95ebf0e") {
+			return fmt.Errorf("got %+v", c)
+		}
+		return nil
+	})
+}

@@ -44,6 +44,9 @@ type checkBody struct {
 	ScriptArgs   []string
 	AliasService string
 	AliasNode    string
+	// DockerContainerID and Shell make a docker check (with Args).
+	DockerContainerID string
+	Shell             string
 
 	Interval                       duration
 	Timeout                        duration
@@ -79,6 +82,7 @@ func (b *checkBody) definition(prefix string) (*checks.Definition, error) {
 		TLSSkipVerify: b.TLSSkipVerify, TLSServerName: b.TLSServerName,
 		TCP: b.TCP, UDP: b.UDP, GRPC: b.GRPC, GRPCUseTLS: b.GRPCUseTLS,
 		Args: args, AliasService: b.AliasService, AliasNode: b.AliasNode,
+		DockerContainerID: b.DockerContainerID, Shell: b.Shell,
 		SuccessBeforePassing:   b.SuccessBeforePassing,
 		FailuresBeforeWarning:  b.FailuresBeforeWarning,
 		FailuresBeforeCritical: b.FailuresBeforeCritical,
