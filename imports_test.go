@@ -31,7 +31,7 @@ var allowedCairn = map[string][]string{
 	"agent/checks":    {"catalog"},
 	"agent/local":     {"catalog", "rpc", "agent/checks", "acl", "internal/clock"},
 	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl"},
-	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry"},
+	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry", "agent/checks"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},
 	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "internal/clock"},

@@ -37,6 +37,10 @@ func checkValue(key string, t reflect.Type, node ast.Node) error {
 		return checkObject(key, t, list)
 	case reflect.Slice:
 		l, ok := node.(*ast.ListType)
+		if list, isObj := objectList(node); !ok && isObj && deref(t.Elem()).Kind() == reflect.Struct {
+			// A list of blocks (service) may be given one block at a time.
+			return checkObject(key, deref(t.Elem()), list)
+		}
 		if !ok {
 			return wrongType(key, node, "a list")
 		}
@@ -137,6 +141,16 @@ func checkObject(prefix string, t reflect.Type, list *ast.ObjectList) error {
 		}
 		ft, ok := fields[name]
 		if !ok {
+			// Consul's loader matches keys in any case, with or without
+			// underscores ("Meta", "EnableTagOverride"): such a key is
+			// renamed to the one the decoder looks for.
+			var canon string
+			if canon, ft, ok = looseField(fields, name); ok {
+				item.Keys[0].Token = token.Token{Type: token.STRING, Text: strconv.Quote(canon), JSON: item.Keys[0].Token.JSON}
+				name = canon
+			}
+		}
+		if !ok {
 			return &FieldError{Field: key, Reason: "unknown key"}
 		}
 		if k := deref(ft).Kind(); k == reflect.Struct || k == reflect.Map {
@@ -192,6 +206,19 @@ func tagFields(t reflect.Type, out map[string]reflect.Type) {
 			out[name] = f.Type
 		}
 	}
+}
+
+// looseField finds the field whose key is name but for case and
+// underscores.
+func looseField(fields map[string]reflect.Type, name string) (string, reflect.Type, bool) {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", "")) }
+	want := norm(name)
+	for k, t := range fields {
+		if norm(k) == want {
+			return k, t, true
+		}
+	}
+	return "", nil, false
 }
 
 func deref(t reflect.Type) reflect.Type {

@@ -130,9 +130,9 @@ func (s *State) adoptCatalogTags(svc *catalog.Service, tags []string) (*catalog.
 	upd := cloneService(svc)
 	upd.Tags = slices.Clone(tags)
 	s.mu.Lock()
-	token := s.tokens[svc.ID]
+	token, fromConfig := s.tokens[svc.ID], s.fromConfig[svc.ID]
 	s.mu.Unlock()
-	if err := saveService(s.services, upd, token); err != nil {
+	if err := saveService(s.services, upd, token, fromConfig); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
