@@ -329,13 +329,16 @@ func (p *PreparedQuery) failover(ctx context.Context, q *catalog.PreparedQuery, 
 		}
 	}
 	var errs []error
+	// The query's stored token stays in its datacenter.
+	sent := *q
+	sent.Token = ""
 	for _, dc := range p.failoverDatacenters(q) {
 		if ctx.Err() != nil {
 			return fmt.Errorf("query %q: failover: %w", q.ID, context.Cause(ctx))
 		}
 		res.Failovers++
 		dcCtx, cancel := context.WithTimeout(ctx, p.cfg.FailoverTimeout)
-		remote, err := p.remote.ExecuteRemote(dcCtx, dc, q)
+		remote, err := p.remote.ExecuteRemote(dcCtx, dc, &sent)
 		cancel()
 		if err != nil {
 			// Debug: this runs per execution, so per DNS question.
@@ -409,7 +412,6 @@ type viaEndpoint struct{ p *PreparedQuery }
 
 func (v viaEndpoint) ExecuteRemote(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error) {
 	args := &rpc.PreparedQueryExecuteRemoteRequest{QueryOptions: rpc.QueryOptions{Datacenter: dc, AllowStale: true, Token: acl.TokenFromContext(ctx)}, Query: *q}
-	args.Query.Token = "" // the query's stored secret stays in its datacenter
 	var reply rpc.PreparedQueryExecuteResponse
 	if err := v.p.executeRemote(ctx, args, &reply); err != nil {
 		return nil, fmt.Errorf("execute query %q in datacenter %s: %w", q.ID, dc, err)
