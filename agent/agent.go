@@ -365,6 +365,9 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	if err := a.register(st.Collectors()); err != nil {
 		return err
 	}
+	if err := st.SetConfigServices(configServices(a.cfg.Services)); err != nil {
+		return fmt.Errorf("config services: %w", err)
+	}
 	a.local = st
 	a.loops.Go(func() {
 		if st.FirstSync(loopCtx) {

@@ -37,6 +37,10 @@ func checkValue(key string, t reflect.Type, node ast.Node) error {
 		return checkObject(key, t, list)
 	case reflect.Slice:
 		l, ok := node.(*ast.ListType)
+		if list, isObj := objectList(node); !ok && isObj && deref(t.Elem()).Kind() == reflect.Struct {
+			// A list of blocks (service) may be given one block at a time.
+			return checkObject(key, deref(t.Elem()), list)
+		}
 		if !ok {
 			return wrongType(key, node, "a list")
 		}
@@ -137,6 +141,15 @@ func checkObject(prefix string, t reflect.Type, list *ast.ObjectList) error {
 	items := map[string][]*ast.ObjectItem{}
 	for _, item := range list.Items {
 		name := keyName(item.Keys[0])
+		if _, ok := fields[name]; !ok {
+			// Consul's loader matches keys in any case, with or without
+			// underscores ("Meta", "EnableTagOverride"): such a key is
+			// renamed to the one the decoder looks for.
+			if canon, _, ok := looseField(fields, name); ok {
+				item.Keys[0].Token = token.Token{Type: token.STRING, Text: strconv.Quote(canon), JSON: item.Keys[0].Token.JSON}
+				name = canon
+			}
+		}
 		if _, seen := items[name]; !seen {
 			names = append(names, name)
 		}
@@ -218,6 +231,19 @@ func tagFields(t reflect.Type, out map[string]reflect.Type) {
 			out[name] = f.Type
 		}
 	}
+}
+
+// looseField finds the field whose key is name but for case and
+// underscores.
+func looseField(fields map[string]reflect.Type, name string) (string, reflect.Type, bool) {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", "")) }
+	want := norm(name)
+	for k, t := range fields {
+		if norm(k) == want {
+			return k, t, true
+		}
+	}
+	return "", nil, false
 }
 
 func deref(t reflect.Type) reflect.Type {
