@@ -180,7 +180,7 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	if a.coordinateEP, err = a.newCoordinateEndpoint(); err != nil {
 		return err
 	}
-	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
+	status, err := consensus.NewStatus(srv, a.cfg.Datacenter, a.catalogEP)
 	if err != nil {
 		return err
 	}

@@ -107,14 +107,15 @@ type catalogRegistration struct {
 // registrationService is the service of a catalogRegistration (Consul's
 // AgentService).
 type registrationService struct {
-	ID              string
-	Service         string
-	Tags            []string
-	Meta            map[string]string
-	Port            int
-	Address         string
-	TaggedAddresses map[string]catalog.ServiceAddress
-	Weights         *weights
+	ID                string
+	Service           string
+	Tags              []string
+	Meta              map[string]string
+	Port              int
+	Address           string
+	TaggedAddresses   map[string]catalog.ServiceAddress
+	Weights           *weights
+	EnableTagOverride bool
 }
 
 // registrationCheck is a check of a catalogRegistration (Consul's
@@ -150,7 +151,7 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
-			TaggedAddresses: sv.TaggedAddresses}
+			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride}
 		// Consul's clients send zero weights for "not set".
 		if sv.Weights != nil && *sv.Weights != (weights{}) {
 			svc.Weights = catalog.Weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning}

@@ -9,28 +9,9 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-// healthCheck is a check as the health endpoints give it: Consul's
-// HealthCheck without ServiceTags, which the catalog does not keep with
-// checks (see taggedCheck).
+// healthCheck is a check as the health endpoints give it (Consul's
+// HealthCheck). ServiceTags is [] for a node's checks, as Consul's.
 type healthCheck struct {
-	Node        string
-	CheckID     string
-	Name        string
-	Status      string
-	Notes       string
-	Output      string
-	ServiceID   string
-	ServiceName string
-	Type        string
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
-// taggedCheck is a check of GET /v1/health/service/<name>, where the
-// instance's service is at hand: with ServiceTags, as Consul gives it ([]
-// for the node's checks). Its fields are healthCheck's, written out rather
-// than embedded so that ?filter selectors (Checks.Status, ...) reach them.
-type taggedCheck struct {
 	Node        string
 	CheckID     string
 	Name        string
@@ -49,7 +30,7 @@ func toHealthCheck(c *catalog.Check) *healthCheck {
 	return &healthCheck{
 		Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
 		Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
-		Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
+		ServiceTags: nonNil(c.ServiceTags), Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
 	}
 }
 
@@ -57,7 +38,7 @@ func toHealthCheck(c *catalog.Check) *healthCheck {
 type serviceEntry struct {
 	Node    *node
 	Service *entryService
-	Checks  []*taggedCheck
+	Checks  []*healthCheck
 }
 
 // entryService is the service of a serviceEntry: an agentService with its
@@ -90,6 +71,7 @@ func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	insts = keepOnNodes(insts, nodeMetaFilter(r), instanceNode)
 	// ?passing keeps only instances whose every check (the node's too)
 	// passes: warning, critical and maintenance are left out.
 	passing := boolParam(r, "passing")
@@ -110,17 +92,15 @@ func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
 func toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
 	sv := in.Service
 	svc := toEntryService(sv, in.Node.Datacenter)
-	checks := make([]*taggedCheck, 0, len(in.Checks))
+	checks := make([]*healthCheck, 0, len(in.Checks))
 	for _, c := range in.Checks {
-		tc := &taggedCheck{
-			Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
-			Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
-			ServiceTags: []string{}, Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
-		}
+		hc := toHealthCheck(c)
+		// The instance's own service gives its checks' tags: a server of
+		// an older release answers checks without them.
 		if c.ServiceID != "" {
-			tc.ServiceTags = nonNil(sv.Tags)
+			hc.ServiceTags = nonNil(sv.Tags)
 		}
-		checks = append(checks, tc)
+		checks = append(checks, hc)
 	}
 	return &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks}
 }
@@ -131,14 +111,15 @@ func toEntryService(sv *catalog.Service, dc string) *entryService {
 	return &entryService{
 		ID: sv.ID, Service: sv.Service, Tags: nonNil(sv.Tags), Meta: nonNilMap(sv.Meta),
 		Port: sv.Port, Address: sv.Address, TaggedAddresses: sv.TaggedAddresses,
-		Weights:    weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
-		Datacenter: dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
+		Weights:           weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
+		EnableTagOverride: sv.EnableTagOverride,
+		Datacenter:        dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
 	}
 }
 
 // healthChecks answers the checks of every instance of the service.
 func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {
-	return s.writeChecks(w, r, rpc.MethodCatalogServiceChecks, func(opts rpc.QueryOptions) any {
+	return s.writeChecks(w, r, true, rpc.MethodCatalogServiceChecks, func(opts rpc.QueryOptions) any {
 		return &rpc.ServiceChecksRequest{QueryOptions: opts, Service: r.PathValue("service")}
 	})
 }
@@ -146,7 +127,7 @@ func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {
 // healthNode answers every check registered on the node: its own and its
 // services'.
 func (s *Server) healthNode(w http.ResponseWriter, r *http.Request) error {
-	return s.writeChecks(w, r, rpc.MethodCatalogNodeChecks, func(opts rpc.QueryOptions) any {
+	return s.writeChecks(w, r, false, rpc.MethodCatalogNodeChecks, func(opts rpc.QueryOptions) any {
 		return &rpc.NodeChecksRequest{QueryOptions: opts, Node: r.PathValue("node")}
 	})
 }
@@ -156,7 +137,7 @@ func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
 	if !slices.Contains(healthStates, state) {
 		return badRequest("state", "must be passing, warning, critical, maintenance or any, got %q", state)
 	}
-	return s.writeChecks(w, r, rpc.MethodCatalogChecksInState, func(opts rpc.QueryOptions) any {
+	return s.writeChecks(w, r, true, rpc.MethodCatalogChecksInState, func(opts rpc.QueryOptions) any {
 		return &rpc.ChecksInStateRequest{QueryOptions: opts, State: state}
 	})
 }
@@ -164,8 +145,9 @@ func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
 // writeChecks answers a read of checks (method, answered with an
 // rpc.ChecksResponse, whose args are made with the request's options) as a
 // JSON array of HealthCheck, ordered by node and check ID, kept by
-// ?filter, with its meta headers.
-func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request, method string, args func(rpc.QueryOptions) any) error {
+// ?filter (and ?node-meta when nodeMeta: node_meta.go), with its meta
+// headers.
+func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request, nodeMeta bool, method string, args func(rpc.QueryOptions) any) error {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
@@ -174,8 +156,14 @@ func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request, method stri
 	if err := s.door.RPC(r.Context(), method, args(opts), &reply); err != nil {
 		return err
 	}
-	out := make([]*healthCheck, 0, len(reply.Checks))
-	for _, c := range reply.Checks {
+	checks := reply.Checks
+	if nodeMeta {
+		if checks, err = s.checksOnNodes(r.Context(), opts, checks, nodeMetaFilter(r)); err != nil {
+			return err
+		}
+	}
+	out := make([]*healthCheck, 0, len(checks))
+	for _, c := range checks {
 		out = append(out, toHealthCheck(c))
 	}
 	slices.SortFunc(out, func(a, b *healthCheck) int {
