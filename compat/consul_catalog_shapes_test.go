@@ -79,7 +79,7 @@ func TestConsulClientNodeMeta(t *testing.T) {
 	for _, r := range []struct{ node, addr, os string }{{"lin", "192.0.2.1", "linux"}, {"win", "192.0.2.2", "windows"}} {
 		reg := &consul.CatalogRegistration{Node: r.node, Address: r.addr, NodeMeta: map[string]string{"os": r.os, "env": "prod"},
 			Service: &consul.AgentService{ID: "app-" + r.node, Service: "app", Tags: []string{r.os}, Port: 80},
-			Checks: consul.HealthChecks{{CheckID: "app-" + r.node, Name: "up", Status: consul.HealthCritical, ServiceID: "app-" + r.node}}}
+			Checks:  consul.HealthChecks{{CheckID: "app-" + r.node, Name: "up", Status: consul.HealthCritical, ServiceID: "app-" + r.node}}}
 		if _, err := cat.Register(reg, nil); err != nil {
 			t.Fatal(err)
 		}
