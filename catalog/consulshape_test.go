@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairndns/cairn/catalog"
@@ -150,5 +151,45 @@ func TestChecksInStateMaintenance(t *testing.T) {
 	}
 	if got, want := ids(catalog.HealthCritical), []string{"_service_maintenance:web", "down"}; !slices.Equal(got, want) {
 		t.Errorf("critical: got %v, want %v", got, want)
+	}
+}
+
+// TestServiceKindAndProxyKept: Consul's Kind and the proxy's configuration
+// are kept as registered, checked for being one of Consul's kinds and
+// bounded JSON, and a change of either is a change of the service.
+func TestServiceKindAndProxyKept(t *testing.T) {
+	s := newStore(t)
+	req := svcReq("node1", "10.0.0.1", "web-proxy", "web-proxy")
+	req.Service.Kind, req.Service.Proxy = "connect-proxy", []byte(`{"DestinationServiceName":"web"}`)
+	if err := catalog.ValidateRegister(req); err != nil {
+		t.Fatal(err)
+	}
+	mustRegister(t, s, 10, req)
+	_, svcs := nodeServices(t, s, "node1")
+	if svcs[0].Kind != "connect-proxy" || string(svcs[0].Proxy) != `{"DestinationServiceName":"web"}` {
+		t.Fatalf("service: got kind %q proxy %s", svcs[0].Kind, svcs[0].Proxy)
+	}
+	req.Service.Proxy = []byte(`{"DestinationServiceName":"api"}`)
+	mustRegister(t, s, 11, req)
+	if _, svcs := nodeServices(t, s, "node1"); svcs[0].ModifyIndex != 11 {
+		t.Errorf("a new proxy configuration: ModifyIndex got %d, want 11", svcs[0].ModifyIndex)
+	}
+
+	for _, tc := range []struct {
+		kind, proxy, field string
+	}{
+		{"sidecar", "", "Kind"},
+		{"connect-proxy", "{not json", "Proxy"},
+		{"connect-proxy", `"` + strings.Repeat("x", catalog.MaxProxyBytes) + `"`, "Proxy"},
+	} {
+		r := svcReq("node1", "10.0.0.1", "p", "p")
+		r.Service.Kind = tc.kind
+		if tc.proxy != "" {
+			r.Service.Proxy = []byte(tc.proxy)
+		}
+		var fe *catalog.FieldError
+		if err := catalog.ValidateRegister(r); !errors.As(err, &fe) || fe.Field != "Service."+tc.field {
+			t.Errorf("kind %q proxy %.20q: got %v, want a FieldError on Service.%s", tc.kind, tc.proxy, err, tc.field)
+		}
 	}
 }

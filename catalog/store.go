@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -154,7 +155,8 @@ func (a *Service) SameAs(b *Service) bool { return sameService(a, b) }
 func sameService(a, b *Service) bool {
 	return a.ID == b.ID && a.Service == b.Service && slices.Equal(a.Tags, b.Tags) &&
 		a.Address == b.Address && a.Port == b.Port && maps.Equal(a.Meta, b.Meta) && a.Weights == b.Weights &&
-		maps.Equal(a.TaggedAddresses, b.TaggedAddresses) && a.EnableTagOverride == b.EnableTagOverride
+		maps.Equal(a.TaggedAddresses, b.TaggedAddresses) && a.EnableTagOverride == b.EnableTagOverride &&
+		a.Kind == b.Kind && bytes.Equal(a.Proxy, b.Proxy)
 }
 
 func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {

@@ -111,6 +111,14 @@ type Service struct {
 	// the service's tags (Consul's flag of that name). The catalog keeps
 	// it and gives it out; it is the registering agent's to honour.
 	EnableTagOverride bool
+	// Kind is Consul's kind of service: "" for a typical one, or one of
+	// its service mesh's ("connect-proxy", "mesh-gateway", ...). Kept and
+	// given out; cairn has no service mesh and answers them as any other.
+	Kind string
+	// Proxy is the service mesh proxy's configuration (Consul's
+	// AgentServiceConnectProxyConfig), JSON as it was registered, kept and
+	// given back unread; nil when none. Never modified in place.
+	Proxy []byte
 	RaftIndex
 }
 

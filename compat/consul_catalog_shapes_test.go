@@ -3,6 +3,7 @@ package compat_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -46,14 +47,26 @@ func TestConsulClientCatalogRegisterShapes(t *testing.T) {
 	if err != nil || own == nil {
 		t.Fatalf("the agent's node: %+v, %v", own, err)
 	}
+	proxy := &consul.AgentServiceConnectProxyConfig{
+		DestinationServiceName: "web", DestinationServiceID: "web1", LocalServiceAddress: "127.0.0.2", LocalServicePort: 8080,
+		Upstreams: []consul.Upstream{{DestinationName: "db", LocalBindPort: 9191, Config: map[string]any{"connect_timeout_ms": 1000.0}}},
+		Mode:      consul.ProxyModeTransparent, TransparentProxy: &consul.TransparentProxyConfig{OutboundListenerPort: 808},
+	}
 	reg := &consul.CatalogRegistration{Node: self, Address: "192.168.10.10", SkipNodeUpdate: true,
-		Service: &consul.AgentService{ID: "web-proxy1", Service: "web-proxy", Port: 8001}}
+		Service: &consul.AgentService{ID: "web-proxy1", Service: "web-proxy", Port: 8001, Kind: consul.ServiceKindConnectProxy, Proxy: proxy}}
 	if _, err := cat.Register(reg, nil); err != nil {
 		t.Fatalf("register on the agent's own node with SkipNodeUpdate and another address: %v", err)
 	}
 	after, _, err := cat.Node(self, nil)
 	if err != nil || after.Node.Address != own.Node.Address || after.Services["web-proxy1"] == nil {
-		t.Errorf("the agent's node: got %+v (%v), want it at %s with web-proxy1", after, err, own.Node.Address)
+		t.Fatalf("the agent's node: got %+v (%v), want it at %s with web-proxy1", after, err, own.Node.Address)
+	}
+	// Kind and the proxy's configuration are kept as registered.
+	if got := after.Services["web-proxy1"]; got.Kind != consul.ServiceKindConnectProxy || !reflect.DeepEqual(got.Proxy, proxy) {
+		t.Errorf("web-proxy1: got kind %q proxy %+v, want %q %+v", got.Kind, got.Proxy, consul.ServiceKindConnectProxy, proxy)
+	}
+	if insts, _, err := cat.Service("web-proxy", "", nil); err != nil || len(insts) != 1 || !reflect.DeepEqual(insts[0].ServiceProxy, proxy) {
+		t.Errorf("catalog service web-proxy: got %+v, %v; want its proxy configuration", insts, err)
 	}
 
 	tagged := &consul.CatalogRegistration{Node: "bar", Address: "192.0.2.3",

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
@@ -44,6 +45,7 @@ type catalogService struct {
 	ServiceMeta              map[string]string
 	ServiceWeights           weights
 	ServiceEnableTagOverride bool
+	ServiceProxy             json.RawMessage `json:",omitempty"`
 	CreateIndex              uint64
 	ModifyIndex              uint64
 }
@@ -160,8 +162,8 @@ func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
 		ServiceAddress: svc.Address, ServiceTaggedAddresses: svc.TaggedAddresses,
 		ServicePort: svc.Port, ServiceMeta: nonNilMap(svc.Meta),
 		ServiceWeights:           weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
-		ServiceEnableTagOverride: svc.EnableTagOverride,
-		CreateIndex:              svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
+		ServiceEnableTagOverride: svc.EnableTagOverride, ServiceKind: svc.Kind, ServiceProxy: svc.Proxy,
+		CreateIndex: svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
 	}
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -116,6 +117,9 @@ type registrationService struct {
 	TaggedAddresses   map[string]catalog.ServiceAddress
 	Weights           *weights
 	EnableTagOverride bool
+	Kind              string
+	// Proxy is kept as sent and given back (catalog.Service.Proxy).
+	Proxy json.RawMessage
 }
 
 // registrationCheck is a check of a catalogRegistration (Consul's
@@ -151,7 +155,10 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
-			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride}
+			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride, Kind: sv.Kind}
+		if p := sv.Proxy; len(p) > 0 && string(p) != "null" {
+			svc.Proxy = p
+		}
 		// Consul's clients send zero weights for "not set".
 		if sv.Weights != nil && *sv.Weights != (weights{}) {
 			svc.Weights = catalog.Weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -55,6 +56,7 @@ type entryService struct {
 	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
 	Weights           weights
 	EnableTagOverride bool
+	Proxy             json.RawMessage `json:",omitempty"`
 	Datacenter        string
 	CreateIndex       uint64
 	ModifyIndex       uint64
@@ -112,8 +114,8 @@ func toEntryService(sv *catalog.Service, dc string) *entryService {
 		ID: sv.ID, Service: sv.Service, Tags: nonNil(sv.Tags), Meta: nonNilMap(sv.Meta),
 		Port: sv.Port, Address: sv.Address, TaggedAddresses: sv.TaggedAddresses,
 		Weights:           weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
-		EnableTagOverride: sv.EnableTagOverride,
-		Datacenter:        dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
+		EnableTagOverride: sv.EnableTagOverride, Kind: sv.Kind, Proxy: sv.Proxy,
+		Datacenter: dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
 	}
 }
 
