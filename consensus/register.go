@@ -36,7 +36,7 @@ func RegisterEndpoints(rs *rpc.Server, srv *Server, pool *rpc.Pool, cfg Endpoint
 	if err != nil {
 		return nil, err
 	}
-	status, err := NewStatus(srv, cfg.Catalog.Datacenter)
+	status, err := NewStatus(srv, cfg.Catalog.Datacenter, cat)
 	if err != nil {
 		return nil, err
 	}
