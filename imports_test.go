@@ -30,7 +30,7 @@ var allowedCairn = map[string][]string{
 	"consensus":       {"catalog", "gossip", "rpc", "acl", "internal/diskfree", "internal/clock"},
 	"agent/checks":    {"catalog"},
 	"agent/local":     {"catalog", "rpc", "agent/checks", "acl", "internal/clock"},
-	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl"},
+	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl", "internal/hostinfo"},
 	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},
@@ -42,6 +42,8 @@ var allowedCairn = map[string][]string{
 	"api":       {},
 	"cmd/cairn": {"*"},
 	".":         {},
+
+	"internal/hostinfo": {"internal/diskfree"}, // GET /v1/agent/host
 }
 
 // thirdPartyHome gives each third-party library the packages allowed to

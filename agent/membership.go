@@ -93,6 +93,23 @@ func (m membership) Datacenters(ctx context.Context) ([]string, error) {
 	return m.a.datacenters.List(ctx)
 }
 
+// ForceLeave makes a failed member leave: in the LAN pool and, on a
+// server, as "<node>.<dc>" in the WAN pool (Consul's), or with wan in the
+// WAN pool only.
+func (m membership) ForceLeave(ctx context.Context, node string, prune, wan bool) error {
+	wp, werr := m.a.role.wanPool()
+	if wan {
+		if werr != nil {
+			return werr
+		}
+		return wp.ForceLeave(ctx, node, prune)
+	}
+	if err := m.a.gossip.ForceLeave(ctx, node, prune); err != nil || werr != nil {
+		return err
+	}
+	return wp.ForceLeave(ctx, node+"."+m.a.cfg.Datacenter, prune)
+}
+
 // Leave leaves the cluster gracefully and tells Run to shut the agent
 // down.
 func (m membership) Leave(ctx context.Context) error {

@@ -37,7 +37,7 @@ func (d delegate) NotifyMsg(b []byte) {
 		return
 	}
 	switch b[0] {
-	case msgLeaveIntent:
+	case msgLeaveIntent, msgPruneIntent:
 		d.p.receive(b)
 	case msgKeyOp:
 		d.p.receiveKeyOp(b)

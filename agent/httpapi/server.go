@@ -71,6 +71,13 @@ type Cluster interface {
 	// Datacenters returns the datacenters the agent knows, sorted: a
 	// server's, from its WAN pool; a client's, from a server.
 	Datacenters(ctx context.Context) ([]string, error)
+	// ForceLeave turns the failed member named node Left in the LAN pool
+	// (on a server also "<node>.<dc>" in the WAN pool), or with wan the
+	// WAN member named node only, and gossips it; with prune the member is
+	// forgotten at once. An alive or unknown member is left alone, without
+	// an error, as Consul's. A client asked for wan returns an error
+	// wrapping ErrNotInWAN.
+	ForceLeave(ctx context.Context, node string, prune, wan bool) error
 	// Leave leaves the cluster gracefully and then stops the agent. It
 	// returns once the leave has been broadcast (or failed); the agent shuts
 	// down after the HTTP response is written.
