@@ -36,7 +36,7 @@ var allowedCairn = map[string][]string{
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},
 	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "internal/clock"},
 	// The agent builds every part and hands each what it needs.
-	"agent": {"acl", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/httpapi", "agent/local",
+	"agent": {"acl", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/events", "agent/httpapi", "agent/local",
 		"agent/pools", "catalog", "consensus", "gossip", "internal/clock", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
 		"telemetry", "tlsutil", "zones"},
 	"api":       {},
@@ -44,6 +44,7 @@ var allowedCairn = map[string][]string{
 	".":         {},
 
 	"internal/hostinfo": {"internal/diskfree"}, // GET /v1/agent/host
+	"agent/events":      {"catalog", "rpc"},
 }
 
 // thirdPartyHome gives each third-party library the packages allowed to

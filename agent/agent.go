@@ -17,6 +17,7 @@ import (
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/dnssource"
 	"github.com/cairndns/cairn/agent/door"
+	"github.com/cairndns/cairn/agent/events"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/agent/pools"
@@ -70,6 +71,7 @@ type Agent struct {
 	gossip  *gossip.Pool
 	wan     *gossip.Pool
 	peers   *pools.Peers
+	events  *events.Buffer // the user events gossip brought
 	// A server's parts (server.go): Raft, the server port, the
 	// endpoints, the leader duties and the router of requests for other
 	// datacenters.
@@ -181,6 +183,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		left:   make(chan struct{}), synced: make(chan struct{}),
 	}
 	a.peers = pools.NewPeers(cfg.Datacenter)
+	a.events = events.New(cfg.NodeName, a.logger)
 	if cfg.Server {
 		a.role = serverRole{a}
 	} else {
@@ -373,6 +376,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 		return err
 	}
 	a.local = st
+	a.events.SetServices(st.Services)
 	a.loops.Go(func() {
 		if st.FirstSync(loopCtx) {
 			close(a.synced)
@@ -412,6 +416,7 @@ func (a *Agent) startHTTP() error {
 		Logs:         a.logs.Subscribe, // GET /v1/agent/monitor
 		Stats:        a.selfStats,      // self.go
 		Reload:       a.Reload,         // reload.go
+		Events:       a.events,
 	}
 	if a.cfg.ACL.Enabled {
 		deps.Authorizer = newTokenAuthorizers(a.door, a.cfg.ACL.TokenTTL).Authorizer // acl.go

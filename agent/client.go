@@ -51,7 +51,7 @@ func (a *Agent) poolsConfig() (pools.Config, error) {
 		RetainDead: a.cfg.ReconnectTimeout, DisableCoordinates: a.cfg.Coordinates.Disable,
 		EncryptKey: key, DataDir: a.cfg.DataDir,
 		Join: a.cfg.Join, JoinWAN: a.cfg.JoinWAN, RetryInterval: a.cfg.RetryInterval, RetryMax: a.cfg.RetryMax,
-		Peers: a.peers,
+		Peers: a.peers, OnUserEvent: a.events.Receive,
 	}, nil
 }
 

@@ -137,6 +137,13 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	event, err := consensus.NewEvent(a.catalogEP, a.gossip)
+	if err == nil {
+		err = rs.Register(rpc.EventEndpoint, event)
+	}
+	if err != nil {
+		return err
+	}
 	a.loops.Go(func() { leader.Run(loopCtx) })
 	a.loops.Go(func() { a.pools.Run(loopCtx) })
 	if expect := a.bootstrapExpect(); expect > 0 {

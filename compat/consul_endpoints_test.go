@@ -1,9 +1,12 @@
 package compat_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cairndns/cairn/internal/waittest"
 	consul "github.com/hashicorp/consul/api"
 )
 
@@ -78,5 +81,62 @@ func TestConsulClientAgentEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		health("foo", "bar", step.want)
+	}
+}
+
+// TestConsulClientEvents: a user event fired through one agent reaches
+// every agent of the datacenter (through a server and gossip) and lists
+// with the index Consul's client derives from its ID; a blocking list
+// waits for the next event, as `watch -type event` does.
+func TestConsulClientEvents(t *testing.T) {
+	t.Parallel()
+	c := newAgentCluster(t)
+	id, meta, err := c.agentC.Event().Fire(&consul.UserEvent{Name: "deploy", Payload: []byte("v2")}, nil)
+	if err != nil || id == "" || meta.RequestTime == 0 {
+		t.Fatalf("Fire: %q %+v %v", id, meta, err)
+	}
+	for _, cl := range []*consul.Client{c.agentC, c.server} {
+		waittest.For(t, 30*time.Second, "the event listed", func() error {
+			evs, qm, err := cl.Event().List("deploy", nil)
+			if err != nil {
+				return err
+			}
+			if len(evs) != 1 || evs[0].ID != id || string(evs[0].Payload) != "v2" {
+				return fmt.Errorf("got %+v, want the one event %s", evs, id)
+			}
+			if qm.LastIndex != cl.Event().IDToIndex(id) {
+				return fmt.Errorf("index %d, want %d", qm.LastIndex, cl.Event().IDToIndex(id))
+			}
+			return nil
+		})
+	}
+	// A blocking list returns with the next event.
+	_, qm, err := c.server.Event().List("deploy", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []*consul.UserEvent, 1)
+	go func() {
+		evs, _, _ := c.server.Event().List("deploy", &consul.QueryOptions{WaitIndex: qm.LastIndex, WaitTime: time.Minute})
+		got <- evs
+	}()
+	id2, _, err := c.agentC.Event().Fire(&consul.UserEvent{Name: "deploy"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case evs := <-got:
+		if len(evs) != 2 || evs[1].ID != id2 {
+			t.Errorf("blocking list: got %+v, want the two events", evs)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the blocking list did not return with the second event")
+	}
+	// A node filter that matches no agent: nobody keeps it.
+	if _, _, err := c.agentC.Event().Fire(&consul.UserEvent{Name: "none", NodeFilter: "^nobody$"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.agentC.Event().Fire(&consul.UserEvent{Name: "bad", TagFilter: "x"}, nil); err == nil {
+		t.Error("a tag filter without a service filter: accepted, want refused")
 	}
 }

@@ -43,6 +43,8 @@ func (d delegate) NotifyMsg(b []byte) {
 		d.p.receiveKeyOp(b)
 	case msgKeyReply:
 		d.p.receiveKeyReply(b)
+	case msgUserEvent:
+		d.p.receiveUserEvent(b)
 	}
 }
 

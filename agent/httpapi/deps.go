@@ -68,6 +68,9 @@ type Deps struct {
 	// serf_wan on a server), every value a string, as `consul info`
 	// prints them. nil: no Stats.
 	Stats func() map[string]map[string]string
+	// Events is the agent's last user events, for GET /v1/event/list.
+	// nil: that endpoint is 404.
+	Events Events
 	// Reload re-reads the configuration the agent was started with and
 	// applies what can change without a restart; a bad configuration is a
 	// *catalog.FieldError naming the field, and changes nothing. nil: PUT
