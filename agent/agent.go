@@ -388,9 +388,10 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 
 func (a *Agent) startHTTP() error {
 	hc := httpapi.DefaultConfig()
-	hc.Addr = "" // ports.http = -1: HTTPS only, or no API at all
-	if a.cfg.Ports.HTTP >= 0 {
-		hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
+	hc.Addr, hc.UnixSocket = a.cfg.HTTPListen() // both "": HTTPS only, or no API at all
+	hc.SocketUID, hc.SocketGID = a.cfg.UnixSockets.Owner()
+	if mode, ok := a.cfg.UnixSockets.SocketMode(); ok {
+		hc.SocketMode = os.FileMode(mode)
 	}
 	hc.Datacenter, hc.Domain = a.cfg.Datacenter, a.cfg.Domain
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks

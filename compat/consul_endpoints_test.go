@@ -2,10 +2,13 @@ package compat_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairndns/cairn/agent/agenttest"
 	"github.com/cairndns/cairn/internal/waittest"
 	consul "github.com/hashicorp/consul/api"
 )
@@ -138,5 +141,32 @@ func TestConsulClientEvents(t *testing.T) {
 	}
 	if _, _, err := c.agentC.Event().Fire(&consul.UserEvent{Name: "bad", TagFilter: "x"}, nil); err == nil {
 		t.Error("a tag filter without a service filter: accepted, want refused")
+	}
+}
+
+// TestConsulClientUnixSocket: with addresses.http = "unix://<path>" the
+// API is served on the socket, with the mode of unix_sockets, and
+// Consul's client reaches it there (sending the path as its Host).
+func TestConsulClientUnixSocket(t *testing.T) {
+	t.Parallel()
+	cfg := agenttest.Config(t)
+	sock := filepath.Join(t.TempDir(), "http.sock")
+	cfg.Addresses.HTTP = "unix://" + sock
+	cfg.UnixSockets.Mode = "0600"
+	agenttest.Start(t, cfg)
+	fi, err := os.Stat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket file mode %v, want a socket with 0600", fi.Mode())
+	}
+	c, err := consul.NewClient(&consul.Config{Address: "unix://" + sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := c.Agent().Self()
+	if err != nil || self["Config"]["NodeName"] != "test" {
+		t.Errorf("Self over the socket: got %v, %v", self["Config"], err)
 	}
 }

@@ -57,6 +57,7 @@ type fileConfig struct {
 	fileServerKeys     `hcl:",squash"` // server.go
 	fileCoordinateKeys `hcl:",squash"` // coordinates.go
 	fileGossipKeys     `hcl:",squash"` // gossip.go
+	fileAddressKeys    `hcl:",squash"` // addresses.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -192,6 +193,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	if err := fc.fileGossipKeys.apply(c); err != nil {
 		return err
 	}
+	fc.fileAddressKeys.apply(c)
 	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
 		c.NodeMeta = fc.NodeMeta

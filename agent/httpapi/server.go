@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -132,6 +133,14 @@ type Config struct {
 	// that the API may be served over HTTPS only. Default
 	// "127.0.0.1:8500".
 	Addr string
+	// UnixSocket, when set, is the path of a unix socket the plain HTTP
+	// API listens on instead of Addr (Consul's addresses.http =
+	// "unix://<path>"); a socket file left by an agent that died is
+	// replaced. SocketMode (when not 0), SocketUID and SocketGID (when not
+	// -1) are given to the file. Defaults "", 0, -1 and -1.
+	UnixSocket           string
+	SocketMode           os.FileMode
+	SocketUID, SocketGID int
 	// HTTPSAddr is the listen address of the same API over TLS, with TLS
 	// (tlsutil's IncomingHTTPS). Empty serves no HTTPS. Default empty.
 	HTTPSAddr string
@@ -203,6 +212,8 @@ func DefaultConfig() Config {
 		ReadTimeout:       10 * time.Second, // 1 MiB in 10s is under 1 Mbit/s
 		MaxConnsPerClient: 200,              // Consul's http_max_conns_per_client
 		KVMaxValueSize:    catalog.DefaultKVMaxValueSize,
+		SocketUID:         -1, // the agent's own
+		SocketGID:         -1,
 		// AllowedHosts: none besides IPs, localhost and the node name.
 		// MaxConns: 0, no cap until the agent sets one from its fd limit.
 	}
@@ -289,7 +300,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Start() error {
 	var ln, tlsLn net.Listener
 	var err error
-	if s.cfg.Addr != "" {
+	switch {
+	case s.cfg.UnixSocket != "":
+		if ln, err = listenUnix(s.cfg); err != nil {
+			return fmt.Errorf("http listen: %w", err)
+		}
+	case s.cfg.Addr != "":
 		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
 			return fmt.Errorf("http listen: %w", err)
 		}
@@ -327,6 +343,7 @@ func (s *Server) Start() error {
 		IdleTimeout: idleTimeout,
 		ErrorLog:    slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 		TLSConfig:   s.cfg.TLS,
+		ConnContext: markUnixConn, // guard.go
 	}
 	s.mu.Lock()
 	s.srv = srv
@@ -390,4 +407,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil
+}
+
+// listenUnix listens on cfg.UnixSocket with the file's owner and mode
+// set. A socket file already there is removed first (an agent that died
+// leaves it); any other file there is an error.
+func listenUnix(cfg Config) (net.Listener, error) {
+	path := cfg.UnixSocket
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("unix socket %s: a file that is not a socket is there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("unix socket %s: remove the old one: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SocketUID != -1 || cfg.SocketGID != -1 {
+		err = os.Chown(path, cfg.SocketUID, cfg.SocketGID)
+	}
+	if err == nil && cfg.SocketMode != 0 {
+		err = os.Chmod(path, cfg.SocketMode)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("unix socket %s: %w", path, err)
+	}
+	return ln, nil
 }
