@@ -21,6 +21,7 @@ import (
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/agent/pools"
+	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/logstream"
@@ -72,6 +73,7 @@ type Agent struct {
 	wan     *gossip.Pool
 	peers   *pools.Peers
 	events  *events.Buffer // the user events gossip brought
+	tokens  *tokens.Store  // the agent's own ACL tokens, changed at runtime too
 	// A server's parts (server.go): Raft, the server port, the
 	// endpoints, the leader duties and the router of requests for other
 	// datacenters.
@@ -184,6 +186,9 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	}
 	a.peers = pools.NewPeers(cfg.Datacenter)
 	a.events = events.New(cfg.NodeName, a.logger)
+	if a.tokens, err = tokens.New(cfg.ACL.TokenMap(), cfg.ACL.TokenFile(cfg.DataDir)); err != nil {
+		return nil, err
+	}
 	if cfg.Server {
 		a.role = serverRole{a}
 	} else {
@@ -306,7 +311,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	if !a.cfg.Coordinates.Disable {
 		cs := &pools.CoordinateSync{
-			LAN: a.gossip, Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			LAN: a.gossip, Door: a.door, Token: a.tokens.AgentToken, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
 			SyncIntervalMin: a.cfg.Coordinates.SyncIntervalMin, Logger: a.logger,
 		}
 		a.loops.Go(func() { cs.Run(loopCtx) })
@@ -324,7 +329,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	if a.cfg.Resolver.DNSSEC.Enabled {
 		kf := dnssource.NewKeyFollower(dnssource.KeyFollowerConfig{
-			Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			Door: a.door, Token: a.tokens.AgentToken, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
 			Domain: a.cfg.Domain, Signer: a.dns, Logger: a.logger,
 		})
 		a.loops.Go(func() { kf.Run(loopCtx) })
@@ -368,7 +373,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
 	lc.ClusterSize = func() int { return len(a.gossip.Members()) }
 	lc.DataDir = a.cfg.DataDir
-	st, err := local.New(lc, local.NewRPCCatalog(a.door, a.cfg.Datacenter, a.cfg.ACL.AgentToken()), a.logger)
+	st, err := local.New(lc, local.NewRPCCatalog(a.door, a.cfg.Datacenter, a.tokens.AgentToken), a.logger)
 	if err != nil {
 		return err
 	}
@@ -418,6 +423,7 @@ func (a *Agent) startHTTP() error {
 		Stats:        a.selfStats,      // self.go
 		Reload:       a.Reload,         // reload.go
 		Events:       a.events,
+		Tokens:       a.tokens,
 	}
 	if a.cfg.ACL.Enabled {
 		deps.Authorizer = newTokenAuthorizers(a.door, a.cfg.ACL.TokenTTL).Authorizer // acl.go
@@ -449,7 +455,7 @@ func (a *Agent) startDNS() error {
 	src, err := dnssource.New(dnssource.Config{
 		Cache: a.cfg.Cache, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
 		OnlyPassing: a.cfg.OnlyPassing, NearRefresh: a.nearRefresh,
-	}, dnssource.Deps{Door: door.WithToken(a.door, a.cfg.ACL.DNSToken()), Datacenters: a.datacenters, Logger: a.logger})
+	}, dnssource.Deps{Door: door.WithToken(a.door, a.tokens.DNSToken), Datacenters: a.datacenters, Logger: a.logger})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/pools"
+	"github.com/cairndns/cairn/agent/tokens"
 )
 
 // startClient starts a client agent: an rpc pool, LAN gossip as a client
@@ -30,7 +31,7 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 	}
 	a.servers = door.NewServerList(a.gossip, a.cfg.Datacenter)
 	a.clientDoor = door.NewClient(a.doorConfig(), a.rpcPool, a.servers.Addrs, a.logger.With("component", "door"))
-	a.door = door.WithToken(a.clientDoor, a.cfg.ACL.Tokens.Default)
+	a.door = door.WithToken(a.clientDoor, a.tokens.Func(tokens.Default))
 	a.loops.Go(func() { a.pools.Run(loopCtx) })
 	a.logger.Info("client agent", "gossip", pools.Addr(a.gossip))
 	return nil

@@ -68,6 +68,9 @@ type Deps struct {
 	// serf_wan on a server), every value a string, as `consul info`
 	// prints them. nil: no Stats.
 	Stats func() map[string]map[string]string
+	// Tokens are the agent's own tokens, set by PUT
+	// /v1/agent/token/<kind>. nil: that endpoint is 404.
+	Tokens AgentTokens
 	// Events is the agent's last user events, for GET /v1/event/list.
 	// nil: that endpoint is 404.
 	Events Events

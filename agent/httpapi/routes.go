@@ -76,6 +76,7 @@ func (s *Server) table() []route {
 		{"/v1/agent/host", s.agentHost, Needs{get: top("operator", "read")}},
 		{"/v1/event/fire/{name}", s.eventFire, Needs{put: onPath("event", "write", "name")}},
 		{"/v1/event/list", s.eventList, Needs{get: filtered("event")}},
+		{"/v1/agent/token/{kind}", s.agentToken, Needs{put: top("acl", "write")}}, // agent_token.go
 
 		{"/v1/catalog/services", s.catalogServices, Needs{get: filtered("service")}},
 		{"/v1/catalog/service/{name}", s.catalogService, Needs{get: filtered("service,node")}},
