@@ -47,7 +47,8 @@ func (s *Server) readNode(r *http.Request) (*catalog.Node, []*catalog.Service, r
 
 // catalogNodeGet answers a node that is not registered with a 200 and a
 // JSON null, as Consul does: its clients read that as "no such node" and
-// a blocking query can wait for the node to appear.
+// a blocking query can wait for the node to appear. ?filter applies to
+// the node's services, as Consul's.
 func (s *Server) catalogNodeGet(w http.ResponseWriter, r *http.Request) error {
 	n, svcs, meta, err := s.readNode(r)
 	if err != nil {
@@ -57,9 +58,16 @@ func (s *Server) catalogNodeGet(w http.ResponseWriter, r *http.Request) error {
 		writeRead(w, r, meta, nil)
 		return nil
 	}
-	out := &catalogNode{Node: toNode(n), Services: make(map[string]*entryService, len(svcs))}
+	list := make([]*entryService, 0, len(svcs))
 	for _, svc := range svcs {
-		out.Services[svc.ID] = toEntryService(svc, n.Datacenter)
+		list = append(list, toEntryService(svc, n.Datacenter))
+	}
+	if list, err = applyFilter(r, list); err != nil {
+		return err
+	}
+	out := &catalogNode{Node: toNode(n), Services: make(map[string]*entryService, len(list))}
+	for _, svc := range list {
+		out.Services[svc.ID] = svc
 	}
 	writeRead(w, r, meta, out)
 	return nil
