@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairndns/cairn/agent/config"
@@ -74,7 +75,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
 	cc.SealKeys = a.peers.GossipKeys
-	cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement
+	if pdc := a.cfg.ACL.PrimaryDatacenter; pdc == "" || strings.EqualFold(pdc, a.cfg.Datacenter) {
+		cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement // the primary's own, as Consul's
+	}
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -90,7 +93,8 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if err := a.registerEndpoints(rs, srv); err != nil {
 		return err
 	}
-	a.loops.Go(func() { a.coordinateEP.Run(loopCtx) }) // the leader's coordinate batches
+	a.loops.Go(func() { a.coordinateEP.Run(loopCtx) })            // the leader's coordinate batches
+	a.loops.Go(func() { a.catalogEP.RunACLReplication(loopCtx) }) // a secondary datacenter's leader
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
@@ -167,10 +171,12 @@ func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
 	catCfg := consensus.DefaultCatalogConfig()
 	catCfg.Datacenter = a.cfg.Datacenter
 	catCfg.Router = a.router
-	catCfg.ACL = consensus.ACLConfig{
-		Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow",
-		TokenMinExpirationTTL: a.cfg.ACL.TokenMinExpirationTTL, TokenMaxExpirationTTL: a.cfg.ACL.TokenMaxExpirationTTL,
-	}
+	ac := a.cfg.ACL
+	catCfg.ACL = consensus.DefaultACLConfig()
+	catCfg.ACL.Enabled, catCfg.ACL.DefaultAllow = ac.Enabled, ac.DefaultPolicy == "allow"
+	catCfg.ACL.TokenMinExpirationTTL, catCfg.ACL.TokenMaxExpirationTTL = ac.TokenMinExpirationTTL, ac.TokenMaxExpirationTTL
+	catCfg.ACL.PrimaryDatacenter, catCfg.ACL.TokenReplication, catCfg.ACL.ReplicationToken = ac.PrimaryDatacenter, ac.EnableTokenReplication, ac.Tokens.Replication
+	catCfg.ACL.DownPolicy, catCfg.ACL.TokenTTL, catCfg.ACL.TokenSecretsReadable = ac.DownPolicy, ac.TokenTTL, ac.TokensSecretReadable
 	catCfg.Members = a.peers
 	catCfg.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	var err error
