@@ -272,15 +272,24 @@ func changed[T any](tx *memdb.Txn, table, id string, want *T) bool {
 func zeroIndex(v any) {
 	switch x := v.(type) {
 	case *ACLPolicy:
-		x.RaftIndex = RaftIndex{}
-		x.ID = strings.ToLower(x.ID)
+		x.RaftIndex, x.ID = RaftIndex{}, strings.ToLower(x.ID)
+		x.Datacenters = nilIfEmpty(x.Datacenters)
 	case *ACLRole:
-		x.RaftIndex = RaftIndex{}
-		x.ID = strings.ToLower(x.ID)
+		x.RaftIndex, x.ID = RaftIndex{}, strings.ToLower(x.ID)
+		x.Policies, x.ServiceIdentities, x.NodeIdentities = nilIfEmpty(x.Policies), nilIfEmpty(x.ServiceIdentities), nilIfEmpty(x.NodeIdentities)
 	case *ACLToken:
-		x.RaftIndex = RaftIndex{}
-		x.AccessorID = strings.ToLower(x.AccessorID)
+		x.RaftIndex, x.AccessorID = RaftIndex{}, strings.ToLower(x.AccessorID)
+		x.Policies, x.Roles = nilIfEmpty(x.Policies), nilIfEmpty(x.Roles)
+		x.ServiceIdentities, x.NodeIdentities = nilIfEmpty(x.ServiceIdentities), nilIfEmpty(x.NodeIdentities)
 	}
+}
+
+// nilIfEmpty makes an empty slice nil: the wire does not tell them apart.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func deleteRowsNotIn(tx *memdb.Txn, table string, keep func(any) bool) error {
