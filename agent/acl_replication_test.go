@@ -75,18 +75,12 @@ func replicationStatus(t *testing.T, a *agent.Agent) rpc.ACLReplicationStatus {
 
 // makeKVToken creates, through a, a policy writing keys under prefix and a
 // token holding it (local when local), and returns the token's secret and
-// accessor.
+// accessor. Made through a secondary, the policy is made in the primary,
+// and is in the secondary's copy once its write returns.
 func makeKVToken(t *testing.T, a *agent.Agent, name, prefix string, local bool) (secret, accessor string) {
 	t.Helper()
 	var pol struct{ ID string }
 	mustCall(t, a, mgmtSecret, "PUT", "/v1/acl/policy", map[string]string{"Name": name, "Rules": fmt.Sprintf(`key_prefix %q { policy = "write" }`, prefix)}, &pol)
-	// Made in the primary: a secondary has it once replication brings it.
-	waittest.For(t, replWait, "policy "+name+" readable where it was made", func() error {
-		if code, b := call(t, a, mgmtSecret, "GET", "/v1/acl/policy/"+pol.ID, nil); code != http.StatusOK {
-			return fmt.Errorf("got %d %s", code, b)
-		}
-		return nil
-	})
 	var tok struct{ AccessorID, SecretID string }
 	mustCall(t, a, mgmtSecret, "PUT", "/v1/acl/token", map[string]any{"Description": name, "Local": local, "Policies": []map[string]string{{"ID": pol.ID}}}, &tok)
 	return tok.SecretID, tok.AccessorID
@@ -150,15 +144,24 @@ func TestACLReplicationAcrossDatacenters(t *testing.T) {
 
 	// A global token made through dc2 is made in the primary; a local
 	// one stays in dc2 and works there.
-	_, viaDC2 := makeKVToken(t, dc2, "via-dc2", "via/", false)
+	viaSecret, viaDC2 := makeKVToken(t, dc2, "via-dc2", "via/", false)
 	if !slices.Contains(tokenAccessors(t, dc1), viaDC2) {
 		t.Errorf("global token made through dc2: not in dc1")
+	}
+	if code, b := kvPut(t, dc2, viaSecret, "via/x"); code != http.StatusOK {
+		t.Errorf("global token made through dc2, used there at once: got %d %s, want 200", code, b)
 	}
 	localSecret, localAccessor := makeKVToken(t, dc2, "local-dc2", "local/", true)
 	if slices.Contains(tokenAccessors(t, dc1), localAccessor) {
 		t.Errorf("local token made in dc2 is in dc1")
 	}
-	waitKVPut(t, dc2, localSecret, "local/x", http.StatusOK)
+	if code, b := kvPut(t, dc2, localSecret, "local/x"); code != http.StatusOK {
+		t.Errorf("local token made in dc2: got %d %s, want 200", code, b)
+	}
+	mustCall(t, dc2, mgmtSecret, "DELETE", "/v1/acl/token/"+viaDC2, nil, nil)
+	if code, b := kvPut(t, dc2, viaSecret, "via/y"); code != http.StatusForbidden {
+		t.Errorf("global token deleted through dc2, used there at once: got %d %s, want 403", code, b)
+	}
 
 	// A token deleted in dc1 stops working in dc2.
 	mustCall(t, dc1, mgmtSecret, "DELETE", "/v1/acl/token/"+accessor, nil, nil)

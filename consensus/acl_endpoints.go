@@ -150,6 +150,12 @@ func (a *ACL) PolicySet(ctx context.Context, args *rpc.ACLPolicySetRequest, repl
 		return err
 	}
 	if done, err := a.toPrimary(ctx, rpc.MethodACLPolicySet, &args.WriteRequest, args, reply); done {
+		if err == nil && reply.Policy != nil {
+			a.awaitReplica(ctx, func(store *catalog.Store, ws catalog.WatchSet) bool {
+				_, p, err := store.ACLPolicy(ws, reply.Policy.ID, false)
+				return err != nil || p != nil && p.Rules == reply.Policy.Rules
+			})
+		}
 		return err
 	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLPolicySet, &args.Forwarded, args, reply, 0); done {
@@ -279,6 +285,12 @@ func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply 
 	}
 	if !args.Spec.Local {
 		if done, err := a.toPrimary(ctx, rpc.MethodACLTokenSet, &args.WriteRequest, args, reply); done {
+			if err == nil && reply.Token != nil && !args.Update {
+				a.awaitReplica(ctx, func(store *catalog.Store, ws catalog.WatchSet) bool {
+					_, t, err := store.ACLToken(ws, reply.Token.AccessorID, false)
+					return err != nil || t != nil
+				})
+			}
 			return err
 		}
 	}
@@ -475,6 +487,12 @@ func (a *ACL) TokenDelete(ctx context.Context, args *rpc.ACLTokenDeleteRequest, 
 		return err
 	} else if tok == nil || !tok.Local {
 		if done, err := a.toPrimary(ctx, rpc.MethodACLTokenDelete, &args.WriteRequest, args, &struct{}{}); done {
+			if err == nil {
+				a.awaitReplica(ctx, func(store *catalog.Store, ws catalog.WatchSet) bool {
+					_, t, err := store.ACLToken(ws, args.AccessorID, false)
+					return err != nil || t == nil
+				})
+			}
 			return err
 		}
 	}

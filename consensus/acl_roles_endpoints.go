@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/catalog"
@@ -23,6 +24,26 @@ func (a *ACL) toPrimary(ctx context.Context, method string, w *rpc.WriteRequest,
 	return a.cat.forwardDC(ctx, method, cfg.PrimaryDatacenter, &w.FromDatacenter, true, args, reply, 0)
 }
 
+// replicaWait bounds how long a write made through a secondary waits for
+// the secondary's copy to show it.
+const replicaWait = 5 * time.Second
+
+// awaitReplica waits, up to replicaWait or until ctx ends, until this
+// datacenter's copy shows what done reports (a global write made through
+// it and applied in the primary), so that the caller can use at once,
+// here, what it just made or stop using what it just deleted.
+func (a *ACL) awaitReplica(ctx context.Context, done func(store *catalog.Store, ws catalog.WatchSet) bool) {
+	ctx, cancel := context.WithTimeout(ctx, replicaWait)
+	defer cancel()
+	store := a.cat.srv.Store()
+	for {
+		ws := catalog.NewWatchSet()
+		if done(store, ws) || ws.WatchCtx(ctx) != nil {
+			return
+		}
+	}
+}
+
 // RoleSet creates a role (an empty ID) or replaces one.
 func (a *ACL) RoleSet(ctx context.Context, args *rpc.ACLRoleSetRequest, reply *rpc.ACLRoleResponse) error {
 	ctx, release := a.cat.requestContext(ctx)
@@ -31,6 +52,12 @@ func (a *ACL) RoleSet(ctx context.Context, args *rpc.ACLRoleSetRequest, reply *r
 		return err
 	}
 	if done, err := a.toPrimary(ctx, rpc.MethodACLRoleSet, &args.WriteRequest, args, reply); done {
+		if err == nil && reply.Role != nil {
+			a.awaitReplica(ctx, func(store *catalog.Store, ws catalog.WatchSet) bool {
+				_, r, err := store.ACLRole(ws, reply.Role.ID, false)
+				return err != nil || r != nil && r.Name == reply.Role.Name
+			})
+		}
 		return err
 	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLRoleSet, &args.Forwarded, args, reply, 0); done {
