@@ -24,10 +24,10 @@ func startACLAgent(t *testing.T, readable bool) (mgmt, anon *consul.Client, addr
 	cfg.ACL.TokensSecretReadable = readable
 	a := agenttest.Start(t, cfg)
 	addr = a.HTTPAddr().String()
-	return consulClient(t, addr, rolesMgmtSecret), consulClient(t, addr, ""), addr
+	return aclClient(t, addr, rolesMgmtSecret), aclClient(t, addr, ""), addr
 }
 
-func consulClient(t *testing.T, addr, token string) *consul.Client {
+func aclClient(t *testing.T, addr, token string) *consul.Client {
 	t.Helper()
 	c, err := consul.NewClient(&consul.Config{Address: addr, Token: token})
 	if err != nil {
@@ -61,7 +61,7 @@ func TestConsulClientACLRolesAndIdentities(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TokenCreate(read-only): %v", err)
 	}
-	roc := consulClient(t, addr, roTok.SecretID)
+	roc := aclClient(t, addr, roTok.SecretID)
 	if _, _, err := roc.Catalog().Services(nil); err != nil {
 		t.Errorf("read-only token reading the catalog: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestConsulClientACLRolesAndIdentities(t *testing.T) {
 	if len(appTok.Roles) != 1 || appTok.Roles[0].ID != role.ID || appTok.Roles[0].Name != "app" {
 		t.Errorf("token roles: got %+v, want role app", appTok.Roles)
 	}
-	app := consulClient(t, addr, appTok.SecretID)
+	app := aclClient(t, addr, appTok.SecretID)
 	if _, err := app.KV().Put(&consul.KVPair{Key: "app/x", Value: []byte("1")}, nil); err != nil {
 		t.Errorf("role token writing app/x: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestConsulClientACLRolesAndIdentities(t *testing.T) {
 	if len(svcTok.ServiceIdentities) != 1 || svcTok.ServiceIdentities[0].ServiceName != "web" {
 		t.Errorf("token service identities: got %+v, want web", svcTok.ServiceIdentities)
 	}
-	web := consulClient(t, addr, svcTok.SecretID)
+	web := aclClient(t, addr, svcTok.SecretID)
 	if err := web.Agent().ServiceRegister(&consul.AgentServiceRegistration{Name: "web", Port: 80}); err != nil {
 		t.Errorf("service identity web registering web: %v", err)
 	}
@@ -141,7 +141,7 @@ func TestConsulClientACLRolesAndIdentities(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TokenCreate with a node identity: %v", err)
 	}
-	node := consulClient(t, addr, nodeTok.SecretID)
+	node := aclClient(t, addr, nodeTok.SecretID)
 	if _, err := node.Catalog().Register(&consul.CatalogRegistration{Node: "ext1", Address: "10.0.0.1"}, nil); err != nil {
 		t.Errorf("node identity ext1 registering ext1: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestConsulClientACLSecretReadable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("TokenCreate(read-only): %v", err)
 		}
-		read, _, err = consulClient(t, addr, roTok.SecretID).ACL().TokenRead(tok.AccessorID, nil)
+		read, _, err = aclClient(t, addr, roTok.SecretID).ACL().TokenRead(tok.AccessorID, nil)
 		if err != nil || read.SecretID != "" {
 			t.Errorf("readable %v: an acl:read token read SecretID %q, %v; want none", readable, read.SecretID, err)
 		}
