@@ -24,6 +24,10 @@ type Dump struct {
 	ACLPolicies       []*ACLPolicy
 	ACLTokens         []*ACLToken
 	ACLBootstrapIndex uint64
+	// ACLRoles are the roles, ACLReplicaStale the replica's mark
+	// (ACLReplicaStale); a snapshot written before them has none.
+	ACLRoles        []*ACLRole
+	ACLReplicaStale uint64
 	// KVs are the key/value store's entries; a snapshot written before
 	// it existed has none.
 	KVs []*KVEntry
@@ -67,6 +71,9 @@ func (s *Store) Dump() (*Dump, error) {
 		err = eachRow(tx, tableACLTokens, func(raw any) { d.ACLTokens = append(d.ACLTokens, raw.(*ACLToken)) })
 	}
 	if err == nil {
+		err = eachRow(tx, tableACLRoles, func(raw any) { d.ACLRoles = append(d.ACLRoles, raw.(*ACLRole)) })
+	}
+	if err == nil {
 		err = eachRow(tx, tableKVS, func(raw any) { d.KVs = append(d.KVs, raw.(*KVEntry)) })
 	}
 	if err == nil {
@@ -83,6 +90,9 @@ func (s *Store) Dump() (*Dump, error) {
 	}
 	if raw, _ := tx.First(tableIndex, "id", aclBootstrapRow); raw != nil {
 		d.ACLBootstrapIndex = raw.(*indexRow).Index
+	}
+	if raw, _ := tx.First(tableIndex, "id", aclReplicaStaleRow); raw != nil {
+		d.ACLReplicaStale = raw.(*indexRow).Index
 	}
 	return d, nil
 }
@@ -148,6 +158,16 @@ func (s *Store) Restore(d *Dump) error {
 	for _, t := range d.ACLTokens {
 		if err := tx.Insert(tableACLTokens, t); err != nil {
 			return fmt.Errorf("restore ACL token %q: %w", t.AccessorID, err)
+		}
+	}
+	for _, r := range d.ACLRoles {
+		if err := tx.Insert(tableACLRoles, r); err != nil {
+			return fmt.Errorf("restore ACL role %q: %w", r.ID, err)
+		}
+	}
+	if d.ACLReplicaStale > 0 {
+		if err := tx.Insert(tableIndex, &indexRow{Table: aclReplicaStaleRow, Index: d.ACLReplicaStale}); err != nil {
+			return fmt.Errorf("restore ACL replica mark: %w", err)
 		}
 	}
 	for _, e := range d.KVs {

@@ -22,6 +22,7 @@ type fileConfig struct {
 	NodeName      *string           `hcl:"node_name"`
 	NodeID        *string           `hcl:"node_id"`
 	Datacenter    *string           `hcl:"datacenter"`
+	PrimaryDC     *string           `hcl:"primary_datacenter"`
 	Domain        *string           `hcl:"domain"`
 	BindAddr      *string           `hcl:"bind_addr"`
 	AdvertiseAddr *string           `hcl:"advertise_addr"`
@@ -171,6 +172,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	if err := fc.applyCluster(c); err != nil {
 		return err
 	}
+	setIf(&c.ACL.PrimaryDatacenter, fc.PrimaryDC)
 	if fc.ACL != nil {
 		if err := fc.ACL.apply(&c.ACL); err != nil {
 			return err
