@@ -65,10 +65,8 @@ func (a *Agent) Reload() error {
 		}
 	}
 	// The certificates first: a reload that fails there changes nothing.
-	for _, c := range a.tlsConfigurators() {
-		if err := c.Reload(); err != nil {
-			return fmt.Errorf("reload TLS: %w", err)
-		}
+	if err := a.tls.Reload(); err != nil {
+		return err
 	}
 	if a.reloading.Load != nil && a.local != nil {
 		if err := a.local.SetConfigServices(configServices(services)); err != nil {

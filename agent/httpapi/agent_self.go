@@ -40,9 +40,7 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 		},
 		DebugConfig: selfDebugConfig{DNSDomain: s.cfg.Domain},
 	}
-	if s.deps.Stats != nil {
-		out.Stats = s.deps.Stats()
-	}
+	out.Stats = s.selfStats()
 	// The agent is a member of its own LAN pool.
 	for _, m := range s.cluster.Members() {
 		if m.Name == s.cfg.NodeName {
