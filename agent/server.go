@@ -61,7 +61,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	}
 
 	cc := consensus.DefaultConfig()
-	cc.NodeID = a.cfg.NodeName
+	cc.NodeID, cc.NodeName = a.cfg.NodeID, a.cfg.NodeName
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
 	cc.LogSegmentSize = a.cfg.RaftLogStore.WALSegmentSizeMB << 20
