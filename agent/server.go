@@ -121,6 +121,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.leader = leader
+	if err := a.register(leader.Collectors()); err != nil {
+		return err
+	}
 	// The Operator endpoint reports the leader duties' view of the
 	// servers, so it is registered once they exist; the Keyring endpoint
 	// changes the pools, so once they do.
