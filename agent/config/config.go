@@ -32,6 +32,9 @@ type Config struct {
 	// Datacenter this agent belongs to. Default: zones.DefaultConfig's
 	// ("dc1").
 	Datacenter string
+	// Services are the services of the config file (service and services
+	// blocks), registered at start and on reload. Default none.
+	Services []ServiceDefinition
 	// NodeMeta is free-form metadata of this node, answered in DNS as TXT
 	// records "key=value" of <node>.node names. Default none.
 	NodeMeta map[string]string
