@@ -216,3 +216,26 @@ func TestConsulClientRaftPeers(t *testing.T) {
 		}
 	}
 }
+
+// TestConsulClientTxnLockWithoutSession: a lock without a session fails
+// as its operation, not the request: 409 with every operation's error in
+// Consul's words, and nothing applied.
+func TestConsulClientTxnLockWithoutSession(t *testing.T) {
+	t.Parallel()
+	c := newDevClient(t)
+	ok, resp, _, err := c.KV().Txn(consul.KVTxnOps{
+		{Verb: consul.KVLock, Key: "locked", Value: []byte("v")},
+		{Verb: consul.KVGet, Key: "locked"},
+	}, nil)
+	if err != nil || ok {
+		t.Fatalf("txn: got ok %v, %v; want a rolled-back transaction (409), no error", ok, err)
+	}
+	if resp == nil || len(resp.Errors) != 2 || len(resp.Results) != 0 ||
+		resp.Errors[0].OpIndex != 0 || !strings.Contains(resp.Errors[0].What, "missing session") ||
+		resp.Errors[1].OpIndex != 1 || !strings.Contains(resp.Errors[1].What, "doesn't exist") {
+		t.Fatalf("txn: got %+v, want op 0 missing session, op 1 doesn't exist", resp)
+	}
+	if p, _, err := c.KV().Get("locked", nil); err != nil || p != nil {
+		t.Errorf("key after the failed txn: got %+v, %v; want none", p, err)
+	}
+}
