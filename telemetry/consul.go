@@ -26,9 +26,9 @@ import (
 type aliasKind int
 
 const (
-	// aliasCopy copies the family (its metrics whose label matches, with
-	// that label dropped) under the new name.
-	aliasCopy aliasKind = iota
+	// aliasCopy (the zero kind) copies the family (its metrics whose
+	// label matches, with that label dropped) under the new name.
+	_ aliasKind = iota
 	// aliasGauge turns the first metric's value into a gauge.
 	aliasGauge
 	// aliasGCPauseNs is a gauge of a summary's sum, seconds into
