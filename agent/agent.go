@@ -422,6 +422,7 @@ func (a *Agent) startHTTP() error {
 		CachedInstances: a.cachedInstances, AskDNS: a.askDNS, // http.go
 		ServeDNSWire: a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
 		Metrics:      a.metrics,
+		MetricName:   a.metrics.JSONName,
 		Logs:         a.logs.Subscribe, // GET /v1/agent/monitor
 		Stats:        a.selfStats,      // self.go
 		Reload:       a.Reload,         // reload.go

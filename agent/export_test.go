@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"time"
@@ -34,14 +35,19 @@ func RaftLeader(a *Agent) string { return a.server.Leader() }
 // Reconcile runs the leader duties of a server agent once, now.
 func Reconcile(ctx context.Context, a *Agent) error { return a.leader.Reconcile(ctx) }
 
-// RaftVoters returns the IDs of the voters a server agent's Raft
-// configuration holds.
+// RaftVoters returns the node names of the voters a server agent's Raft
+// configuration holds (their Raft IDs are node IDs: named through gossip;
+// an ID gossip does not know is returned as it is).
 func RaftVoters(a *Agent) []string {
 	peers, _ := a.server.Peers()
+	names := map[string]string{}
+	for _, m := range a.gossip.Members() {
+		names[m.ID] = m.Node
+	}
 	var out []string
 	for _, p := range peers {
 		if p.Voter {
-			out = append(out, p.ID)
+			out = append(out, cmp.Or(names[p.ID], p.ID))
 		}
 	}
 	return out

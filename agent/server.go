@@ -64,7 +64,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	}
 
 	cc := consensus.DefaultConfig()
-	cc.NodeID = a.cfg.NodeName
+	cc.NodeID, cc.NodeName = a.cfg.NodeID, a.cfg.NodeName
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
 	cc.LogSegmentSize = a.cfg.RaftLogStore.WALSegmentSizeMB << 20
@@ -132,6 +132,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.leader = leader
+	if err := a.register(leader.Collectors()); err != nil {
+		return err
+	}
 	if err := a.endpoints.RegisterOperator(leader, a.gossip, a.wan); err != nil {
 		return err
 	}

@@ -707,7 +707,7 @@ func (c *Catalog) waitLeader(ctx context.Context) (string, error) {
 		if c.srv.IsLeader() {
 			return "", nil
 		}
-		if l := c.srv.Leader(); l != "" && c.srv.LeaderID() != c.srv.cfg.NodeID {
+		if l := c.srv.Leader(); l != "" && c.srv.LeaderID() != c.srv.ID() {
 			return l, nil
 		}
 		if time.Now().After(deadline) {

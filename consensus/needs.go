@@ -136,6 +136,8 @@ func (op *Operator) RPCNeeds() rpc.Needs {
 		"AutopilotGetConfiguration": rpc.NeedToken("operator", "read"),
 		"AutopilotSetConfiguration": rpc.NeedToken("operator", "write"),
 		"ServerHealth":              rpc.NeedToken("operator", "read"),
+		"RaftRemovePeer":            rpc.NeedToken("operator", "write"),
+		"RaftTransferLeader":        rpc.NeedToken("operator", "write"),
 		// The leader asks each server for it (autopilot); it tells
 		// the size of the Raft log, nothing a token guards.
 		"RaftStats": rpc.NeedPublic(),

@@ -38,7 +38,7 @@ func TestConfigDefaults(t *testing.T) {
 		ACL:                   ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second, TokenMinExpirationTTL: time.Minute, TokenMaxExpirationTTL: 24 * time.Hour, EnableTokenReplication: true, DownPolicy: "extend-cache"},
 		TLS:                   TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig(), DNS: tlsutil.DefaultConfig()},
 		Limits:                Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, RPCMaxConnsPerClient: 100, RPCMaxCallsPerClient: 2048, KVMaxValueSize: 512 * 1024, DataDirMinFreeBytes: 256 << 20},
-		Telemetry:             telemetry.Config{PrometheusRetentionTime: time.Minute, DisableHostname: true},
+		Telemetry:             telemetry.Config{PrometheusRetentionTime: time.Minute, DisableHostname: true, ConsulAliases: true},
 		HTTP:                  HTTPConfig{ReadTimeout: 10 * time.Second},
 		Performance:           Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
 		RaftLogStore:          RaftLogStore{WALSegmentSizeMB: 64},

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cairndns/cairn/rpc"
 )
 
 // Consul's member status numbers (serf.MemberStatus), the values of
@@ -222,9 +224,8 @@ func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Reques
 		out.Index = cfg.Index
 		last := s.lastIndexes(r)
 		for _, srv := range cfg.Servers {
-			// cairn's Raft IDs are node names.
 			out.Servers = append(out.Servers, raftServer{
-				ID: srv.ID, Node: srv.ID, Address: srv.Address,
+				ID: srv.ID, Node: cmp.Or(srv.Node, srv.ID), Address: srv.Address,
 				Leader: srv.Leader, ProtocolVersion: raftProtocolVersion, Voter: srv.Voter,
 				LastIndex: last[srv.ID],
 			})
@@ -249,4 +250,43 @@ func (s *Server) lastIndexes(r *http.Request) map[string]uint64 {
 		out[h.ID] = h.LastIndex
 	}
 	return out
+}
+
+// operatorRaftPeer serves DELETE /v1/operator/raft/peer?id=|?address=, as
+// Consul's: the leader removes that server from the Raft configuration.
+func (s *Server) operatorRaftPeer(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	_, hasID := q["id"]
+	_, hasAddr := q["address"]
+	switch {
+	case !hasID && !hasAddr:
+		return badRequest("id", "give ?id with the server's Raft ID or ?address with its IP:port")
+	case hasID && hasAddr:
+		return badRequest("id", "give only one of ?id and ?address")
+	}
+	args := &rpc.RaftRemovePeerRequest{WriteRequest: rpc.WriteRequest{Datacenter: q.Get("dc")}, ID: q.Get("id"), Address: q.Get("address")}
+	if err := s.door.RPC(r.Context(), rpc.MethodOperatorRaftRemovePeer, args, &rpc.RaftRemovePeerResponse{}); err != nil {
+		return fmt.Errorf("remove raft peer: %w", err)
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// transferLeader is the body of POST /v1/operator/raft/transfer-leader.
+type transferLeader struct {
+	Success bool
+}
+
+// operatorRaftTransferLeader serves POST
+// /v1/operator/raft/transfer-leader[?id=], as Consul's: the leader hands
+// leadership to the voter id, or to the one Raft picks.
+func (s *Server) operatorRaftTransferLeader(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	args := &rpc.RaftTransferLeaderRequest{WriteRequest: rpc.WriteRequest{Datacenter: q.Get("dc")}, ID: q.Get("id")}
+	var reply rpc.RaftTransferLeaderResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodOperatorRaftTransferLeader, args, &reply); err != nil {
+		return fmt.Errorf("transfer raft leadership: %w", err)
+	}
+	writeJSONPretty(w, r, transferLeader{Success: reply.Success})
+	return nil
 }

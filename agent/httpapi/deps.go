@@ -57,6 +57,10 @@ type Deps struct {
 	// Metrics is the agent's registry, gathered on each GET
 	// /v1/agent/metrics. nil: that endpoint is 404.
 	Metrics prometheus.Gatherer
+	// MetricName is the name a gathered series goes by in the JSON form
+	// of /v1/agent/metrics (Consul's dotted names for its aliases:
+	// telemetry.Registry.JSONName). nil: the series' own.
+	MetricName func(string) string
 	// Logs subscribes to the lines logged from now on at level or above,
 	// each ending in "\n", in the agent's text format or as JSON (not to
 	// be modified); a reader that falls behind loses lines and is told

@@ -109,6 +109,8 @@ func (s *Server) table() []route {
 		{"/v1/status/leader", s.statusLeader, Needs{get: public()}},
 		{"/v1/status/peers", s.statusPeers, Needs{get: public()}},
 		{"/v1/operator/raft/configuration", s.operatorRaftConfiguration, Needs{get: top("operator", "read")}},
+		{"/v1/operator/raft/peer", s.operatorRaftPeer, Needs{del: top("operator", "write")}},
+		{"/v1/operator/raft/transfer-leader", s.operatorRaftTransferLeader, Needs{post: top("operator", "write")}},
 		{"/v1/snapshot", s.snapshot, Needs{get: management(), put: management()}},                                                  // snapshot_endpoint.go
 		{"/v1/operator/autopilot/{what}", s.operatorAutopilot, Needs{get: top("operator", "read"), put: top("operator", "write")}}, // autopilot_endpoint.go
 		{"/v1/operator/keyring", s.operatorKeyring, Needs{ // keyring_endpoint.go

@@ -133,6 +133,9 @@ func translate(raw []byte, httpPort int) (*plan, error) {
 		// Consul's servers are the service "consul"; the suite looks them
 		// up by it.
 		"server_service_name": "consul",
+		// Consul's default: its gauges carry the host name
+		// (consul.<host>.runtime.alloc_bytes).
+		"telemetry": map[string]any{"disable_hostname": false},
 	}
 	setStr := func(key, v string) {
 		if v != "" {
