@@ -83,7 +83,9 @@ type cliStep struct {
 	token string
 	// bg starts the command in the background under that name (a watch,
 	// a monitor), which works once it has started; a later step with wait
-	// checks its output against want.
+	// checks its output against want. A wait step with args runs that
+	// command before each look, until the output comes: the way to know
+	// that a stream is attached.
 	bg, wait string
 	// do is an action of the test, not a command, named by args.
 	do func(*cliRun)
@@ -112,7 +114,7 @@ var consulCLISteps = []cliStep{
 	{expect: fails, at: "s1", args: "acl token clone -accessor-id $readerID -description copy", want: `Description:\s+copy`,
 		why: "no PUT /v1/acl/token/<id>/clone"},
 	{expect: fails, at: "s1", args: "acl role list", want: `^$`, why: "no /v1/acl/roles"},
-	{expect: fails, at: "c1", args: "acl set-agent-token agent $agent", want: `ACL token "agent" set successfully`,
+	{expect: works, at: "c1", args: "acl set-agent-token agent $agent", want: `ACL token "agent" set successfully`,
 		why: "no PUT /v1/agent/token/<kind>"},
 
 	{expect: works, at: "s1", args: "members", poll: true,
@@ -149,6 +151,7 @@ var consulCLISteps = []cliStep{
 
 	// The local agent: services, maintenance, reload, as monitor shows them.
 	{expect: works, at: "c1", args: "monitor", bg: "monitor"},
+	{expect: works, wait: "monitor", at: "c1", args: "join 127.0.0.1:$c1lan", want: `msg="joined through the API"`},
 	{expect: works, at: "c1", args: "watch -type service -service web cat", bg: "service-watch"},
 	{expect: works, at: "c1", args: "services register -name web -port 8080 -tag v1", want: `Registered service: web`},
 	{expect: works, wait: "monitor", want: `msg="service registered" .*service=web`},
@@ -171,8 +174,8 @@ var consulCLISteps = []cliStep{
 
 	// Events.
 	{expect: works, at: "c1", args: "watch -type event -name deploy cat", bg: "event-watch"},
-	{expect: fails, at: "c1", args: "event -name deploy", want: `Event ID: \S+`, why: "no PUT /v1/event/fire/<name>"},
-	{expect: fails, wait: "event-watch", want: `"Name":"deploy"`, why: "no /v1/event/list"},
+	{expect: works, at: "c1", args: "event -name deploy", want: `Event ID: \S+`, why: "no PUT /v1/event/fire/<name>"},
+	{expect: works, wait: "event-watch", want: `"Name":"deploy"`, why: "no /v1/event/list"},
 
 	// Snapshots: what is written after a save is gone after its restore.
 	{expect: works, at: "s1", args: "snapshot save $dir/backup.snap", want: `Saved and verified snapshot to index \d+`},
@@ -207,9 +210,9 @@ var consulCLISteps = []cliStep{
 	{expect: works, at: "s1", args: "members", poll: true, want: `(?m)^s3\s+127\.0\.0\.1:\d+\s+failed\s+server\s`},
 	{expect: fails, at: "s1", args: "operator raft remove-peer -address 127.0.0.1:$s3rpc", want: `Removed peer with address "127\.0\.0\.1:$s3rpc"`,
 		why: "no DELETE /v1/operator/raft/peer"},
-	{expect: fails, at: "s1", args: "force-leave s3", want: `^$`, why: "no PUT /v1/agent/force-leave/<node>"},
-	{expect: fails, at: "s1", args: "members", poll: true, want: `(?m)^s3\s+127\.0\.0\.1:\d+\s+left\s+server\s`,
-		why: "force-leave fails"},
+	{expect: works, at: "s1", args: "force-leave s3", want: `^$`, why: "no PUT /v1/agent/force-leave/<node>"},
+	{expect: works, at: "s1", args: "members", poll: true, want: `(?m)^s3\s+127\.0\.0\.1:\d+\s+left\s+server\s`,
+		why: "needs force-leave"},
 }
 
 // killS3 kills server s3 as a crash would.
@@ -495,6 +498,11 @@ func (r *cliRun) waitBG(s cliStep) error {
 	}
 	deadline := time.Now().Add(wait)
 	for {
+		if s.args != "" {
+			if err := r.run(cliStep{at: s.at, args: s.args}); err != nil {
+				return err
+			}
+		}
 		err := r.match(s.want, bg.out.String())
 		if err == nil {
 			return nil
@@ -507,6 +515,10 @@ func (r *cliRun) waitBG(s cliStep) error {
 		if time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(pollInterval)
+		if s.args != "" {
+			time.Sleep(250 * time.Millisecond) // between commands
+		} else {
+			time.Sleep(pollInterval)
+		}
 	}
 }
