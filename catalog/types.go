@@ -107,10 +107,19 @@ type Service struct {
 	// Consul's tags ("lan", "wan", "lan_ipv4", ...), kept and given out
 	// as Node.TaggedAddresses are.
 	TaggedAddresses map[string]ServiceAddress
-	// EnableTagOverride lets tools other than the registering agent change
-	// the service's tags (Consul's flag of that name). The catalog keeps
-	// it and gives it out; it is the registering agent's to honour.
+	// EnableTagOverride lets the catalog's tags win over the registering
+	// agent's: anti-entropy adopts tags changed in the catalog instead of
+	// writing its own back (Consul's).
 	EnableTagOverride bool
+	// SocketPath is the unix socket the service listens on, kept and given
+	// out for clients that dial it; DNS answers with Address and Port.
+	SocketPath string
+	// Ports are the service's named ports (Consul's multi-port services);
+	// at most one is the Default. Kept and given out; SRV answers use Port.
+	Ports []ServicePort
+	// Locality is where the instance runs (cloud region and zone), kept
+	// and given out.
+	Locality *Locality
 	// Kind is Consul's kind of service: "" for a typical one, or one of
 	// its service mesh's ("connect-proxy", "mesh-gateway", ...). Kept and
 	// given out; cairn has no service mesh and answers them as any other.
@@ -120,6 +129,19 @@ type Service struct {
 	// given back unread; nil when none. Never modified in place.
 	Proxy []byte
 	RaftIndex
+}
+
+// ServicePort is one of a service's named ports.
+type ServicePort struct {
+	Name    string
+	Port    int
+	Default bool
+}
+
+// Locality is a region and a zone within it.
+type Locality struct {
+	Region string
+	Zone   string
 }
 
 // CheckTypeMaintenance is the Type of the check that puts a node or a

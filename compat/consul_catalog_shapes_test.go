@@ -70,12 +70,14 @@ func TestConsulClientCatalogRegisterShapes(t *testing.T) {
 	}
 
 	tagged := &consul.CatalogRegistration{Node: "bar", Address: "192.0.2.3",
-		Service: &consul.AgentService{ID: "redis1", Service: "redis", Port: 8000, EnableTagOverride: true}}
+		Service: &consul.AgentService{ID: "redis1", Service: "redis", Port: 8000, EnableTagOverride: true,
+			SocketPath: "/run/redis.sock", Locality: &consul.Locality{Region: "us-west-1", Zone: "us-west-1a"}}}
 	if _, err := cat.Register(tagged, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, err := cat.Node("bar", nil); err != nil || !n.Services["redis1"].EnableTagOverride {
-		t.Errorf("catalog node bar: EnableTagOverride not read back (%v)", err)
+	if n, _, err := cat.Node("bar", nil); err != nil || !n.Services["redis1"].EnableTagOverride ||
+		n.Services["redis1"].SocketPath != "/run/redis.sock" || !reflect.DeepEqual(n.Services["redis1"].Locality, tagged.Service.Locality) {
+		t.Errorf("catalog node bar: EnableTagOverride, SocketPath or Locality not read back (%v)", err)
 	}
 	insts, _, err := cat.Service("redis", "", &consul.QueryOptions{Filter: `Node == "bar"`})
 	if err != nil || len(insts) != 1 || !insts[0].ServiceEnableTagOverride {

@@ -45,7 +45,10 @@ type catalogService struct {
 	ServiceMeta              map[string]string
 	ServiceWeights           weights
 	ServiceEnableTagOverride bool
-	ServiceProxy             json.RawMessage `json:",omitempty"`
+	ServicePorts             []catalog.ServicePort `json:",omitempty"`
+	ServiceSocketPath        string                `json:",omitempty"`
+	ServiceLocality          *catalog.Locality     `json:",omitempty"`
+	ServiceProxy             json.RawMessage       `json:",omitempty"`
 	CreateIndex              uint64
 	ModifyIndex              uint64
 }
@@ -162,7 +165,8 @@ func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
 		ServiceAddress: svc.Address, ServiceTaggedAddresses: svc.TaggedAddresses,
 		ServicePort: svc.Port, ServiceMeta: nonNilMap(svc.Meta),
 		ServiceWeights:           weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
-		ServiceEnableTagOverride: svc.EnableTagOverride, ServiceKind: svc.Kind, ServiceProxy: svc.Proxy,
+		ServiceEnableTagOverride: svc.EnableTagOverride, ServicePorts: svc.Ports,
+		ServiceSocketPath: svc.SocketPath, ServiceLocality: svc.Locality, ServiceKind: svc.Kind, ServiceProxy: svc.Proxy,
 		CreateIndex: svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
 	}
 }

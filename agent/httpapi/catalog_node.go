@@ -117,6 +117,9 @@ type registrationService struct {
 	TaggedAddresses   map[string]catalog.ServiceAddress
 	Weights           *weights
 	EnableTagOverride bool
+	SocketPath        string
+	Ports             []catalog.ServicePort
+	Locality          *catalog.Locality
 	Kind              string
 	// Proxy is kept as sent and given back (catalog.Service.Proxy).
 	Proxy json.RawMessage
@@ -155,7 +158,8 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
-			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride, Kind: sv.Kind}
+			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride, SocketPath: sv.SocketPath,
+			Ports: sv.Ports, Locality: sv.Locality, Kind: sv.Kind}
 		if p := sv.Proxy; len(p) > 0 && string(p) != "null" {
 			svc.Proxy = p
 		}
@@ -187,8 +191,12 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 		if chk.Status == "" {
 			chk.Status = catalog.HealthCritical
 		}
+		// Each names the other when one is missing, as in Consul.
 		if chk.Name == "" {
 			chk.Name = chk.CheckID
+		}
+		if chk.CheckID == "" {
+			chk.CheckID = chk.Name
 		}
 		req.Checks = append(req.Checks, chk)
 	}

@@ -52,12 +52,15 @@ type entryService struct {
 	Tags              []string
 	Meta              map[string]string
 	Port              int
+	Ports             []catalog.ServicePort `json:",omitempty"`
 	Address           string
+	SocketPath        string                            `json:",omitempty"`
 	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
 	Weights           weights
 	EnableTagOverride bool
 	Proxy             json.RawMessage `json:",omitempty"`
 	Datacenter        string
+	Locality          *catalog.Locality `json:",omitempty"`
 	CreateIndex       uint64
 	ModifyIndex       uint64
 }
@@ -112,9 +115,10 @@ func toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
 func toEntryService(sv *catalog.Service, dc string) *entryService {
 	return &entryService{
 		ID: sv.ID, Service: sv.Service, Tags: nonNil(sv.Tags), Meta: nonNilMap(sv.Meta),
-		Port: sv.Port, Address: sv.Address, TaggedAddresses: sv.TaggedAddresses,
+		Port: sv.Port, Ports: sv.Ports, Address: sv.Address, SocketPath: sv.SocketPath,
+		TaggedAddresses:   sv.TaggedAddresses,
 		Weights:           weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
-		EnableTagOverride: sv.EnableTagOverride, Kind: sv.Kind, Proxy: sv.Proxy,
+		EnableTagOverride: sv.EnableTagOverride, Locality: sv.Locality, Kind: sv.Kind, Proxy: sv.Proxy,
 		Datacenter: dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
 	}
 }
