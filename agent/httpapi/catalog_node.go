@@ -103,6 +103,7 @@ type catalogRegistration struct {
 	Check           *registrationCheck
 	Checks          []*registrationCheck
 	SkipNodeUpdate  bool
+	Locality        *catalog.Locality
 }
 
 // registrationService is the service of a catalogRegistration (Consul's
@@ -154,7 +155,7 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	req := &catalog.RegisterRequest{
 		ID: body.ID, Node: body.Node, Address: body.Address, NodeMeta: body.NodeMeta,
-		TaggedAddresses: body.TaggedAddresses, SkipNodeUpdate: body.SkipNodeUpdate,
+		TaggedAddresses: body.TaggedAddresses, SkipNodeUpdate: body.SkipNodeUpdate, Locality: body.Locality,
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
