@@ -10,8 +10,9 @@ type RegisterRequest struct {
 	NodeMeta   map[string]string
 	// TaggedAddresses are the node's (Node.TaggedAddresses).
 	TaggedAddresses map[string]string
-	Service         *Service // optional
-	Checks          []*Check // optional; Node is filled in from the request
+	Locality        *Locality // the node's (Node.Locality)
+	Service         *Service  // optional
+	Checks          []*Check  // optional; Node is filled in from the request
 	// SkipNodeUpdate leaves an existing node row as it is (used when an
 	// agent re-syncs its services and must not overwrite fresher node data).
 	SkipNodeUpdate bool

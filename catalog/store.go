@@ -116,7 +116,7 @@ func registerTxn(tx *memdb.Txn, idx uint64, at time.Time, req *RegisterRequest) 
 		return fmt.Errorf("node %q: %w", req.Node, ErrNotFound)
 	default:
 		n := &Node{ID: req.ID, Node: req.Node, Address: req.Address, Datacenter: req.Datacenter, Meta: maps.Clone(req.NodeMeta),
-			TaggedAddresses: maps.Clone(req.TaggedAddresses)}
+			TaggedAddresses: maps.Clone(req.TaggedAddresses), Locality: cloneLocality(req.Locality)}
 		if existing == nil || !sameNode(existing, n) {
 			n.CreateIndex, n.ModifyIndex = idx, idx
 			if existing != nil {
@@ -145,7 +145,8 @@ func registerTxn(tx *memdb.Txn, idx uint64, at time.Time, req *RegisterRequest) 
 
 func sameNode(a, b *Node) bool {
 	return a.ID == b.ID && a.Node == b.Node && a.Address == b.Address &&
-		a.Datacenter == b.Datacenter && maps.Equal(a.Meta, b.Meta) && maps.Equal(a.TaggedAddresses, b.TaggedAddresses)
+		a.Datacenter == b.Datacenter && maps.Equal(a.Meta, b.Meta) && maps.Equal(a.TaggedAddresses, b.TaggedAddresses) &&
+		sameLocality(a.Locality, b.Locality)
 }
 
 // SameAs reports whether two services are registered with the same fields,
@@ -159,6 +160,9 @@ func sameService(a, b *Service) bool {
 		a.SocketPath == b.SocketPath && slices.Equal(a.Ports, b.Ports) && sameLocality(a.Locality, b.Locality) &&
 		a.Kind == b.Kind && bytes.Equal(a.Proxy, b.Proxy)
 }
+
+// SameLocality reports whether a and b are the same place (nil: none).
+func SameLocality(a, b *Locality) bool { return sameLocality(a, b) }
 
 func sameLocality(a, b *Locality) bool {
 	if a == nil || b == nil {
@@ -174,11 +178,16 @@ func (s *Service) Clone() *Service {
 	cp.Meta = maps.Clone(s.Meta)
 	cp.TaggedAddresses = maps.Clone(s.TaggedAddresses)
 	cp.Ports = slices.Clone(s.Ports)
-	cp.Proxy = bytes.Clone(s.Proxy)
-	if s.Locality != nil {
-		l := *s.Locality
-		cp.Locality = &l
+	cp.Proxy = slices.Clone(s.Proxy)
+	cp.Locality = cloneLocality(s.Locality)
+	return &cp
+}
+
+func cloneLocality(l *Locality) *Locality {
+	if l == nil {
+		return nil
 	}
+	cp := *l
 	return &cp
 }
 

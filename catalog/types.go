@@ -74,6 +74,8 @@ type Node struct {
 	// Consul's tags ("lan", "wan", "lan_ipv4", ...). The catalog keeps
 	// and gives them out; it answers DNS with Address.
 	TaggedAddresses map[string]string
+	// Locality is where the node runs (Consul's), kept and given out.
+	Locality *Locality
 	RaftIndex
 }
 

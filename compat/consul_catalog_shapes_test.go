@@ -31,12 +31,13 @@ func TestConsulClientCatalogRegisterShapes(t *testing.T) {
 	if err != nil || n == nil || n.Services["redisV1"] == nil {
 		t.Fatalf("node foo: got %+v, %v; want it created with redisV1", n, err)
 	}
+	loc := &consul.Locality{Region: "us-west-1", Zone: "us-west-1a"}
 	if _, err := cat.Register(&consul.CatalogRegistration{Node: "foo", Address: "127.0.0.2",
-		NodeMeta: map[string]string{"env": "production"}}, nil); err != nil {
+		NodeMeta: map[string]string{"env": "production"}, Locality: loc}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, _ := cat.Node("foo", nil); n.Node.Address != "127.0.0.2" || len(n.Services) != 1 {
-		t.Errorf("node foo after its own registration: got %+v, want 127.0.0.2 with redisV1 kept", n.Node)
+	if n, _, _ := cat.Node("foo", nil); n.Node.Address != "127.0.0.2" || len(n.Services) != 1 || !reflect.DeepEqual(n.Node.Locality, loc) {
+		t.Errorf("node foo after its own registration: got %+v, want 127.0.0.2 in %+v with redisV1 kept", n.Node, loc)
 	}
 
 	self, err := c.Agent().NodeName()
@@ -70,12 +71,14 @@ func TestConsulClientCatalogRegisterShapes(t *testing.T) {
 	}
 
 	tagged := &consul.CatalogRegistration{Node: "bar", Address: "192.0.2.3",
-		Service: &consul.AgentService{ID: "redis1", Service: "redis", Port: 8000, EnableTagOverride: true}}
+		Service: &consul.AgentService{ID: "redis1", Service: "redis", Port: 8000, EnableTagOverride: true,
+			SocketPath: "/run/redis.sock", Locality: &consul.Locality{Region: "us-west-1", Zone: "us-west-1a"}}}
 	if _, err := cat.Register(tagged, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, err := cat.Node("bar", nil); err != nil || !n.Services["redis1"].EnableTagOverride {
-		t.Errorf("catalog node bar: EnableTagOverride not read back (%v)", err)
+	if n, _, err := cat.Node("bar", nil); err != nil || !n.Services["redis1"].EnableTagOverride ||
+		n.Services["redis1"].SocketPath != "/run/redis.sock" || !reflect.DeepEqual(n.Services["redis1"].Locality, tagged.Service.Locality) {
+		t.Errorf("catalog node bar: EnableTagOverride, SocketPath or Locality not read back (%v)", err)
 	}
 	insts, _, err := cat.Service("redis", "", &consul.QueryOptions{Filter: `Node == "bar"`})
 	if err != nil || len(insts) != 1 || !insts[0].ServiceEnableTagOverride {

@@ -33,7 +33,7 @@ func (c *Catalog) authorizeRegister(authz authorizer, reg *catalog.RegisterReque
 	}
 	nodeChanges := node == nil || (!reg.SkipNodeUpdate &&
 		(node.Address != reg.Address || node.ID != reg.ID || !maps.Equal(node.Meta, reg.NodeMeta) ||
-			!maps.Equal(node.TaggedAddresses, reg.TaggedAddresses)))
+			!maps.Equal(node.TaggedAddresses, reg.TaggedAddresses) || !catalog.SameLocality(node.Locality, reg.Locality)))
 	if nodeChanges && !authz.NodeWrite(reg.Node) {
 		return denied("node", "write", reg.Node)
 	}

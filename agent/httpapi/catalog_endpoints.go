@@ -22,6 +22,7 @@ type node struct {
 	Datacenter      string
 	TaggedAddresses map[string]string
 	Meta            map[string]string
+	Locality        *catalog.Locality `json:",omitempty"`
 	CreateIndex     uint64
 	ModifyIndex     uint64
 }
@@ -57,7 +58,7 @@ func toNode(n *catalog.Node) *node {
 	return &node{
 		ID: n.ID, Node: n.Node, Address: n.Address, Datacenter: n.Datacenter,
 		TaggedAddresses: nonNilMap(n.TaggedAddresses),
-		Meta:            nonNilMap(n.Meta), CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
+		Meta:            nonNilMap(n.Meta), Locality: n.Locality, CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
 	}
 }
 
@@ -166,8 +167,7 @@ func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
 		ServicePort: svc.Port, ServiceMeta: nonNilMap(svc.Meta),
 		ServiceWeights:           weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
 		ServiceEnableTagOverride: svc.EnableTagOverride, ServicePorts: svc.Ports,
-		ServiceSocketPath: svc.SocketPath, ServiceLocality: svc.Locality,
-		ServiceKind: svc.Kind, ServiceProxy: svc.Proxy,
+		ServiceSocketPath: svc.SocketPath, ServiceLocality: svc.Locality, ServiceKind: svc.Kind, ServiceProxy: svc.Proxy,
 		CreateIndex: svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
 	}
 }

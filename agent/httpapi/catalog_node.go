@@ -111,6 +111,7 @@ type catalogRegistration struct {
 	Check           *registrationCheck
 	Checks          []*registrationCheck
 	SkipNodeUpdate  bool
+	Locality        *catalog.Locality
 }
 
 // registrationService is the service of a catalogRegistration (Consul's
@@ -125,6 +126,9 @@ type registrationService struct {
 	TaggedAddresses   map[string]catalog.ServiceAddress
 	Weights           *weights
 	EnableTagOverride bool
+	SocketPath        string
+	Ports             []catalog.ServicePort
+	Locality          *catalog.Locality
 	Kind              string
 	// Proxy is kept as sent and given back (catalog.Service.Proxy).
 	Proxy json.RawMessage
@@ -159,11 +163,12 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	req := &catalog.RegisterRequest{
 		ID: body.ID, Node: body.Node, Address: body.Address, NodeMeta: body.NodeMeta,
-		TaggedAddresses: body.TaggedAddresses, SkipNodeUpdate: body.SkipNodeUpdate,
+		TaggedAddresses: body.TaggedAddresses, SkipNodeUpdate: body.SkipNodeUpdate, Locality: body.Locality,
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
-			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride, Kind: sv.Kind}
+			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride, SocketPath: sv.SocketPath,
+			Ports: sv.Ports, Locality: sv.Locality, Kind: sv.Kind}
 		if p := sv.Proxy; len(p) > 0 && string(p) != "null" {
 			svc.Proxy = p
 		}
