@@ -147,8 +147,8 @@ func TestParseErrors(t *testing.T) {
 			`acl: acl: policy "manage" is not one of read, write, deny`},
 		{"unknown resource", `servce "web" { policy = "read" }`,
 			`acl: servce: unknown resource`},
-		{"unknown resource json", `{"event": {"": {"policy": "read"}}}`,
-			`acl: event: unknown resource`},
+		{"unknown resource json", `{"intention": {"": {"policy": "read"}}}`,
+			`acl: intention: unknown resource`},
 		{"unknown key", `service "web" { polcy = "read" }`,
 			`acl: service "web": unknown key "polcy"`},
 		{"intentions outside service", `node "n" { policy = "read"

@@ -193,7 +193,7 @@ func makeFixtures(t *testing.T, a *agent.Agent, node string) fixtures {
 // path fills rt's pattern with the names of existing objects.
 func (fx fixtures) path(pattern string) string {
 	ids := []struct{ prefix, id string }{
-		{"/v1/agent/service/", "web1"}, {"/v1/agent/check/", "web-ttl"}, {"/v1/query/", fx.query},
+		{"/v1/agent/service/", "web1"}, {"/v1/agent/health/service/id/", "web1"}, {"/v1/agent/check/", "web-ttl"}, {"/v1/query/", fx.query},
 		{"/v1/session/", fx.session}, {"/v1/acl/policy/", fx.policy}, {"/v1/acl/token/", fx.token}, {"/v1/acl/role/", fx.role},
 	}
 	id := ""

@@ -22,7 +22,7 @@ func Crash(ctx context.Context, a *Agent) error {
 // external registration (a node no agent runs on) would be: tests use it
 // for catalog contents neither the leader nor anti-entropy manage.
 func RegisterInCatalog(ctx context.Context, a *Agent, req *catalog.RegisterRequest) error {
-	return local.NewRPCCatalog(a.door, a.cfg.Datacenter, "").Register(ctx, req)
+	return local.NewRPCCatalog(a.door, a.cfg.Datacenter, func() string { return "" }).Register(ctx, req)
 }
 
 // RaftTerm returns the Raft term of a server agent.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/agent/httpapi"
+	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -21,9 +22,9 @@ import (
 func (a *Agent) cachedInstances(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
 	tok := acl.TokenFromContext(ctx)
 	if tok == "" {
-		tok = a.cfg.ACL.Tokens.Default
+		tok = a.tokens.Get(tokens.Default)
 	}
-	if tok != a.cfg.ACL.DNSToken() {
+	if tok != a.tokens.DNSToken() {
 		var reply rpc.ServiceInstancesResponse
 		args := &rpc.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}, Service: name, Tag: tag}
 		err := a.door.RPC(ctx, rpc.MethodCatalogServiceInstances, args, &reply)

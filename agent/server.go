@@ -12,6 +12,7 @@ import (
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/pools"
+	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -56,7 +57,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.rpcServer = rs
-	a.door = door.WithToken(door.NewServer(rs), a.cfg.ACL.Tokens.Default)
+	a.door = door.WithToken(door.NewServer(rs), a.tokens.Func(tokens.Default))
 	rpcAddr := rs.RaftLayer().Addr().String()
 	if a.rpcPool, err = a.newRPCPool(); err != nil {
 		return err

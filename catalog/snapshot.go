@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 )
@@ -125,7 +127,20 @@ func (s *Store) Restore(d *Dump) error {
 			return fmt.Errorf("restore service %q: %w", ds.Service.ID, err)
 		}
 	}
+	// Snapshots written before checks carried ServiceTags lack them: they
+	// are the services' tags, set here as the store sets them.
+	tags := make(map[[2]string][]string, len(d.Services))
+	for _, ds := range d.Services {
+		tags[[2]string{strings.ToLower(ds.Node), ds.Service.ID}] = ds.Service.Tags
+	}
 	for _, c := range d.Checks {
+		if c.ServiceID != "" {
+			if t := tags[[2]string{strings.ToLower(c.Node), c.ServiceID}]; !slices.Equal(t, c.ServiceTags) {
+				cp := *c
+				cp.ServiceTags = t
+				c = &cp
+			}
+		}
 		if err := tx.Insert(tableChecks, newCheckRow(c)); err != nil {
 			return fmt.Errorf("restore check %q: %w", c.CheckID, err)
 		}

@@ -187,6 +187,7 @@ func (c *Catalog) Register(ctx context.Context, args *rpc.RegisterRequest, _ *st
 	if err := c.checkNodeOwner(reg); err != nil {
 		return err
 	}
+	reg.CreateMissingNode = true
 	return c.srv.Register(withWriteID(ctx, args.RequestID), reg)
 }
 

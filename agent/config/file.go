@@ -60,6 +60,7 @@ type fileConfig struct {
 	fileCoordinateKeys `hcl:",squash"` // coordinates.go
 	fileGossipKeys     `hcl:",squash"` // gossip.go
 	fileServiceKeys    `hcl:",squash"` // services.go
+	fileAddressKeys    `hcl:",squash"` // addresses.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -207,6 +208,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	if err := fc.fileServiceKeys.apply(c); err != nil {
 		return err
 	}
+	fc.fileAddressKeys.apply(c)
 	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
 		c.NodeMeta = fc.NodeMeta

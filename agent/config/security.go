@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -55,6 +56,26 @@ type ACL struct {
 	// Raft log or backup holds no working token; a secret is shown once,
 	// when its token is made (and to its own holder).
 	TokensSecretReadable bool
+	// EnableTokenPersistence keeps the tokens set through PUT
+	// /v1/agent/token/<kind> in <data_dir>/acl-tokens.json, where they
+	// replace the configured ones at the next start
+	// (acl.enable_token_persistence, Consul's). Default false: a restart
+	// goes back to the configured tokens.
+	EnableTokenPersistence bool
+}
+
+// TokenMap is the configured tokens by their kind (package agent/tokens).
+func (a ACL) TokenMap() map[string]string {
+	return map[string]string{"default": a.Tokens.Default, "agent": a.Tokens.Agent, "dns": a.Tokens.DNS}
+}
+
+// TokenFile is where tokens set at runtime persist in dataDir; "" when
+// they do not.
+func (a ACL) TokenFile(dataDir string) string {
+	if !a.EnableTokenPersistence || dataDir == "" {
+		return ""
+	}
+	return filepath.Join(dataDir, "acl-tokens.json")
 }
 
 // ACLTokens are the tokens an agent is configured with.
@@ -95,22 +116,6 @@ func DefaultACL() ACL {
 		EnableTokenReplication: true, DownPolicy: "extend-cache"}
 }
 
-// AgentToken is the token the agent writes its own node and services with.
-func (a ACL) AgentToken() string {
-	if a.Tokens.Agent != "" {
-		return a.Tokens.Agent
-	}
-	return a.Tokens.Default
-}
-
-// DNSToken is the token the agent answers DNS with.
-func (a ACL) DNSToken() string {
-	if a.Tokens.DNS != "" {
-		return a.Tokens.DNS
-	}
-	return a.Tokens.Default
-}
-
 // fileACL is the acl block of a config file.
 type fileACL struct {
 	Enabled       *bool          `hcl:"enabled"`
@@ -124,6 +129,7 @@ type fileACL struct {
 	EnableTokenReplication *bool   `hcl:"enable_token_replication"`
 	DownPolicy             *string `hcl:"down_policy"`
 	TokensSecretReadable   *bool   `hcl:"tokens_secret_readable"`
+	Persistence            *bool   `hcl:"enable_token_persistence"`
 }
 
 type fileACLTokens struct {
@@ -141,6 +147,7 @@ func (f *fileACL) apply(a *ACL) error {
 	setIf(&a.EnableTokenReplication, f.EnableTokenReplication)
 	setIf(&a.DownPolicy, f.DownPolicy)
 	setIf(&a.TokensSecretReadable, f.TokensSecretReadable)
+	setIf(&a.EnableTokenPersistence, f.Persistence)
 	for _, d := range []struct {
 		field string
 		in    *string

@@ -98,14 +98,18 @@ func (s *Server) agentMembers(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		members = s.cluster.Members()
 	}
-	out := make([]agentMember, 0, len(members))
+	out := make([]*agentMember, 0, len(members))
 	for _, m := range members {
 		// Consul filters members by node:read on their node name.
 		if authz == nil || authz.NodeRead(strings.TrimSuffix(m.Name, "."+m.Datacenter)) {
-			out = append(out, toAgentMember(m))
+			am := toAgentMember(m)
+			out = append(out, &am)
 		}
 	}
-	slices.SortFunc(out, func(a, b agentMember) int { return cmp.Compare(a.Name, b.Name) })
+	if out, err = applyFilter(r, out); err != nil {
+		return err
+	}
+	slices.SortFunc(out, func(a, b *agentMember) int { return cmp.Compare(a.Name, b.Name) })
 	writeJSONPretty(w, r, out)
 	return nil
 }
@@ -193,8 +197,23 @@ func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// agentForceLeave answers PUT /v1/agent/force-leave/<node>[?prune][?wan]
+// (operator:write, as Consul's): a failed member is made to have left, so
+// nobody reconnects to it and the leader deregisters its node.
+func (s *Server) agentForceLeave(w http.ResponseWriter, r *http.Request) error {
+	node := r.PathValue("node")
+	if node == "" {
+		return badRequest("node", "is required in the path: /v1/agent/force-leave/<node>")
+	}
+	if err := s.cluster.ForceLeave(r.Context(), node, boolParam(r, "prune"), boolParam(r, "wan")); err != nil {
+		return fmt.Errorf("force-leave %s: %w", node, err)
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
 func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) error {
-	cfg, err := s.raftConfiguration(r.Context()) // catalog_endpoints.go
+	cfg, err := s.raftConfiguration(r.Context(), dcParam(r, "")) // catalog_endpoints.go
 	if err != nil {
 		return fmt.Errorf("read raft configuration: %w", err)
 	}

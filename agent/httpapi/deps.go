@@ -68,6 +68,12 @@ type Deps struct {
 	// server), every value a string, as `consul info` prints them. nil:
 	// none of those.
 	Stats func() map[string]map[string]string
+	// Tokens are the agent's own tokens, set by PUT
+	// /v1/agent/token/<kind>. nil: that endpoint is 404.
+	Tokens AgentTokens
+	// Events is the agent's last user events, for GET /v1/event/list.
+	// nil: that endpoint is 404.
+	Events Events
 	// Reload re-reads the configuration the agent was started with and
 	// applies what can change without a restart; a bad configuration is a
 	// *catalog.FieldError naming the field, and changes nothing. nil: PUT

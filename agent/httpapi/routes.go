@@ -67,6 +67,17 @@ func (s *Server) table() []route {
 		{"/v1/agent/metrics", s.agentMetrics, Needs{get: onNode("agent", "read")}},
 		{"/v1/agent/monitor", s.agentMonitor, Needs{get: onNode("agent", "read")}},                                   // monitor_endpoint.go
 		{"/debug/pprof/{name...}", s.debugPprof, Needs{get: top("operator", "read"), post: top("operator", "read")}}, // debug_endpoint.go
+
+		// force-leave: cluster_endpoints.go; health and host: agent_health.go;
+		// events: event_endpoints.go.
+		{"/v1/agent/force-leave/{node}", s.agentForceLeave, Needs{put: top("operator", "write")}},
+		{"/v1/agent/health/service/id/{id}", s.agentHealthServiceByID, Needs{get: inRequest("service", "read")}},
+		{"/v1/agent/health/service/name/{name}", s.agentHealthServiceByName, Needs{get: onPath("service", "read", "name")}},
+		{"/v1/agent/host", s.agentHost, Needs{get: top("operator", "read")}},
+		{"/v1/event/fire/{name}", s.eventFire, Needs{put: onPath("event", "write", "name")}},
+		{"/v1/event/list", s.eventList, Needs{get: filtered("event")}},
+		{"/v1/agent/token/{kind}", s.agentToken, Needs{put: top("acl", "write")}}, // agent_token.go
+
 		{"/v1/catalog/services", s.catalogServices, Needs{get: filtered("service")}},
 		{"/v1/catalog/service/{name}", s.catalogService, Needs{get: filtered("service,node")}},
 		{"/v1/catalog/nodes", s.catalogNodes, Needs{get: filtered("node")}},

@@ -12,14 +12,13 @@ import (
 	"github.com/cairndns/cairn/catalog"
 )
 
-// Maintenance mode is a check of its own, as in Consul: in state
-// maintenance it keeps the service (or every service of the node) out of
+// Maintenance mode is a check of its own, as in Consul: critical, of Type
+// maintenance, it keeps the service (or every service of the node) out of
 // DNS answers without deregistering anything, and removing it brings them
 // back.
 const (
 	nodeMaintenanceID        = catalog.NodeMaintenanceCheckID
 	serviceMaintenancePrefix = catalog.ServiceMaintenancePrefix
-	typeMaintenance          = "maintenance"
 	defaultMaintenanceReason = "Maintenance mode is enabled; no reason was given"
 )
 
@@ -43,6 +42,9 @@ func (s *State) loadChecks() error {
 			s.logger.Warn("dropping a persisted check with a reserved ID", "check", c.CheckID, "service", c.ServiceID, "err", err)
 			_ = s.checkDir.remove(c.CheckID)
 			continue
+		}
+		if c.Type == catalog.CheckTypeMaintenance {
+			c.Status = catalog.HealthCritical // persisted by an older release as "maintenance"
 		}
 		e := &checkEntry{def: pc.Definition, check: c}
 		e.check.Node = s.cfg.NodeName
@@ -364,7 +366,7 @@ func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool
 	if reason == "" {
 		reason = defaultMaintenanceReason
 	}
-	c.Node, c.Status, c.Notes, c.Type = s.cfg.NodeName, catalog.HealthMaintenance, reason, typeMaintenance
+	c.Node, c.Status, c.Notes, c.Type = s.cfg.NodeName, catalog.HealthCritical, reason, catalog.CheckTypeMaintenance
 	err := s.pushStates(ctx, c.ServiceID, []*catalog.Check{&c})
 	if refused(err) {
 		return fmt.Errorf("set maintenance: %w", err)

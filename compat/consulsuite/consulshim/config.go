@@ -90,8 +90,12 @@ type plan struct {
 	// cairn is cairn's config file, as JSON.
 	cairn map[string]any
 	// frontAddr is the address testutil expects the HTTP API on ("" when
-	// HTTP is off or asked for on a unix socket, which cairn has not).
+	// HTTP is off); a unix socket's path with frontUnix.
 	frontAddr string
+	frontUnix bool
+	// cairnUnix is the path of the unix socket cairn's own HTTP API
+	// listens on behind a front on a unix socket; "" for TCP.
+	cairnUnix string
 	// fakeCARoots answers testutil's wait for Connect's CA (cairn has no
 	// Connect) the first time it is asked.
 	fakeCARoots bool
@@ -205,8 +209,11 @@ func (p *plan) ports(tc *testutilConfig, c map[string]any, httpPort int) error {
 	case tc.Ports.HTTP < 0:
 		out["http"] = -1
 	case strings.HasPrefix(http, "unix://"):
-		// Not faked by the front: cairn serves no unix socket.
-		p.notes = append(p.notes, "addresses.http "+http+": cairn serves HTTP on TCP only; nothing listens there")
+		// cairn serves its API on a socket beside the one testutil
+		// dials, where the front listens.
+		p.frontAddr, p.frontUnix = strings.TrimPrefix(http, "unix://"), true
+		p.cairnUnix = p.frontAddr + ".cairn"
+		c["addresses"] = map[string]any{"http": "unix://" + p.cairnUnix}
 		out["http"] = httpPort
 	default:
 		host := "127.0.0.1"

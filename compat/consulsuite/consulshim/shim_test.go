@@ -65,8 +65,13 @@ func TestTranslateUnixSocketAndTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.frontAddr != "" {
-		t.Errorf("frontAddr: got %q, want none (cairn has no unix socket, and the front does not stand in for one)", p.frontAddr)
+	if p.frontAddr != "/tmp/x/consul.sock" || !p.frontUnix {
+		t.Errorf("front: got %q (unix %v), want the socket testutil dials", p.frontAddr, p.frontUnix)
+	}
+	// cairn serves its own socket, behind the front (which fakes the CA
+	// roots testutil waits for).
+	if got := p.cairn["addresses"].(map[string]any)["http"]; got != "unix:///tmp/x/consul.sock.cairn" {
+		t.Errorf("cairn's addresses.http: got %v, want its own socket beside testutil's", got)
 	}
 	https := p.cairn["tls"].(map[string]any)["https"].(map[string]any)
 	if https["cert_file"] != "s.crt" || https["verify_incoming"] != true {
@@ -94,7 +99,7 @@ func TestFront(t *testing.T) {
 	}))
 	defer backend.Close()
 	p := &plan{tokens: map[string]string{"root": "0e5f1a2b-0000-4000-8000-000000000001"}, fakeCARoots: true}
-	f := newFront(strings.TrimPrefix(backend.URL, "http://"), p, make(chan struct{}), slog.New(slog.DiscardHandler))
+	f := newFront("tcp", strings.TrimPrefix(backend.URL, "http://"), p, make(chan struct{}), slog.New(slog.DiscardHandler))
 	front := httptest.NewServer(f)
 	defer front.Close()
 
@@ -145,7 +150,7 @@ func TestFrontCairnExited(t *testing.T) {
 	ln.Close() // nothing listens there now
 	exited := make(chan struct{})
 	close(exited)
-	front := httptest.NewServer(newFront(addr, &plan{}, exited, slog.New(slog.DiscardHandler)))
+	front := httptest.NewServer(newFront("tcp", addr, &plan{}, exited, slog.New(slog.DiscardHandler)))
 	defer front.Close()
 	resp, err := http.Get(front.URL + "/v1/status/leader")
 	if err != nil {
