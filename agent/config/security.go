@@ -31,7 +31,12 @@ type ACL struct {
 	TokenMaxExpirationTTL time.Duration
 	// Tokens are the agent's own tokens (acl.tokens).
 	Tokens ACLTokens
-
+	// EnableTokenPersistence keeps the tokens set through PUT
+	// /v1/agent/token/<kind> in <data_dir>/acl-tokens.json, where they
+	// replace the configured ones at the next start
+	// (acl.enable_token_persistence, Consul's). Default false: a restart
+	// goes back to the configured tokens.
+	EnableTokenPersistence bool
 	// PrimaryDatacenter is the datacenter that holds the policies, roles
 	// and global tokens, which every other one replicates
 	// (primary_datacenter, Consul's top-level key; acl.primary_datacenter
@@ -56,12 +61,6 @@ type ACL struct {
 	// Raft log or backup holds no working token; a secret is shown once,
 	// when its token is made (and to its own holder).
 	TokensSecretReadable bool
-	// EnableTokenPersistence keeps the tokens set through PUT
-	// /v1/agent/token/<kind> in <data_dir>/acl-tokens.json, where they
-	// replace the configured ones at the next start
-	// (acl.enable_token_persistence, Consul's). Default false: a restart
-	// goes back to the configured tokens.
-	EnableTokenPersistence bool
 }
 
 // TokenMap is the configured tokens by their kind (package agent/tokens).
@@ -118,18 +117,17 @@ func DefaultACL() ACL {
 
 // fileACL is the acl block of a config file.
 type fileACL struct {
-	Enabled       *bool          `hcl:"enabled"`
-	DefaultPolicy *string        `hcl:"default_policy"`
-	TokenTTL      *string        `hcl:"token_ttl"`
-	TokenMinTTL   *string        `hcl:"token_min_expiration_ttl"`
-	TokenMaxTTL   *string        `hcl:"token_max_expiration_ttl"`
-	Tokens        *fileACLTokens `hcl:"tokens"`
-
-	PrimaryDatacenter      *string `hcl:"primary_datacenter"`
-	EnableTokenReplication *bool   `hcl:"enable_token_replication"`
-	DownPolicy             *string `hcl:"down_policy"`
-	TokensSecretReadable   *bool   `hcl:"tokens_secret_readable"`
-	Persistence            *bool   `hcl:"enable_token_persistence"`
+	Enabled                *bool          `hcl:"enabled"`
+	DefaultPolicy          *string        `hcl:"default_policy"`
+	TokenTTL               *string        `hcl:"token_ttl"`
+	TokenMinTTL            *string        `hcl:"token_min_expiration_ttl"`
+	TokenMaxTTL            *string        `hcl:"token_max_expiration_ttl"`
+	Tokens                 *fileACLTokens `hcl:"tokens"`
+	Persistence            *bool          `hcl:"enable_token_persistence"`
+	PrimaryDatacenter      *string        `hcl:"primary_datacenter"`
+	EnableTokenReplication *bool          `hcl:"enable_token_replication"`
+	DownPolicy             *string        `hcl:"down_policy"`
+	TokensSecretReadable   *bool          `hcl:"tokens_secret_readable"`
 }
 
 type fileACLTokens struct {
@@ -143,11 +141,11 @@ type fileACLTokens struct {
 func (f *fileACL) apply(a *ACL) error {
 	setIf(&a.Enabled, f.Enabled)
 	setIf(&a.DefaultPolicy, f.DefaultPolicy)
+	setIf(&a.EnableTokenPersistence, f.Persistence)
 	setIf(&a.PrimaryDatacenter, f.PrimaryDatacenter)
 	setIf(&a.EnableTokenReplication, f.EnableTokenReplication)
 	setIf(&a.DownPolicy, f.DownPolicy)
 	setIf(&a.TokensSecretReadable, f.TokensSecretReadable)
-	setIf(&a.EnableTokenPersistence, f.Persistence)
 	for _, d := range []struct {
 		field string
 		in    *string

@@ -173,6 +173,7 @@ func (s *State) AddCheck(ctx context.Context, def *checks.Definition) error {
 		return fmt.Errorf("register check %q: %w: %w", d.ID, ErrNotSynced, err)
 	}
 	s.markPushed([]*catalog.Check{&c})
+	s.logger.Info("check registered", "check", d.ID, "service", d.ServiceID)
 	return nil
 }
 
@@ -201,7 +202,11 @@ func (s *State) RemoveCheck(ctx context.Context, id string) error {
 	}
 	unlock := s.lockChange(key)
 	defer unlock()
-	return s.dropCheck(ctx, id)
+	if err := s.dropCheck(ctx, id); err != nil {
+		return err
+	}
+	s.logger.Info("check deregistered", "check", id, "service", e.check.ServiceID)
+	return nil
 }
 
 // UpdateTTL sets the status of a TTL check, as its application reports it.
@@ -354,6 +359,11 @@ func (s *State) SetNodeMaintenance(ctx context.Context, enable bool, reason stri
 
 // setMaintenance adds (enable) or removes the maintenance check c.
 func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool, reason string) error {
+	// The node needs no field: the agent's logger names it.
+	what, fields := "node", []any{}
+	if c.ServiceID != "" {
+		what, fields = "service", []any{"service", c.ServiceID}
+	}
 	if !enable {
 		s.mu.Lock()
 		_, on := s.checks[c.CheckID]
@@ -361,7 +371,11 @@ func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool
 		if !on {
 			return nil
 		}
-		return s.dropCheck(ctx, c.CheckID)
+		if err := s.dropCheck(ctx, c.CheckID); err != nil {
+			return err
+		}
+		s.logger.Info(what+" left maintenance mode", fields...)
+		return nil
 	}
 	if reason == "" {
 		reason = defaultMaintenanceReason
@@ -382,6 +396,7 @@ func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool
 		return fmt.Errorf("set maintenance: %w: %w", ErrNotSynced, err)
 	}
 	s.markPushed([]*catalog.Check{&c})
+	s.logger.Info(what+" entered maintenance mode", append(fields, "reason", reason)...)
 	return nil
 }
 
