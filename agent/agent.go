@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cairndns/cairn/agent/certs"
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/dnssource"
@@ -24,11 +27,13 @@ import (
 	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/buildinfo"
+	"github.com/cairndns/cairn/internal/diskfree"
+	"github.com/cairndns/cairn/internal/fdlimit"
 	"github.com/cairndns/cairn/logstream"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/telemetry"
-	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
 )
 
@@ -77,12 +82,11 @@ type Agent struct {
 	// A server's parts (server.go): Raft, the server port, the
 	// endpoints, the leader duties and the router of requests for other
 	// datacenters.
-	server       *consensus.Server
-	rpcServer    *rpc.Server
-	catalogEP    *consensus.Catalog
-	coordinateEP *consensus.Coordinate
-	leader       *consensus.Leader
-	router       *consensus.Router
+	server    *consensus.Server
+	rpcServer *rpc.Server
+	endpoints *consensus.Endpoints
+	leader    *consensus.Leader
+	router    *consensus.Router
 	// A client's (client.go): the servers its door sends calls to.
 	servers    *door.ServerList
 	clientDoor *door.Client
@@ -96,10 +100,7 @@ type Agent struct {
 	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
 	clockOffset time.Duration
 	nearRefresh time.Duration
-	// tlsRPC, tlsHTTPS and tlsDNS hold the certificates of the server
-	// port, of the HTTPS API and of DNS over TLS; nil without TLS
-	// (tls.go).
-	tlsRPC, tlsHTTPS, tlsDNS *tlsutil.Configurator
+	tls         *certs.Set
 
 	// left is closed when the agent has left the cluster through Leave;
 	// Run then shuts it down.
@@ -201,28 +202,20 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
 			"offset", a.clockOffset, "env", clockOffsetEnv)
 	}
-	if a.tlsRPC, err = newTLS(cfg.TLS.RPC, cfg.Datacenter, cfg.Domain); err != nil {
-		return nil, fmt.Errorf("tls.internal_rpc: %w", err)
-	}
-	if a.tlsHTTPS, err = newTLS(cfg.TLS.HTTPS, cfg.Datacenter, cfg.Domain); err != nil {
-		return nil, fmt.Errorf("tls.https: %w", err)
-	}
-	if cfg.Ports.DNSTLS >= 0 { // only DNS over TLS reads tls.dns
-		if a.tlsDNS, err = newTLS(cfg.TLS.DNS, cfg.Datacenter, cfg.Domain); err != nil {
-			return nil, fmt.Errorf("tls.dns: %w", err)
-		}
+	if a.tls, err = certs.New(cfg.TLS, cfg.Datacenter, cfg.Domain, cfg.Ports.DNSTLS >= 0); err != nil {
+		return nil, err
 	}
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
 	}
-	if a.cfg.NodeID, err = resolveNodeID(cfg); err != nil { // nodeid.go
+	if a.cfg.NodeID, err = cfg.ResolveNodeID(); err != nil {
 		return nil, err
 	}
 	// Made first, so that what raft and memberlist emit from their start
 	// on reaches it (go-metrics drops what comes before its sink).
-	if a.metrics, err = telemetry.New(cfg.Telemetry, dataDirCollector{a.cfg.DataDir}); err != nil { // diskspace.go
+	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir)); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -301,7 +294,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	// The loops live until Shutdown, not until ctx (which bounds Start).
 	loopCtx, stop := context.WithCancel(context.Background())
 	a.stopLoops = stop
-	a.watchTLS(loopCtx)
+	a.tls.Watch(loopCtx, &a.loops, a.logger)
 	if err := a.role.start(loopCtx); err != nil {
 		return err
 	}
@@ -336,8 +329,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	a.logger.Info("agent started", "dns", a.dns.UDPAddr().String(), "http", addrOrOff(a.http.Addr()),
 		"https", addrOrOff(a.http.HTTPSAddr()), "advertise", a.advertise, "data_dir", a.cfg.DataDir, "dev", a.cfg.Dev)
-	a.loops.Go(func() { a.logMilestones(loopCtx) })  // milestones.go
-	a.loops.Go(func() { a.watchDiskSpace(loopCtx) }) // diskspace.go
+	a.loops.Go(func() { a.logMilestones(loopCtx) }) // milestones.go
+	a.loops.Go(func() { diskfree.Watch(loopCtx, a.cfg.DataDir, uint64(a.cfg.Limits.DataDirMinFreeBytes), a.logger) })
 	return nil
 }
 
@@ -358,7 +351,7 @@ func (a *Agent) waitSynced(ctx context.Context) {
 
 // startLocal loads this node's local state and starts its anti-entropy
 // loop, whose first full sync retries until a leader takes it. The
-// leader keeps a server's cairn service (consensus.ServerServiceName), as
+// leader keeps a server's cairn service (consensus.ServerServiceID), as
 // it keeps every node's gossip check: anti-entropy leaves both alone, so
 // the agent token needs only node:write on its node.
 func (a *Agent) startLocal(loopCtx context.Context) error {
@@ -367,7 +360,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.NodeMeta = a.cfg.NodeMeta
 	lc.TaggedAddresses = nodeTaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
 	lc.ServerChecks = []string{consensus.GossipCheckID, consensus.StorageCheckID}
-	lc.ServerServices = []string{consensus.ServerServiceName}
+	lc.ServerServices = []string{consensus.ServerServiceID}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
@@ -379,6 +372,9 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	}
 	if err := a.register(st.Collectors()); err != nil {
 		return err
+	}
+	if err := st.SetConfigServices(configServices(a.cfg.Services)); err != nil {
+		return fmt.Errorf("config services: %w", err)
 	}
 	a.local = st
 	a.events.SetServices(st.Services)
@@ -400,14 +396,17 @@ func (a *Agent) startHTTP() error {
 	}
 	hc.Datacenter, hc.Domain = a.cfg.Datacenter, a.cfg.Domain
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
-	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, agentVersion()
+	hc.NodeName, hc.NodeID, hc.Server, hc.Version = a.cfg.NodeName, a.cfg.NodeID, a.cfg.Server, buildinfo.Version()
 	hc.AllowedHosts, hc.ReadTimeout = a.cfg.HTTP.AllowedHosts, a.cfg.HTTP.ReadTimeout
-	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.httpMaxConns()
+	hc.MaxConnsPerClient, hc.MaxConns = a.cfg.Limits.HTTPMaxConnsPerClient, a.cfg.Limits.HTTPMaxConns
+	if hc.MaxConns <= 0 {
+		hc.MaxConns = fdlimit.HTTPConns(a.cfg.Resolver.MaxTCPConns)
+	}
 	hc.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	hc.EnableDebug = a.cfg.EnableDebug
 	if a.cfg.Ports.HTTPS >= 0 {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
-		hc.TLS = a.tlsHTTPS.IncomingHTTPS()
+		hc.TLS = a.tls.HTTPS.IncomingHTTPS()
 		if a.cfg.TLS.HTTPS.VerifyIncoming {
 			// Inherited from tls.defaults, this surprises operators who
 			// meant it for the server port.
@@ -415,7 +414,11 @@ func (a *Agent) startHTTP() error {
 		}
 	}
 	deps := httpapi.Deps{
-		Door: a.door, Local: a.local, Cluster: membership{a}, Logger: a.logger,
+		Door: a.door, Local: a.local, Logger: a.logger,
+		Cluster: &pools.Cluster{
+			Pools: a.pools, Door: a.door, Datacenter: a.cfg.Datacenter, ClockSkew: a.rpcPool.ClockSkew,
+			DatacenterList: a.datacenters.List, LeaveAgent: a.leaveAndStop, Logger: a.logger,
+		},
 		CachedInstances: a.cachedInstances, AskDNS: a.askDNS, // http.go
 		ServeDNSWire: a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
 		Metrics:      a.metrics,
@@ -426,7 +429,7 @@ func (a *Agent) startHTTP() error {
 		Tokens:       a.tokens,
 	}
 	if a.cfg.ACL.Enabled {
-		deps.Authorizer = newTokenAuthorizers(a.door, a.cfg.ACL.TokenTTL).Authorizer // acl.go
+		deps.Authorizer = httpapi.NewTokenCache(a.door, a.cfg.ACL.TokenTTL).Authorizer
 	}
 	srv, err := httpapi.New(hc, deps)
 	if err != nil {
@@ -490,12 +493,15 @@ func (a *Agent) dnsConfig() ([]zones.Config, resolver.Config) {
 	rc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNS))
 	if a.cfg.Ports.DNSTLS >= 0 {
 		rc.TLSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.DNSTLS))
-		if a.tlsDNS != nil { // else resolver's validation names the missing certificate
-			rc.TLS = a.tlsDNS.IncomingHTTPS() // a server's config: presents the certificate, asks for one only with verify_incoming
+		if a.tls.DNS != nil { // else resolver's validation names the missing certificate
+			rc.TLS = a.tls.DNS.IncomingHTTPS() // a server's config: presents the certificate, asks for one only with verify_incoming
 		}
 	}
 	return zs, rc
 }
+
+// NodeID is this agent's node ID (a UUID).
+func (a *Agent) NodeID() string { return a.cfg.NodeID }
 
 // DNSAddr is the bound DNS address (UDP; TCP uses the same port).
 func (a *Agent) DNSAddr() net.Addr { return a.dns.UDPAddr() }
@@ -576,4 +582,14 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		errs = append(errs, a.role.stopRaft())
 	})
 	return errors.Join(errs...)
+}
+
+// register adds the parts' series to the agent's registry.
+func (a *Agent) register(groups ...[]prometheus.Collector) error {
+	for _, cs := range groups {
+		if err := a.metrics.Register(cs...); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/agent/tokens"
+	"github.com/cairndns/cairn/internal/buildinfo"
 )
 
 // startClient starts a client agent: an rpc pool, LAN gossip as a client
@@ -45,7 +46,7 @@ func (a *Agent) poolsConfig() (pools.Config, error) {
 		return pools.Config{}, err
 	}
 	return pools.Config{
-		NodeName: a.cfg.NodeName, NodeID: a.cfg.NodeID, Datacenter: a.cfg.Datacenter, Build: agentBuild(), // identity.go
+		NodeName: a.cfg.NodeName, NodeID: a.cfg.NodeID, Datacenter: a.cfg.Datacenter, Build: buildinfo.Build(),
 		BindAddr: a.cfg.BindAddr, Advertise: a.advertise, AdvertiseWAN: a.cfg.AdvertiseAddrWAN,
 		LANPort: a.cfg.Ports.SerfLAN, WANPort: a.cfg.Ports.SerfWAN,
 		LANTiming: a.cfg.GossipLAN, WANTiming: a.cfg.GossipWAN,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
 )
 
@@ -32,15 +33,17 @@ func (a *Agent) SetReloading(r Reloading) {
 }
 
 // Reload re-reads the configuration and applies what can change while the
-// agent runs: log_level, and the TLS certificates (read again from their
-// files). A configuration that does not load or validate is an error
-// naming the field (a *catalog.FieldError, which the HTTP API answers
-// with a 400) and changes nothing. Settings that change only on restart
+// agent runs: log_level, the services of the config file, and the TLS
+// certificates (read again from their files). A configuration that does
+// not load or validate is an error naming the field (a
+// *catalog.FieldError, which the HTTP API answers with a 400) and changes
+// nothing. Settings that change only on restart
 // are logged and left as they are. Reloads are serialized.
 func (a *Agent) Reload() error {
 	a.reloadMu.Lock()
 	defer a.reloadMu.Unlock()
 	var level slog.Level
+	var services []config.ServiceDefinition
 	if a.reloading.Load != nil {
 		cfg, err := a.reloading.Load()
 		if err == nil {
@@ -56,14 +59,18 @@ func (a *Agent) Reload() error {
 		if level, err = config.ParseLogLevel(cfg.LogLevel); err != nil {
 			return reloadError(err) // not reached: Validate checked it
 		}
+		services = cfg.Services
 		if fields := restartOnly(a.cfg, cfg); len(fields) > 0 {
 			a.logger.Warn("reload: these settings change only on restart; keeping the running values", "fields", strings.Join(fields, ", "))
 		}
 	}
 	// The certificates first: a reload that fails there changes nothing.
-	for _, c := range a.tlsConfigurators() {
-		if err := c.Reload(); err != nil {
-			return fmt.Errorf("reload TLS: %w", err)
+	if err := a.tls.Reload(); err != nil {
+		return err
+	}
+	if a.reloading.Load != nil && a.local != nil {
+		if err := a.local.SetConfigServices(configServices(services)); err != nil {
+			return reloadError(err)
 		}
 	}
 	if a.reloading.Load != nil && a.reloading.Level != nil {
@@ -73,6 +80,15 @@ func (a *Agent) Reload() error {
 		}
 	}
 	return nil
+}
+
+// configServices hands the config file's services to the local state.
+func configServices(defs []config.ServiceDefinition) []local.ConfigService {
+	out := make([]local.ConfigService, len(defs))
+	for i, d := range defs {
+		out[i] = local.ConfigService{Service: &d.Service, Checks: d.Checks, Token: d.Token}
+	}
+	return out
 }
 
 // reloadError turns the first *config.FieldError of err into a
@@ -89,7 +105,7 @@ func reloadError(err error) error {
 // liveFields are the Config fields a reload applies
 // (the TLS certificates are re-read from the files the running
 // configuration names: a changed tls block needs a restart).
-var liveFields = map[string]bool{"LogLevel": true}
+var liveFields = map[string]bool{"LogLevel": true, "Services": true}
 
 // restartOnly names the fields of Config that differ between running and
 // loaded and that only a restart applies.

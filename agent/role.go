@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/consensus"
-	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/internal/clock"
 )
 
@@ -25,8 +24,6 @@ type role interface {
 	// once it is reached (milestones.go); synced is whether this node's
 	// first sync succeeded.
 	leaderKnown(synced bool) ([]any, bool)
-	// wanPool is the WAN pool; a client is in none (errClientNotInWAN).
-	wanPool() (*gossip.Pool, error)
 	// closeWaits ends the endpoints' blocking waits, first in shutdown;
 	// stopRPC stops the server port, after gossip; stopRaft stops Raft,
 	// last.
@@ -55,10 +52,9 @@ func (clientRole) leaderKnown(synced bool) ([]any, bool) {
 	return []any{"through", "the first write to the catalog"}, synced
 }
 
-func (clientRole) wanPool() (*gossip.Pool, error) { return nil, errClientNotInWAN }
-func (clientRole) closeWaits()                    {}
-func (clientRole) stopRPC(context.Context) error  { return nil }
-func (clientRole) stopRaft() error                { return nil }
+func (clientRole) closeWaits()                   {}
+func (clientRole) stopRPC(context.Context) error { return nil }
+func (clientRole) stopRaft() error               { return nil }
 
 // serverRole is a server's: the parts startServer built, in the agent.
 // Start may have failed part way, so the stop methods stop what exists.
@@ -71,11 +67,9 @@ func (r serverRole) leaderKnown(bool) ([]any, bool) {
 	return []any{"leader", l}, l != ""
 }
 
-func (r serverRole) wanPool() (*gossip.Pool, error) { return r.a.wan, nil }
-
 func (r serverRole) closeWaits() {
-	if r.a.catalogEP != nil {
-		r.a.catalogEP.Close()
+	if r.a.endpoints != nil {
+		r.a.endpoints.Catalog.Close()
 	}
 }
 

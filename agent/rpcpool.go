@@ -28,8 +28,6 @@ func (a *Agent) poolConfig() rpc.PoolConfig {
 	pc := rpc.DefaultPoolConfig()
 	pc.SourceAddr = pools.SourceAddr(a.cfg.BindAddr, a.advertise)
 	pc.Dial, pc.ClockOffset = a.dialServer, a.clockOffset
-	if c := a.tlsRPC; c != nil && c.OutgoingRPC("") != nil {
-		pc.TLS, pc.Datacenter = c.OutgoingRPC, a.cfg.Datacenter
-	}
+	a.tls.SecurePool(&pc)
 	return pc
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
+	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/cairndns/cairn/rpc"
 )
 
@@ -43,7 +44,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	rc.Forwarder = a.peers.IsServer
 	rc.WriteRate, rc.WriteBurst = a.cfg.Limits.RPCRate, a.cfg.Limits.RPCMaxBurst
 	rc.MaxConnsPerClient, rc.MaxCallsPerClient = a.cfg.Limits.RPCMaxConnsPerClient, a.cfg.Limits.RPCMaxCallsPerClient
-	a.secureServerPort(&rc) // tls.go
+	a.tls.SecureServerPort(&rc)
 	rs, err := rpc.NewServer(rc, a.logger)
 	if err != nil {
 		return err
@@ -88,17 +89,23 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if a.router, err = consensus.NewRouter(a.cfg.Datacenter, a.logger); err != nil {
 		return err
 	}
-	if err := a.registerEndpoints(rs, srv); err != nil {
+	if a.endpoints, err = consensus.RegisterEndpoints(rs, srv, a.rpcPool, a.endpointsConfig(), a.logger); err != nil {
 		return err
 	}
-	a.loops.Go(func() { a.coordinateEP.Run(loopCtx) }) // the leader's coordinate batches
+	a.loops.Go(func() { a.endpoints.Coordinate.Run(loopCtx) }) // the leader's coordinate batches
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
 	lc.ACLEnabled = a.cfg.ACL.Enabled
-	lc.VerifyServer = a.verifyServer
-	lc.Autopilot = autopilotConfig(a.cfg.Autopilot) // autopilot.go
-	lc.Caller, lc.Version = a.rpcPool, agentVersion()
+	lc.VerifyServer = a.tls.VerifyServer
+	ap := a.cfg.Autopilot // what the leader stores when nothing is stored yet
+	lc.Autopilot = rpc.AutopilotConfig{
+		CleanupDeadServers: ap.CleanupDeadServers, LastContactThreshold: ap.LastContactThreshold,
+		MaxTrailingLogs: uint64(max(ap.MaxTrailingLogs, 0)), MinQuorum: uint(max(ap.MinQuorum, 0)),
+		ServerStabilizationTime: ap.ServerStabilizationTime,
+	}
+	lc.ServerServiceName = a.cfg.ServerServiceName
+	lc.Caller, lc.Version = a.rpcPool, buildinfo.Version()
 	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil {
 		return err
 	}
@@ -121,28 +128,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.leader = leader
-	// The Operator endpoint reports the leader duties' view of the
-	// servers, so it is registered once they exist; the Keyring endpoint
-	// changes the pools, so once they do.
-	operator, err := consensus.NewOperator(a.catalogEP, leader)
-	if err == nil {
-		err = rs.Register(rpc.OperatorEndpoint, operator)
-	}
-	if err != nil {
-		return err
-	}
-	keyring, err := consensus.NewKeyring(a.catalogEP, a.gossip, a.wan)
-	if err == nil {
-		err = rs.Register(rpc.KeyringEndpoint, keyring)
-	}
-	if err != nil {
-		return err
-	}
-	event, err := consensus.NewEvent(a.catalogEP, a.gossip)
-	if err == nil {
-		err = rs.Register(rpc.EventEndpoint, event)
-	}
-	if err != nil {
+	if err := a.endpoints.RegisterOperator(leader, a.gossip, a.wan); err != nil {
 		return err
 	}
 	a.loops.Go(func() { leader.Run(loopCtx) })
@@ -150,7 +136,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if expect := a.bootstrapExpect(); expect > 0 {
 		bc := consensus.BootstrapConfig{
 			Expect: expect, Datacenter: a.cfg.Datacenter, NodeName: a.cfg.NodeName,
-			Members: a.gossip, Verify: a.verifyServer, Caller: a.rpcPool,
+			Members: a.gossip, Verify: a.tls.VerifyServer, Caller: a.rpcPool,
 		}
 		a.loops.Go(func() { srv.BootstrapWhenReady(loopCtx, bc, a.logger) })
 	}
@@ -169,52 +155,23 @@ func (a *Agent) bootstrapExpect() int {
 	return a.cfg.BootstrapExpect
 }
 
-// registerEndpoints builds the server's RPC endpoints on srv and registers
-// them on rs, where the door and other agents call them.
-func (a *Agent) registerEndpoints(rs *rpc.Server, srv *consensus.Server) error {
-	catCfg := consensus.DefaultCatalogConfig()
-	catCfg.Datacenter = a.cfg.Datacenter
-	catCfg.Router = a.router
-	catCfg.ACL = consensus.ACLConfig{
+// endpointsConfig is the server's endpoints' configuration.
+func (a *Agent) endpointsConfig() consensus.EndpointsConfig {
+	cat := consensus.DefaultCatalogConfig()
+	cat.Datacenter = a.cfg.Datacenter
+	cat.Router = a.router
+	cat.ACL = consensus.ACLConfig{
 		Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow",
 		TokenMinExpirationTTL: a.cfg.ACL.TokenMinExpirationTTL, TokenMaxExpirationTTL: a.cfg.ACL.TokenMaxExpirationTTL,
 	}
-	catCfg.Members = a.peers
-	catCfg.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
-	var err error
-	if a.catalogEP, err = consensus.NewCatalog(srv, a.rpcPool, catCfg); err != nil {
-		return err
-	}
-	if a.coordinateEP, err = a.newCoordinateEndpoint(); err != nil {
-		return err
-	}
-	status, err := consensus.NewStatus(srv, a.cfg.Datacenter)
-	if err != nil {
-		return err
-	}
-	// NearestN fails over to the datacenters the WAN pool's router knows,
-	// nearest first by the servers' WAN coordinates.
-	pcfg := consensus.DefaultPreparedQueryConfig()
-	pcfg.Datacenters = func() []string { return a.coordinateEP.NearestDatacenters(a.router.Datacenters()) }
-	pq, err := consensus.NewPreparedQuery(a.catalogEP, pcfg)
-	if err != nil {
-		return err
-	}
-	for name, ep := range map[string]any{
-		rpc.SnapshotEndpoint:      consensus.NewSnapshot(a.catalogEP),
-		rpc.StatusEndpoint:        status,
-		rpc.PreparedQueryEndpoint: pq,
-		rpc.ACLEndpoint:           consensus.NewACL(a.catalogEP),
-		rpc.KVSEndpoint:           consensus.NewKVS(a.catalogEP),
-		rpc.TxnEndpoint:           consensus.NewTxn(a.catalogEP),
-		rpc.SessionEndpoint:       consensus.NewSession(a.catalogEP),
-		rpc.CoordinateEndpoint:    a.coordinateEP,
-	} {
-		if err := rs.Register(name, ep); err != nil {
-			return err
-		}
-	}
-	return a.catalogEP.Publish(rs)
+	cat.Members = a.peers
+	cat.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
+	coord := consensus.DefaultCoordinateConfig()
+	coord.UpdatePeriod = a.cfg.Coordinates.UpdatePeriod
+	coord.BatchSize = a.cfg.Coordinates.UpdateBatchSize
+	coord.MaxBatches = a.cfg.Coordinates.UpdateMaxBatches
+	coord.WAN = a.peers.WAN() // the WAN pool starts after the endpoints
+	return consensus.EndpointsConfig{Catalog: cat, Coordinate: coord, PreparedQuery: consensus.DefaultPreparedQueryConfig()}
 }
 
 // shutdownCluster stops what startServer or startClient started, after
@@ -272,18 +229,6 @@ func (a *Agent) dnssecLeaderKey() ([]byte, error) {
 		return nil, fmt.Errorf("dns_config.dnssec.key_file: %w", err)
 	}
 	return der, nil
-}
-
-// newCoordinateEndpoint builds a server's Coordinate endpoint, with the
-// batching knobs of the configuration and the WAN pool, which starts
-// after the endpoints are registered, read when asked.
-func (a *Agent) newCoordinateEndpoint() (*consensus.Coordinate, error) {
-	cc := consensus.DefaultCoordinateConfig()
-	cc.UpdatePeriod = a.cfg.Coordinates.UpdatePeriod
-	cc.BatchSize = a.cfg.Coordinates.UpdateBatchSize
-	cc.MaxBatches = a.cfg.Coordinates.UpdateMaxBatches
-	cc.WAN = a.peers.WAN()
-	return consensus.NewCoordinate(a.catalogEP, cc, a.logger)
 }
 
 var (

@@ -101,50 +101,22 @@ func (c *Catalog) forwardDC(ctx context.Context, method, dc string, from *string
 	return true, fmt.Errorf("%w %s: %d of its servers tried, none answered: %w", ErrNoPathToDatacenter, dc, len(failed), errors.Join(failed...))
 }
 
-// A read held by a server of another datacenter is pinged after
-// dcProbeAfter, and every dcProbeEvery after that, each ping given
-// dcProbeTimeout (as the client door pings its server; a WAN's round
-// trip fits in the timeout).
-const (
-	dcProbeAfter   = time.Second
-	dcProbeEvery   = 5 * time.Second
-	dcProbeTimeout = time.Second
-)
+// dcPings are a cross-datacenter read's pings, as the client door pings
+// its server; a WAN's round trip fits in the timeout.
+var dcPings = rpc.Pings{After: time.Second, Every: 5 * time.Second, Timeout: time.Second}
 
-// errRemoteHung is the cause of a read abandoned because its server of
-// another datacenter missed a ping.
-var errRemoteHung = errors.New("the remote server stopped answering")
-
-// readDC makes a read on the server at addr of dc, pinging that server
-// while the read waits: a server that hung (stopped, or cut off) keeps its
-// connection open and the read unanswered, and only a missed ping tells
-// it from a slow one (or a blocking read waiting on purpose). A missed
-// ping ends the read with rpc.ErrTransport, for the next server. Writes
-// are not watched: one left at a hung server would be answered as
-// unknown before the deadline it carries.
+// readDC makes a read on the server at addr of dc, pinging it while the
+// read waits; a missed ping ends the read with rpc.ErrTransport, for the
+// next server. Writes are not watched: one left at a hung server is
+// answered as unknown before the deadline it carries.
 func (c *Catalog) readDC(ctx context.Context, dc, addr, method string, args, reply any) error {
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	done := make(chan error, 1)
-	go func() { done <- c.pool.CallDC(callCtx, dc, addr, method, args, reply) }()
-	probe := time.NewTimer(dcProbeAfter)
-	defer probe.Stop()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-probe.C:
-			pctx, pcancel := context.WithTimeout(ctx, dcProbeTimeout)
-			err := c.pool.ProbeDC(pctx, dc, addr)
-			pcancel()
-			if err != nil && ctx.Err() == nil {
-				cancel(errRemoteHung)
-				<-done
-				return fmt.Errorf("%s to %s: %w: %w (ping: %v)", method, addr, rpc.ErrTransport, errRemoteHung, err)
-			}
-			probe.Reset(dcProbeEvery)
-		}
+	err := rpc.CallPinged(ctx, dcPings,
+		func(ctx context.Context) error { return c.pool.CallDC(ctx, dc, addr, method, args, reply) },
+		func(ctx context.Context) error { return c.pool.ProbeDC(ctx, dc, addr) })
+	if errors.Is(err, rpc.ErrServerHung) {
+		return fmt.Errorf("%s to %s: %w", method, addr, err)
 	}
+	return err
 }
 
 // ListDatacenters returns the datacenters this server knows: its own and

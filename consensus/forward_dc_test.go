@@ -179,7 +179,7 @@ func TestForwardBlockingReadLeavesAHungServer(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	// Its wait, the remote server's jitter, and the ping that finds f1 hung.
-	bound := wait + wait/16 + dcProbeAfter + dcProbeTimeout + time.Second
+	bound := wait + wait/16 + dcPings.After + dcPings.Timeout + time.Second
 	switch {
 	case err != nil:
 		t.Errorf("blocking read across the hang failed after %s: %v", elapsed.Round(time.Millisecond), err)

@@ -43,6 +43,8 @@ func TestClassifyEveryRPCError(t *testing.T) {
 		"ErrACLNotFound":            {rpc.ErrACLNotFound, rpc.Answered, rpc.Answered},
 		"ErrACLDisabled":            {rpc.ErrACLDisabled, rpc.Answered, rpc.Answered},
 		"ErrStreamEnded":            {rpc.ErrStreamEnded, rpc.Answered, rpc.Answered},
+		// Only ever met with ErrTransport (CallPinged): Broken or Unsent.
+		"ErrServerHung": {rpc.ErrServerHung, rpc.Answered, rpc.Answered},
 	}
 	if got, want := rpctest.ExportedErrors(t, "."), slices.Sorted(maps.Keys(cases)); !slices.Equal(got, want) {
 		t.Fatalf("rpc declares the sentinels %v; this test knows %v: classify a new one, and add it here", got, want)

@@ -18,10 +18,6 @@ import (
 // hold no server of the datacenter became known.
 var ErrNoServers = errors.New("no cairn servers known; is the agent joined to a cluster?")
 
-// ErrServerHung is the cause of a call abandoned because its server
-// stopped answering pings.
-var ErrServerHung = errors.New("the server stopped answering")
-
 // Config is how a client door waits and fails over.
 type Config struct {
 	// HoldTimeout bounds a call, its retries on other servers included,
@@ -226,37 +222,28 @@ func (d *Client) giveUp(method string, write bool, last error, ctx context.Conte
 	return fmt.Errorf("%s: no server answered in time: %w", method, last)
 }
 
-// attempt makes one call to server, pinging the server while the call
-// waits: a server that misses a ping is forgotten by the pool (every call
-// on it fails at once) and the call returns a transport error.
+// attempt makes one call to server, pinging it while the call waits: a
+// server that misses a ping is forgotten by the pool (every call on it
+// fails at once).
 func (d *Client) attempt(ctx context.Context, server, method string, args, reply any) error {
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	done := make(chan error, 1)
 	since := time.Now()
-	go func() { done <- d.pool.Call(callCtx, server, method, args, reply) }()
-	probe := time.NewTimer(d.cfg.ProbeAfter)
-	defer probe.Stop()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-probe.C:
-			if err := d.probe(ctx, server, since); err != nil && ctx.Err() == nil {
-				d.pool.Forget(server)
-				cancel(ErrServerHung)
-				// Whether the request was sent is the call's to say (it
-				// was not when the server hung before answering a new
-				// session: a write may go elsewhere), not the ping's.
-				if callErr := <-done; errors.Is(callErr, rpc.ErrNotSent) {
-					return fmt.Errorf("%s to %s: %w: %w: %w (ping: %v)", method, server, rpc.ErrTransport, rpc.ErrNotSent, ErrServerHung, err)
+	pings := rpc.Pings{After: d.cfg.ProbeAfter, Every: d.cfg.ProbeEvery, Timeout: d.cfg.ProbeTimeout}
+	err := rpc.CallPinged(ctx, pings,
+		func(ctx context.Context) error { return d.pool.Call(ctx, server, method, args, reply) },
+		func(pctx context.Context) error {
+			if err := d.probe(pctx, server, since); err != nil {
+				if ctx.Err() == nil {
+					d.pool.Forget(server)
 				}
-				return fmt.Errorf("%s to %s: %w: %w (ping: %v)", method, server, rpc.ErrTransport, ErrServerHung, err)
+				return err
 			}
 			since = time.Now()
-			probe.Reset(d.cfg.ProbeEvery)
-		}
+			return nil
+		})
+	if errors.Is(err, rpc.ErrServerHung) {
+		return fmt.Errorf("%s to %s: %w", method, server, err)
 	}
+	return err
 }
 
 // probe pings server unless it answered a ping after since (many calls
@@ -270,10 +257,8 @@ func (d *Client) probe(ctx context.Context, server string, since time.Time) erro
 	if fresh {
 		return nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, d.cfg.ProbeTimeout)
-	defer cancel()
 	sent := time.Now()
-	if err := d.pool.Probe(pctx, server); err != nil {
+	if err := d.pool.Probe(ctx, server); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -374,7 +359,7 @@ func (d *Client) Stream(ctx context.Context, method string, args any) (rpc.Strea
 			return &clientStream{Stream: st, door: d, server: server}, nil
 		}
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %w: %w", rpc.ErrTransport, ErrServerHung, err)
+			err = fmt.Errorf("%w: %w: %w", rpc.ErrTransport, rpc.ErrServerHung, err)
 		}
 		if !rpc.Classify(err).Elsewhere() || ctx.Err() != nil {
 			return nil, err
@@ -403,8 +388,8 @@ func (s *clientStream) Recv(ctx context.Context, reply any) error {
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		s.door.pool.Forget(s.server) // every call waiting on it moves on too
-		s.door.failed(s.server, ErrServerHung)
-		return fmt.Errorf("%w: %w: %w", rpc.ErrTransport, ErrServerHung, err)
+		s.door.failed(s.server, rpc.ErrServerHung)
+		return fmt.Errorf("%w: %w: %w", rpc.ErrTransport, rpc.ErrServerHung, err)
 	default:
 		if rpc.Classify(err).Elsewhere() {
 			s.door.failed(s.server, err)

@@ -36,7 +36,7 @@ func TestClientDoorStreamLeavesAHungServer(t *testing.T) {
 	err = st.Recv(rctx, &rpc.ChangesResponse{})
 	cancel()
 	_ = st.Close()
-	if !errors.Is(err, rpc.ErrTransport) || !errors.Is(err, ErrServerHung) {
+	if !errors.Is(err, rpc.ErrTransport) || !errors.Is(err, rpc.ErrServerHung) {
 		t.Fatalf("Recv on the hung server: got %v, want a transport error saying it hung", err)
 	}
 

@@ -53,9 +53,7 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 		DebugConfig: selfDebugConfig{Datacenter: s.cfg.Datacenter, NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID,
 			ServerMode: s.cfg.Server, DNSDomain: s.cfg.Domain, EnableDebug: s.cfg.EnableDebug},
 	}
-	if s.deps.Stats != nil {
-		out.Stats = s.deps.Stats()
-	}
+	out.Stats = s.selfStats()
 	// The agent is a member of its own LAN pool.
 	for _, m := range s.cluster.Members() {
 		if m.Name == s.cfg.NodeName {
@@ -87,26 +85,6 @@ func (s *Server) agentReload(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil
-}
-
-// agentServiceGet answers GET /v1/agent/service/<id>: one of the agent's
-// own services, 404 when it holds none with that ID.
-func (s *Server) agentServiceGet(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	if id == "" {
-		return badRequest("ID", "is required in the path: /v1/agent/service/<id>")
-	}
-	services, err := s.readableServices(r)
-	if err != nil {
-		return err
-	}
-	for _, svc := range services {
-		if svc.ID == id {
-			writeJSONPretty(w, r, s.toAgentService(svc))
-			return nil
-		}
-	}
-	return notFound("unknown service ID %q", id)
 }
 
 // serfAddr is a member's gossip address as Consul's DebugConfig writes it.

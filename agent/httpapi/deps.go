@@ -63,10 +63,10 @@ type Deps struct {
 	// how many; cancel ends the subscription and closes lines (package
 	// logstream's Hub.Subscribe). nil: GET /v1/agent/monitor is 404.
 	Logs func(level slog.Level, json bool) (lines <-chan []byte, cancel func())
-	// Stats returns the sections of Consul's /v1/agent/self Stats
-	// (agent, build, consul, raft on a server, runtime, serf_lan,
-	// serf_wan on a server), every value a string, as `consul info`
-	// prints them. nil: no Stats.
+	// Stats returns the sections of Consul's /v1/agent/self Stats that
+	// only the agent knows (consul, serf_lan; raft and serf_wan on a
+	// server), every value a string, as `consul info` prints them. nil:
+	// none of those.
 	Stats func() map[string]map[string]string
 	// Tokens are the agent's own tokens, set by PUT
 	// /v1/agent/token/<kind>. nil: that endpoint is 404.

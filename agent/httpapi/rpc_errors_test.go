@@ -85,6 +85,7 @@ func TestEveryRPCErrorHasItsHTTPStatus(t *testing.T) {
 		"ErrACLNotFound":            {rpc.ErrACLNotFound, http.StatusForbidden, ""},
 		"ErrACLDisabled":            {rpc.ErrACLDisabled, http.StatusUnauthorized, ""},
 		"ErrStreamEnded":            {rpc.ErrStreamEnded, unavailable, ""},
+		"ErrServerHung":             {fmt.Errorf("%w: %w", rpc.ErrTransport, rpc.ErrServerHung), unavailable, ""}, // never without ErrTransport
 	}
 	if got, want := rpctest.ExportedErrors(t, "../../rpc"), slices.Sorted(maps.Keys(sentinels)); !slices.Equal(got, want) {
 		t.Fatalf("rpc declares the sentinels %v; this test knows %v: give a new one its wire code and HTTP status, and add it here", got, want)
@@ -98,6 +99,7 @@ func TestEveryRPCErrorHasItsHTTPStatus(t *testing.T) {
 	}{
 		"ErrTransport":       {unavailable, rpc.ErrServerStopping},
 		"ErrNotSent":         {unavailable, rpc.ErrServerStopping},
+		"ErrServerHung":      {unavailable, rpc.ErrServerStopping},
 		"ErrPoolClosed":      {unavailable, rpc.ErrServerStopping},
 		"ErrServerClosed":    {unavailable, rpc.ErrServerStopping},
 		"ErrCodec":           {http.StatusInternalServerError, nil},

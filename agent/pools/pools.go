@@ -4,8 +4,9 @@
 // remembered members (rejoin.go), floods this datacenter's servers into
 // the WAN pool and feeds the WAN router (wan.go), keeps their keyrings in
 // the data dir, leaves them gracefully, admits connections to the server
-// port by pool membership (peers.go) and sends this agent's network
-// coordinate to the servers (coordinates.go).
+// port by pool membership (peers.go), sends this agent's network
+// coordinate to the servers (coordinates.go) and shows the HTTP API the
+// members and the gossip keyring (cluster.go).
 //
 // A server's Pools is built by NewServer, a client's by NewClient: the
 // difference is decided there, once.

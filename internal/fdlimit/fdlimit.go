@@ -44,3 +44,18 @@ func ConnBudget(limit uint64) uint64 {
 	}
 	return limit - max(limit/ReserveDivisor, MinReserve)
 }
+
+// HTTPConns raises the limit (Raise) and returns how many HTTP connections
+// fit in ConnBudget once DNS over TCP has its tcpConns, at least 64; 0 (no
+// cap) when the limit is unknown or there is none.
+func HTTPConns(tcpConns int) int {
+	soft, _, err := Raise()
+	if err != nil {
+		return 0 // the per-client cap still applies
+	}
+	total := ConnBudget(soft)
+	if total == 0 {
+		return 0
+	}
+	return max(int(total)-tcpConns, 64)
+}

@@ -51,3 +51,22 @@ func TestConnBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPConns: HTTP gets the budget less DNS over TCP's share, and at
+// least 64 however much DNS takes.
+func TestHTTPConns(t *testing.T) {
+	soft, _, err := fdlimit.Raise()
+	if err != nil || fdlimit.ConnBudget(soft) == 0 {
+		if got := fdlimit.HTTPConns(100); got != 0 {
+			t.Errorf("unknown or no limit: got %d, want 0 (no cap)", got)
+		}
+		return
+	}
+	budget := int(fdlimit.ConnBudget(soft))
+	if got, want := fdlimit.HTTPConns(100), max(budget-100, 64); got != want {
+		t.Errorf("HTTPConns(100) under %d: got %d, want %d", soft, got, want)
+	}
+	if got := fdlimit.HTTPConns(budget + 1000); got != 64 {
+		t.Errorf("HTTPConns(more than the budget): got %d, want 64", got)
+	}
+}

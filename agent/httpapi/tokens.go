@@ -1,4 +1,4 @@
-package agent
+package httpapi
 
 import (
 	"context"
@@ -6,15 +6,14 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/acl"
-	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/rpc"
 )
 
-// tokenAuthorizers tell what a request's token may do, for the HTTP
-// endpoints the agent answers itself (httpapi.Deps.Authorizer): resolved
-// by the servers and kept for TokenTTL.
-type tokenAuthorizers struct {
-	door door.Door
+// TokenCache tells what a request's token may do, for the endpoints the
+// agent answers itself (Deps.Authorizer): resolved by the servers through
+// the door and kept for a while (acl.token_ttl).
+type TokenCache struct {
+	door Door
 	ttl  time.Duration
 
 	mu    sync.Mutex
@@ -26,16 +25,17 @@ type resolvedToken struct {
 	expires time.Time
 }
 
-// resolvedTokenCap bounds the agent's cache of resolved tokens.
+// resolvedTokenCap bounds the cache.
 const resolvedTokenCap = 1024
 
-func newTokenAuthorizers(d door.Door, ttl time.Duration) *tokenAuthorizers {
-	return &tokenAuthorizers{door: d, ttl: ttl, cache: make(map[string]resolvedToken)}
+// NewTokenCache returns a cache that keeps a token's authorizer for ttl.
+func NewTokenCache(d Door, ttl time.Duration) *TokenCache {
+	return &TokenCache{door: d, ttl: ttl, cache: make(map[string]resolvedToken)}
 }
 
 // Authorizer resolves the request's token through the servers, which tell
 // its policies' rules; nil when ACLs are off there.
-func (b *tokenAuthorizers) Authorizer(ctx context.Context) (*acl.Authorizer, error) {
+func (b *TokenCache) Authorizer(ctx context.Context) (*acl.Authorizer, error) {
 	secret := acl.TokenFromContext(ctx)
 	now := time.Now()
 	b.mu.Lock()
