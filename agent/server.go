@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairndns/cairn/agent/config"
@@ -76,7 +77,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
 	cc.SealKeys = a.peers.GossipKeys
-	cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement
+	if pdc := a.cfg.ACL.PrimaryDatacenter; pdc == "" || strings.EqualFold(pdc, a.cfg.Datacenter) {
+		cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement // the primary's own, as Consul's
+	}
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -92,7 +95,8 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if a.endpoints, err = consensus.RegisterEndpoints(rs, srv, a.rpcPool, a.endpointsConfig(), a.logger); err != nil {
 		return err
 	}
-	a.loops.Go(func() { a.endpoints.Coordinate.Run(loopCtx) }) // the leader's coordinate batches
+	a.loops.Go(func() { a.endpoints.Coordinate.Run(loopCtx) })            // the leader's coordinate batches
+	a.loops.Go(func() { a.endpoints.Catalog.RunACLReplication(loopCtx) }) // a secondary datacenter's leader
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
@@ -160,10 +164,12 @@ func (a *Agent) endpointsConfig() consensus.EndpointsConfig {
 	cat := consensus.DefaultCatalogConfig()
 	cat.Datacenter = a.cfg.Datacenter
 	cat.Router = a.router
-	cat.ACL = consensus.ACLConfig{
-		Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow",
-		TokenMinExpirationTTL: a.cfg.ACL.TokenMinExpirationTTL, TokenMaxExpirationTTL: a.cfg.ACL.TokenMaxExpirationTTL,
-	}
+	ac := a.cfg.ACL
+	cat.ACL = consensus.DefaultACLConfig()
+	cat.ACL.Enabled, cat.ACL.DefaultAllow = ac.Enabled, ac.DefaultPolicy == "allow"
+	cat.ACL.TokenMinExpirationTTL, cat.ACL.TokenMaxExpirationTTL = ac.TokenMinExpirationTTL, ac.TokenMaxExpirationTTL
+	cat.ACL.PrimaryDatacenter, cat.ACL.TokenReplication, cat.ACL.ReplicationToken = ac.PrimaryDatacenter, ac.EnableTokenReplication, ac.Tokens.Replication
+	cat.ACL.DownPolicy, cat.ACL.TokenTTL, cat.ACL.TokenSecretsReadable = ac.DownPolicy, ac.TokenTTL, ac.TokensSecretReadable
 	cat.Members = a.peers
 	cat.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	coord := consensus.DefaultCoordinateConfig()

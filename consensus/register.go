@@ -26,7 +26,7 @@ type Endpoints struct {
 
 // RegisterEndpoints builds a server's endpoints on srv, forwarding through
 // pool, and registers them on rs, where the door and other agents call
-// them. Operator and Keyring come later (RegisterOperator).
+// them. Operator, Keyring and Event come later (RegisterOperator).
 func RegisterEndpoints(rs *rpc.Server, srv *Server, pool *rpc.Pool, cfg EndpointsConfig, logger *slog.Logger) (*Endpoints, error) {
 	cat, err := NewCatalog(srv, pool, cfg.Catalog)
 	if err != nil {
@@ -36,7 +36,7 @@ func RegisterEndpoints(rs *rpc.Server, srv *Server, pool *rpc.Pool, cfg Endpoint
 	if err != nil {
 		return nil, err
 	}
-	status, err := NewStatus(srv, cfg.Catalog.Datacenter)
+	status, err := NewStatus(srv, cfg.Catalog.Datacenter, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -67,10 +67,10 @@ func RegisterEndpoints(rs *rpc.Server, srv *Server, pool *rpc.Pool, cfg Endpoint
 	return &Endpoints{Catalog: cat, Coordinate: coord, rs: rs}, nil
 }
 
-// RegisterOperator registers the Operator endpoint, which reports the
-// leader duties' view of the servers, the Keyring endpoint, which changes
-// the pools, and the Event endpoint, which gossips user events in the LAN
-// pool: once they exist.
+// RegisterOperator registers the endpoints that need the leader duties or
+// the pools, once both exist: Operator (the leader's view of the
+// servers), Keyring (changes the pools) and Event (fires user events into
+// the LAN pool).
 func (e *Endpoints) RegisterOperator(leader *Leader, lan, wan *gossip.Pool) error {
 	operator, err := NewOperator(e.Catalog, leader)
 	if err != nil {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -115,14 +116,18 @@ type catalogRegistration struct {
 // registrationService is the service of a catalogRegistration (Consul's
 // AgentService).
 type registrationService struct {
-	ID              string
-	Service         string
-	Tags            []string
-	Meta            map[string]string
-	Port            int
-	Address         string
-	TaggedAddresses map[string]catalog.ServiceAddress
-	Weights         *weights
+	ID                string
+	Service           string
+	Tags              []string
+	Meta              map[string]string
+	Port              int
+	Address           string
+	TaggedAddresses   map[string]catalog.ServiceAddress
+	Weights           *weights
+	EnableTagOverride bool
+	Kind              string
+	// Proxy is kept as sent and given back (catalog.Service.Proxy).
+	Proxy json.RawMessage
 }
 
 // registrationCheck is a check of a catalogRegistration (Consul's
@@ -158,7 +163,10 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
-			TaggedAddresses: sv.TaggedAddresses}
+			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride, Kind: sv.Kind}
+		if p := sv.Proxy; len(p) > 0 && string(p) != "null" {
+			svc.Proxy = p
+		}
 		// Consul's clients send zero weights for "not set".
 		if sv.Weights != nil && *sv.Weights != (weights{}) {
 			svc.Weights = catalog.Weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning}

@@ -213,7 +213,7 @@ func (s *Server) agentForceLeave(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) error {
-	cfg, err := s.raftConfiguration(r.Context()) // catalog_endpoints.go
+	cfg, err := s.raftConfiguration(r.Context(), dcParam(r, "")) // catalog_endpoints.go
 	if err != nil {
 		return fmt.Errorf("read raft configuration: %w", err)
 	}

@@ -123,7 +123,14 @@ func (s *Server) table() []route {
 		// servers decide.
 		{"/v1/acl/token/{id}", s.aclTokenItem, Needs{get: filtered("acl"), put: top("acl", "write"), del: top("acl", "write")}},
 		{"/v1/acl/tokens", s.aclTokens, Needs{get: top("acl", "read")}},
-		{"/ui/", s.ui, Needs{get: public(), head: public()}}, // ui_endpoint.go: the web UI
+		{"/v1/acl/token/{id}/clone", s.aclTokenClone, Needs{put: top("acl", "write")}}, // acl_roles.go
+		{"/v1/acl/role", s.aclRoleCreate, Needs{put: top("acl", "write")}},
+		{"/v1/acl/role/name/{name}", s.aclRoleByName, Needs{get: top("acl", "read")}},
+		{"/v1/acl/role/{id}", s.aclRoleItem, Needs{get: top("acl", "read"), put: top("acl", "write"), del: top("acl", "write")}},
+		{"/v1/acl/roles", s.aclRoles, Needs{get: top("acl", "read")}},
+		{"/v1/acl/auth-methods", s.aclAuthMethods, Needs{get: top("acl", "read")}},
+		{"/v1/acl/replication", s.aclReplication, Needs{get: public()}}, // how replication goes, to anyone, as Consul
+		{"/ui/", s.ui, Needs{get: public(), head: public()}},            // ui_endpoint.go: the web UI
 		{"/{$}", s.uiRoot, Needs{get: public(), head: public()}},
 		// ui_dns.go and doh.go: what the DNS port tells anyone, with the
 		// agent's default token.

@@ -262,6 +262,7 @@ func (s *State) addService(ctx context.Context, svc *catalog.Service, defs []*ch
 		s.retrySoon()
 		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, pushErr)
 	}
+	s.logger.Info("service registered", "service", svc.ID, "name", svc.Service, "checks", len(defs))
 	return nil
 }
 
@@ -365,6 +366,7 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 		s.retrySoon()
 		return fmt.Errorf("deregister service %q: %w: %w", id, ErrNotSynced, err)
 	}
+	s.logger.Info("service deregistered", "service", id)
 	return nil
 }
 

@@ -25,6 +25,7 @@ type testutilConfig struct {
 	RetryJoin  []string `json:"retry_join"`
 	DataDir    string   `json:"data_dir"`
 	Datacenter string   `json:"datacenter"`
+	PrimaryDC  string   `json:"primary_datacenter"`
 	LogLevel   string   `json:"log_level"`
 	Bind       string   `json:"bind_addr"`
 	Addresses  *struct {
@@ -71,7 +72,7 @@ type tokensConfig struct {
 // translates; the others it reports as ignored.
 var readKeys = map[string]bool{
 	"node_name": true, "node_id": true, "node_meta": true, "performance.raft_multiplier": true,
-	"bootstrap": true, "server": true, "retry_join": true, "data_dir": true, "datacenter": true,
+	"bootstrap": true, "server": true, "retry_join": true, "data_dir": true, "datacenter": true, "primary_datacenter": true,
 	"log_level": true, "bind_addr": true, "addresses.http": true,
 	"ports.dns": true, "ports.http": true, "ports.https": true, "ports.serf_lan": true,
 	"ports.serf_wan": true, "ports.server": true,
@@ -246,7 +247,12 @@ func (p *plan) acl(tc *testutilConfig, c map[string]any) {
 	if !a.Enabled && a.Tokens == (tokensConfig{}) {
 		return
 	}
-	block := map[string]any{"enabled": a.Enabled}
+	// Consul shows tokens' secrets to acl:write holders; cairn does only
+	// with this knob (its default keeps hashes).
+	block := map[string]any{"enabled": a.Enabled, "tokens_secret_readable": true}
+	if tc.PrimaryDC != "" {
+		block["primary_datacenter"] = tc.PrimaryDC
+	}
 	if a.DefaultPolicy != "" {
 		block["default_policy"] = a.DefaultPolicy
 	} else {

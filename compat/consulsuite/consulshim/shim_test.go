@@ -48,7 +48,11 @@ func TestTranslate(t *testing.T) {
 	if tokens["initial_management"] != uuid || tokens["agent"] != uuid {
 		t.Errorf("acl.tokens: got %v, want root's UUID %s for both", tokens, uuid)
 	}
-	for _, want := range []string{"ignored primary_datacenter", "ignored ports.grpc:", "ignored peering.enabled"} {
+	acl := c["acl"].(map[string]any)
+	if acl["primary_datacenter"] != "dc1" || acl["tokens_secret_readable"] != true {
+		t.Errorf("acl: got %v, want primary_datacenter dc1 and tokens_secret_readable (Consul shows secrets)", acl)
+	}
+	for _, want := range []string{"ignored ports.grpc:", "ignored peering.enabled"} {
 		if !strings.Contains(strings.Join(p.notes, "\n"), want) {
 			t.Errorf("notes %q: missing %q", p.notes, want)
 		}
