@@ -46,6 +46,12 @@ func TestConsulClientAgentEndpoints(t *testing.T) {
 		}
 	}
 
+	// A filter that does not parse, in Consul's words.
+	if _, err := ag.MembersOpts(consul.MembersOpts{Filter: `Tags["dc"] == invalid-bexpr-value`}); err == nil ||
+		!strings.Contains(err.Error(), "Failed to create boolean expression evaluator") {
+		t.Errorf("bad filter: got %v, want Consul's \"Failed to create boolean expression evaluator\"", err)
+	}
+
 	host, err := ag.Host()
 	if err != nil || host["CollectionTime"] == nil {
 		t.Errorf("Host: got %v, %v; want CollectionTime", host, err)

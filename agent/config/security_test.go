@@ -150,3 +150,22 @@ func TestRaftLogStoreBlock(t *testing.T) {
 		t.Errorf("raft_logstore.wal.segment_size_mb: got %d, want 8", got)
 	}
 }
+
+// TestTokenPersistence: acl.enable_token_persistence puts the runtime
+// tokens in the data dir; without it (the default) or a data dir, none.
+func TestTokenPersistence(t *testing.T) {
+	t.Parallel()
+	c := validConfig()
+	if got := c.ACL.TokenFile("/var/lib/cairn"); got != "" {
+		t.Errorf("default: got %q, want no file", got)
+	}
+	if err := LoadFile(writeConfig(t, "p.hcl", `acl { enable_token_persistence = true }`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ACL.TokenFile("/var/lib/cairn"); got != "/var/lib/cairn/acl-tokens.json" {
+		t.Errorf("on: got %q, want the data dir's acl-tokens.json", got)
+	}
+	if got := c.ACL.TokenFile(""); got != "" {
+		t.Errorf("on without a data dir: got %q, want none", got)
+	}
+}

@@ -88,6 +88,10 @@ func hasFilter(r *http.Request) bool {
 	return ok
 }
 
+// badFilter begins the reason of a ?filter that does not parse or names
+// what the items lack: Consul's words, which its clients look for.
+const badFilter = "Failed to create boolean expression evaluator"
+
 // parseFilter parses expr within the bounds above and compiles it for
 // items of type typ (filter_eval.go).
 func parseFilter(expr string, typ reflect.Type) (*filterExpr, error) {
@@ -103,11 +107,11 @@ func parseFilter(expr string, typ reflect.Type) (*filterExpr, error) {
 		if strings.Contains(err.Error(), "max number of expressions parsed") {
 			return nil, badRequest("filter", "is too complex to parse (more than %d parser steps): use fewer parentheses or comparisons", maxFilterSteps)
 		}
-		return nil, badRequest("filter", "%s", oneLine(err.Error()))
+		return nil, badRequest("filter", "%s: %s", badFilter, oneLine(err.Error()))
 	}
 	f, err := compileFilter(ast.(grammar.Expression), typ)
 	if err != nil {
-		return nil, badRequest("filter", "%s", oneLine(err.Error()))
+		return nil, badRequest("filter", "%s: %s", badFilter, oneLine(err.Error()))
 	}
 	return f, nil
 }

@@ -74,8 +74,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = unavailable(err, "stored on this agent and not yet in the catalog; the agent keeps pushing it, and sending it again is safe")
 	case errors.Is(err, rpc.ErrConflictingConsistency):
 		he = badRequest("consistency", "%s", oneLine(err.Error()))
+	case errors.Is(err, rpc.ErrNoPathToDatacenter):
+		// Consul's words, which its clients and tests look for.
+		he = unavailable(err, "No path to datacenter")
 	case errors.Is(err, rpc.ErrTransport), errors.Is(err, rpc.ErrNoLeader), errors.Is(err, rpc.ErrNotLeader), errors.Is(err, rpc.ErrServerStopping),
-		errors.Is(err, rpc.ErrNoPathToDatacenter), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, rpc.ErrServerClosed), errors.Is(err, rpc.ErrPoolClosed), errors.Is(err, rpc.ErrStreamEnded):
 		// No server could answer now: nothing was done, or (for the
 		// idempotent writes the agent retried) retrying is safe.

@@ -73,7 +73,7 @@ func TestEveryRPCErrorHasItsHTTPStatus(t *testing.T) {
 		"ErrMessageTooLarge":        {rpc.ErrMessageTooLarge, http.StatusInternalServerError, ""},
 		"ErrPoolClosed":             {rpc.ErrPoolClosed, unavailable, ""},
 		"ErrServerClosed":           {rpc.ErrServerClosed, unavailable, ""},
-		"ErrNoPathToDatacenter":     {rpc.ErrNoPathToDatacenter, unavailable, ""},
+		"ErrNoPathToDatacenter":     {rpc.ErrNoPathToDatacenter, unavailable, "No path to datacenter: "},
 		"ErrRateLimited":            {rpc.ErrRateLimited, http.StatusTooManyRequests, ""},
 		"ErrTooManyCalls":           {rpc.ErrTooManyCalls, http.StatusTooManyRequests, ""},
 		"ErrUnknownOutcome":         {rpc.ErrUnknownOutcome, unavailable, maybe},
