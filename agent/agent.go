@@ -187,12 +187,12 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	} else {
 		a.role = clientRole{a}
 	}
-	if a.clockOffset, err = testClockOffset(os.LookupEnv); err != nil { // clockoffset.go
+	if a.clockOffset, err = config.ClockOffsetFromEnv(os.LookupEnv); err != nil {
 		return nil, err
 	}
 	if a.clockOffset != 0 {
 		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
-			"offset", a.clockOffset, "env", clockOffsetEnv)
+			"offset", a.clockOffset, "env", config.ClockOffsetEnv)
 	}
 	if a.tls, err = certs.New(cfg.TLS, cfg.Datacenter, cfg.Domain, cfg.Ports.DNSTLS >= 0); err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strings"
 
 	"github.com/cairndns/cairn/agent/config"
@@ -56,7 +55,7 @@ func (a *Agent) Reload() error {
 		if level, err = config.ParseLogLevel(cfg.LogLevel); err != nil {
 			return reloadError(err) // not reached: Validate checked it
 		}
-		if fields := restartOnly(a.cfg, cfg); len(fields) > 0 {
+		if fields := config.RestartOnly(a.cfg, cfg); len(fields) > 0 {
 			a.logger.Warn("reload: these settings change only on restart; keeping the running values", "fields", strings.Join(fields, ", "))
 		}
 	}
@@ -82,26 +81,4 @@ func reloadError(err error) error {
 		return fmt.Errorf("reload: %w", &catalog.FieldError{Field: fe.Field, Reason: fe.Reason})
 	}
 	return fmt.Errorf("reload: %w", err)
-}
-
-// liveFields are the Config fields a reload applies
-// (the TLS certificates are re-read from the files the running
-// configuration names: a changed tls block needs a restart).
-var liveFields = map[string]bool{"LogLevel": true}
-
-// restartOnly names the fields of Config that differ between running and
-// loaded and that only a restart applies.
-func restartOnly(running, loaded config.Config) []string {
-	var out []string
-	rv, lv := reflect.ValueOf(running), reflect.ValueOf(loaded)
-	for i := range rv.NumField() {
-		name := rv.Type().Field(i).Name
-		if liveFields[name] {
-			continue
-		}
-		if !reflect.DeepEqual(rv.Field(i).Interface(), lv.Field(i).Interface()) {
-			out = append(out, name)
-		}
-	}
-	return out
 }
