@@ -406,12 +406,13 @@ func (a *Agent) startHTTP() error {
 			Pools: a.pools, Door: a.door, Datacenter: a.cfg.Datacenter, ClockSkew: a.rpcPool.ClockSkew,
 			DatacenterList: a.datacenters.List, LeaveAgent: a.leaveAndStop, Logger: a.logger,
 		},
-		CachedInstances: a.cachedInstances, AskDNS: a.askDNS, // http.go
-		ServeDNSWire: a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
-		Metrics:      a.metrics,
-		Logs:         a.logs.Subscribe, // GET /v1/agent/monitor
-		Stats:        a.selfStats,      // self.go
-		Reload:       a.Reload,         // reload.go
+		CachedInstances: a.dnsSrc.CachedReads(a.door, a.cfg.ACL.DNSToken(), a.cfg.ACL.Tokens.Default),
+		AskDNS:          a.askDNS,
+		ServeDNSWire:    a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
+		Metrics:         a.metrics,
+		Logs:            a.logs.Subscribe, // GET /v1/agent/monitor
+		Stats:           a.selfStats,      // self.go
+		Reload:          a.Reload,         // reload.go
 	}
 	if a.cfg.ACL.Enabled {
 		deps.Authorizer = httpapi.NewTokenCache(a.door, a.cfg.ACL.TokenTTL).Authorizer
@@ -425,6 +426,13 @@ func (a *Agent) startHTTP() error {
 	}
 	a.http = srv
 	return srv.Start()
+}
+
+// askDNS answers the web UI's DNS questions through the agent's own DNS
+// server.
+func (a *Agent) askDNS(name, qtype string) (httpapi.DNSReply, error) {
+	r, err := a.dns.Ask(name, qtype)
+	return httpapi.DNSReply{Rcode: r.Rcode, Answer: r.Answer, Extra: r.Extra}, err
 }
 
 func (a *Agent) startDNS() error {
