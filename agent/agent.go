@@ -343,7 +343,7 @@ func (a *Agent) waitSynced(ctx context.Context) {
 
 // startLocal loads this node's local state and starts its anti-entropy
 // loop, whose first full sync retries until a leader takes it. The
-// leader keeps a server's cairn service (consensus.ServerServiceName), as
+// leader keeps a server's cairn service (consensus.ServerServiceID), as
 // it keeps every node's gossip check: anti-entropy leaves both alone, so
 // the agent token needs only node:write on its node.
 func (a *Agent) startLocal(loopCtx context.Context) error {
@@ -352,7 +352,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.NodeMeta = a.cfg.NodeMeta
 	lc.TaggedAddresses = nodeTaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
 	lc.ServerChecks = []string{consensus.GossipCheckID, consensus.StorageCheckID}
-	lc.ServerServices = []string{consensus.ServerServiceName}
+	lc.ServerServices = []string{consensus.ServerServiceID}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
 	lc.SyncInterval = a.cfg.AEInterval
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
@@ -364,6 +364,9 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	}
 	if err := a.register(st.Collectors()); err != nil {
 		return err
+	}
+	if err := st.SetConfigServices(configServices(a.cfg.Services)); err != nil {
+		return fmt.Errorf("config services: %w", err)
 	}
 	a.local = st
 	a.loops.Go(func() {

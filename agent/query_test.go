@@ -160,7 +160,7 @@ func TestPreparedQueryHTTPAndDNS(t *testing.T) {
 		{http.MethodPost, "/v1/query", `{"Service":{"Service":"web","Failover":{"NearestN":"two"}}}`, "Service.Failover.NearestN"},
 		{http.MethodPost, "/v1/query", `{"Service":{"Service":"web"},"DNS":{"TTL":"soon"}}`, "DNS.TTL"},
 		{http.MethodPost, "/v1/query", `{"Name":"web-v1","Service":{"Service":"db"}}`, "Name"},
-		{http.MethodPost, "/v1/query", `{"Service":{"Service":"web"},"Template":{}}`, "Template"},
+		{http.MethodPost, "/v1/query", `{"Service":{"Service":"web"},"Template":{"Type":"name_prefix_match"}}`, "Template.Type"},
 		{http.MethodPut, "/v1/query/" + id, `{"Service":{"Service":"web_1"}}`, "Service.Service"},
 	} {
 		code, body := httpDo(t, a, tt.method, tt.path, tt.body)

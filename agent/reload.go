@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairndns/cairn/agent/config"
+	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/catalog"
 )
 
@@ -31,15 +32,17 @@ func (a *Agent) SetReloading(r Reloading) {
 }
 
 // Reload re-reads the configuration and applies what can change while the
-// agent runs: log_level, and the TLS certificates (read again from their
-// files). A configuration that does not load or validate is an error
-// naming the field (a *catalog.FieldError, which the HTTP API answers
-// with a 400) and changes nothing. Settings that change only on restart
+// agent runs: log_level, the services of the config file, and the TLS
+// certificates (read again from their files). A configuration that does
+// not load or validate is an error naming the field (a
+// *catalog.FieldError, which the HTTP API answers with a 400) and changes
+// nothing. Settings that change only on restart
 // are logged and left as they are. Reloads are serialized.
 func (a *Agent) Reload() error {
 	a.reloadMu.Lock()
 	defer a.reloadMu.Unlock()
 	var level slog.Level
+	var services []config.ServiceDefinition
 	if a.reloading.Load != nil {
 		cfg, err := a.reloading.Load()
 		if err == nil {
@@ -55,6 +58,7 @@ func (a *Agent) Reload() error {
 		if level, err = config.ParseLogLevel(cfg.LogLevel); err != nil {
 			return reloadError(err) // not reached: Validate checked it
 		}
+		services = cfg.Services
 		if fields := config.RestartOnly(a.cfg, cfg); len(fields) > 0 {
 			a.logger.Warn("reload: these settings change only on restart; keeping the running values", "fields", strings.Join(fields, ", "))
 		}
@@ -63,6 +67,11 @@ func (a *Agent) Reload() error {
 	if err := a.tls.Reload(); err != nil {
 		return err
 	}
+	if a.reloading.Load != nil && a.local != nil {
+		if err := a.local.SetConfigServices(configServices(services)); err != nil {
+			return reloadError(err)
+		}
+	}
 	if a.reloading.Load != nil && a.reloading.Level != nil {
 		if old := a.reloading.Level.Level(); old != level {
 			a.reloading.Level.Set(level)
@@ -70,6 +79,15 @@ func (a *Agent) Reload() error {
 		}
 	}
 	return nil
+}
+
+// configServices hands the config file's services to the local state.
+func configServices(defs []config.ServiceDefinition) []local.ConfigService {
+	out := make([]local.ConfigService, len(defs))
+	for i, d := range defs {
+		out[i] = local.ConfigService{Service: &d.Service, Checks: d.Checks, Token: d.Token}
+	}
+	return out
 }
 
 // reloadError turns the first *config.FieldError of err into a

@@ -103,6 +103,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		MaxTrailingLogs: uint64(max(ap.MaxTrailingLogs, 0)), MinQuorum: uint(max(ap.MinQuorum, 0)),
 		ServerStabilizationTime: ap.ServerStabilizationTime,
 	}
+	lc.ServerServiceName = a.cfg.ServerServiceName
 	lc.Caller, lc.Version = a.rpcPool, buildinfo.Version()
 	if lc.DNSSECKey, err = a.dnssecLeaderKey(); err != nil {
 		return err

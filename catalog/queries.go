@@ -3,6 +3,7 @@ package catalog
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,7 +12,8 @@ import (
 )
 
 // PreparedQuery is a named, stored service lookup with failover to other
-// datacenters (Consul's prepared query, without templates). It lives in
+// datacenters (Consul's prepared query, without templates, Connect or
+// peering). It lives in
 // the catalog of the datacenter it was defined in and is replicated by
 // Raft like the rest of it; executing it may read other datacenters'
 // catalogs, never copy them.
@@ -21,11 +23,30 @@ type PreparedQuery struct {
 	// Name is optional and unique within the datacenter; a DNS label, so
 	// that <name>.query.<domain> can ask for it. It must not look like a
 	// UUID, or lookups by ID or name would be ambiguous.
-	Name    string
+	Name string
+	// Session and Token are kept and given back (Token redacted, see
+	// QueryTokenRedacted) but not acted on: the query is not deleted with
+	// its session, and it runs with the token of whoever executes it.
+	Session string
+	Token   string
 	Service ServiceQuery
 	DNS     QueryDNS
+	// Template is kept and given back; only an empty Type is accepted
+	// (cairn has no query templates), so RemoveEmptyTags never applies.
+	Template QueryTemplate
 	RaftIndex
 }
+
+// QueryTemplate is Consul's query template settings.
+type QueryTemplate struct {
+	Type            string
+	Regexp          string
+	RemoveEmptyTags bool
+}
+
+// QueryTokenRedacted stands for a query's Token where the reader may not
+// see it (Consul's). Sent back in an update, it keeps the stored token.
+const QueryTokenRedacted = "<hidden>"
 
 // ServiceQuery says which instances a prepared query answers with.
 type ServiceQuery struct {
@@ -45,14 +66,35 @@ type ServiceQuery struct {
 	// name, or "_agent" for the agent executing the query. "" leaves the
 	// catalog's order (which DNS shuffles).
 	Near string
+	// IgnoreCheckIDs are checks left out when judging an instance's
+	// health (an emergency override of a check that lies).
+	IgnoreCheckIDs []string
+	// NodeMeta and ServiceMeta are key/value pairs the instance's node and
+	// service must carry.
+	NodeMeta    map[string]string
+	ServiceMeta map[string]string
+	// Connect asks for Connect-capable instances only; cairn has no
+	// Connect, so such a query answers with none (as Consul would where no
+	// instance is Connect-capable).
+	Connect bool
 }
 
 // QueryFailover lists the datacenters a query fails over to, tried in
 // order: the NearestN nearest other datacenters, then Datacenters (those
-// not already tried).
+// not already tried); or, instead of both, Targets.
 type QueryFailover struct {
 	NearestN    int
 	Datacenters []string
+	Targets     []QueryFailoverTarget
+}
+
+// QueryFailoverTarget is one place a query fails over to. cairn has no
+// peering, partitions or namespaces: only Datacenter may be set.
+type QueryFailoverTarget struct {
+	Peer       string
+	Datacenter string
+	Partition  string
+	Namespace  string
 }
 
 // QueryDNS holds the DNS settings of a query.
@@ -190,6 +232,26 @@ func NormalizeQuery(q *PreparedQuery) error {
 			return fieldErr(fmt.Sprintf("Service.Failover.Datacenters[%d]", i), "%s", r)
 		}
 	}
+	if err := validateTargets(&s.Failover); err != nil {
+		return err
+	}
+	for i, id := range s.IgnoreCheckIDs {
+		if err := ValidateID(fmt.Sprintf("Service.IgnoreCheckIDs[%d]", i), id); err != nil {
+			return err
+		}
+	}
+	if err := ValidateMeta("Service.NodeMeta", s.NodeMeta); err != nil {
+		return err
+	}
+	if err := ValidateMeta("Service.ServiceMeta", s.ServiceMeta); err != nil {
+		return err
+	}
+	if q.Session != "" && !IsQueryID(q.Session) {
+		return fieldErr("Session", "%q is not a session ID (a UUID)", q.Session)
+	}
+	if q.Template.Type != "" {
+		return fieldErr("Template.Type", "query templates are not supported by cairn; leave Type empty")
+	}
 	if q.DNS.TTL != "" {
 		ttl, err := time.ParseDuration(q.DNS.TTL)
 		if err != nil {
@@ -202,11 +264,45 @@ func NormalizeQuery(q *PreparedQuery) error {
 	return nil
 }
 
+// validateTargets checks Failover.Targets: datacenters only, and not
+// together with NearestN or Datacenters (Consul's rule).
+func validateTargets(f *QueryFailover) error {
+	if len(f.Targets) == 0 {
+		return nil
+	}
+	if f.NearestN != 0 || len(f.Datacenters) > 0 {
+		return fieldErr("Service.Failover.Targets", "cannot be combined with NearestN or Datacenters")
+	}
+	for i, t := range f.Targets {
+		field := fmt.Sprintf("Service.Failover.Targets[%d]", i)
+		switch {
+		case t.Peer != "":
+			return fieldErr(field+".Peer", "cluster peering is not supported by cairn; name a Datacenter")
+		case t.Partition != "" || t.Namespace != "":
+			return fieldErr(field, "partitions and namespaces are not supported by cairn; name a Datacenter")
+		}
+		if r := ValidLabel(t.Datacenter); r != "" {
+			return fieldErr(field+".Datacenter", "%s", r)
+		}
+	}
+	return nil
+}
+
 // Matches reports whether an instance is one the query answers with:
-// healthy (passing, or warning unless OnlyPassing), carrying every tag
-// the query asks for and none it negates with "!".
+// healthy (passing, or warning unless OnlyPassing) leaving out the checks
+// in IgnoreCheckIDs, carrying every tag the query asks for and none it
+// negates with "!", and the NodeMeta and ServiceMeta asked for.
 func (s *ServiceQuery) Matches(inst ServiceInstance) bool {
+	if s.Connect {
+		return false
+	}
+	if len(s.IgnoreCheckIDs) > 0 {
+		inst.Checks = slices.DeleteFunc(slices.Clone(inst.Checks), func(c *Check) bool { return slices.Contains(s.IgnoreCheckIDs, c.CheckID) })
+	}
 	if !inst.Healthy(s.OnlyPassing) {
+		return false
+	}
+	if !hasMeta(inst.Node.Meta, s.NodeMeta) || !hasMeta(inst.Service.Meta, s.ServiceMeta) {
 		return false
 	}
 	for _, t := range s.Tags {
@@ -215,6 +311,16 @@ func (s *ServiceQuery) Matches(inst ServiceInstance) bool {
 				return false
 			}
 		} else if !inst.Service.HasTag(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasMeta reports whether have carries every pair of want.
+func hasMeta(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
 			return false
 		}
 	}
@@ -290,18 +396,43 @@ func insertQuery(tx *memdb.Txn, idx uint64, id string, old *queryRow, q *Prepare
 			return fieldErr("Name", "query %q has the name %q already", other.ID, q.Name)
 		}
 	}
-	cp := *q
+	cp := q.clone()
 	cp.ID = id
-	cp.Service.Tags = slices.Clone(q.Service.Tags)
-	cp.Service.Failover.Datacenters = slices.Clone(q.Service.Failover.Datacenters)
 	cp.CreateIndex, cp.ModifyIndex = idx, idx
 	if old != nil {
 		cp.CreateIndex = old.Query.CreateIndex
+		if cp.Token == QueryTokenRedacted {
+			cp.Token = old.Query.Token
+		}
 	}
-	if err := tx.Insert(tableQueries, newQueryRow(&cp)); err != nil {
+	if err := tx.Insert(tableQueries, newQueryRow(cp)); err != nil {
 		return fmt.Errorf("insert query %q: %w", id, err)
 	}
 	return nil
+}
+
+// clone returns a deep copy of q.
+func (q *PreparedQuery) clone() *PreparedQuery {
+	cp := *q
+	s := &cp.Service
+	s.Tags = slices.Clone(s.Tags)
+	s.Failover.Datacenters = slices.Clone(s.Failover.Datacenters)
+	s.Failover.Targets = slices.Clone(s.Failover.Targets)
+	s.IgnoreCheckIDs = slices.Clone(s.IgnoreCheckIDs)
+	s.NodeMeta = maps.Clone(s.NodeMeta)
+	s.ServiceMeta = maps.Clone(s.ServiceMeta)
+	return &cp
+}
+
+// Redacted returns q with its Token replaced by QueryTokenRedacted (q
+// itself when it has none), for a reader who may not see it.
+func (q *PreparedQuery) Redacted() *PreparedQuery {
+	if q.Token == "" {
+		return q
+	}
+	cp := *q
+	cp.Token = QueryTokenRedacted
+	return &cp
 }
 
 func newQueryRow(q *PreparedQuery) *queryRow {

@@ -213,3 +213,21 @@ func TestQuerySnapshotRoundTrip(t *testing.T) {
 		t.Errorf("Queries after restoring an old snapshot: got %d (%v), want 0", len(qs), err)
 	}
 }
+
+// A query's Token is given out redacted to those who may not see it, and
+// the redacted form sent back in an update keeps the stored token.
+func TestQueryTokenRedacted(t *testing.T) {
+	s := newStore(t)
+	q := webQuery(queryID1, "web")
+	q.Token = "11111111-2222-3333-4444-555555555555"
+	mustApplyQuery(t, s, 5, catalog.QueryCreate, q)
+	_, got, _ := s.Query(nil, queryID1)
+	if r := got.Redacted(); r.Token != catalog.QueryTokenRedacted || got.Token != q.Token {
+		t.Fatalf("Redacted: got %q (stored %q), want %q (stored unchanged)", r.Token, got.Token, catalog.QueryTokenRedacted)
+	}
+	upd := got.Redacted()
+	mustApplyQuery(t, s, 6, catalog.QueryUpdate, upd)
+	if _, got, _ = s.Query(nil, queryID1); got.Token != q.Token {
+		t.Errorf("after an update sending the redacted token: got %q, want %q kept", got.Token, q.Token)
+	}
+}

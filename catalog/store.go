@@ -154,7 +154,29 @@ func (a *Service) SameAs(b *Service) bool { return sameService(a, b) }
 func sameService(a, b *Service) bool {
 	return a.ID == b.ID && a.Service == b.Service && slices.Equal(a.Tags, b.Tags) &&
 		a.Address == b.Address && a.Port == b.Port && maps.Equal(a.Meta, b.Meta) && a.Weights == b.Weights &&
-		maps.Equal(a.TaggedAddresses, b.TaggedAddresses)
+		maps.Equal(a.TaggedAddresses, b.TaggedAddresses) && a.EnableTagOverride == b.EnableTagOverride &&
+		a.SocketPath == b.SocketPath && slices.Equal(a.Ports, b.Ports) && sameLocality(a.Locality, b.Locality)
+}
+
+func sameLocality(a, b *Locality) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// Clone returns a deep copy of s, sharing nothing with it.
+func (s *Service) Clone() *Service {
+	cp := *s
+	cp.Tags = slices.Clone(s.Tags)
+	cp.Meta = maps.Clone(s.Meta)
+	cp.TaggedAddresses = maps.Clone(s.TaggedAddresses)
+	cp.Ports = slices.Clone(s.Ports)
+	if s.Locality != nil {
+		l := *s.Locality
+		cp.Locality = &l
+	}
+	return &cp
 }
 
 func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
@@ -162,9 +184,7 @@ func ensureService(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
 	if err != nil {
 		return fmt.Errorf("look up service %q: %w", svc.ID, err)
 	}
-	cp := *svc
-	cp.Tags = slices.Clone(svc.Tags)
-	cp.Meta = maps.Clone(svc.Meta)
+	cp := *svc.Clone()
 	if old, ok := raw.(*serviceRow); ok {
 		if sameService(old.Service, &cp) {
 			return nil

@@ -104,7 +104,33 @@ type Service struct {
 	// Consul's tags ("lan", "wan", "lan_ipv4", ...), kept and given out
 	// as Node.TaggedAddresses are.
 	TaggedAddresses map[string]ServiceAddress
+	// EnableTagOverride lets the catalog's tags win over the registering
+	// agent's: anti-entropy adopts tags changed in the catalog instead of
+	// writing its own back (Consul's).
+	EnableTagOverride bool
+	// SocketPath is the unix socket the service listens on, kept and given
+	// out for clients that dial it; DNS answers with Address and Port.
+	SocketPath string
+	// Ports are the service's named ports (Consul's multi-port services);
+	// at most one is the Default. Kept and given out; SRV answers use Port.
+	Ports []ServicePort
+	// Locality is where the instance runs (cloud region and zone), kept
+	// and given out.
+	Locality *Locality
 	RaftIndex
+}
+
+// ServicePort is one of a service's named ports.
+type ServicePort struct {
+	Name    string
+	Port    int
+	Default bool
+}
+
+// Locality is a region and a zone within it.
+type Locality struct {
+	Region string
+	Zone   string
 }
 
 // Check is one health check, on a node (ServiceID empty) or on a service.

@@ -151,6 +151,12 @@ func NormalizeService(s *Service) error {
 			return fieldErr("TaggedAddresses["+k+"].Port", "must be between 0 and 65535, got %d", a.Port)
 		}
 	}
+	if err := normalizePorts(s); err != nil {
+		return err
+	}
+	if strings.ContainsRune(s.SocketPath, 0) {
+		return fieldErr("SocketPath", "holds a NUL byte")
+	}
 	if s.Weights == (Weights{}) {
 		s.Weights = DefaultWeights
 	}
@@ -247,3 +253,38 @@ func ValidateHealthState(field, state string) error {
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
+
+// normalizePorts checks a multi-port service's Ports as Consul does (named,
+// names unique, ports 1–65535, exactly one Default) and gives a service
+// without a Port its default port's: DNS answers need a port.
+func normalizePorts(s *Service) error {
+	if len(s.Ports) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(s.Ports))
+	def := -1
+	for i, p := range s.Ports {
+		field := fmt.Sprintf("Ports[%d]", i)
+		switch {
+		case strings.TrimSpace(p.Name) == "":
+			return fieldErr(field+".Name", "is required")
+		case seen[p.Name]:
+			return fieldErr(field+".Name", "%q is the name of another port", p.Name)
+		case p.Port < 1 || p.Port > 65535:
+			return fieldErr(field+".Port", "must be between 1 and 65535, got %d", p.Port)
+		case p.Default && def >= 0:
+			return fieldErr(field+".Default", "only one port can be the default, and Ports[%d] is", def)
+		}
+		seen[p.Name] = true
+		if p.Default {
+			def = i
+		}
+	}
+	if def < 0 {
+		return fieldErr("Ports", "one of the ports must be marked Default")
+	}
+	if s.Port == 0 {
+		s.Port = s.Ports[def].Port
+	}
+	return nil
+}

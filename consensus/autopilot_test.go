@@ -263,7 +263,7 @@ func TestAutopilotConfiguration(t *testing.T) {
 		t.Errorf("CAS with a stale index: got %v, %v; want not updated", ok, err)
 	}
 	bad := got
-	bad.LastContactThreshold = 0
+	bad.LastContactThreshold = -time.Second
 	_, err := set(follower, bad, false)
 	if fe, ok := errors.AsType[*catalog.FieldError](err); !ok || fe.Field != "LastContactThreshold" {
 		t.Errorf("bad threshold: got %v, want a field error naming LastContactThreshold", err)

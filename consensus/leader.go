@@ -31,12 +31,14 @@ const (
 	GossipCheckID = catalog.SerfCheckID
 	// GossipCheckType is the Type of that check.
 	GossipCheckType = "gossip"
-	// ServerServiceName is the service (ID and name) the leader keeps on
-	// every server's node, on its RPC port, so cairn.service.<domain>
-	// finds the servers: as Consul's leader keeps the consul service, so
-	// that a server's agent token needs no service:write on it. With the
-	// gossip check, it is what agents' anti-entropy leaves alone.
-	ServerServiceName = catalog.ServerServiceID
+	// ServerServiceID is the ID of the service the leader keeps on every
+	// server's node, on its RPC port, so <name>.service.<domain> finds the
+	// servers (LeaderConfig.ServerServiceName): as Consul's leader keeps
+	// the consul service, so that a server's agent token needs no
+	// service:write on it. With the gossip check, it is what agents'
+	// anti-entropy leaves alone. The ID stays whatever the name, so the
+	// storage check keeps one owner.
+	ServerServiceID = catalog.ServerServiceID
 
 	// StorageCheckID is the check the leader keeps on every server's
 	// cairn service: critical while autopilot finds that the server
@@ -128,6 +130,11 @@ type LeaderConfig struct {
 	// DNSSECAuto makes the leader create a DNSSEC key when none is
 	// stored (dns_config.dnssec.auto). Default off.
 	DNSSECAuto bool
+	// ServerServiceName is the name of the service the leader keeps on
+	// every server's node (server_service_name): "consul" lets tools that
+	// look the servers up as Consul's find them. A leader with another
+	// name renames it on every server. Default "cairn".
+	ServerServiceName string
 }
 
 // DefaultLeaderConfig returns a LeaderConfig with every default set.
@@ -139,6 +146,7 @@ func DefaultLeaderConfig() LeaderConfig {
 		MinVoters:                3,
 		Autopilot:                rpc.DefaultAutopilotConfig(),
 		HealthInterval:           2 * time.Second,
+		ServerServiceName:        catalog.ServerServiceID,
 	}
 }
 
@@ -153,6 +161,9 @@ func (c LeaderConfig) Validate() error {
 	}
 	if c.RemoveFailedServersAfter <= 0 {
 		errs = append(errs, fmt.Errorf("leader RemoveFailedServersAfter: must be positive, got %s", c.RemoveFailedServersAfter))
+	}
+	if r := catalog.ValidLabel(c.ServerServiceName); r != "" {
+		errs = append(errs, fmt.Errorf("leader ServerServiceName: %s", r))
 	}
 	if c.MinVoters < 1 {
 		errs = append(errs, fmt.Errorf("leader MinVoters: must be at least 1, got %d", c.MinVoters))
@@ -454,7 +465,7 @@ func (l *Leader) registerAlive(ctx context.Context, m gossip.Member, node *catal
 		// No longer a server (restarted as a client): its cairn service
 		// would send clients to a port that serves no RPC.
 		l.logger.Info("removing the cairn service of a node that is no longer a server", "node", m.Node)
-		if err := l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: m.Node, ServiceID: ServerServiceName}); err != nil {
+		if err := l.s.Deregister(ctx, &catalog.DeregisterRequest{Datacenter: l.cfg.Datacenter, Node: m.Node, ServiceID: ServerServiceID}); err != nil {
 			return err
 		}
 		svcOK = true
@@ -500,18 +511,18 @@ func (l *Leader) serverServiceState(m gossip.Member) (*catalog.Service, bool, er
 	if err != nil {
 		return nil, false, err
 	}
-	i := slices.IndexFunc(svcs, func(s *catalog.Service) bool { return s.ID == ServerServiceName })
+	i := slices.IndexFunc(svcs, func(s *catalog.Service) bool { return s.ID == ServerServiceID })
 	if !m.IsServer() {
 		return nil, i < 0, nil
 	}
-	want := serverService(m)
+	want := serverService(m, l.cfg.ServerServiceName)
 	return want, i >= 0 && svcs[i].SameAs(want), nil
 }
 
-// serverService is the cairn service of server member m: on its RPC port,
-// at its RPC host when that differs from the node's address.
-func serverService(m gossip.Member) *catalog.Service {
-	svc := &catalog.Service{ID: ServerServiceName, Service: ServerServiceName}
+// serverService is the service named name of server member m: on its RPC
+// port, at its RPC host when that differs from the node's address.
+func serverService(m gossip.Member, name string) *catalog.Service {
+	svc := &catalog.Service{ID: ServerServiceID, Service: name}
 	if host, port, err := net.SplitHostPort(m.RPCAddr); err == nil {
 		svc.Port, _ = strconv.Atoi(port)
 		if host != m.Addr.String() {
@@ -554,7 +565,7 @@ func (l *Leader) registerFailed(ctx context.Context, m gossip.Member, node *cata
 // the check, which it then does not carry yet).
 func (l *Leader) storageCheckState(node string, svcOK bool) (*catalog.Check, bool, error) {
 	want := &catalog.Check{CheckID: StorageCheckID, Name: storageCheckName, Type: StorageCheckType,
-		ServiceID: ServerServiceName, ServiceName: ServerServiceName, Status: catalog.HealthPassing, Output: outputStorageOK}
+		ServiceID: ServerServiceID, ServiceName: l.cfg.ServerServiceName, Status: catalog.HealthPassing, Output: outputStorageOK}
 	l.ap.mu.Lock()
 	report := l.ap.report
 	l.ap.mu.Unlock()
@@ -568,7 +579,7 @@ func (l *Leader) storageCheckState(node string, svcOK bool) (*catalog.Check, boo
 	if err != nil {
 		return nil, false, err
 	}
-	i := slices.IndexFunc(checks, func(c *catalog.Check) bool { return c.CheckID == StorageCheckID && c.ServiceID == ServerServiceName })
+	i := slices.IndexFunc(checks, func(c *catalog.Check) bool { return c.CheckID == StorageCheckID && c.ServiceID == ServerServiceID })
 	if i >= 0 && report == nil {
 		return want, true, nil
 	}

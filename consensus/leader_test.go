@@ -17,6 +17,7 @@ import (
 	"github.com/cairndns/cairn/consensus/consensustest"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/gossip/gossiptest"
+	"github.com/cairndns/cairn/rpc"
 )
 
 var _ consensus.Membership = (*gossip.Pool)(nil)
@@ -126,7 +127,7 @@ func waitGossip(t *testing.T, store *catalog.Store, want map[string]catalog.Heal
 // cairnInstances returns "node=addr:port" for each cairn service instance.
 func cairnInstances(t *testing.T, store *catalog.Store) []string {
 	t.Helper()
-	_, inst, err := store.ServiceInstances(nil, consensus.ServerServiceName, "")
+	_, inst, err := store.ServiceInstances(nil, consensus.ServerServiceID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +165,9 @@ func TestLeaderConfigValidate(t *testing.T) {
 	if err := consensus.DefaultLeaderConfig().Validate(); err != nil {
 		t.Fatalf("DefaultLeaderConfig: got %v, want nil", err)
 	}
-	bad := consensus.LeaderConfig{Datacenter: "dc_1"}
+	bad := consensus.LeaderConfig{Datacenter: "dc_1", Autopilot: rpc.AutopilotConfig{LastContactThreshold: -1}}
 	err := bad.Validate()
-	for _, field := range []string{"Datacenter", "ReconcileInterval", "RemoveFailedServersAfter", "MinVoters", "Autopilot", "HealthInterval"} {
+	for _, field := range []string{"Datacenter", "ReconcileInterval", "RemoveFailedServersAfter", "MinVoters", "Autopilot", "HealthInterval", "ServerServiceName"} {
 		if err == nil || !strings.Contains(err.Error(), "leader "+field) {
 			t.Errorf("Validate: got %v, want an error naming %s", err, field)
 		}
@@ -210,9 +211,9 @@ func TestLeaderReconcilesMembers(t *testing.T) {
 	} else {
 		for _, c := range checks {
 			if c.CheckID == consensus.StorageCheckID {
-				if c.Node != "srv1" || c.ServiceID != consensus.ServerServiceName || c.Type != consensus.StorageCheckType {
+				if c.Node != "srv1" || c.ServiceID != consensus.ServerServiceID || c.Type != consensus.StorageCheckType {
 					t.Errorf("storage check: got node %q, service %q, type %q; want srv1's, on %q, of type %q",
-						c.Node, c.ServiceID, c.Type, consensus.ServerServiceName, consensus.StorageCheckType)
+						c.Node, c.ServiceID, c.Type, consensus.ServerServiceID, consensus.StorageCheckType)
 				}
 				continue
 			}

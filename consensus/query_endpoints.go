@@ -197,7 +197,7 @@ func (p *PreparedQuery) get(ctx context.Context, args *rpc.PreparedQueryGetReque
 		if !queryRead(authz, q.Name) {
 			return 0, denied("query", "read", q.Name)
 		}
-		reply.Queries = []*catalog.PreparedQuery{q}
+		reply.Queries = redactQueries(authz, []*catalog.PreparedQuery{q})
 		return idx, nil
 	})
 }
@@ -217,6 +217,7 @@ func (p *PreparedQuery) list(ctx context.Context, args *rpc.PreparedQueryListReq
 			reply.Queries = slices.DeleteFunc(slices.Clone(qs), func(q *catalog.PreparedQuery) bool { return !authz.QueryRead(q.Name) })
 			reply.ResultsFilteredByACLs = len(reply.Queries) < len(qs)
 		}
+		reply.Queries = redactQueries(authz, reply.Queries)
 		return idx, err
 	})
 }
@@ -328,13 +329,16 @@ func (p *PreparedQuery) failover(ctx context.Context, q *catalog.PreparedQuery, 
 		}
 	}
 	var errs []error
+	// The query's stored token stays in its datacenter.
+	sent := *q
+	sent.Token = ""
 	for _, dc := range p.failoverDatacenters(q) {
 		if ctx.Err() != nil {
 			return fmt.Errorf("query %q: failover: %w", q.ID, context.Cause(ctx))
 		}
 		res.Failovers++
 		dcCtx, cancel := context.WithTimeout(ctx, p.cfg.FailoverTimeout)
-		remote, err := p.remote.ExecuteRemote(dcCtx, dc, q)
+		remote, err := p.remote.ExecuteRemote(dcCtx, dc, &sent)
 		cancel()
 		if err != nil {
 			// Debug: this runs per execution, so per DNS question.
@@ -378,6 +382,23 @@ func (p *PreparedQuery) failoverDatacenters(q *catalog.PreparedQuery) []string {
 	}
 	for _, dc := range f.Datacenters {
 		add(dc)
+	}
+	for _, t := range f.Targets {
+		add(t.Datacenter)
+	}
+	return out
+}
+
+// redactQueries hides the queries' tokens from a reader without acl:write
+// (Consul's rule); with ACLs off (authz nil) they are shown. qs is not
+// modified.
+func redactQueries(authz authorizer, qs []*catalog.PreparedQuery) []*catalog.PreparedQuery {
+	if authz == nil || authz.ACLWrite() {
+		return qs
+	}
+	out := make([]*catalog.PreparedQuery, len(qs))
+	for i, q := range qs {
+		out[i] = q.Redacted()
 	}
 	return out
 }

@@ -260,3 +260,38 @@ func TestPreparedQueryDefaultRemote(t *testing.T) {
 		t.Errorf("Execute of an unknown query: got %v, want catalog.ErrNotFound", err)
 	}
 }
+
+// TestPreparedQueryFailoverTargets: a query's Failover.Targets are tried
+// in order, as Datacenters are; the query's stored Token is not sent to
+// them.
+func TestPreparedQueryFailoverTargets(t *testing.T) {
+	p := rpctest.NewPool(t)
+	_, dc2 := startQueryServers(t, 1, "dc2", consensus.DefaultPreparedQueryConfig())
+	registerWeb(t, p, dc2, "dc2-node", "10.2.0.1", catalog.HealthPassing)
+
+	var asked askedDCs
+	var tokens []string
+	remote := remoteDCs(p, map[string]string{"dc2": dc2.Addr}, &asked)
+	cfg := consensus.DefaultPreparedQueryConfig()
+	cfg.Remote = remoteFunc(func(ctx context.Context, dc string, q *catalog.PreparedQuery) (*catalog.QueryResult, error) {
+		tokens = append(tokens, q.Token) // the endpoint asks one datacenter at a time
+		return remote.ExecuteRemote(ctx, dc, q)
+	})
+	_, dc1 := startQueryServers(t, 1, "dc1", cfg)
+	registerWeb(t, p, dc1, "dc1-node", "10.1.0.1", catalog.HealthCritical)
+	createQuery(t, p, dc1, catalog.PreparedQuery{Name: "web", Token: "11111111-2222-3333-4444-555555555555", Service: catalog.ServiceQuery{
+		Service:  "web",
+		Failover: catalog.QueryFailover{Targets: []catalog.QueryFailoverTarget{{Datacenter: "dc3"}, {Datacenter: "dc2"}}},
+	}})
+	var reply rpc.PreparedQueryExecuteResponse
+	catalogCall(t, p, dc1, rpc.MethodPreparedQueryExecute, &rpc.PreparedQueryExecuteRequest{QueryIDOrName: "web"}, &reply)
+	if got := reply.Result; got.Datacenter != "dc2" || got.Failovers != 2 || len(got.Nodes) != 1 {
+		t.Errorf("got dc %q, %d failovers, %d nodes; want dc2, 2, 1", got.Datacenter, got.Failovers, len(got.Nodes))
+	}
+	if a := asked.take(); fmt.Sprint(a) != "[dc3 dc2]" {
+		t.Errorf("asked %v, want [dc3 dc2]", a)
+	}
+	if fmt.Sprint(tokens) != "[ ]" {
+		t.Errorf("tokens sent with the query: got %q, want none", tokens)
+	}
+}

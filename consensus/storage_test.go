@@ -86,14 +86,14 @@ func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 			wantStatus = catalog.HealthPassing
 		}
 		for _, c := range checks {
-			if c.CheckID == consensus.StorageCheckID && c.ServiceID == consensus.ServerServiceName {
+			if c.CheckID == consensus.StorageCheckID && c.ServiceID == consensus.ServerServiceID {
 				if c.Status != wantStatus {
 					return fmt.Errorf("storage check of %s: got %s, want %s", full.ID, c.Status, wantStatus)
 				}
 				return nil
 			}
 		}
-		return fmt.Errorf("%s has no storage check on its %s service", full.ID, consensus.ServerServiceName)
+		return fmt.Errorf("%s has no storage check on its %s service", full.ID, consensus.ServerServiceID)
 	}
 	consensustest.WaitFor(t, within, func() error { return storage(true) })
 	// The full server leads when its disk fills, so that it must step down.

@@ -66,11 +66,14 @@ func DefaultAutopilotConfig() AutopilotConfig {
 
 // Validate reports the first invalid field as a *catalog.FieldError
 // naming it, so that an operator's bad value reaches the HTTP API as a
-// 400 through the wire.
+// 400 through the wire. Zero is valid and means zero, as in Consul (which
+// stores what a partial body such as {"CleanupDeadServers": false} leaves
+// zero): a LastContactThreshold of 0 counts only the leader as heard from
+// in time, a ServerStabilizationTime of 0 promotes a healthy server at once.
 func (c AutopilotConfig) Validate() error {
 	switch {
-	case c.LastContactThreshold <= 0:
-		return &catalog.FieldError{Field: "LastContactThreshold", Reason: fmt.Sprintf("must be positive, got %s", c.LastContactThreshold)}
+	case c.LastContactThreshold < 0:
+		return &catalog.FieldError{Field: "LastContactThreshold", Reason: fmt.Sprintf("must not be negative, got %s", c.LastContactThreshold)}
 	case c.ServerStabilizationTime < 0:
 		return &catalog.FieldError{Field: "ServerStabilizationTime", Reason: fmt.Sprintf("must not be negative, got %s", c.ServerStabilizationTime)}
 	}

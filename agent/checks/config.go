@@ -2,6 +2,8 @@ package checks
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"time"
 )
 
@@ -20,6 +22,11 @@ type Config struct {
 	// UserAgent is sent by HTTP and gRPC checks, so that a service's logs
 	// can tell health probes from traffic. Default "cairn/health-check".
 	UserAgent string
+	// DockerHost is the Docker Engine API docker checks exec through:
+	// unix:///path/to/docker.sock or tcp://host:port (plain HTTP).
+	// Default: $DOCKER_HOST, else DefaultDockerHost (as Consul and the
+	// docker CLI find the daemon).
+	DockerHost string
 }
 
 // DefaultConfig returns the defaults described on Config's fields.
@@ -36,6 +43,11 @@ func (c Config) Validate() error {
 	if c.AliasInterval < 0 {
 		return errors.New("checks: AliasInterval must not be negative")
 	}
+	if c.DockerHost != "" {
+		if err := checkDockerHost(c.DockerHost); err != nil {
+			return fmt.Errorf("checks: DockerHost %w", err)
+		}
+	}
 	return nil
 }
 
@@ -47,6 +59,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = def.UserAgent
+	}
+	if c.DockerHost == "" {
+		c.DockerHost = os.Getenv("DOCKER_HOST")
+		if checkDockerHost(c.DockerHost) != nil {
+			c.DockerHost = DefaultDockerHost
+		}
 	}
 	return c
 }

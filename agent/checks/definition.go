@@ -8,7 +8,8 @@ import (
 
 // Definition is one health check as registered with the agent: what to
 // probe, how often, and how results turn into a status. Exactly one of
-// the kinds (HTTP, TCP, UDP, GRPC, TTL, Args, AliasService/AliasNode) is
+// the kinds (HTTP, TCP, UDP, GRPC, TTL, Args, DockerContainerID with Args,
+// AliasService/AliasNode) is
 // set. Field names follow Consul's check definitions, so the HTTP API can
 // decode them directly and errors name the field the user wrote.
 type Definition struct {
@@ -45,6 +46,13 @@ type Definition struct {
 	// Args is a command run every Interval (only with script checks
 	// enabled): exit 0 passing, 1 warning, anything else critical.
 	Args []string
+	// DockerContainerID makes Args a command run inside that container
+	// every Interval, through the Docker Engine API (only with script
+	// checks enabled), read as a script check's exit code. Shell is kept
+	// for Consul's clients; it applies to Consul's Script field, which
+	// cairn does not have.
+	DockerContainerID string `json:",omitempty"`
+	Shell             string `json:",omitempty"`
 	// AliasService mirrors the health of another service instance (its ID)
 	// on AliasNode, or on this agent's node when AliasNode is empty; with
 	// only AliasNode, the health of that node.
@@ -78,6 +86,7 @@ const (
 	TypeGRPC   = "grpc"
 	TypeTTL    = "ttl"
 	TypeScript = "script"
+	TypeDocker = "docker"
 	TypeAlias  = "alias"
 )
 
@@ -94,6 +103,8 @@ func (d *Definition) Type() string {
 		return TypeGRPC
 	case d.TTL != 0:
 		return TypeTTL
+	case d.DockerContainerID != "":
+		return TypeDocker
 	case len(d.Args) > 0:
 		return TypeScript
 	case d.AliasService != "" || d.AliasNode != "":

@@ -123,6 +123,8 @@ func (m *Manager) newCheck(def Definition) (*check, error) {
 		p = newGRPCProbe(&def, m.cfg.UserAgent)
 	case TypeScript:
 		p = &scriptProbe{args: def.Args, timeout: def.Timeout, limit: def.OutputMaxSize}
+	case TypeDocker:
+		p = newDockerProbe(&def, m.cfg.DockerHost)
 	case TypeAlias:
 		if m.alias == nil {
 			return nil, ErrNoAliasSource

@@ -53,7 +53,7 @@ func (d *Definition) Validate(prefix string, enableScripts bool) error {
 		if whole == "" {
 			whole = "Check"
 		}
-		return &catalog.FieldError{Field: whole, Reason: "no kind of check set: set one of HTTP, TCP, UDP, GRPC, TTL, Args or AliasService/AliasNode"}
+		return &catalog.FieldError{Field: whole, Reason: "no kind of check set: set one of HTTP, TCP, UDP, GRPC, TTL, Args, DockerContainerID (with Args) or AliasService/AliasNode"}
 	case len(kinds) > 1:
 		return fe(kinds[1], "only one kind of check may be set, and %s is set too", kinds[0])
 	}
@@ -100,7 +100,8 @@ func (d *Definition) kindFields() []string {
 	add(d.UDP != "", "UDP")
 	add(d.GRPC != "", "GRPC")
 	add(d.TTL != 0, "TTL")
-	add(len(d.Args) > 0, "Args")
+	add(len(d.Args) > 0 && d.DockerContainerID == "", "Args")
+	add(d.DockerContainerID != "", "DockerContainerID")
 	add(d.AliasService != "", "AliasService")
 	add(d.AliasService == "" && d.AliasNode != "", "AliasNode")
 	return k
@@ -153,6 +154,13 @@ func (d *Definition) validateTarget(fe fieldErrFunc, enableScripts bool) error {
 		}
 		if d.Args[0] == "" {
 			return fe("Args", "the program (Args[0]) is empty")
+		}
+	case TypeDocker:
+		if !enableScripts {
+			return fe("DockerContainerID", "docker checks run programs and are disabled; start the agent with -enable-script-checks")
+		}
+		if len(d.Args) == 0 || d.Args[0] == "" {
+			return fe("Args", "the command to run in container %s is required", d.DockerContainerID)
 		}
 	case TypeAlias:
 		if d.AliasService != "" && d.AliasService == d.ServiceID && d.AliasNode == "" {
@@ -225,6 +233,8 @@ func (d *Definition) defaultName() string {
 		return "TTL " + d.TTL.String()
 	case TypeScript:
 		return "Script " + d.Args[0]
+	case TypeDocker:
+		return "Docker " + d.DockerContainerID + " " + d.Args[0]
 	case TypeAlias:
 		if d.AliasService == "" {
 			return "Alias node " + d.AliasNode

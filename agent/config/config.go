@@ -12,6 +12,7 @@ import (
 	"github.com/cairndns/cairn/telemetry"
 
 	"github.com/cairndns/cairn/cache"
+	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
@@ -31,6 +32,9 @@ type Config struct {
 	// Datacenter this agent belongs to. Default: zones.DefaultConfig's
 	// ("dc1").
 	Datacenter string
+	// Services are the services of the config file (service and services
+	// blocks), registered at start and on reload. Default none.
+	Services []ServiceDefinition
 	// NodeMeta is free-form metadata of this node, answered in DNS as TXT
 	// records "key=value" of <node>.node names. Default none.
 	NodeMeta map[string]string
@@ -169,6 +173,11 @@ type Config struct {
 	Autopilot Autopilot
 	// RaftLogStore is the raft_logstore block (server.go), for servers.
 	RaftLogStore RaftLogStore
+	// ServerServiceName is the name of the service the leader keeps on
+	// every server's node, on its RPC port (server_service_name, server.go):
+	// "consul" for tools that look Consul's servers up by their service.
+	// Give every server the same. Default "cairn".
+	ServerServiceName string
 	// RaftSnapshotThreshold, RaftSnapshotInterval and RaftTrailingLogs
 	// say when a server snapshots and compacts its Raft log (server.go).
 	// Defaults 8192, 120s and 10240, consensus.DefaultConfig()'s.
@@ -250,6 +259,7 @@ func Default() Config {
 		Performance:         DefaultPerformance(),
 		Autopilot:           DefaultAutopilot(),
 		RaftLogStore:        RaftLogStore{WALSegmentSizeMB: 64},
+		ServerServiceName:   catalog.ServerServiceID,
 		Coordinates:         DefaultCoordinates(),
 		GossipLAN:           DefaultGossipLAN(),
 		GossipWAN:           DefaultGossipWAN(),

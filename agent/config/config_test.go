@@ -43,6 +43,7 @@ func TestConfigDefaults(t *testing.T) {
 		Performance:           Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
 		RaftLogStore:          RaftLogStore{WALSegmentSizeMB: 64},
 		RaftSnapshotThreshold: 8192, RaftSnapshotInterval: 120 * time.Second, RaftTrailingLogs: 10240,
+		ServerServiceName: "cairn",
 		Autopilot: Autopilot{CleanupDeadServers: true, LastContactThreshold: 200 * time.Millisecond,
 			MaxTrailingLogs: 250, ServerStabilizationTime: 10 * time.Second},
 		Coordinates: Coordinates{SyncIntervalMin: 10 * time.Second, UpdatePeriod: 5 * time.Second, UpdateBatchSize: 128, UpdateMaxBatches: 5},
@@ -289,14 +290,14 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	err := c.Validate()
 	got := fieldsOf(err)
 	slices.Sort(got)
-	want := []string{"acl.default_policy", "acl.token_min_expiration_ttl", "advertise_addr", "ae_interval", "autopilot.last_contact_threshold", "bind_addr", "bootstrap_expect", "client_addr",
+	want := []string{"acl.default_policy", "acl.token_min_expiration_ttl", "advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr",
 		"coordinate_update_batch_size", "coordinate_update_max_batches", "coordinate_update_period", "data_dir", "datacenter", "domain",
 		"encrypt",
 		"gossip_lan.gossip_interval", "gossip_lan.gossip_nodes", "gossip_lan.probe_interval", "gossip_lan.probe_timeout", "gossip_lan.retransmit_mult", "gossip_lan.suspicion_mult",
 		"gossip_wan.gossip_interval", "gossip_wan.gossip_nodes", "gossip_wan.probe_interval", "gossip_wan.probe_timeout", "gossip_wan.retransmit_mult", "gossip_wan.suspicion_mult",
 		"http_config.read_timeout", "limits.kv_max_value_size", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
 		"ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server", "raft_logstore.wal.segment_size_mb",
-		"raft_snapshot_interval", "raft_snapshot_threshold", "reconnect_timeout", "retry_interval", "retry_max", "sync_coordinate_interval_min", "telemetry.prometheus_retention_time"}
+		"raft_snapshot_interval", "raft_snapshot_threshold", "reconnect_timeout", "retry_interval", "retry_max", "server_service_name", "sync_coordinate_interval_min", "telemetry.prometheus_retention_time"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got errors for %q, want %q", got, want)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -57,6 +58,7 @@ type fileConfig struct {
 	fileServerKeys     `hcl:",squash"` // server.go
 	fileCoordinateKeys `hcl:",squash"` // coordinates.go
 	fileGossipKeys     `hcl:",squash"` // gossip.go
+	fileServiceKeys    `hcl:",squash"` // services.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -115,6 +117,9 @@ func LoadFile(path string, c *Config) error {
 }
 
 func applyFile(path string, data []byte, c *Config) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil // an empty file sets nothing, as in Consul
+	}
 	tree, err := parseConfig(path, data)
 	if err != nil {
 		return fmt.Errorf("parse config file %s: %w", path, err)
@@ -122,10 +127,15 @@ func applyFile(path string, data []byte, c *Config) error {
 	if err := checkFile(tree); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
+	svcs, err := takeServices(tree)
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
 	var fc fileConfig
 	if err := hcl.DecodeObject(&fc, tree); err != nil {
 		return fmt.Errorf("decode config file %s: %w", path, err)
 	}
+	fc.fileServiceKeys = svcs
 	// Applied to a copy, so that a bad value leaves c as it was.
 	out := *c
 	if err := fc.apply(&out); err != nil {
@@ -190,6 +200,9 @@ func (fc *fileConfig) apply(c *Config) error {
 		return err
 	}
 	if err := fc.fileGossipKeys.apply(c); err != nil {
+		return err
+	}
+	if err := fc.fileServiceKeys.apply(c); err != nil {
 		return err
 	}
 	setIf(&c.AltDomain, fc.AltDomain)

@@ -5,7 +5,7 @@ import "reflect"
 // liveFields are the Config fields a reload applies
 // (the TLS certificates are re-read from the files the running
 // configuration names: a changed tls block needs a restart).
-var liveFields = map[string]bool{"LogLevel": true}
+var liveFields = map[string]bool{"LogLevel": true, "Services": true}
 
 // RestartOnly names the fields of Config that differ between running and
 // loaded and that only a restart applies.

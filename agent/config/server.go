@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/cairndns/cairn/catalog"
 )
 
 // This file holds the keys that shape how servers run together, as
@@ -120,6 +122,7 @@ type fileServerKeys struct {
 	RaftSnapshotThreshold *int    `hcl:"raft_snapshot_threshold"`
 	RaftSnapshotInterval  *string `hcl:"raft_snapshot_interval"`
 	RaftTrailingLogs      *int    `hcl:"raft_trailing_logs"`
+	ServerServiceName     *string `hcl:"server_service_name"`
 }
 
 type fileRaftLogStore struct {
@@ -157,6 +160,7 @@ func (f *fileServerKeys) apply(c *Config) error {
 	}
 	setIf(&c.RaftSnapshotThreshold, f.RaftSnapshotThreshold)
 	setIf(&c.RaftTrailingLogs, f.RaftTrailingLogs)
+	setIf(&c.ServerServiceName, f.ServerServiceName)
 	durations := []durationKey{{"raft_snapshot_interval", "30s", f.RaftSnapshotInterval, &c.RaftSnapshotInterval}}
 	if p := f.Performance; p != nil {
 		setIf(&c.Performance.RaftMultiplier, p.RaftMultiplier)
@@ -208,6 +212,9 @@ func (c *Config) validateServer(bad func(field, format string, args ...any)) {
 	if n := c.RaftTrailingLogs; n < 0 {
 		bad("raft_trailing_logs", "must not be negative, got %d", n)
 	}
+	if r := catalog.ValidLabel(c.ServerServiceName); r != "" {
+		bad("server_service_name", "%s (it is a DNS label: <name>.service.<domain>)", r)
+	}
 	if m := c.Performance.RaftMultiplier; m < 1 || m > 10 {
 		bad("performance.raft_multiplier", "must be between 1 and 10, got %d", m)
 	}
@@ -220,8 +227,8 @@ func (c *Config) validateServer(bad func(field, format string, args ...any)) {
 		bad("performance.rpc_hold_timeout", "must be between 1s and 1m, got %s", d)
 	}
 	a := c.Autopilot
-	if a.LastContactThreshold <= 0 {
-		bad("autopilot.last_contact_threshold", "must be positive, got %s", a.LastContactThreshold)
+	if a.LastContactThreshold < 0 {
+		bad("autopilot.last_contact_threshold", "must not be negative, got %s", a.LastContactThreshold)
 	}
 	if a.MaxTrailingLogs < 0 {
 		bad("autopilot.max_trailing_logs", "must not be negative, got %d", a.MaxTrailingLogs)

@@ -73,6 +73,27 @@ raft_trailing_logs = 0`},
 	}
 }
 
+// TestServerServiceName: the servers' service is "cairn" unless
+// server_service_name names another, in HCL or JSON.
+func TestServerServiceName(t *testing.T) {
+	if c := Default(); c.ServerServiceName != "cairn" {
+		t.Errorf("default: got %q, want cairn", c.ServerServiceName)
+	}
+	for _, tc := range []struct{ name, file string }{
+		{"s.hcl", `server_service_name = "consul"`},
+		{"s.json", `{"server_service_name": "consul"}`},
+	} {
+		c := Default()
+		c.Server, c.DataDir = true, "/d"
+		if err := LoadFile(writeConfig(t, tc.name, tc.file), &c); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if err := c.Validate(); err != nil || c.ServerServiceName != "consul" {
+			t.Errorf("%s: got %q, %v; want consul", tc.name, c.ServerServiceName, err)
+		}
+	}
+}
+
 // TestLeaveDefaultsByRole: without the keys a client leaves on both
 // signals and a server on neither, as Consul's agents.
 func TestLeaveDefaultsByRole(t *testing.T) {
@@ -107,7 +128,7 @@ func TestServerBlocksErrorsNameTheField(t *testing.T) {
 		{`performance { commit_timeout = "soon" }`, "performance.commit_timeout"},
 		{`performance { rpc_hold_timeout = "100ms" }`, "performance.rpc_hold_timeout"},
 		{`performance { rpc_hold_timeout = "5m" }`, "performance.rpc_hold_timeout"},
-		{`autopilot { last_contact_threshold = "0s" }`, "autopilot.last_contact_threshold"},
+		{`autopilot { last_contact_threshold = "-1s" }`, "autopilot.last_contact_threshold"},
 		{`autopilot { last_contact_threshold = "fast" }`, "autopilot.last_contact_threshold"},
 		{`autopilot { max_trailing_logs = -1 }`, "autopilot.max_trailing_logs"},
 		{`autopilot { min_quorum = -1 }`, "autopilot.min_quorum"},
@@ -117,6 +138,8 @@ func TestServerBlocksErrorsNameTheField(t *testing.T) {
 		{`raft_snapshot_interval = "1ms"`, "raft_snapshot_interval"},
 		{`raft_snapshot_interval = "often"`, "raft_snapshot_interval"},
 		{`raft_trailing_logs = -1`, "raft_trailing_logs"},
+		{`server_service_name = "my_servers"`, "server_service_name"},
+		{`server_service_name = ""`, "server_service_name"},
 	} {
 		c := Default()
 		c.Dev = true

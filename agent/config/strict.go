@@ -37,6 +37,10 @@ func checkValue(key string, t reflect.Type, node ast.Node) error {
 		return checkObject(key, t, list)
 	case reflect.Slice:
 		l, ok := node.(*ast.ListType)
+		if list, isObj := objectList(node); !ok && isObj && deref(t.Elem()).Kind() == reflect.Struct {
+			// A list of blocks (service) may be given one block at a time.
+			return checkObject(key, deref(t.Elem()), list)
+		}
 		if !ok {
 			return wrongType(key, node, "a list")
 		}
@@ -124,13 +128,34 @@ func objectList(node ast.Node) (*ast.ObjectList, bool) {
 	return nil, false
 }
 
-// checkObject checks the items of a block against the struct t.
+// checkObject checks the items of a block against the struct t. Items
+// with labels that share a first key (tls "https" { … } beside
+// tls "defaults" { … }, or a JSON block of blocks, which hcl flattens
+// that way) are one block to hcl's decoder, so they are checked as one;
+// the same block written twice without labels is refused, as hcl would
+// keep only the first.
 func checkObject(prefix string, t reflect.Type, list *ast.ObjectList) error {
 	fields := map[string]reflect.Type{}
 	tagFields(t, fields)
-	blocks := map[string]bool{}
+	var names []string
+	items := map[string][]*ast.ObjectItem{}
 	for _, item := range list.Items {
 		name := keyName(item.Keys[0])
+		if _, ok := fields[name]; !ok {
+			// Consul's loader matches keys in any case, with or without
+			// underscores ("Meta", "EnableTagOverride"): such a key is
+			// renamed to the one the decoder looks for.
+			if canon, _, ok := looseField(fields, name); ok {
+				item.Keys[0].Token = token.Token{Type: token.STRING, Text: strconv.Quote(canon), JSON: item.Keys[0].Token.JSON}
+				name = canon
+			}
+		}
+		if _, seen := items[name]; !seen {
+			names = append(names, name)
+		}
+		items[name] = append(items[name], item)
+	}
+	for _, name := range names {
 		key := name
 		if prefix != "" {
 			key = prefix + "." + name
@@ -139,14 +164,28 @@ func checkObject(prefix string, t reflect.Type, list *ast.ObjectList) error {
 		if !ok {
 			return &FieldError{Field: key, Reason: "unknown key"}
 		}
+		group := items[name]
 		if k := deref(ft).Kind(); k == reflect.Struct || k == reflect.Map {
-			if blocks[name] {
+			labelled := &ast.ObjectList{}
+			for _, item := range group {
+				if len(item.Keys) > 1 {
+					labelled.Items = append(labelled.Items, &ast.ObjectItem{Keys: item.Keys[1:], Val: item.Val})
+				}
+			}
+			switch {
+			case len(labelled.Items) == len(group):
+				if err := checkValue(key, ft, labelled); err != nil {
+					return err
+				}
+				continue
+			case len(group) > 1:
 				return &FieldError{Field: key, Reason: "given more than once; write one block"}
 			}
-			blocks[name] = true
 		}
-		if err := checkValue(key, ft, itemValue(item)); err != nil {
-			return err
+		for _, item := range group {
+			if err := checkValue(key, ft, itemValue(item)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -192,6 +231,19 @@ func tagFields(t reflect.Type, out map[string]reflect.Type) {
 			out[name] = f.Type
 		}
 	}
+}
+
+// looseField finds the field whose key is name but for case and
+// underscores.
+func looseField(fields map[string]reflect.Type, name string) (string, reflect.Type, bool) {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", "")) }
+	want := norm(name)
+	for k, t := range fields {
+		if norm(k) == want {
+			return k, t, true
+		}
+	}
+	return "", nil, false
 }
 
 func deref(t reflect.Type) reflect.Type {

@@ -98,3 +98,36 @@ func TestLoadFileLenientTypes(t *testing.T) {
 		t.Errorf("got ports.dns %d, datacenter %q, node_meta %v", c.Ports.DNS, c.Datacenter, c.NodeMeta)
 	}
 }
+
+// TestLoadFileBlockOfBlocks: a block holding two blocks loads whole, in
+// JSON (Consul's usual TLS config, which hcl flattens into two labelled
+// items) and in HCL with labels; the same block written plainly beside a
+// labelled one is refused, as hcl's decoder would keep only one of them.
+func TestLoadFileBlockOfBlocks(t *testing.T) {
+	for _, name := range []string{"tls.json", "tls-labels.hcl"} {
+		t.Run(name, func(t *testing.T) {
+			content := `{"tls": {"defaults": {"verify_incoming": true, "tls_min_version": "TLSv1_3"}, "https": {"verify_incoming": false}}}`
+			if strings.HasSuffix(name, ".hcl") {
+				content = "tls \"defaults\" {\n  verify_incoming = true\n  tls_min_version = \"TLSv1_3\"\n}\ntls \"https\" {\n  verify_incoming = false\n}\n"
+			}
+			c := Default()
+			if err := LoadFile(writeConfig(t, name, content), &c); err != nil {
+				t.Fatalf("LoadFile: %v", err)
+			}
+			if !c.TLS.RPC.VerifyIncoming || c.TLS.RPC.MinVersion != "TLSv1_3" {
+				t.Errorf("tls.defaults not applied to internal_rpc: %+v", c.TLS.RPC)
+			}
+			if c.TLS.HTTPS.VerifyIncoming || c.TLS.HTTPS.MinVersion != "TLSv1_3" {
+				t.Errorf("https: got %+v, want verify_incoming false over the defaults, tls_min_version from them", c.TLS.HTTPS)
+			}
+		})
+	}
+	t.Run("plain-and-labelled.hcl", func(t *testing.T) {
+		content := "tls {\n  defaults { verify_incoming = true }\n}\ntls \"https\" {\n  verify_incoming = false\n}\n"
+		c := Default()
+		err := LoadFile(writeConfig(t, "mixed.hcl", content), &c)
+		if fe, ok := errors.AsType[*FieldError](err); !ok || fe.Field != "tls" || fe.Reason != "given more than once; write one block" {
+			t.Fatalf("got %v, want tls given more than once", err)
+		}
+	})
+}

@@ -40,6 +40,7 @@ func (c *Config) Validate() error {
 	c.validateCoordinates(bad) // coordinates.go
 	c.validateGossip(bad)      // gossip.go
 	c.validateDNSSEC(bad)      // dnssec.go
+	c.validateServices(bad)    // services.go
 	if c.Resolver.MaxTCPConns < 0 {
 		bad("limits.dns_max_tcp_conns", "must be 0 (no cap) or more, got %d", c.Resolver.MaxTCPConns)
 	}

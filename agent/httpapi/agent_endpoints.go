@@ -25,6 +25,12 @@ type serviceRegistration struct {
 	Weights *weights
 	// TaggedAddresses are the service's addresses on other networks.
 	TaggedAddresses map[string]catalog.ServiceAddress
+	// EnableTagOverride, SocketPath, Ports and Locality are kept and
+	// given back (catalog.Service says what each does).
+	EnableTagOverride bool
+	SocketPath        string
+	Ports             []catalog.ServicePort
+	Locality          *catalog.Locality
 	// Check and Checks are the service's health checks (Consul's
 	// AgentServiceCheck); both may be given.
 	Check  *checkBody
@@ -33,15 +39,22 @@ type serviceRegistration struct {
 
 // agentService is a service as GET /v1/agent/services lists it.
 type agentService struct {
-	ID              string
-	Service         string
-	Tags            []string
-	Meta            map[string]string
-	Port            int
-	Address         string
-	TaggedAddresses map[string]catalog.ServiceAddress `json:",omitempty"`
-	Weights         weights
-	Datacenter      string
+	ID                string
+	Service           string
+	Tags              []string
+	Meta              map[string]string
+	Port              int
+	Ports             []catalog.ServicePort `json:",omitempty"`
+	Address           string
+	SocketPath        string                            `json:",omitempty"`
+	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
+	Weights           weights
+	EnableTagOverride bool
+	// ContentHash changes whenever the service's registration does: a
+	// client blocks on it with ?hash= (Consul's hash-based watch).
+	ContentHash string            `json:",omitempty"`
+	Datacenter  string            `json:",omitempty"`
+	Locality    *catalog.Locality `json:",omitempty"`
 }
 
 func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) error {
@@ -52,6 +65,7 @@ func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) er
 	svc := &catalog.Service{
 		ID: reg.ID, Service: reg.Name, Tags: reg.Tags, Address: reg.Address,
 		Port: reg.Port, Meta: reg.Meta, TaggedAddresses: reg.TaggedAddresses,
+		EnableTagOverride: reg.EnableTagOverride, SocketPath: reg.SocketPath, Ports: reg.Ports, Locality: reg.Locality,
 	}
 	if reg.Weights != nil {
 		svc.Weights = catalog.Weights{Passing: reg.Weights.Passing, Warning: reg.Weights.Warning}
@@ -123,12 +137,15 @@ func (s *Server) agentServices(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// toAgentService gives a local service Consul's AgentService shape; the
+// ContentHash is set only where a single service is read, as Consul does.
 func (s *Server) toAgentService(svc *catalog.Service) *agentService {
 	return &agentService{
 		ID: svc.ID, Service: svc.Service, Tags: nonNil(svc.Tags), Meta: nonNilMap(svc.Meta),
-		Port: svc.Port, Address: svc.Address, TaggedAddresses: svc.TaggedAddresses,
-		Weights:    weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
-		Datacenter: s.cfg.Datacenter,
+		Port: svc.Port, Ports: svc.Ports, Address: svc.Address, SocketPath: svc.SocketPath,
+		TaggedAddresses:   svc.TaggedAddresses,
+		Weights:           weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
+		EnableTagOverride: svc.EnableTagOverride, Datacenter: s.cfg.Datacenter, Locality: svc.Locality,
 	}
 }
 

@@ -226,12 +226,12 @@ func TestAgentServices(t *testing.T) {
 		"db-1": map[string]any{
 			"ID": "db-1", "Service": "db", "Tags": []any{"primary"}, "Address": "10.0.0.7", "Port": 5432.0,
 			"Meta": map[string]any{"k": "v"}, "Weights": map[string]any{"Passing": 3.0, "Warning": 0.0},
-			"Datacenter": "dc1",
+			"EnableTagOverride": false, "Datacenter": "dc1",
 		},
 		"web": map[string]any{
 			"ID": "web", "Service": "web", "Tags": []any{}, "Address": "", "Port": 80.0,
 			"Meta": map[string]any{}, "Weights": map[string]any{"Passing": 1.0, "Warning": 1.0},
-			"Datacenter": "dc1",
+			"EnableTagOverride": false, "Datacenter": "dc1",
 		},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -65,23 +65,3 @@ func (s *Server) agentReload(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
-
-// agentServiceGet answers GET /v1/agent/service/<id>: one of the agent's
-// own services, 404 when it holds none with that ID.
-func (s *Server) agentServiceGet(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	if id == "" {
-		return badRequest("ID", "is required in the path: /v1/agent/service/<id>")
-	}
-	services, err := s.readableServices(r)
-	if err != nil {
-		return err
-	}
-	for _, svc := range services {
-		if svc.ID == id {
-			writeJSONPretty(w, r, s.toAgentService(svc))
-			return nil
-		}
-	}
-	return notFound("unknown service ID %q", id)
-}

@@ -43,6 +43,9 @@ type catalogService struct {
 	ServiceMeta              map[string]string
 	ServiceWeights           weights
 	ServiceEnableTagOverride bool
+	ServicePorts             []catalog.ServicePort `json:",omitempty"`
+	ServiceSocketPath        string                `json:",omitempty"`
+	ServiceLocality          *catalog.Locality     `json:",omitempty"`
 	CreateIndex              uint64
 	ModifyIndex              uint64
 }
@@ -155,8 +158,10 @@ func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
 		ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: nonNil(svc.Tags),
 		ServiceAddress: svc.Address, ServiceTaggedAddresses: svc.TaggedAddresses,
 		ServicePort: svc.Port, ServiceMeta: nonNilMap(svc.Meta),
-		ServiceWeights: weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
-		CreateIndex:    svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
+		ServiceWeights:           weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
+		ServiceEnableTagOverride: svc.EnableTagOverride, ServicePorts: svc.Ports,
+		ServiceSocketPath: svc.SocketPath, ServiceLocality: svc.Locality,
+		CreateIndex: svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
 	}
 }
 

@@ -179,8 +179,12 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 		if chk.Status == "" {
 			chk.Status = catalog.HealthCritical
 		}
+		// Each names the other when one is missing, as in Consul.
 		if chk.Name == "" {
 			chk.Name = chk.CheckID
+		}
+		if chk.CheckID == "" {
+			chk.CheckID = chk.Name
 		}
 		req.Checks = append(req.Checks, chk)
 	}

@@ -44,6 +44,9 @@ type checkBody struct {
 	ScriptArgs   []string
 	AliasService string
 	AliasNode    string
+	// DockerContainerID and Shell make a docker check (with Args).
+	DockerContainerID string
+	Shell             string
 
 	Interval                       duration
 	Timeout                        duration
@@ -79,6 +82,7 @@ func (b *checkBody) definition(prefix string) (*checks.Definition, error) {
 		TLSSkipVerify: b.TLSSkipVerify, TLSServerName: b.TLSServerName,
 		TCP: b.TCP, UDP: b.UDP, GRPC: b.GRPC, GRPCUseTLS: b.GRPCUseTLS,
 		Args: args, AliasService: b.AliasService, AliasNode: b.AliasNode,
+		DockerContainerID: b.DockerContainerID, Shell: b.Shell,
 		SuccessBeforePassing:   b.SuccessBeforePassing,
 		FailuresBeforeWarning:  b.FailuresBeforeWarning,
 		FailuresBeforeCritical: b.FailuresBeforeCritical,
@@ -133,7 +137,8 @@ func (d duration) parse(field string) (time.Duration, error) {
 		}
 		p, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			return 0, badRequest(field, "%q is not a duration: want a number and a unit, such as \"10s\" or \"1m30s\"", s)
+			// "invalid duration" is Consul's wording (Go's), which clients match.
+			return 0, badRequest(field, "invalid duration %q: want a number and a unit, such as \"10s\" or \"1m30s\"", s)
 		}
 		v = p
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':

@@ -95,6 +95,9 @@ func (f *fakeLocal) Services() []*catalog.Service {
 	return f.services
 }
 
+// ServicesChanged never fires: the fake's tests do not wait on a hash.
+func (f *fakeLocal) ServicesChanged() <-chan struct{} { return nil }
+
 func (f *fakeLocal) AddCheck(_ context.Context, def *checks.Definition) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -70,11 +70,14 @@ type entryService struct {
 	Tags              []string
 	Meta              map[string]string
 	Port              int
+	Ports             []catalog.ServicePort `json:",omitempty"`
 	Address           string
+	SocketPath        string                            `json:",omitempty"`
 	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
 	Weights           weights
 	EnableTagOverride bool
 	Datacenter        string
+	Locality          *catalog.Locality `json:",omitempty"`
 	CreateIndex       uint64
 	ModifyIndex       uint64
 }
@@ -130,8 +133,10 @@ func toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
 func toEntryService(sv *catalog.Service, dc string) *entryService {
 	return &entryService{
 		ID: sv.ID, Service: sv.Service, Tags: nonNil(sv.Tags), Meta: nonNilMap(sv.Meta),
-		Port: sv.Port, Address: sv.Address, TaggedAddresses: sv.TaggedAddresses,
-		Weights:    weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
+		Port: sv.Port, Ports: sv.Ports, Address: sv.Address, SocketPath: sv.SocketPath,
+		TaggedAddresses:   sv.TaggedAddresses,
+		Weights:           weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
+		EnableTagOverride: sv.EnableTagOverride, Locality: sv.Locality,
 		Datacenter: dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
 	}
 }

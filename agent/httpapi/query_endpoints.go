@@ -10,57 +10,56 @@ import (
 )
 
 // queryBody is a prepared query as the /v1/query endpoints take and give
-// it: Consul's shape, without the fields cairn does not support (a body
-// carrying one is refused naming it). The indexes are given out and
-// ignored on the way in, so a definition read can be sent back.
+// it: Consul's shape (catalog.PreparedQuery says which fields cairn acts
+// on and which it only keeps). The indexes are given out and ignored on
+// the way in, so a definition read can be sent back. Lists read back as
+// null when unset, as Consul's: its client compares a definition read
+// with the one it sent.
 type queryBody struct {
 	ID          string
 	Name        string
+	Session     string
+	Token       string
 	Service     queryServiceBody
-	DNS         queryDNSBody
+	DNS         catalog.QueryDNS
+	Template    catalog.QueryTemplate
 	CreateIndex uint64
 	ModifyIndex uint64
 }
 
 type queryServiceBody struct {
-	Service     string
-	Tags        []string
-	OnlyPassing bool
-	Failover    queryFailoverBody
-	Near        string
-}
-
-type queryFailoverBody struct {
-	NearestN    int
-	Datacenters []string
-}
-
-type queryDNSBody struct {
-	TTL string
+	Service        string
+	Tags           []string
+	OnlyPassing    bool
+	Failover       catalog.QueryFailover
+	Near           string
+	IgnoreCheckIDs []string
+	NodeMeta       map[string]string
+	ServiceMeta    map[string]string
+	Connect        bool
 }
 
 func (b *queryBody) toQuery() *catalog.PreparedQuery {
 	return &catalog.PreparedQuery{
-		ID:   b.ID,
-		Name: b.Name,
+		ID: b.ID, Name: b.Name, Session: b.Session, Token: b.Token,
 		Service: catalog.ServiceQuery{
 			Service: b.Service.Service, Tags: b.Service.Tags, OnlyPassing: b.Service.OnlyPassing,
-			Failover: catalog.QueryFailover{NearestN: b.Service.Failover.NearestN, Datacenters: b.Service.Failover.Datacenters},
-			Near:     b.Service.Near,
+			Failover: b.Service.Failover, Near: b.Service.Near, IgnoreCheckIDs: b.Service.IgnoreCheckIDs,
+			NodeMeta: b.Service.NodeMeta, ServiceMeta: b.Service.ServiceMeta, Connect: b.Service.Connect,
 		},
-		DNS: catalog.QueryDNS{TTL: b.DNS.TTL},
+		DNS: b.DNS, Template: b.Template,
 	}
 }
 
 func toQueryBody(q *catalog.PreparedQuery) *queryBody {
 	return &queryBody{
-		ID: q.ID, Name: q.Name,
+		ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token,
 		Service: queryServiceBody{
-			Service: q.Service.Service, Tags: nonNil(q.Service.Tags), OnlyPassing: q.Service.OnlyPassing,
-			Failover: queryFailoverBody{NearestN: q.Service.Failover.NearestN, Datacenters: nonNil(q.Service.Failover.Datacenters)},
-			Near:     q.Service.Near,
+			Service: q.Service.Service, Tags: q.Service.Tags, OnlyPassing: q.Service.OnlyPassing,
+			Failover: q.Service.Failover, Near: q.Service.Near, IgnoreCheckIDs: q.Service.IgnoreCheckIDs,
+			NodeMeta: q.Service.NodeMeta, ServiceMeta: q.Service.ServiceMeta, Connect: q.Service.Connect,
 		},
-		DNS:         queryDNSBody{TTL: q.DNS.TTL},
+		DNS: q.DNS, Template: q.Template,
 		CreateIndex: q.CreateIndex, ModifyIndex: q.ModifyIndex,
 	}
 }
@@ -69,7 +68,7 @@ func toQueryBody(q *catalog.PreparedQuery) *queryBody {
 type queryExecuteBody struct {
 	Service    string
 	Nodes      []*serviceEntry
-	DNS        queryDNSBody
+	DNS        catalog.QueryDNS
 	Datacenter string
 	Failovers  int
 }
@@ -183,7 +182,7 @@ func (s *Server) queryExecute(w http.ResponseWriter, r *http.Request) error {
 	res := &reply.Result
 	out := &queryExecuteBody{
 		Service: res.Service, Nodes: make([]*serviceEntry, 0, len(res.Nodes)),
-		DNS: queryDNSBody{TTL: res.DNS.TTL}, Datacenter: res.Datacenter, Failovers: res.Failovers,
+		DNS: res.DNS, Datacenter: res.Datacenter, Failovers: res.Failovers,
 	}
 	for _, in := range res.Nodes {
 		out.Nodes = append(out.Nodes, toServiceEntry(in))

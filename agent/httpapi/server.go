@@ -30,6 +30,9 @@ type Local interface {
 	RemoveService(ctx context.Context, id string) error
 	// Services returns the agent's services.
 	Services() []*catalog.Service
+	// ServicesChanged returns a channel closed at the next change to the
+	// agent's services (Services' answer).
+	ServicesChanged() <-chan struct{}
 	// AddCheck stores a check (already validated) and starts it. A
 	// ServiceID the agent does not hold is a *catalog.FieldError naming
 	// "ServiceID".

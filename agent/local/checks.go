@@ -99,6 +99,19 @@ func (s *State) storeCheck(def *checks.Definition, c catalog.Check) error {
 	return s.runner.Add(start)
 }
 
+// forgetCheck stops and forgets a check here, leaving the catalog to the
+// sync. The caller holds the change lock of its service.
+func (s *State) forgetCheck(id string) error {
+	s.runner.Remove(id)
+	if err := s.checkDir.remove(id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.checks, id)
+	s.mu.Unlock()
+	return nil
+}
+
 // dropCheck deregisters a check from the catalog, then stops and forgets
 // it; the servers' refusal leaves it as it was. The caller holds the
 // change lock of its service.
@@ -109,13 +122,9 @@ func (s *State) dropCheck(ctx context.Context, id string) error {
 	if refused(err) {
 		return fmt.Errorf("deregister check %q: %w", id, err)
 	}
-	s.runner.Remove(id)
-	if rerr := s.checkDir.remove(id); rerr != nil {
-		return rerr
+	if ferr := s.forgetCheck(id); ferr != nil {
+		return ferr
 	}
-	s.mu.Lock()
-	delete(s.checks, id)
-	s.mu.Unlock()
 	if err != nil {
 		s.retrySoon()
 		return fmt.Errorf("deregister check %q: %w: %w", id, ErrNotSynced, err)

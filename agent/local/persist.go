@@ -40,7 +40,14 @@ type persistedService struct {
 	Meta    map[string]string `json:",omitempty"`
 	Weights catalog.Weights
 	// TaggedAddresses are the service's (catalog.Service.TaggedAddresses).
-	TaggedAddresses map[string]catalog.ServiceAddress `json:",omitempty"`
+	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
+	EnableTagOverride bool                              `json:",omitempty"`
+	SocketPath        string                            `json:",omitempty"`
+	Ports             []catalog.ServicePort             `json:",omitempty"`
+	Locality          *catalog.Locality                 `json:",omitempty"`
+	// FromConfig marks a service of the config file, which a reload (or
+	// the next start) removes once the file no longer holds it.
+	FromConfig bool `json:",omitempty"`
 	// Token is the ACL token the service was registered with, which
 	// anti-entropy syncs it with (as Consul keeps it): the file is 0600.
 	Token string `json:",omitempty"`
@@ -127,22 +134,27 @@ func load[T any](p persister, add func(fileID string, v *T) error) error {
 	return nil
 }
 
-func saveService(p persister, svc *catalog.Service, token string) error {
+func saveService(p persister, svc *catalog.Service, token string, fromConfig bool) error {
 	return p.save(svc.ID, persistedService{
 		ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
-		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights, TaggedAddresses: svc.TaggedAddresses, Token: token,
+		Port: svc.Port, Meta: svc.Meta, Weights: svc.Weights, TaggedAddresses: svc.TaggedAddresses,
+		EnableTagOverride: svc.EnableTagOverride, SocketPath: svc.SocketPath, Ports: svc.Ports, Locality: svc.Locality,
+		Token: token, FromConfig: fromConfig,
 	})
 }
 
-// loadServices reads every persisted service; each must be filed under
-// its own ID.
-func loadServices(p persister) ([]*catalog.Service, map[string]string, error) {
+// loadServices reads every persisted service, with the tokens they were
+// registered with and the IDs of the config file's; each must be filed
+// under its own ID.
+func loadServices(p persister) ([]*catalog.Service, map[string]string, map[string]bool, error) {
 	var out []*catalog.Service
 	tokens := make(map[string]string)
+	fromConfig := make(map[string]bool)
 	err := load(p, func(fileID string, ps *persistedService) error {
 		svc := &catalog.Service{
 			ID: ps.ID, Service: ps.Service, Tags: ps.Tags, Address: ps.Address,
 			Port: ps.Port, Meta: ps.Meta, Weights: ps.Weights, TaggedAddresses: ps.TaggedAddresses,
+			EnableTagOverride: ps.EnableTagOverride, SocketPath: ps.SocketPath, Ports: ps.Ports, Locality: ps.Locality,
 		}
 		if err := catalog.NormalizeService(svc); err != nil {
 			return err
@@ -154,9 +166,12 @@ func loadServices(p persister) ([]*catalog.Service, map[string]string, error) {
 		if ps.Token != "" {
 			tokens[svc.ID] = ps.Token
 		}
+		if ps.FromConfig {
+			fromConfig[svc.ID] = true
+		}
 		return nil
 	})
-	return out, tokens, err
+	return out, tokens, fromConfig, err
 }
 
 func saveCheck(p persister, def *checks.Definition, c *catalog.Check) error {

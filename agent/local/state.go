@@ -3,10 +3,10 @@ package local
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -45,9 +45,14 @@ type State struct {
 	svcs map[string]*catalog.Service
 	// tokens holds the ACL token each service was registered with, by
 	// service ID: its syncs are made with it.
-	tokens   map[string]string
-	checks   map[string]*checkEntry
-	nodeLock string // the idLocks key of node-level checks
+	tokens map[string]string
+	// fromConfig holds the IDs of the services of the config file
+	// (SetConfigServices), which a reload replaces.
+	fromConfig map[string]bool
+	checks     map[string]*checkEntry
+	nodeLock   string // the idLocks key of node-level checks
+	// svcsChanged is closed, and replaced, at each change to svcs.
+	svcsChanged chan struct{}
 
 	// syncMu keeps a full sync from comparing against a half-pushed change:
 	// the sync holds it exclusively, each change shared. It is taken before
@@ -90,24 +95,25 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 	}
 	s := &State{
 		cfg: cfg, catalog: cat, logger: logger.With("component", "local"),
-		services: persister{kind: "service"},
-		checkDir: persister{kind: "check"},
-		svcs:     make(map[string]*catalog.Service),
-		tokens:   make(map[string]string),
-		checks:   make(map[string]*checkEntry),
-		nodeLock: "\x00node", // no service ID is empty
-		retry:    make(chan struct{}, 1),
-		push:     make(chan struct{}, 1),
+		services:    persister{kind: "service"},
+		checkDir:    persister{kind: "check"},
+		svcs:        make(map[string]*catalog.Service),
+		tokens:      make(map[string]string),
+		checks:      make(map[string]*checkEntry),
+		nodeLock:    "\x00node", // no service ID is empty
+		svcsChanged: make(chan struct{}),
+		retry:       make(chan struct{}, 1),
+		push:        make(chan struct{}, 1),
 	}
 	if cfg.DataDir != "" {
 		s.services.dir = filepath.Join(cfg.DataDir, "services")
 		s.checkDir.dir = filepath.Join(cfg.DataDir, "checks")
 	}
-	loaded, tokens, err := loadServices(s.services)
+	loaded, tokens, fromConfig, err := loadServices(s.services)
 	if err != nil {
 		return nil, fmt.Errorf("load local services: %w", err)
 	}
-	s.tokens = tokens
+	s.tokens, s.fromConfig = tokens, fromConfig
 	for _, svc := range loaded {
 		if slices.Contains(cfg.ServerServices, svc.ID) {
 			// Registered before the servers kept it; theirs wins.
@@ -144,14 +150,38 @@ func (s *State) Services() []*catalog.Service {
 	return out
 }
 
+// ServicesChanged returns a channel closed at the next change to the
+// services (what Services returns).
+func (s *State) ServicesChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.svcsChanged
+}
+
+// servicesChangedLocked wakes those waiting on ServicesChanged; s.mu is
+// held.
+func (s *State) servicesChangedLocked() {
+	close(s.svcsChanged)
+	s.svcsChanged = make(chan struct{})
+}
+
 // AddService validates svc (filling in defaults) and its checks, pushes
 // the service with its checks to the catalog, then stores and persists
 // them and starts the checks. The checks replace every check the service
 // had. A validation error is a *catalog.FieldError and changes nothing;
 // so does the servers' refusal. A push that fails otherwise (no server
 // answered) returns an error wrapping ErrNotSynced: the service is kept
-// and anti-entropy retries it.
+// and anti-entropy retries it. A service of the config file with svc's ID
+// becomes the API's: a reload no longer touches it.
 func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*checks.Definition) error {
+	return s.addService(ctx, svc, defs, acl.TokenFromContext(ctx), false)
+}
+
+// addService is AddService. fromConfig marks a service of the config file
+// (SetConfigServices), which is stored without a push: the full sync,
+// woken at once, sends it, so that loading the config never waits on the
+// servers.
+func (s *State) addService(ctx context.Context, svc *catalog.Service, defs []*checks.Definition, token string, fromConfig bool) error {
 	svc = cloneService(svc)
 	if err := catalog.NormalizeService(svc); err != nil {
 		return err
@@ -172,22 +202,30 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 		c := s.checkState(def, svc.Service)
 		states[i] = &c
 	}
-	req := s.registerRequest(svc)
-	req.Checks = states
-	pushErr := s.catalog.Register(ctx, req)
-	if refused(pushErr) {
-		return fmt.Errorf("register service %q: %w", svc.ID, pushErr)
+	var pushErr error
+	if !fromConfig {
+		req := s.registerRequest(svc)
+		req.Checks = states
+		pushErr = s.catalog.Register(ctx, req)
+		if refused(pushErr) {
+			return fmt.Errorf("register service %q: %w", svc.ID, pushErr)
+		}
 	}
-	token := acl.TokenFromContext(ctx)
-	if err := saveService(s.services, svc, token); err != nil {
+	if err := saveService(s.services, svc, token, fromConfig); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.svcs[svc.ID] = svc
+	s.servicesChangedLocked()
 	if token != "" {
 		s.tokens[svc.ID] = token
 	} else {
 		delete(s.tokens, svc.ID)
+	}
+	if fromConfig {
+		s.fromConfig[svc.ID] = true
+	} else {
+		delete(s.fromConfig, svc.ID)
 	}
 	var stale []string
 	for id, e := range s.checks {
@@ -200,6 +238,15 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 		if err := s.storeCheck(def, *states[i]); err != nil {
 			return err
 		}
+	}
+	if fromConfig {
+		for _, id := range stale {
+			if err := s.forgetCheck(id); err != nil {
+				return err
+			}
+		}
+		s.retrySoon()
+		return nil
 	}
 	if pushErr == nil {
 		s.markPushed(states)
@@ -215,6 +262,64 @@ func (s *State) AddService(ctx context.Context, svc *catalog.Service, defs []*ch
 		s.retrySoon()
 		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, pushErr)
 	}
+	return nil
+}
+
+// ConfigService is a service of the agent's config file (Consul's service
+// and services blocks) with its checks and the ACL token it is synced with.
+type ConfigService struct {
+	Service *catalog.Service
+	Checks  []*checks.Definition
+	Token   string
+}
+
+// SetConfigServices makes services the services of the config file, at
+// start and on every reload, as Consul loads them: each is stored (and
+// persisted, marked as the config's) as AddService stores it, and the
+// config's services that are no longer in it are removed; the full sync,
+// woken at once, brings the catalog in step. A service registered
+// through the API is left alone unless services holds its ID. A bad
+// service is a *catalog.FieldError naming it (services[i].Port), and
+// changes nothing.
+func (s *State) SetConfigServices(services []ConfigService) error {
+	keep := make(map[string]bool, len(services))
+	for i, cs := range services {
+		svc := cloneService(cs.Service)
+		err := catalog.NormalizeService(svc)
+		if err == nil {
+			_, err = s.serviceChecks(svc, cs.Checks)
+		}
+		if err != nil {
+			var fe *catalog.FieldError
+			if errors.As(err, &fe) {
+				return &catalog.FieldError{Field: fmt.Sprintf("services[%d].%s", i, fe.Field), Reason: fe.Reason}
+			}
+			return fmt.Errorf("services[%d]: %w", i, err)
+		}
+		keep[svc.ID] = true
+	}
+	for _, cs := range services {
+		if err := s.addService(context.Background(), cs.Service, cs.Checks, cs.Token, true); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	var gone []string
+	for id := range s.fromConfig {
+		if !keep[id] {
+			gone = append(gone, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range gone {
+		unlock := s.lockChange(id)
+		err := s.forgetService(id)
+		unlock()
+		if err != nil {
+			return err
+		}
+	}
+	s.retrySoon()
 	return nil
 }
 
@@ -244,11 +349,29 @@ func (s *State) serviceChecks(svc *catalog.Service, defs []*checks.Definition) (
 func (s *State) RemoveService(ctx context.Context, id string) error {
 	unlock := s.lockChange(id)
 	defer unlock()
-	s.mu.Lock()
-	if _, ok := s.svcs[id]; !ok {
-		s.mu.Unlock()
+	if !s.HasService(id) {
 		return fmt.Errorf("service %q: %w", id, ErrUnknownService)
 	}
+	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
+		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, ServiceID: id,
+	})
+	if refused(err) {
+		return fmt.Errorf("deregister service %q: %w", id, err)
+	}
+	if ferr := s.forgetService(id); ferr != nil {
+		return ferr
+	}
+	if err != nil {
+		s.retrySoon()
+		return fmt.Errorf("deregister service %q: %w: %w", id, ErrNotSynced, err)
+	}
+	return nil
+}
+
+// forgetService stops and forgets a service and its checks here, leaving
+// the catalog to the sync. The caller holds the service's change lock.
+func (s *State) forgetService(id string) error {
+	s.mu.Lock()
 	var owned []string
 	for cid, e := range s.checks {
 		if e.check.ServiceID == id {
@@ -256,12 +379,6 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 		}
 	}
 	s.mu.Unlock()
-	err := s.catalog.Deregister(ctx, &catalog.DeregisterRequest{
-		Datacenter: s.cfg.Datacenter, Node: s.cfg.NodeName, ServiceID: id,
-	})
-	if refused(err) {
-		return fmt.Errorf("deregister service %q: %w", id, err)
-	}
 	for _, cid := range owned {
 		s.runner.Remove(cid)
 		if err := s.checkDir.remove(cid); err != nil {
@@ -273,15 +390,13 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 	}
 	s.mu.Lock()
 	delete(s.svcs, id)
+	s.servicesChangedLocked()
 	delete(s.tokens, id)
+	delete(s.fromConfig, id)
 	for _, cid := range owned {
 		delete(s.checks, cid)
 	}
 	s.mu.Unlock()
-	if err != nil {
-		s.retrySoon()
-		return fmt.Errorf("deregister service %q: %w: %w", id, ErrNotSynced, err)
-	}
 	return nil
 }
 
@@ -349,9 +464,7 @@ func (s *State) retrySoon() {
 }
 
 func cloneService(svc *catalog.Service) *catalog.Service {
-	cp := *svc
-	cp.Tags = slices.Clone(svc.Tags)
-	cp.Meta = maps.Clone(svc.Meta)
+	cp := svc.Clone()
 	cp.RaftIndex = catalog.RaftIndex{}
-	return &cp
+	return cp
 }

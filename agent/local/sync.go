@@ -65,6 +65,11 @@ func (s *State) SyncFull(ctx context.Context) (err error) {
 	for _, svc := range s.Services() {
 		checks := s.serviceCheckStates(svc.ID)
 		have, ok := svcByID[svc.ID]
+		if ok && svc.EnableTagOverride && !slices.Equal(have.Tags, svc.Tags) {
+			if svc, err = s.adoptCatalogTags(svc, have.Tags); err != nil {
+				return err
+			}
+		}
 		inSync := ok && have.SameAs(svc) && s.checksInSync(checks, checkByID, now)
 		delete(svcByID, svc.ID)
 		for _, c := range checks {
@@ -115,6 +120,27 @@ func (s *State) SyncFull(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// adoptCatalogTags makes tags, changed in the catalog, the local tags of a
+// service registered with EnableTagOverride (Consul's): the sync then
+// keeps them instead of writing the agent's back. It returns the service
+// as now stored. s.syncMu is held, so no registration races it.
+func (s *State) adoptCatalogTags(svc *catalog.Service, tags []string) (*catalog.Service, error) {
+	upd := cloneService(svc)
+	upd.Tags = slices.Clone(tags)
+	s.mu.Lock()
+	token, fromConfig := s.tokens[svc.ID], s.fromConfig[svc.ID]
+	s.mu.Unlock()
+	if err := saveService(s.services, upd, token, fromConfig); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.svcs[upd.ID] = upd
+	s.servicesChangedLocked()
+	s.mu.Unlock()
+	s.logger.Info("service tags taken from the catalog (EnableTagOverride)", "service", svc.ID, "tags", tags)
+	return cloneService(upd), nil
 }
 
 // checksInSync reports whether the catalog holds every one of local as it

@@ -35,7 +35,7 @@ func agentCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dev", Usage: "development mode: one in-memory server, nothing to configure"},
 			&cli.BoolFlag{Name: "server", Usage: "run as a server holding the catalog (implied by -dev)"},
-			&cli.StringFlag{Name: "config-file", Usage: "read settings from an HCL or JSON `FILE`"},
+			&cli.StringSliceFlag{Name: "config-file", Usage: "read settings from an HCL or JSON `FILE`; given more than once, each file in turn (services add up)"},
 			&cli.StringFlag{Name: "node", Usage: "node `NAME` in the catalog and in DNS", DefaultText: "host name"},
 			&cli.StringFlag{Name: "node-id", Usage: "node `UUID` of this agent", DefaultText: "generated once, kept in <data-dir>/node-id"},
 			&cli.StringFlag{Name: "datacenter", Usage: "`DC` this agent belongs to", Value: def.Datacenter},
@@ -207,7 +207,7 @@ func buildAgentConfig(c *cli.Context) (config.Config, error) {
 		cfg.Dev = true
 		cfg.Server = true
 	}
-	if path := c.String("config-file"); path != "" {
+	for _, path := range c.StringSlice("config-file") {
 		if err := config.LoadFile(path, &cfg); err != nil {
 			return cfg, err
 		}
@@ -320,8 +320,17 @@ func explainConfigError(c *cli.Context, err error) error {
 			out = append(out, fmt.Errorf("-%s: %s", flag, fe.Reason))
 		default:
 			out = append(out, fmt.Errorf("%s (in %s, or set -%s): %s",
-				fe.Field, strconv.Quote(c.String("config-file")), flag, fe.Reason))
+				fe.Field, quoteList(c.StringSlice("config-file")), flag, fe.Reason))
 		}
 	}
 	return errors.Join(out...)
+}
+
+// quoteList quotes each of names, joined with " or ".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, " or ")
 }

@@ -57,9 +57,9 @@ func TestAutopilotSetConfig(t *testing.T) {
 	wantError(t, stderr, code, "changed while this command ran", "run it again")
 
 	agent.answers["PUT /v1/operator/autopilot/configuration"] = answer{status: 400,
-		body: `{"error": "LastContactThreshold: must be positive, got 0s", "field": "LastContactThreshold", "reason": "must be positive, got 0s"}`}
-	_, stderr, code = runCLI(t, "operator", "autopilot", "set-config", "-http-addr", agent.URL, "-last-contact-threshold", "0s")
-	wantError(t, stderr, code, "set the autopilot configuration: agent returned 400: LastContactThreshold: must be positive")
+		body: `{"error": "ServerStabilizationTime: too long", "field": "ServerStabilizationTime", "reason": "too long"}`}
+	_, stderr, code = runCLI(t, "operator", "autopilot", "set-config", "-http-addr", agent.URL, "-server-stabilization-time", "1000h")
+	wantError(t, stderr, code, "set the autopilot configuration: agent returned 400: ServerStabilizationTime: too long")
 
 	agent.reset()
 	for _, tc := range []struct {

@@ -125,6 +125,9 @@ func translate(raw []byte, httpPort int) (*plan, error) {
 		// listens where testutil looks.
 		"client_addr":             "127.0.0.1",
 		"skip_leave_on_interrupt": tc.SkipLeaveOnInt,
+		// Consul's servers are the service "consul"; the suite looks them
+		// up by it.
+		"server_service_name": "consul",
 	}
 	setStr := func(key, v string) {
 		if v != "" {
@@ -279,9 +282,8 @@ func (p *plan) token(secret string) string {
 }
 
 // tls maps Consul's top-level (pre-1.12) TLS keys onto cairn's tls.https
-// block: the HTTPS API is what testutil's servers are asked for. cairn
-// refuses a JSON tls block holding two blocks ("given more than once"), so
-// the server port (RPC) stays without TLS rather than in tls.defaults.
+// block: the HTTPS API is what the suite's TLS tests talk to, so the
+// server port (RPC) of the single test server stays without TLS.
 func (p *plan) tls(tc *testutilConfig, c map[string]any) {
 	if tc.CAFile == "" && tc.CertFile == "" && tc.KeyFile == "" {
 		return

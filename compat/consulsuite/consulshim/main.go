@@ -107,11 +107,6 @@ func runAgent(args []string, logger *slog.Logger) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("read testutil config: %w", err)
 	}
-	for _, f := range files[1:] {
-		// Consul merges every config file; cairn reads one, and its
-		// services in config files are not loaded either.
-		logger.Warn("config file not passed to cairn: cairn reads one config file", "file", f)
-	}
 	bin, err := cairnBinary()
 	if err != nil {
 		return 1, err
@@ -147,7 +142,13 @@ func runAgent(args []string, logger *slog.Logger) (int, error) {
 		go func() { _ = srv.Serve(ln) }()
 	}
 
-	cmd := exec.Command(bin, "agent", "-config-file", cfgPath)
+	// testutil's file becomes cairn's; the test's own config files (in
+	// Consul's format, which cairn reads) follow it, as Consul merges them.
+	cargs := []string{"agent", "-config-file", cfgPath}
+	for _, f := range files[1:] {
+		cargs = append(cargs, "-config-file", f)
+	}
+	cmd := exec.Command(bin, cargs...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	// cairn must not outlive the shim, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

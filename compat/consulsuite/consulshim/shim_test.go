@@ -29,7 +29,8 @@ func TestTranslate(t *testing.T) {
 	got, _ := json.Marshal(p.cairn)
 	var c map[string]any
 	_ = json.Unmarshal(got, &c)
-	if c["bootstrap_expect"] != 1.0 || c["server"] != true || c["node_id"] != "6a1c3b52-0f6e-4f4e-9d3c-2b1a0c9e8d7f" {
+	if c["bootstrap_expect"] != 1.0 || c["server"] != true || c["node_id"] != "6a1c3b52-0f6e-4f4e-9d3c-2b1a0c9e8d7f" ||
+		c["server_service_name"] != "consul" {
 		t.Errorf("server keys: got %s", got)
 	}
 	ports := c["ports"].(map[string]any)
