@@ -38,8 +38,8 @@ var allowedCairn = map[string][]string{
 	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "agent/httpapi", "internal/clock"},
 	// The agent builds every part and hands each what it needs.
 	"agent": {"acl", "agent/certs", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/httpapi", "agent/local",
-		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
-		"telemetry", "tlsutil", "zones"},
+		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit",
+		"logstream", "resolver", "rpc", "telemetry", "tlsutil", "zones"},
 	"api":       {},
 	"cmd/cairn": {"*"},
 	".":         {},

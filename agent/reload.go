@@ -46,7 +46,7 @@ func (a *Agent) Reload() error {
 	if a.reloading.Load != nil {
 		cfg, err := a.reloading.Load()
 		if err == nil {
-			normalize(&cfg)
+			cfg.Normalize()
 			if cfg.NodeID == "" {
 				cfg.NodeID = a.cfg.NodeID // generated at start, kept in the data dir
 			}
