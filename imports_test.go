@@ -30,19 +30,22 @@ var allowedCairn = map[string][]string{
 	"consensus":       {"catalog", "gossip", "rpc", "acl", "internal/diskfree", "internal/clock"},
 	"agent/checks":    {"catalog"},
 	"agent/local":     {"catalog", "rpc", "agent/checks", "acl", "internal/clock"},
-	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl", "internal/buildinfo"},
+	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl", "internal/buildinfo", "internal/hostinfo", "agent/tokens"},
 	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry", "acl", "agent/checks"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/certs":     {"agent/config", "tlsutil", "rpc", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},
 	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "agent/httpapi", "internal/clock"},
 	// The agent builds every part and hands each what it needs.
-	"agent": {"acl", "agent/certs", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/httpapi", "agent/local",
-		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit",
-		"logstream", "resolver", "rpc", "telemetry", "tlsutil", "zones"},
+	"agent": {"acl", "agent/certs", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/events", "agent/httpapi", "agent/local", "agent/tokens",
+		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
+		"telemetry", "tlsutil", "zones"},
 	"api":       {},
 	"cmd/cairn": {"*"},
 	".":         {},
+
+	"internal/hostinfo": {"internal/diskfree"}, // GET /v1/agent/host
+	"agent/events":      {"catalog", "rpc"},
 }
 
 // thirdPartyHome gives each third-party library the packages allowed to

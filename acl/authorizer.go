@@ -182,6 +182,12 @@ func (a *Authorizer) SessionWrite(node string) bool {
 	return a.allowed(ResourceSession, node, AccessWrite)
 }
 
+// EventRead reports whether the token may list user events of the name.
+func (a *Authorizer) EventRead(name string) bool { return a.allowed(ResourceEvent, name, AccessRead) }
+
+// EventWrite reports whether the token may fire user events of the name.
+func (a *Authorizer) EventWrite(name string) bool { return a.allowed(ResourceEvent, name, AccessWrite) }
+
 // OperatorRead reports whether the token may read cluster-level state
 // (Raft peers, autopilot).
 func (a *Authorizer) OperatorRead() bool { return a.allowedTop(ResourceOperator, AccessRead) }

@@ -34,6 +34,7 @@ var keywords = map[string]struct {
 	"query": {ResourceQuery, false}, "query_prefix": {ResourceQuery, true},
 	"key": {ResourceKey, false}, "key_prefix": {ResourceKey, true},
 	"session": {ResourceSession, false}, "session_prefix": {ResourceSession, true},
+	"event": {ResourceEvent, false}, "event_prefix": {ResourceEvent, true},
 	"operator": {ResourceOperator, false},
 	"acl":      {ResourceACL, false},
 	"keyring":  {ResourceKeyring, false},

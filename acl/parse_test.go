@@ -147,8 +147,8 @@ func TestParseErrors(t *testing.T) {
 			`acl: acl: policy "manage" is not one of read, write, deny`},
 		{"unknown resource", `servce "web" { policy = "read" }`,
 			`acl: servce: unknown resource`},
-		{"unknown resource json", `{"event": {"": {"policy": "read"}}}`,
-			`acl: event: unknown resource`},
+		{"unknown resource json", `{"intention": {"": {"policy": "read"}}}`,
+			`acl: intention: unknown resource`},
 		{"unknown key", `service "web" { polcy = "read" }`,
 			`acl: service "web": unknown key "polcy"`},
 		{"intentions outside service", `node "n" { policy = "read"
@@ -276,5 +276,21 @@ func TestParseAdversarial(t *testing.T) {
 	_, err := Parse("a = " + strings.Repeat("[1,", 30))
 	if err == nil || len(err.Error()) > maxErrorLen+50 {
 		t.Errorf("nested list error: got %d bytes (%v), want at most %d", len(fmt.Sprint(err)), err, maxErrorLen+50)
+	}
+}
+
+func TestIdentityRulesParse(t *testing.T) {
+	for _, rules := range []string{ServiceIdentityRules("web-1"), NodeIdentityRules("n_1")} {
+		if _, err := Parse(rules); err != nil {
+			t.Errorf("Parse(%q): %v", rules, err)
+		}
+	}
+	a := New(false, mustParse(t, ServiceIdentityRules("web")))
+	if !a.ServiceWrite("web") || !a.ServiceWrite("web-sidecar-proxy") || a.ServiceWrite("db") || !a.ServiceRead("db") || !a.NodeRead("n1") || a.NodeWrite("n1") {
+		t.Error("service identity web: got the wrong grants")
+	}
+	n := New(false, mustParse(t, NodeIdentityRules("n1")))
+	if !n.NodeWrite("n1") || n.NodeWrite("n2") || !n.ServiceRead("web") || n.ServiceWrite("web") {
+		t.Error("node identity n1: got the wrong grants")
 	}
 }

@@ -5,8 +5,9 @@ import "strings"
 // Resource is what a rule is about.
 type Resource uint8
 
-// The resources of the rule language. The first six take a name or prefix
-// (a segment); operator, acl and keyring are single top-level values.
+// The resources of the rule language. The first six and event take a name
+// or prefix (a segment); operator, acl and keyring are single top-level
+// values. Event comes last so that the others keep their numbers.
 const (
 	ResourceService Resource = iota + 1
 	ResourceNode
@@ -17,6 +18,7 @@ const (
 	ResourceOperator
 	ResourceACL
 	ResourceKeyring
+	ResourceEvent
 
 	numResources = iota + 1
 )
@@ -31,6 +33,7 @@ var resourceNames = [numResources]string{
 	ResourceOperator: "operator",
 	ResourceACL:      "acl",
 	ResourceKeyring:  "keyring",
+	ResourceEvent:    "event",
 }
 
 // String returns the resource's keyword in rules ("service").
@@ -43,7 +46,7 @@ func (r Resource) String() string {
 
 // topLevel reports whether r is written as `operator = "read"` rather than
 // as blocks with a segment.
-func (r Resource) topLevel() bool { return r >= ResourceOperator }
+func (r Resource) topLevel() bool { return r >= ResourceOperator && r <= ResourceKeyring }
 
 // Access is the level a rule grants. Its order is the precedence of merged
 // rules: a higher level replaces a lower one for the same exact name or

@@ -18,9 +18,11 @@ import (
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/dnssource"
 	"github.com/cairndns/cairn/agent/door"
+	"github.com/cairndns/cairn/agent/events"
 	"github.com/cairndns/cairn/agent/httpapi"
 	"github.com/cairndns/cairn/agent/local"
 	"github.com/cairndns/cairn/agent/pools"
+	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/internal/buildinfo"
@@ -62,7 +64,9 @@ type Agent struct {
 	wan     *gossip.Pool // a server's only
 	// peers exists before the pools start: the server port's admission
 	// and the Catalog endpoint's node-name check read it.
-	peers *pools.Peers
+	peers  *pools.Peers
+	events *events.Buffer // the user events gossip brought
+	tokens *tokens.Store  // the agent's own ACL tokens, changed at runtime too
 	// A server's parts (server.go).
 	server    *consensus.Server
 	rpcServer *rpc.Server
@@ -154,6 +158,10 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		left:   make(chan struct{}), synced: make(chan struct{}),
 	}
 	a.peers = pools.NewPeers(cfg.Datacenter)
+	a.events = events.New(cfg.NodeName, a.logger)
+	if a.tokens, err = tokens.New(cfg.ACL.TokenMap(), cfg.ACL.TokenFile(cfg.DataDir)); err != nil {
+		return nil, err
+	}
 	if cfg.Server {
 		a.role = serverRole{a}
 	} else {
@@ -212,7 +220,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	if !a.cfg.Coordinates.Disable {
 		cs := &pools.CoordinateSync{
-			LAN: a.gossip, Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			LAN: a.gossip, Door: a.door, Token: a.tokens.AgentToken, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
 			SyncIntervalMin: a.cfg.Coordinates.SyncIntervalMin, Logger: a.logger,
 		}
 		a.loops.Go(func() { cs.Run(loopCtx) })
@@ -230,7 +238,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	if a.cfg.Resolver.DNSSEC.Enabled {
 		kf := dnssource.NewKeyFollower(dnssource.KeyFollowerConfig{
-			Door: a.door, Token: a.cfg.ACL.AgentToken(), Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
+			Door: a.door, Token: a.tokens.AgentToken, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
 			Domain: a.cfg.Domain, Signer: a.dns, Logger: a.logger,
 		})
 		a.loops.Go(func() { kf.Run(loopCtx) })
@@ -274,7 +282,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc.Checks = checks.Config{EnableScriptChecks: a.cfg.EnableScriptChecks}
 	lc.ClusterSize = func() int { return len(a.gossip.Members()) }
 	lc.DataDir = a.cfg.DataDir
-	st, err := local.New(lc, local.NewRPCCatalog(a.door, a.cfg.Datacenter, a.cfg.ACL.AgentToken()), a.logger)
+	st, err := local.New(lc, local.NewRPCCatalog(a.door, a.cfg.Datacenter, a.tokens.AgentToken), a.logger)
 	if err != nil {
 		return err
 	}
@@ -285,6 +293,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 		return fmt.Errorf("config services: %w", err)
 	}
 	a.local = st
+	a.events.SetServices(st.Services)
 	a.loops.Go(func() {
 		if st.FirstSync(loopCtx) {
 			close(a.synced)
@@ -296,9 +305,10 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 
 func (a *Agent) startHTTP() error {
 	hc := httpapi.DefaultConfig()
-	hc.Addr = "" // ports.http = -1: HTTPS only, or no API at all
-	if a.cfg.Ports.HTTP >= 0 {
-		hc.Addr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTP))
+	hc.Addr, hc.UnixSocket = a.cfg.HTTPListen() // both "": HTTPS only, or no API at all
+	hc.SocketUID, hc.SocketGID = a.cfg.UnixSockets.Owner()
+	if mode, ok := a.cfg.UnixSockets.SocketMode(); ok {
+		hc.SocketMode = os.FileMode(mode)
 	}
 	hc.Datacenter, hc.Domain = a.cfg.Datacenter, a.cfg.Domain
 	hc.EnableScriptChecks = a.cfg.EnableScriptChecks
@@ -325,13 +335,16 @@ func (a *Agent) startHTTP() error {
 			Pools: a.pools, Door: a.door, Datacenter: a.cfg.Datacenter, ClockSkew: a.rpcPool.ClockSkew,
 			DatacenterList: a.datacenters.List, LeaveAgent: a.leaveAndStop, Logger: a.logger,
 		},
-		CachedInstances: a.dnsSrc.CachedReads(a.door, a.cfg.ACL.DNSToken(), a.cfg.ACL.Tokens.Default),
+		CachedInstances: a.dnsSrc.CachedReads(a.door, a.tokens.DNSToken, func() string { return a.tokens.Get(tokens.Default) }),
 		AskDNS:          a.askDNS,
 		ServeDNSWire:    a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
 		Metrics:         a.metrics,
+		MetricName:      a.metrics.JSONName,
 		Logs:            a.logs.Subscribe, // GET /v1/agent/monitor
 		Stats:           a.selfStats,      // self.go
 		Reload:          a.Reload,         // reload.go
+		Events:          a.events,
+		Tokens:          a.tokens,
 	}
 	if a.cfg.ACL.Enabled {
 		deps.Authorizer = httpapi.NewTokenCache(a.door, a.cfg.ACL.TokenTTL).Authorizer
@@ -370,7 +383,7 @@ func (a *Agent) startDNS() error {
 	src, err := dnssource.New(dnssource.Config{
 		Cache: a.cfg.Cache, Datacenter: a.cfg.Datacenter, Node: a.cfg.NodeName,
 		OnlyPassing: a.cfg.OnlyPassing, NearRefresh: a.nearRefresh,
-	}, dnssource.Deps{Door: door.WithToken(a.door, a.cfg.ACL.DNSToken()), Datacenters: a.datacenters, Logger: a.logger})
+	}, dnssource.Deps{Door: door.WithToken(a.door, a.tokens.DNSToken), Datacenters: a.datacenters, Logger: a.logger})
 	if err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func routeTable(t *testing.T) []route {
 // fixtures are the objects the walk's paths name, so that a refusal is not
 // just a 404.
 type fixtures struct {
-	node, session, query, policy, token string
+	node, session, query, policy, token, role string
 }
 
 func makeFixtures(t *testing.T, a *agent.Agent, node string) fixtures {
@@ -177,6 +177,9 @@ func makeFixtures(t *testing.T, a *agent.Agent, node string) fixtures {
 	var tok struct{ AccessorID string }
 	mustCall(t, a, mgmtSecret, "PUT", "/v1/acl/token", map[string]any{"Description": markerMeta, "Policies": []map[string]string{{"ID": pol.ID}}}, &tok)
 	fx.token = tok.AccessorID
+	var role struct{ ID string }
+	mustCall(t, a, mgmtSecret, "PUT", "/v1/acl/role", map[string]any{"Name": "walk-role", "Policies": []map[string]string{{"ID": pol.ID}}}, &role)
+	fx.role = role.ID
 	// The service's sync reaches the catalog.
 	waittest.For(t, aclTestWait, "web in the catalog", func() error {
 		if _, ok := serviceNames(t, a)["web"]; !ok {
@@ -190,8 +193,8 @@ func makeFixtures(t *testing.T, a *agent.Agent, node string) fixtures {
 // path fills rt's pattern with the names of existing objects.
 func (fx fixtures) path(pattern string) string {
 	ids := []struct{ prefix, id string }{
-		{"/v1/agent/service/", "web1"}, {"/v1/agent/check/", "web-ttl"}, {"/v1/query/", fx.query},
-		{"/v1/session/", fx.session}, {"/v1/acl/policy/", fx.policy}, {"/v1/acl/token/", fx.token},
+		{"/v1/agent/service/", "web1"}, {"/v1/agent/health/service/id/", "web1"}, {"/v1/agent/check/", "web-ttl"}, {"/v1/query/", fx.query},
+		{"/v1/session/", fx.session}, {"/v1/acl/policy/", fx.policy}, {"/v1/acl/token/", fx.token}, {"/v1/acl/role/", fx.role},
 	}
 	id := ""
 	for _, p := range ids {
@@ -240,6 +243,9 @@ func probe(fx fixtures, method, pattern string) []byte {
 		"PUT /v1/acl/token":                        map[string]any{"Policies": []map[string]string{{"Name": "global-management"}}},
 		"PUT /v1/acl/token/{id}":                   map[string]any{"Policies": []map[string]string{{"Name": "global-management"}}},
 		"PUT /v1/agent/service/deregister/{id...}": nil,
+		"PUT /v1/acl/role":                         map[string]any{"Name": "evil", "Policies": []map[string]string{{"Name": "global-management"}}},
+		"PUT /v1/acl/role/{id}":                    map[string]any{"Name": "walk-role", "Policies": []map[string]string{{"Name": "global-management"}}},
+		"PUT /v1/acl/token/{id}/clone":             map[string]any{"Description": "evil"},
 	}
 	v, ok := bodies[method+" "+pattern]
 	if !ok {
@@ -368,7 +374,7 @@ func dumpState(t *testing.T, a *agent.Agent) map[string]string {
 	out := map[string]string{}
 	for _, path := range []string{
 		"/v1/catalog/services", "/v1/catalog/nodes", "/v1/health/state/any", "/v1/kv/?recurse",
-		"/v1/session/list", "/v1/query", "/v1/acl/tokens", "/v1/acl/policies", "/v1/agent/services",
+		"/v1/session/list", "/v1/query", "/v1/acl/tokens", "/v1/acl/policies", "/v1/acl/roles", "/v1/agent/services",
 		"/v1/agent/checks", "/v1/operator/autopilot/configuration", "/v1/status/peers",
 	} {
 		code, b := call(t, a, mgmtSecret, "GET", path, nil)

@@ -36,8 +36,10 @@ func raftSuffrage(t *testing.T, a *agent.Agent) (map[string]bool, error) {
 	return out, nil
 }
 
-func healthOf(h *api.OperatorHealthReply, id string) (api.ServerHealth, bool) {
-	i := slices.IndexFunc(h.Servers, func(s api.ServerHealth) bool { return s.ID == id })
+// healthOf finds the server named name (its node name; its ID is its node
+// ID) in h.
+func healthOf(h *api.OperatorHealthReply, name string) (api.ServerHealth, bool) {
+	i := slices.IndexFunc(h.Servers, func(s api.ServerHealth) bool { return s.Name == name })
 	if i < 0 {
 		return api.ServerHealth{}, false
 	}
@@ -184,7 +186,8 @@ func TestAutopilot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Voters) != 4 || st.Servers[name].Healthy || st.Servers["s4"].Status != "voter" && st.Servers["s4"].Status != "leader" {
+	victimState, s4State := st.Servers[c.Agents[victim].NodeID()], st.Servers[s4.NodeID()]
+	if len(st.Voters) != 4 || victimState.Healthy || victimState.Name != name || s4State.Status != "voter" && s4State.Status != "leader" {
 		t.Errorf("state: got %+v, want 4 voters, %s unhealthy", st, name)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/pools"
+	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/cairndns/cairn/rpc"
 )
@@ -32,7 +33,7 @@ func (a *Agent) startClient(loopCtx context.Context) error {
 	}
 	a.servers = door.NewServerList(a.gossip, a.cfg.Datacenter)
 	a.clientDoor = door.NewClient(a.doorConfig(), a.rpcPool, a.servers.Addrs, a.logger.With("component", "door"))
-	a.door = door.WithToken(a.clientDoor, a.cfg.ACL.Tokens.Default)
+	a.door = door.WithToken(a.clientDoor, a.tokens.Func(tokens.Default))
 	a.loops.Go(func() { a.pools.Run(loopCtx) })
 	a.logger.Info("client agent", "gossip", pools.Addr(a.gossip))
 	return nil
@@ -53,7 +54,7 @@ func (a *Agent) poolsConfig() (pools.Config, error) {
 		RetainDead: a.cfg.ReconnectTimeout, DisableCoordinates: a.cfg.Coordinates.Disable,
 		EncryptKey: key, DataDir: a.cfg.DataDir,
 		Join: a.cfg.Join, JoinWAN: a.cfg.JoinWAN, RetryInterval: a.cfg.RetryInterval, RetryMax: a.cfg.RetryMax,
-		Peers: a.peers,
+		Peers: a.peers, OnUserEvent: a.events.Receive,
 	}, nil
 }
 

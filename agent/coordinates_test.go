@@ -69,8 +69,8 @@ func TestCoordinatesReachTheServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(dcs) != 1 || dcs[0].Datacenter != "dc1" || dcs[0].AreaID != "wan" ||
-		len(dcs[0].Coordinates) != 1 || dcs[0].Coordinates[0].Node != "s1.dc1" {
-		t.Errorf("GET /v1/coordinate/datacenters: got %+v, want dc1 with s1.dc1", dcs)
+		len(dcs[0].Coordinates) != 1 || dcs[0].Coordinates[0].Node != "s1" {
+		t.Errorf("GET /v1/coordinate/datacenters: got %+v, want dc1 with s1", dcs)
 	}
 }
 

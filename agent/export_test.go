@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"time"
@@ -22,7 +23,7 @@ func Crash(ctx context.Context, a *Agent) error {
 // external registration (a node no agent runs on) would be: tests use it
 // for catalog contents neither the leader nor anti-entropy manage.
 func RegisterInCatalog(ctx context.Context, a *Agent, req *catalog.RegisterRequest) error {
-	return local.NewRPCCatalog(a.door, a.cfg.Datacenter, "").Register(ctx, req)
+	return local.NewRPCCatalog(a.door, a.cfg.Datacenter, func() string { return "" }).Register(ctx, req)
 }
 
 // RaftTerm returns the Raft term of a server agent.
@@ -34,14 +35,19 @@ func RaftLeader(a *Agent) string { return a.server.Leader() }
 // Reconcile runs the leader duties of a server agent once, now.
 func Reconcile(ctx context.Context, a *Agent) error { return a.leader.Reconcile(ctx) }
 
-// RaftVoters returns the IDs of the voters a server agent's Raft
-// configuration holds.
+// RaftVoters returns the node names of the voters a server agent's Raft
+// configuration holds (their Raft IDs are node IDs: named through gossip;
+// an ID gossip does not know is returned as it is).
 func RaftVoters(a *Agent) []string {
 	peers, _ := a.server.Peers()
+	names := map[string]string{}
+	for _, m := range a.gossip.Members() {
+		names[m.ID] = m.Node
+	}
 	var out []string
 	for _, p := range peers {
 		if p.Voter {
-			out = append(out, p.ID)
+			out = append(out, cmp.Or(names[p.ID], p.ID))
 		}
 	}
 	return out

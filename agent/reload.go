@@ -78,6 +78,7 @@ func (a *Agent) Reload() error {
 			a.logger.Info("reload: log level changed", "from", old.String(), "to", level.String())
 		}
 	}
+	a.logger.Info("configuration reloaded")
 	return nil
 }
 

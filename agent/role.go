@@ -88,7 +88,7 @@ func (r serverRole) leaveRaft(ctx context.Context) error {
 	a := r.a
 	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
 	defer cancel()
-	me := a.cfg.NodeName
+	me := a.server.ID()
 	for {
 		peers, err := a.server.Peers()
 		if err != nil {

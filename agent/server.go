@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairndns/cairn/agent/config"
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/agent/pools"
+	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/catalog"
 	"github.com/cairndns/cairn/consensus"
 	"github.com/cairndns/cairn/gossip"
@@ -55,14 +57,14 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.rpcServer = rs
-	a.door = door.WithToken(door.NewServer(rs), a.cfg.ACL.Tokens.Default)
+	a.door = door.WithToken(door.NewServer(rs), a.tokens.Func(tokens.Default))
 	rpcAddr := rs.RaftLayer().Addr().String()
 	if a.rpcPool, err = a.newRPCPool(); err != nil {
 		return err
 	}
 
 	cc := consensus.DefaultConfig()
-	cc.NodeID = a.cfg.NodeName
+	cc.NodeID, cc.NodeName = a.cfg.NodeID, a.cfg.NodeName
 	cc.Layer = rs.RaftLayer()
 	cc.DataDir = a.cfg.DataDir
 	cc.LogSegmentSize = a.cfg.RaftLogStore.WALSegmentSizeMB << 20
@@ -75,7 +77,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
 	cc.SealKeys = a.peers.GossipKeys
-	cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement
+	if pdc := a.cfg.ACL.PrimaryDatacenter; pdc == "" || strings.EqualFold(pdc, a.cfg.Datacenter) {
+		cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement // the primary's own, as Consul's
+	}
 	store, err := catalog.NewStore()
 	if err != nil {
 		return err
@@ -91,7 +95,8 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	if a.endpoints, err = consensus.RegisterEndpoints(rs, srv, a.rpcPool, a.endpointsConfig(), a.logger); err != nil {
 		return err
 	}
-	a.loops.Go(func() { a.endpoints.Coordinate.Run(loopCtx) }) // the leader's coordinate batches
+	a.loops.Go(func() { a.endpoints.Coordinate.Run(loopCtx) })            // the leader's coordinate batches
+	a.loops.Go(func() { a.endpoints.Catalog.RunACLReplication(loopCtx) }) // a secondary datacenter's leader
 
 	lc := consensus.DefaultLeaderConfig()
 	lc.Datacenter = a.cfg.Datacenter
@@ -127,6 +132,9 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 		return err
 	}
 	a.leader = leader
+	if err := a.register(leader.Collectors()); err != nil {
+		return err
+	}
 	if err := a.endpoints.RegisterOperator(leader, a.gossip, a.wan); err != nil {
 		return err
 	}
@@ -159,10 +167,12 @@ func (a *Agent) endpointsConfig() consensus.EndpointsConfig {
 	cat := consensus.DefaultCatalogConfig()
 	cat.Datacenter = a.cfg.Datacenter
 	cat.Router = a.router
-	cat.ACL = consensus.ACLConfig{
-		Enabled: a.cfg.ACL.Enabled, DefaultAllow: a.cfg.ACL.DefaultPolicy == "allow",
-		TokenMinExpirationTTL: a.cfg.ACL.TokenMinExpirationTTL, TokenMaxExpirationTTL: a.cfg.ACL.TokenMaxExpirationTTL,
-	}
+	ac := a.cfg.ACL
+	cat.ACL = consensus.DefaultACLConfig()
+	cat.ACL.Enabled, cat.ACL.DefaultAllow = ac.Enabled, ac.DefaultPolicy == "allow"
+	cat.ACL.TokenMinExpirationTTL, cat.ACL.TokenMaxExpirationTTL = ac.TokenMinExpirationTTL, ac.TokenMaxExpirationTTL
+	cat.ACL.PrimaryDatacenter, cat.ACL.TokenReplication, cat.ACL.ReplicationToken = ac.PrimaryDatacenter, ac.EnableTokenReplication, ac.Tokens.Replication
+	cat.ACL.DownPolicy, cat.ACL.TokenTTL, cat.ACL.TokenSecretsReadable = ac.DownPolicy, ac.TokenTTL, ac.TokensSecretReadable
 	cat.Members = a.peers
 	cat.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	coord := consensus.DefaultCoordinateConfig()

@@ -84,6 +84,19 @@ type ACLPolicyListEntry struct {
 	ModifyIndex uint64
 }
 
+// SetAgentToken sets one of the agent's own tokens (kind: default, agent,
+// agent_recovery, replication, config_file_service_registration or dns):
+// PUT /v1/agent/token/<kind>. It needs acl:write; an unknown kind is a
+// *StatusError with Code 404.
+func (a *ACL) SetAgentToken(ctx context.Context, kind, secret string) error {
+	if kind == "" {
+		return errors.New("set agent token: kind is empty")
+	}
+	_, err := a.c.do(ctx, request{method: http.MethodPut, path: "/v1/agent/token/" + url.PathEscape(kind),
+		body: struct{ Token string }{secret}}, nil)
+	return err
+}
+
 // Bootstrap creates the first management token and returns it with its
 // secret: PUT /v1/acl/bootstrap. It works once per cluster; after that the
 // agent answers 403. secret, a UUID, chooses the token's secret; empty

@@ -159,6 +159,35 @@ func (a *Agent) Leave(ctx context.Context) error {
 	return err
 }
 
+// ForceLeaveOptions are the choices of ForceLeave.
+type ForceLeaveOptions struct {
+	// Prune forgets the member at once instead of keeping it as left
+	// for a while.
+	Prune bool
+	// WAN acts on the WAN pool (the agent must be a server), where
+	// members are named "<node>.<dc>".
+	WAN bool
+}
+
+// ForceLeave makes the failed member node leave the gossip pool, so no
+// agent tries to reach it again and its node leaves the catalog: PUT
+// /v1/agent/force-leave/<node>. An alive or unknown member is left
+// alone. It needs operator:write.
+func (a *Agent) ForceLeave(ctx context.Context, node string, opts ForceLeaveOptions) error {
+	if node == "" {
+		return errors.New("force-leave: node name is empty")
+	}
+	q := url.Values{}
+	if opts.Prune {
+		q.Set("prune", "1")
+	}
+	if opts.WAN {
+		q.Set("wan", "1")
+	}
+	_, err := a.c.do(ctx, request{method: http.MethodPut, path: "/v1/agent/force-leave/" + url.PathEscape(node), query: q}, nil)
+	return err
+}
+
 // Self describes the agent: GET /v1/agent/self.
 func (a *Agent) Self(ctx context.Context) (*AgentSelf, error) {
 	var out AgentSelf

@@ -36,7 +36,8 @@ type CoordinateEntry struct {
 }
 
 // CoordinateDatacenterMap holds the WAN coordinates of one datacenter's
-// servers, named "<node>.<dc>".
+// servers, each by its node name without the WAN pool's ".<dc>" suffix,
+// as Consul answers them.
 type CoordinateDatacenterMap struct {
 	Datacenter  string
 	AreaID      string

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/url"
 )
 
 // Operator is the group of /v1/operator endpoints: the datacenter's Raft
@@ -11,7 +12,8 @@ type Operator struct{ c *Client }
 
 // RaftServer is one server in the Raft configuration.
 type RaftServer struct {
-	// ID is the server's Raft ID; cairn uses the node name.
+	// ID is the server's Raft ID: its node ID (its node name in a data
+	// dir from before Raft IDs were node IDs).
 	ID string
 	// Node is the server's node name.
 	Node string
@@ -42,4 +44,33 @@ func (op *Operator) RaftConfiguration(ctx context.Context) (*RaftConfiguration, 
 		return nil, err
 	}
 	return &out, nil
+}
+
+// RaftRemovePeerByID removes the server of Raft ID id from the Raft
+// configuration: DELETE /v1/operator/raft/peer?id=.
+func (op *Operator) RaftRemovePeerByID(ctx context.Context, id string) error {
+	_, err := op.c.do(ctx, request{method: http.MethodDelete, path: "/v1/operator/raft/peer", query: url.Values{"id": {id}}}, nil)
+	return err
+}
+
+// RaftRemovePeerByAddress removes the server at address (host:port) from
+// the Raft configuration: DELETE /v1/operator/raft/peer?address=.
+func (op *Operator) RaftRemovePeerByAddress(ctx context.Context, address string) error {
+	_, err := op.c.do(ctx, request{method: http.MethodDelete, path: "/v1/operator/raft/peer", query: url.Values{"address": {address}}}, nil)
+	return err
+}
+
+// RaftTransferLeader hands leadership to the voter of Raft ID id, or with
+// "" to the one Raft picks, and reports whether it moved: POST
+// /v1/operator/raft/transfer-leader.
+func (op *Operator) RaftTransferLeader(ctx context.Context, id string) (bool, error) {
+	var q url.Values
+	if id != "" {
+		q = url.Values{"id": {id}}
+	}
+	var out struct{ Success bool }
+	if _, err := op.c.do(ctx, request{method: http.MethodPost, path: "/v1/operator/raft/transfer-leader", query: q}, &out); err != nil {
+		return false, err
+	}
+	return out.Success, nil
 }

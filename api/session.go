@@ -45,7 +45,8 @@ type SessionEntry struct {
 	// TTL, such as "30s", is how long the session lives without a
 	// Renew; "" for none.
 	TTL string
-	// Checks is the older name of NodeChecks.
+	// Checks is the older name of NodeChecks, taken on create; reads
+	// leave it nil, as Consul's.
 	Checks []string
 	// NodeChecks and ServiceChecks are the checks the session is tied
 	// to: one turning critical ends it. Both nil on create: the node's

@@ -174,13 +174,13 @@ type HealthCheck struct {
 	Node        string
 	CheckID     string
 	Name        string
-	Status      string // HealthPassing, HealthWarning, HealthCritical or HealthMaintenance
+	Status      string // HealthPassing, HealthWarning or HealthCritical (see EffectiveStatus)
 	Notes       string
 	Output      string
 	ServiceID   string
 	ServiceName string
-	// ServiceTags are the tags of the check's service; the agent sends
-	// them only in Health.Service's entries.
+	// ServiceTags are the tags of the check's service, empty for the
+	// node's checks.
 	ServiceTags []string
 	// Type is the kind of check: "http", "tcp", "ttl", "gossip" (the
 	// servers' view of the node), "maintenance", …; empty when unknown.
@@ -192,14 +192,26 @@ type HealthCheck struct {
 // HealthChecks are several checks, such as those of one instance.
 type HealthChecks []*HealthCheck
 
-// AggregatedStatus is the worst status of the checks: HealthMaintenance
-// above HealthCritical above HealthWarning above HealthPassing. No checks
-// is passing; a status the client does not know counts as critical.
+// EffectiveStatus is the check's status, HealthMaintenance for a
+// maintenance-mode check: the agent reports those critical, as Consul's
+// does, with Type "maintenance" (agents of older releases: with the
+// status "maintenance").
+func (c *HealthCheck) EffectiveStatus() string {
+	if c.Type == "maintenance" {
+		return HealthMaintenance
+	}
+	return c.Status
+}
+
+// AggregatedStatus is the worst EffectiveStatus of the checks:
+// HealthMaintenance above HealthCritical above HealthWarning above
+// HealthPassing. No checks is passing; a status the client does not know
+// counts as critical.
 func (cs HealthChecks) AggregatedStatus() string {
 	worst := 0
 	for _, c := range cs {
 		if c != nil {
-			worst = max(worst, severity(c.Status))
+			worst = max(worst, severity(c.EffectiveStatus()))
 		}
 	}
 	return byseverity[worst]

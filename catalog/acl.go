@@ -23,7 +23,15 @@ type ACLPolicy struct {
 	Name        string // unique, [A-Za-z0-9_-]{1,128}
 	Description string
 	Rules       string // HCL or JSON, parsed by package acl
+	// Datacenters, when set, are the only datacenters the policy grants
+	// anything in (Consul's); empty: every one.
+	Datacenters []string
 	RaftIndex
+}
+
+// AppliesIn reports whether the policy grants anything in datacenter dc.
+func (p *ACLPolicy) AppliesIn(dc string) bool {
+	return len(p.Datacenters) == 0 || slices.ContainsFunc(p.Datacenters, func(d string) bool { return strings.EqualFold(d, dc) })
 }
 
 // ACLPolicyLink names a policy a token holds. ID is what counts; Name is
@@ -37,11 +45,20 @@ type ACLPolicyLink struct {
 // secret's hash: the secret is shown once, when the token is made, and a
 // snapshot or a Raft log that leaks gives nobody a working token.
 type ACLToken struct {
-	AccessorID  string // a UUID, public: how tokens are named and listed
-	SecretHash  string // hex SHA-256 of the secret ID
-	Description string
-	Policies    []ACLPolicyLink
-	// Local is kept for Consul's shape; tokens are per datacenter here.
+	AccessorID string // a UUID, public: how tokens are named and listed
+	SecretHash string // hex SHA-256 of the secret ID
+	// Secret is the secret ID in clear, kept only when the servers run
+	// with acl.tokens_secret_readable (so that acl:write holders can read
+	// it back, as in Consul); empty otherwise, the default.
+	Secret            string
+	Description       string
+	Policies          []ACLPolicyLink
+	Roles             []ACLRoleLink
+	ServiceIdentities []ACLServiceIdentity
+	NodeIdentities    []ACLNodeIdentity
+	// Local tokens stay in the datacenter they were made in; the others
+	// (global) are made in the primary datacenter and replicated to every
+	// other one.
 	Local      bool
 	CreateTime time.Time
 	// ExpirationTime, when set, is when the token stops working: from
@@ -62,6 +79,10 @@ const (
 	ManagementPolicyID = "00000000-0000-0000-0000-000000000001"
 	// ManagementPolicyName is its name.
 	ManagementPolicyName = "global-management"
+	// ReadOnlyPolicyID is the built-in policy granting read of everything
+	// (ACLs included), Consul's global-read-only.
+	ReadOnlyPolicyID   = "00000000-0000-0000-0000-000000000002"
+	ReadOnlyPolicyName = "global-read-only"
 	// AnonymousTokenID is the accessor of the token used by requests that
 	// carry none: its policies govern unauthenticated reads (and DNS, on
 	// agents with neither acl.tokens.dns nor acl.tokens.default).
@@ -87,7 +108,17 @@ const (
 	// replaces anything. The leader applies it when it takes office. Token
 	// is acl.tokens.initial_management: as in Consul, it is the bootstrap,
 	// so ACLInit with a Token marks ACLs bootstrapped when they were not.
-	ACLInit ACLOp = "init"
+	ACLInit       ACLOp = "init"
+	ACLRoleSet    ACLOp = "role-set"    // create or replace Role (by ID)
+	ACLRoleDelete ACLOp = "role-delete" // delete Role.ID
+	// ACLReplicate makes this datacenter's policies, roles and global
+	// tokens those of Replica, the primary datacenter's: what a secondary
+	// datacenter's leader applies from its replication.
+	ACLReplicate ACLOp = "replicate"
+	// ACLReplicaStale marks (Stale) or clears the replica as out of date:
+	// replication from the primary has failed for longer than
+	// acl.token_ttl, and acl.down_policy decides about global tokens.
+	ACLReplicaStale ACLOp = "replica-stale"
 )
 
 // ACLRequest changes ACL data: the command the Raft log carries. Servers
@@ -96,6 +127,10 @@ type ACLRequest struct {
 	Op     ACLOp
 	Policy *ACLPolicy
 	Token  *ACLToken
+	Role   *ACLRole
+	// Replica is what ACLReplicate installs; Stale is ACLReplicaStale's.
+	Replica *ACLReplica
+	Stale   bool
 	// Time is when the leader made the request: the creation time of
 	// what ACLInit creates (the FSM must not read its own clock, or the
 	// servers would disagree).
@@ -115,6 +150,7 @@ var ErrACLBootstrapped = errors.New("ACL bootstrap no longer allowed")
 const (
 	tableACLPolicies = "acl-policies"
 	tableACLTokens   = "acl-tokens"
+	tableACLRoles    = "acl-roles"
 	// aclBootstrapRow is a row of the index table whose Index is the Raft
 	// index of the bootstrap: present once ACLs were bootstrapped.
 	aclBootstrapRow = "acl-bootstrap"
@@ -136,6 +172,13 @@ func aclTables() map[string]*memdb.TableSchema {
 			Indexes: map[string]*memdb.IndexSchema{
 				"id":     {Name: "id", Unique: true, Indexer: lower("AccessorID")},
 				"secret": {Name: "secret", Unique: true, Indexer: lower("SecretHash")},
+			},
+		},
+		tableACLRoles: {
+			Name: tableACLRoles,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id":   {Name: "id", Unique: true, Indexer: lower("ID")},
+				"name": {Name: "name", Unique: true, Indexer: lower("Name")},
 			},
 		},
 	}
@@ -173,7 +216,7 @@ func ValidateToken(t *ACLToken) error {
 	if len(t.Policies) > 64 {
 		return fieldErr("Policies", "at most 64 policies, got %d", len(t.Policies))
 	}
-	return nil
+	return validateIdentities(len(t.Roles), t.ServiceIdentities, t.NodeIdentities)
 }
 
 // ApplyACL applies an ACLRequest at Raft index idx. A token linking to a
@@ -199,6 +242,14 @@ func (s *Store) ApplyACL(idx uint64, req *ACLRequest) error {
 		err = bootstrapACL(tx, idx, req.Token, req.ResetIndex)
 	case ACLInit:
 		err = initACL(tx, idx, req.Token, req.Time)
+	case ACLRoleSet:
+		err = setRole(tx, idx, req.Role)
+	case ACLRoleDelete:
+		err = deleteRole(tx, req.Role)
+	case ACLReplicate:
+		err = replicateACL(tx, idx, req.Replica)
+	case ACLReplicaStale:
+		err = markReplicaStale(tx, idx, req.Stale)
 	default:
 		err = fieldErr("Op", "unknown ACL operation %q", req.Op)
 	}
@@ -209,6 +260,9 @@ func (s *Store) ApplyACL(idx uint64, req *ACLRequest) error {
 		return err
 	}
 	if err := bumpIndex(tx, tableACLTokens, idx); err != nil {
+		return err
+	}
+	if err := bumpIndex(tx, tableACLRoles, idx); err != nil {
 		return err
 	}
 	tx.Commit()
@@ -223,8 +277,8 @@ func setPolicy(tx *memdb.Txn, idx uint64, p *ACLPolicy) error {
 		return fieldErr("Policy", "is required")
 	}
 	id := strings.ToLower(p.ID)
-	if id == ManagementPolicyID {
-		return fieldErr("ID", "the built-in %s policy cannot be changed", ManagementPolicyName)
+	if builtinPolicy(id) {
+		return fieldErr("ID", "the built-in policy %s cannot be changed", id)
 	}
 	raw, err := tx.First(tableACLPolicies, "name", strings.ToLower(p.Name))
 	if err != nil {
@@ -250,8 +304,8 @@ func deletePolicy(tx *memdb.Txn, p *ACLPolicy) error {
 		return fieldErr("Policy", "is required")
 	}
 	id := strings.ToLower(p.ID)
-	if id == ManagementPolicyID {
-		return fieldErr("ID", "the built-in %s policy cannot be deleted", ManagementPolicyName)
+	if builtinPolicy(id) {
+		return fieldErr("ID", "the built-in policy %s cannot be deleted", id)
 	}
 	raw, err := tx.First(tableACLPolicies, "id", id)
 	if err != nil || raw == nil {
@@ -275,6 +329,11 @@ func setToken(tx *memdb.Txn, idx uint64, t *ACLToken) error {
 		}
 		cp.Policies = append(cp.Policies, ACLPolicyLink{ID: raw.(*ACLPolicy).ID})
 	}
+	roles, err := roleLinks(tx, t.Roles)
+	if err != nil {
+		return err
+	}
+	cp.Roles = roles
 	raw, err := tx.First(tableACLTokens, "secret", cp.SecretHash)
 	if err != nil {
 		return fmt.Errorf("look up token: %w", err)
@@ -315,22 +374,24 @@ func deleteToken(tx *memdb.Txn, t *ACLToken) error {
 // marked bootstrapped with it (also when t exists already, made by a
 // release that did not mark it), and nobody can bootstrap after it.
 func initACL(tx *memdb.Txn, idx uint64, t *ACLToken, now time.Time) error {
-	raw, err := tx.First(tableACLPolicies, "id", ManagementPolicyID)
+	for _, p := range builtinPolicies() {
+		raw, err := tx.First(tableACLPolicies, "id", p.ID)
+		if err != nil {
+			return fmt.Errorf("look up built-in policy %s: %w", p.Name, err)
+		}
+		if raw != nil {
+			continue
+		}
+		p.CreateIndex, p.ModifyIndex = idx, idx
+		if err := tx.Insert(tableACLPolicies, p); err != nil {
+			return fmt.Errorf("insert built-in policy %s: %w", p.Name, err)
+		}
+	}
+	raw, err := tx.First(tableACLTokens, "id", AnonymousTokenID)
 	if err != nil {
-		return fmt.Errorf("look up management policy: %w", err)
+		return fmt.Errorf("look up anonymous token: %w", err)
 	}
 	if raw == nil {
-		p := &ACLPolicy{
-			ID: ManagementPolicyID, Name: ManagementPolicyName,
-			Description: "Builtin Policy that grants unlimited access",
-			Rules:       ManagementRules,
-			RaftIndex:   RaftIndex{CreateIndex: idx, ModifyIndex: idx},
-		}
-		if err := tx.Insert(tableACLPolicies, p); err != nil {
-			return fmt.Errorf("insert management policy: %w", err)
-		}
-	}
-	if raw, err = tx.First(tableACLTokens, "id", AnonymousTokenID); err == nil && raw == nil {
 		anon := &ACLToken{
 			AccessorID: AnonymousTokenID, SecretHash: "anonymous",
 			Description: "Anonymous Token", CreateTime: now,
@@ -423,8 +484,11 @@ func CheckBootstrapReset(done, resetIndex uint64) error {
 // ACLIndex is the Raft index of the last change to ACL data: what a cache
 // of resolved tokens compares to know it is current.
 func (s *Store) ACLIndex() uint64 {
-	return maxIndex(s.read(nil), tableACLPolicies, tableACLTokens)
+	return maxIndex(s.read(nil), aclTableNames...)
 }
+
+// aclTableNames are the ACL tables, whose index rows move together.
+var aclTableNames = []string{tableACLPolicies, tableACLTokens, tableACLRoles}
 
 // ACLPolicies returns every policy, sorted by name, and the index of the
 // ACL tables.
@@ -440,7 +504,7 @@ func (s *Store) ACLPolicies(ws WatchSet) (uint64, []*ACLPolicy, error) {
 		out = append(out, raw.(*ACLPolicy))
 	}
 	slices.SortFunc(out, func(a, b *ACLPolicy) int { return cmp.Compare(a.Name, b.Name) })
-	return maxIndex(tx, tableACLPolicies, tableACLTokens), out, nil
+	return maxIndex(tx, aclTableNames...), out, nil
 }
 
 // ACLPolicy returns the policy with the given ID, or with the given name
@@ -457,7 +521,7 @@ func (s *Store) ACLPolicy(ws WatchSet, key string, byName bool) (uint64, *ACLPol
 	}
 	ws.Add(ch)
 	p, _ := raw.(*ACLPolicy)
-	return maxIndex(tx, tableACLPolicies, tableACLTokens), p, nil
+	return maxIndex(tx, aclTableNames...), p, nil
 }
 
 // ACLTokens returns every token, sorted by accessor ID, and the index of
@@ -473,7 +537,7 @@ func (s *Store) ACLTokens(ws WatchSet) (uint64, []*ACLToken, error) {
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		out = append(out, raw.(*ACLToken))
 	}
-	return maxIndex(tx, tableACLPolicies, tableACLTokens), out, nil
+	return maxIndex(tx, aclTableNames...), out, nil
 }
 
 // ACLToken returns the token with the given accessor ID, or with the
@@ -490,7 +554,7 @@ func (s *Store) ACLToken(ws WatchSet, key string, bySecret bool) (uint64, *ACLTo
 	}
 	ws.Add(ch)
 	t, _ := raw.(*ACLToken)
-	return maxIndex(tx, tableACLPolicies, tableACLTokens), t, nil
+	return maxIndex(tx, aclTableNames...), t, nil
 }
 
 // ACLBootstrapped reports whether ACLs were bootstrapped, and at which

@@ -176,3 +176,50 @@ func TestACLChangeResetsTheFeed(t *testing.T) {
 		t.Fatalf("changes across an ACL write = %+v, want Reset", c)
 	}
 }
+
+// TestReplicateACL: a replica replaces the policies, roles and global
+// tokens, keeps local tokens, and leaves rows it does not change at their
+// index.
+func TestReplicateACL(t *testing.T) {
+	s, err := catalog.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := &catalog.ACLPolicy{ID: "11111111-1111-1111-1111-111111111111", Name: "p"}
+	old := &catalog.ACLPolicy{ID: "22222222-2222-2222-2222-222222222222", Name: "old"}
+	local := &catalog.ACLToken{AccessorID: "33333333-3333-3333-3333-333333333333", SecretHash: strings.Repeat("a", 64), Local: true}
+	stale := &catalog.ACLToken{AccessorID: "44444444-4444-4444-4444-444444444444", SecretHash: strings.Repeat("b", 64)}
+	for i, req := range []*catalog.ACLRequest{
+		{Op: catalog.ACLPolicySet, Policy: old}, {Op: catalog.ACLTokenSet, Token: local}, {Op: catalog.ACLTokenSet, Token: stale},
+	} {
+		if err := s.ApplyACL(uint64(i+1), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	global := &catalog.ACLToken{AccessorID: "55555555-5555-5555-5555-555555555555", SecretHash: strings.Repeat("c", 64), Policies: []catalog.ACLPolicyLink{{ID: pol.ID}}}
+	rep := &catalog.ACLReplica{Policies: []*catalog.ACLPolicy{pol}, Tokens: []*catalog.ACLToken{global}, WithTokens: true}
+	if err := s.ApplyACL(10, &catalog.ACLRequest{Op: catalog.ACLReplicate, Replica: rep}); err != nil {
+		t.Fatalf("replicate: %v", err)
+	}
+	_, policies, _ := s.ACLPolicies(nil)
+	_, tokens, _ := s.ACLTokens(nil)
+	var ids []string
+	for _, p := range policies {
+		ids = append(ids, p.Name)
+	}
+	for _, tk := range tokens {
+		ids = append(ids, tk.AccessorID[:1])
+	}
+	if got, want := strings.Join(ids, ","), "p,3,5"; got != want {
+		t.Fatalf("after replication: got %s, want %s (policy p, local token 3, global token 5)", got, want)
+	}
+	if err := s.ApplyACL(11, &catalog.ACLRequest{Op: catalog.ACLReplicate, Replica: rep}); err != nil {
+		t.Fatalf("replicate again: %v", err)
+	}
+	if _, p, _ := s.ACLPolicy(nil, pol.ID, false); p.ModifyIndex != 10 {
+		t.Errorf("unchanged policy: ModifyIndex %d, want 10", p.ModifyIndex)
+	}
+	if _, tk, _ := s.ACLToken(nil, global.AccessorID, false); tk.ModifyIndex != 10 {
+		t.Errorf("unchanged token: ModifyIndex %d, want 10", tk.ModifyIndex)
+	}
+}

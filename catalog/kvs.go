@@ -519,5 +519,5 @@ func (s *Store) LastIndex() uint64 {
 
 // allTables names every table with an index row.
 func allTables() []string {
-	return []string{tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens, tableKVS, tableSessions, tableCoordinates}
+	return []string{tableNodes, tableServices, tableChecks, tableQueries, tableACLPolicies, tableACLTokens, tableACLRoles, tableKVS, tableSessions, tableCoordinates}
 }

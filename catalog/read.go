@@ -206,6 +206,9 @@ func (s *Store) ChecksInState(ws WatchSet, state HealthStatus) (uint64, []*Check
 		return 0, nil, err
 	}
 	tx := s.read(ws)
+	if state == HealthMaintenance {
+		return maintenanceChecks(tx, ws)
+	}
 	var it memdb.ResultIterator
 	var err error
 	switch state {
@@ -223,6 +226,26 @@ func (s *Store) ChecksInState(ws WatchSet, state HealthStatus) (uint64, []*Check
 		return 0, nil, fmt.Errorf("list checks in state %q: %w", state, err)
 	}
 	idx, checks := collectChecks(tx, ws, it)
+	return idx, checks, nil
+}
+
+// maintenanceChecks answers ChecksInState(HealthMaintenance): the critical
+// checks of Type CheckTypeMaintenance and those written with the status
+// of older releases.
+func maintenanceChecks(tx *memdb.Txn, ws WatchSet) (uint64, []*Check, error) {
+	crit, err := tx.Get(tableChecks, "unhealthy", string(HealthCritical))
+	if err != nil {
+		return 0, nil, fmt.Errorf("list checks in maintenance: %w", err)
+	}
+	old, err := tx.Get(tableChecks, "unhealthy", string(HealthMaintenance))
+	if err != nil {
+		return 0, nil, fmt.Errorf("list checks in maintenance: %w", err)
+	}
+	crit = memdb.NewFilterIterator(crit, func(raw any) bool { return raw.(*checkRow).Check.Type != CheckTypeMaintenance })
+	idx, checks := collectChecks(tx, ws, crit)
+	_, legacy := collectChecks(tx, ws, old)
+	checks = append(checks, legacy...)
+	slices.SortFunc(checks, compareChecks)
 	return idx, checks, nil
 }
 

@@ -15,6 +15,12 @@ type RegisterRequest struct {
 	// SkipNodeUpdate leaves an existing node row as it is (used when an
 	// agent re-syncs its services and must not overwrite fresher node data).
 	SkipNodeUpdate bool
+	// CreateMissingNode makes a SkipNodeUpdate registration of a node
+	// that is not in the catalog create it (with Address, "" when not
+	// given), as Consul does. The servers set it on every registration
+	// they write; entries written before it existed leave it false and
+	// so, replayed, still fail with ErrNotFound as they did.
+	CreateMissingNode bool
 }
 
 // DeregisterRequest removes a service, a check, or (with neither set) a

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 )
@@ -22,6 +24,10 @@ type Dump struct {
 	ACLPolicies       []*ACLPolicy
 	ACLTokens         []*ACLToken
 	ACLBootstrapIndex uint64
+	// ACLRoles are the roles, ACLReplicaStale the replica's mark
+	// (ACLReplicaStale); a snapshot written before them has none.
+	ACLRoles        []*ACLRole
+	ACLReplicaStale uint64
 	// KVs are the key/value store's entries; a snapshot written before
 	// it existed has none.
 	KVs []*KVEntry
@@ -65,6 +71,9 @@ func (s *Store) Dump() (*Dump, error) {
 		err = eachRow(tx, tableACLTokens, func(raw any) { d.ACLTokens = append(d.ACLTokens, raw.(*ACLToken)) })
 	}
 	if err == nil {
+		err = eachRow(tx, tableACLRoles, func(raw any) { d.ACLRoles = append(d.ACLRoles, raw.(*ACLRole)) })
+	}
+	if err == nil {
 		err = eachRow(tx, tableKVS, func(raw any) { d.KVs = append(d.KVs, raw.(*KVEntry)) })
 	}
 	if err == nil {
@@ -81,6 +90,9 @@ func (s *Store) Dump() (*Dump, error) {
 	}
 	if raw, _ := tx.First(tableIndex, "id", aclBootstrapRow); raw != nil {
 		d.ACLBootstrapIndex = raw.(*indexRow).Index
+	}
+	if raw, _ := tx.First(tableIndex, "id", aclReplicaStaleRow); raw != nil {
+		d.ACLReplicaStale = raw.(*indexRow).Index
 	}
 	return d, nil
 }
@@ -115,7 +127,20 @@ func (s *Store) Restore(d *Dump) error {
 			return fmt.Errorf("restore service %q: %w", ds.Service.ID, err)
 		}
 	}
+	// Snapshots written before checks carried ServiceTags lack them: they
+	// are the services' tags, set here as the store sets them.
+	tags := make(map[[2]string][]string, len(d.Services))
+	for _, ds := range d.Services {
+		tags[[2]string{strings.ToLower(ds.Node), ds.Service.ID}] = ds.Service.Tags
+	}
 	for _, c := range d.Checks {
+		if c.ServiceID != "" {
+			if t := tags[[2]string{strings.ToLower(c.Node), c.ServiceID}]; !slices.Equal(t, c.ServiceTags) {
+				cp := *c
+				cp.ServiceTags = t
+				c = &cp
+			}
+		}
 		if err := tx.Insert(tableChecks, newCheckRow(c)); err != nil {
 			return fmt.Errorf("restore check %q: %w", c.CheckID, err)
 		}
@@ -133,6 +158,16 @@ func (s *Store) Restore(d *Dump) error {
 	for _, t := range d.ACLTokens {
 		if err := tx.Insert(tableACLTokens, t); err != nil {
 			return fmt.Errorf("restore ACL token %q: %w", t.AccessorID, err)
+		}
+	}
+	for _, r := range d.ACLRoles {
+		if err := tx.Insert(tableACLRoles, r); err != nil {
+			return fmt.Errorf("restore ACL role %q: %w", r.ID, err)
+		}
+	}
+	if d.ACLReplicaStale > 0 {
+		if err := tx.Insert(tableIndex, &indexRow{Table: aclReplicaStaleRow, Index: d.ACLReplicaStale}); err != nil {
+			return fmt.Errorf("restore ACL replica mark: %w", err)
 		}
 	}
 	for _, e := range d.KVs {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -111,7 +112,7 @@ func registerTxn(tx *memdb.Txn, idx uint64, at time.Time, req *RegisterRequest) 
 	existing, _ := raw.(*Node)
 	switch {
 	case existing != nil && req.SkipNodeUpdate:
-	case existing == nil && req.Address == "":
+	case existing == nil && req.Address == "" && !req.CreateMissingNode:
 		return fmt.Errorf("node %q: %w", req.Node, ErrNotFound)
 	default:
 		n := &Node{ID: req.ID, Node: req.Node, Address: req.Address, Datacenter: req.Datacenter, Meta: maps.Clone(req.NodeMeta),
@@ -155,7 +156,8 @@ func sameService(a, b *Service) bool {
 	return a.ID == b.ID && a.Service == b.Service && slices.Equal(a.Tags, b.Tags) &&
 		a.Address == b.Address && a.Port == b.Port && maps.Equal(a.Meta, b.Meta) && a.Weights == b.Weights &&
 		maps.Equal(a.TaggedAddresses, b.TaggedAddresses) && a.EnableTagOverride == b.EnableTagOverride &&
-		a.SocketPath == b.SocketPath && slices.Equal(a.Ports, b.Ports) && sameLocality(a.Locality, b.Locality)
+		a.SocketPath == b.SocketPath && slices.Equal(a.Ports, b.Ports) && sameLocality(a.Locality, b.Locality) &&
+		a.Kind == b.Kind && bytes.Equal(a.Proxy, b.Proxy)
 }
 
 func sameLocality(a, b *Locality) bool {
@@ -172,6 +174,7 @@ func (s *Service) Clone() *Service {
 	cp.Meta = maps.Clone(s.Meta)
 	cp.TaggedAddresses = maps.Clone(s.TaggedAddresses)
 	cp.Ports = slices.Clone(s.Ports)
+	cp.Proxy = bytes.Clone(s.Proxy)
 	if s.Locality != nil {
 		l := *s.Locality
 		cp.Locality = &l
@@ -208,19 +211,19 @@ func newServiceRow(node string, svc *Service) *serviceRow {
 	return &serviceRow{Node: node, ID: svc.ID, Name: strings.ToLower(svc.Service), Address: svc.Address, Service: svc}
 }
 
-// renameServiceChecks keeps the ServiceName of a service's checks equal to
-// the service's name when a registration renames it.
+// renameServiceChecks keeps the ServiceName and ServiceTags of a service's
+// checks equal to the service's when a registration changes them.
 func renameServiceChecks(tx *memdb.Txn, idx uint64, node string, svc *Service) error {
 	checks, err := serviceChecks(tx, node, svc.ID)
 	if err != nil {
 		return err
 	}
 	for _, c := range checks {
-		if c.ServiceName == svc.Service {
+		if c.ServiceName == svc.Service && slices.Equal(c.ServiceTags, svc.Tags) {
 			continue
 		}
 		cp := *c
-		cp.ServiceName, cp.ModifyIndex = svc.Service, idx
+		cp.ServiceName, cp.ServiceTags, cp.ModifyIndex = svc.Service, svc.Tags, idx
 		if err := tx.Insert(tableChecks, newCheckRow(&cp)); err != nil {
 			return fmt.Errorf("rename check %q: %w", cp.CheckID, err)
 		}
@@ -244,6 +247,9 @@ func ensureCheck(tx *memdb.Txn, idx uint64, at time.Time, node string, c *Check)
 			return fmt.Errorf("check %q: service %q: %w", cp.CheckID, cp.ServiceID, ErrNotFound)
 		}
 		cp.ServiceName = raw.(*serviceRow).Service.Service
+		cp.ServiceTags = raw.(*serviceRow).Service.Tags
+	} else {
+		cp.ServiceTags = nil
 	}
 	raw, err := tx.First(tableChecks, "id", node, cp.CheckID)
 	if err != nil {

@@ -185,7 +185,7 @@ func TestRegisterInsertsNodeServiceAndChecks(t *testing.T) {
 		{Node: "node1", CheckID: "serfHealth", Name: "serfHealth", Status: catalog.HealthPassing,
 			RaftIndex: catalog.RaftIndex{CreateIndex: 5, ModifyIndex: 5}},
 		{Node: "node1", CheckID: "web-http", Name: "web-http", Status: catalog.HealthWarning,
-			ServiceID: "web-1", ServiceName: "web", RaftIndex: catalog.RaftIndex{CreateIndex: 5, ModifyIndex: 5}},
+			ServiceID: "web-1", ServiceName: "web", ServiceTags: []string{"v1"}, RaftIndex: catalog.RaftIndex{CreateIndex: 5, ModifyIndex: 5}},
 	}
 	if !reflect.DeepEqual(checks, wantChecks) {
 		t.Errorf("NodeChecks: got %+v, want %+v", checks, wantChecks)
@@ -352,9 +352,10 @@ func TestRegisterChangedService(t *testing.T) {
 			if got := getNode(t, s, "node1").ModifyIndex; got != 10 {
 				t.Errorf("node ModifyIndex: got %d, want 10", got)
 			}
-			// A rename rewrites the ServiceName of the service's checks.
+			// A rename rewrites the ServiceName of the service's checks,
+			// new tags their ServiceTags.
 			wantChecks := uint64(10)
-			if tt.name == "name" {
+			if tt.name == "name" || strings.HasPrefix(tt.name, "tag") {
 				wantChecks = 11
 			}
 			if idx, _ := nodeChecks(t, s, "node1"); idx != wantChecks {

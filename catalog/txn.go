@@ -132,7 +132,16 @@ func ValidateTxn(req *TxnRequest, maxValue int) error {
 		if !kvTxnOp(op.KV.Op) {
 			return fieldErr(at+".KV.Verb", "must be set, cas, lock, unlock, get, get-tree, check-index, check-session, check-not-exists, delete, delete-tree or delete-cas, got %q", op.KV.Op)
 		}
-		if err := validateKVEntry(op.KV, maxValue); err != nil {
+		kv := op.KV
+		if missingSession(kv) {
+			// Not refused here: the operation fails ("missing session")
+			// and the transaction answers 409 with every operation's
+			// error, as Consul's.
+			cp := *kv
+			cp.Entry.Session = "-"
+			kv = &cp
+		}
+		if err := validateKVEntry(kv, maxValue); err != nil {
 			fe := err.(*FieldError)
 			return fieldErr(at+".KV."+fe.Field, "%s", fe.Reason)
 		}
@@ -142,6 +151,15 @@ func ValidateTxn(req *TxnRequest, maxValue int) error {
 		return fieldErr("Ops", "keys, values and sessions must total at most %d bytes, got %d", MaxTxnSize, total)
 	}
 	return nil
+}
+
+// missingSession reports whether req needs a session it does not name.
+func missingSession(req *KVRequest) bool {
+	switch req.Op {
+	case KVLock, KVUnlock, KVCheckSession:
+		return req.Entry.Session == ""
+	}
+	return false
 }
 
 // kvTxnOp reports whether op may be a transaction's operation.
@@ -225,6 +243,9 @@ func runTxn(tx *memdb.Txn, idx uint64, at time.Time, req *TxnRequest) (*TxnRespo
 // Written entries are answered without their value.
 func kvsTxnOp(tx *memdb.Txn, idx uint64, at time.Time, req *KVRequest) ([]TxnResult, error) {
 	e := &req.Entry
+	if missingSession(req) {
+		return nil, refused("missing session")
+	}
 	switch req.Op {
 	case KVGet:
 		cur, err := kvsExisting(tx, e.Key)

@@ -109,6 +109,8 @@ func TestTxnReportsEveryFailure(t *testing.T) {
 		kvOp(catalog.KVLock, "x", "", 0, "nosuch"),
 		kvOp(catalog.KVCheckSession, "x", "", 0, "nosuch"),
 		kvOp("steal", "x", "", 0, ""),
+		kvOp(catalog.KVLock, "y", "v", 0, ""),
+		kvOp(catalog.KVGet, "y", "", 0, ""),
 	)
 	want := []catalog.TxnError{
 		{OpIndex: 0, What: `key "missing" doesn't exist`},
@@ -120,6 +122,10 @@ func TestTxnReportsEveryFailure(t *testing.T) {
 		{OpIndex: 7, What: `Session: no session "nosuch"`},
 		{OpIndex: 8, What: `key "x" is not locked by session "nosuch"`},
 		{OpIndex: 9, What: `unknown KV verb "steal"`},
+		// Consul's words for a lock without a session, and the get that
+		// then finds nothing (consul/api's TestAPI_KVClientTxn).
+		{OpIndex: 10, What: `missing session`},
+		{OpIndex: 11, What: `key "y" doesn't exist`},
 	}
 	if !reflect.DeepEqual(resp.Errors, want) || resp.Results != nil {
 		t.Errorf("errors: got %+v, want %+v (and no results, got %v)", resp.Errors, want, resultKeys(resp.Results))
@@ -304,8 +310,10 @@ func TestValidateTxn(t *testing.T) {
 		{"unknown verb", []catalog.TxnOp{kvOp("steal", "a", "", 0, "")}, "Ops[0].KV.Verb"},
 		{"no key", []catalog.TxnOp{kvOp(catalog.KVSet, "a", "", 0, ""), kvOp(catalog.KVSet, "b", "", 0, ""), kvOp(catalog.KVSet, "c", "", 0, ""), kvOp(catalog.KVGet, "", "", 0, "")}, "Ops[3].KV.Key"},
 		{"leading slash", []catalog.TxnOp{kvOp(catalog.KVCheckNotExists, "/a", "", 0, "")}, "Ops[0].KV.Key"},
-		{"lock without session", []catalog.TxnOp{kvOp(catalog.KVLock, "a", "", 0, "")}, "Ops[0].KV.Session"},
-		{"check-session without session", []catalog.TxnOp{kvOp(catalog.KVCheckSession, "a", "", 0, "")}, "Ops[0].KV.Session"},
+		// The operation fails when applied instead ("missing session").
+		{"lock without session", []catalog.TxnOp{kvOp(catalog.KVLock, "a", "", 0, "")}, ""},
+		{"check-session without session", []catalog.TxnOp{kvOp(catalog.KVCheckSession, "a", "", 0, "")}, ""},
+		{"lock without session, bad key", []catalog.TxnOp{kvOp(catalog.KVLock, "/a", "", 0, "")}, "Ops[0].KV.Key"},
 		{"value too large", []catalog.TxnOp{kvOp(catalog.KVSet, "a", string(make([]byte, 11)), 0, "")}, "Ops[0].KV.Value"},
 	} {
 		err := catalog.ValidateTxn(&catalog.TxnRequest{Ops: tt.ops}, 10)

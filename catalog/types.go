@@ -10,9 +10,12 @@ type HealthStatus string
 
 // The health states, ordered from best to worst by Worse.
 const (
-	HealthPassing     HealthStatus = "passing"
-	HealthWarning     HealthStatus = "warning"
-	HealthCritical    HealthStatus = "critical"
+	HealthPassing  HealthStatus = "passing"
+	HealthWarning  HealthStatus = "warning"
+	HealthCritical HealthStatus = "critical"
+	// HealthMaintenance is the status agents of older releases gave a
+	// maintenance check (see CheckTypeMaintenance); kept so that their
+	// writes, and the log holding them, still apply.
 	HealthMaintenance HealthStatus = "maintenance"
 )
 
@@ -117,6 +120,14 @@ type Service struct {
 	// Locality is where the instance runs (cloud region and zone), kept
 	// and given out.
 	Locality *Locality
+	// Kind is Consul's kind of service: "" for a typical one, or one of
+	// its service mesh's ("connect-proxy", "mesh-gateway", ...). Kept and
+	// given out; cairn has no service mesh and answers them as any other.
+	Kind string
+	// Proxy is the service mesh proxy's configuration (Consul's
+	// AgentServiceConnectProxyConfig), JSON as it was registered, kept and
+	// given back unread; nil when none. Never modified in place.
+	Proxy []byte
 	RaftIndex
 }
 
@@ -133,6 +144,11 @@ type Locality struct {
 	Zone   string
 }
 
+// CheckTypeMaintenance is the Type of the check that puts a node or a
+// service in maintenance mode. Such a check is critical, as Consul's;
+// agents of older releases wrote it with the status HealthMaintenance.
+const CheckTypeMaintenance = "maintenance"
+
 // Check is one health check, on a node (ServiceID empty) or on a service.
 type Check struct {
 	Node    string
@@ -148,15 +164,20 @@ type Check struct {
 	Type        string
 	ServiceID   string
 	ServiceName string
+	// ServiceTags are the tags of the check's service (Consul's field of
+	// that name). The store keeps them, as it keeps ServiceName, equal to
+	// the service's; a writer's value is ignored. Shared with the
+	// service's row: never modified in place.
+	ServiceTags []string
 	RaftIndex
 }
 
 // SameAs reports whether two checks are registered with the same fields,
 // ignoring their Raft indexes.
 func (c *Check) SameAs(o *Check) bool {
-	a, b := *c, *o
-	a.RaftIndex, b.RaftIndex = RaftIndex{}, RaftIndex{}
-	return a == b
+	return c.Node == o.Node && c.CheckID == o.CheckID && c.Name == o.Name && c.Status == o.Status &&
+		c.Notes == o.Notes && c.Output == o.Output && c.Type == o.Type && c.ServiceID == o.ServiceID &&
+		c.ServiceName == o.ServiceName && slices.Equal(c.ServiceTags, o.ServiceTags)
 }
 
 // ServiceInstance is a service together with the node it runs on and every

@@ -1,9 +1,11 @@
 package catalog
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -106,6 +108,13 @@ func ValidateMeta(field string, meta map[string]string) error {
 	return nil
 }
 
+// serviceKinds are Consul's kinds of service, "" the typical one.
+var serviceKinds = []string{"", "connect-proxy", "mesh-gateway", "terminating-gateway", "ingress-gateway", "api-gateway"}
+
+// MaxProxyBytes bounds a service's Proxy configuration, kept for Consul's
+// clients: a proxy with a few dozen upstreams fits.
+const MaxProxyBytes = 64 << 10
+
 // NormalizeService fills in defaults (ID from the name, default weights) and
 // validates every field, so that everything accepted can be answered in DNS.
 // It returns a *FieldError naming the first bad field.
@@ -121,6 +130,15 @@ func NormalizeService(s *Service) error {
 	}
 	if err := ValidateID("ID", s.ID); err != nil {
 		return err
+	}
+	if !slices.Contains(serviceKinds, s.Kind) {
+		return fieldErr("Kind", "must be one of Consul's kinds %q, got %q", serviceKinds[1:], s.Kind)
+	}
+	if len(s.Proxy) > MaxProxyBytes {
+		return fieldErr("Proxy", "must be at most %d bytes of JSON, got %d", MaxProxyBytes, len(s.Proxy))
+	}
+	if s.Proxy != nil && !json.Valid(s.Proxy) {
+		return fieldErr("Proxy", "is not JSON")
 	}
 	if len(s.Tags) > MaxTags {
 		return fieldErr("Tags", "at most %d tags are allowed, got %d", MaxTags, len(s.Tags))

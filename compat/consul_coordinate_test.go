@@ -60,7 +60,7 @@ func TestConsulClientCoordinates(t *testing.T) {
 	}
 	dcs, err := c.Coordinate().Datacenters()
 	if err != nil || len(dcs) != 1 || dcs[0].Datacenter != "dc1" || dcs[0].AreaID != "wan" ||
-		len(dcs[0].Coordinates) != 1 || dcs[0].Coordinates[0].Node != "test.dc1" || len(dcs[0].Coordinates[0].Coord.Vec) != 8 {
+		len(dcs[0].Coordinates) != 1 || dcs[0].Coordinates[0].Node != "test" || len(dcs[0].Coordinates[0].Coord.Vec) != 8 {
 		t.Errorf("Coordinate.Datacenters: got %+v, %v", dcs, err)
 	}
 	// serf's own distance agrees with the order the agent sorts by.

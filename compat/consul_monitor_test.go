@@ -65,3 +65,59 @@ func TestConsulClientMonitor(t *testing.T) {
 		}
 	}
 }
+
+// TestConsulClientMonitorShowsChanges: what an operator does to an agent
+// (a service registered and deregistered, maintenance mode on and off, a
+// reload) shows in its log at info, so "consul monitor" shows it, as it
+// does with Consul.
+func TestConsulClientMonitorShowsChanges(t *testing.T) {
+	t.Parallel()
+	a := agenttest.Start(t, agenttest.Config(t))
+	c, err := consul.NewClient(&consul.Config{Address: a.HTTPAddr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopCh := make(chan struct{})
+	defer close(stopCh)
+	lines, err := c.Agent().Monitor("info", stopCh, nil)
+	if err != nil {
+		t.Fatalf("Monitor: %v", err)
+	}
+	agent := c.Agent()
+	for _, tc := range []struct {
+		change string
+		do     func() error
+		want   string
+	}{
+		{"register web1", func() error {
+			return agent.ServiceRegister(&consul.AgentServiceRegistration{ID: "web1", Name: "web", Port: 80})
+		}, `msg="service registered" node=test dc=dc1 component=local service=web1 name=web`},
+		{"web1 into maintenance", func() error { return agent.EnableServiceMaintenance("web1", "deploy") },
+			`msg="service entered maintenance mode" node=test dc=dc1 component=local service=web1 reason=deploy`},
+		{"web1 out of maintenance", func() error { return agent.DisableServiceMaintenance("web1") },
+			`msg="service left maintenance mode" node=test dc=dc1 component=local service=web1`},
+		{"node into maintenance", func() error { return agent.EnableNodeMaintenance("kernel") },
+			`msg="node entered maintenance mode" node=test dc=dc1 component=local reason=kernel`},
+		{"node out of maintenance", agent.DisableNodeMaintenance,
+			`msg="node left maintenance mode" node=test dc=dc1 component=local`},
+		{"reload", agent.Reload, `msg="configuration reloaded"`},
+		{"deregister web1", func() error { return agent.ServiceDeregister("web1") },
+			`msg="service deregistered" node=test dc=dc1 component=local service=web1`},
+	} {
+		if err := tc.do(); err != nil {
+			t.Fatalf("%s: %v", tc.change, err)
+		}
+		deadline := time.After(10 * time.Second)
+		for found := false; !found; {
+			select {
+			case l := <-lines:
+				if l == "" {
+					t.Fatalf("%s: the stream ended", tc.change)
+				}
+				found = strings.Contains(l, "level=INFO") && strings.Contains(l, tc.want)
+			case <-deadline:
+				t.Fatalf("%s: no line at info with %q within 10s", tc.change, tc.want)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package compat_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +114,128 @@ func TestConsulClientServerServiceName(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestConsulClientRaftPeers: the servers' Raft IDs are their node IDs, as
+// Consul's (testutil's WaitForVoting and `consul operator raft` rely on
+// it), in the Raft configuration and in autopilot's state; leadership
+// moves to the server named by ID; a server is removed by ID or address,
+// and an unknown one is a 404.
+func TestConsulClientRaftPeers(t *testing.T) {
+	t.Parallel()
+	c := agenttest.StartCluster(t, 3)
+	client, err := consul.NewClient(&consul.Config{Address: c.Agents[0].HTTPAddr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := client.Operator()
+	names := map[string]string{} // node ID → node name
+	for i, a := range c.Agents {
+		names[a.NodeID()] = c.Configs[i].NodeName
+	}
+	leaderOf := func(cfg *consul.RaftConfiguration) string {
+		for _, s := range cfg.Servers {
+			if s.Leader {
+				return s.ID
+			}
+		}
+		return ""
+	}
+	var conf *consul.RaftConfiguration
+	waittest.For(t, 60*time.Second, "three voters by node ID", func() error {
+		conf, err = op.RaftGetConfiguration(nil)
+		if err != nil {
+			return err
+		}
+		voters := 0
+		for _, s := range conf.Servers {
+			if name, ok := names[s.ID]; !ok || s.Node != name {
+				return fmt.Errorf("server %+v: want a node ID as ID and its node name as Node", s)
+			}
+			if s.Voter {
+				voters++
+			}
+		}
+		if voters != 3 || leaderOf(conf) == "" {
+			return fmt.Errorf("%d voters (leader %q), want 3 and a leader", voters, leaderOf(conf))
+		}
+		st, err := op.AutopilotState(nil)
+		if err != nil {
+			return err
+		}
+		for id, name := range names {
+			if s, ok := st.Servers[id]; !ok || s.Name != name || s.ID != id {
+				return fmt.Errorf("autopilot state %v: want %s keyed by its node ID %s", st.Servers, name, id)
+			}
+		}
+		return nil
+	})
+
+	var target string
+	for id := range names {
+		if id != leaderOf(conf) {
+			target = id
+			break
+		}
+	}
+	res, err := op.RaftLeaderTransfer(target, nil)
+	if err != nil || !res.Success {
+		t.Fatalf("transfer leadership to %s: %+v, %v", names[target], res, err)
+	}
+	waittest.For(t, 30*time.Second, names[target]+" leading", func() error {
+		conf, err = op.RaftGetConfiguration(nil)
+		if err != nil {
+			return err
+		}
+		if got := leaderOf(conf); got != target {
+			return fmt.Errorf("leader %q, want %s", got, target)
+		}
+		return nil
+	})
+
+	if err := op.RaftRemovePeerByID("00000000-0000-0000-0000-000000000000", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("remove an unknown peer: got %v, want a 404", err)
+	}
+	var victim *consul.RaftServer
+	for _, s := range conf.Servers {
+		if !s.Leader {
+			victim = s
+			break
+		}
+	}
+	if err := op.RaftRemovePeerByAddress(victim.Address, nil); err != nil {
+		t.Fatalf("remove %s by address: %v", victim.Node, err)
+	}
+	conf, err = op.RaftGetConfiguration(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range conf.Servers {
+		if s.ID == victim.ID {
+			t.Errorf("configuration %v still holds %s", conf.Servers, victim.Node)
+		}
+	}
+}
+
+// TestConsulClientTxnLockWithoutSession: a lock without a session fails
+// as its operation, not the request: 409 with every operation's error in
+// Consul's words, and nothing applied.
+func TestConsulClientTxnLockWithoutSession(t *testing.T) {
+	t.Parallel()
+	c := newDevClient(t)
+	ok, resp, _, err := c.KV().Txn(consul.KVTxnOps{
+		{Verb: consul.KVLock, Key: "locked", Value: []byte("v")},
+		{Verb: consul.KVGet, Key: "locked"},
+	}, nil)
+	if err != nil || ok {
+		t.Fatalf("txn: got ok %v, %v; want a rolled-back transaction (409), no error", ok, err)
+	}
+	if resp == nil || len(resp.Errors) != 2 || len(resp.Results) != 0 ||
+		resp.Errors[0].OpIndex != 0 || !strings.Contains(resp.Errors[0].What, "missing session") ||
+		resp.Errors[1].OpIndex != 1 || !strings.Contains(resp.Errors[1].What, "doesn't exist") {
+		t.Fatalf("txn: got %+v, want op 0 missing session, op 1 doesn't exist", resp)
+	}
+	if p, _, err := c.KV().Get("locked", nil); err != nil || p != nil {
+		t.Errorf("key after the failed txn: got %+v, %v; want none", p, err)
+	}
 }

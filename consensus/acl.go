@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,14 +30,68 @@ type ACLConfig struct {
 	// (acl.token_min_expiration_ttl, acl.token_max_expiration_ttl).
 	TokenMinExpirationTTL time.Duration
 	TokenMaxExpirationTTL time.Duration
+	// TokenSecretsReadable keeps each new token's secret in clear beside
+	// its hash, so that acl:write holders read it back (Consul's
+	// behaviour, acl.tokens_secret_readable). Default false: the servers
+	// keep only the hash, and a leaked snapshot, Raft log or backup gives
+	// nobody a working token.
+	TokenSecretsReadable bool
+
+	// PrimaryDatacenter is the datacenter whose policies, roles and global
+	// tokens every other one replicates (primary_datacenter). Default ""
+	// (this server's own: no replication).
+	PrimaryDatacenter string
+	// TokenReplication makes a secondary datacenter replicate global
+	// tokens too, not only policies and roles
+	// (acl.enable_token_replication). Default true: cairn's servers
+	// resolve tokens only from their own copy, so without it a token of
+	// the primary means nothing elsewhere.
+	TokenReplication bool
+	// ReplicationToken is the token a secondary's leader reads the
+	// primary's ACL data with (acl.tokens.replication): it needs acl:write
+	// there. Default "": no replication.
+	ReplicationToken string
+	// DownPolicy is what a secondary does with global tokens once its
+	// replication has failed for longer than TokenTTL
+	// (acl.down_policy): DownPolicyExtendCache (default, Consul's) and
+	// DownPolicyAsyncCache keep using the last replica, DownPolicyDeny
+	// refuses them, DownPolicyAllow allows everything but managing ACLs.
+	// Local tokens are always judged by their own policies.
+	DownPolicy string
+	// TokenTTL is how long a secondary keeps trusting its replica while
+	// replication fails, before DownPolicy applies (acl.token_ttl).
+	// Default 30s, Consul's.
+	TokenTTL time.Duration
+	// ReplicationRate bounds how often a secondary's leader asks the
+	// primary: at most once per this interval (Consul's
+	// acl.replication_rate is 1/s). Default 1s.
+	ReplicationRate time.Duration
 }
+
+// The down policies (acl.down_policy).
+const (
+	DownPolicyExtendCache = "extend-cache"
+	DownPolicyAsyncCache  = "async-cache"
+	DownPolicyDeny        = "deny"
+	DownPolicyAllow       = "allow"
+)
 
 // DefaultACLConfig returns the defaults documented on ACLConfig.
 func DefaultACLConfig() ACLConfig {
 	return ACLConfig{
 		TokenMinExpirationTTL: time.Minute,    // Consul's
 		TokenMaxExpirationTTL: 24 * time.Hour, // Consul's
+		TokenReplication:      true,
+		DownPolicy:            DownPolicyExtendCache, // Consul's
+		TokenTTL:              30 * time.Second,      // Consul's
+		ReplicationRate:       time.Second,
 	}
+}
+
+// secondary reports whether datacenter dc replicates its ACL data from
+// another one.
+func (c ACLConfig) secondary(dc string) bool {
+	return c.Enabled && c.PrimaryDatacenter != "" && !strings.EqualFold(c.PrimaryDatacenter, dc)
 }
 
 // authorizer is what the endpoints ask before they read or write.
@@ -63,13 +119,14 @@ const resolvedCacheSize = 4096
 type aclResolver struct {
 	cfg   ACLConfig
 	store *catalog.Store
+	dc    string // this server's datacenter
 
 	mu    sync.Mutex
 	cache map[string]*resolved // by secret hash
 }
 
-func newACLResolver(cfg ACLConfig, store *catalog.Store) *aclResolver {
-	return &aclResolver{cfg: cfg, store: store, cache: make(map[string]*resolved)}
+func newACLResolver(cfg ACLConfig, dc string, store *catalog.Store) *aclResolver {
+	return &aclResolver{cfg: cfg, dc: dc, store: store, cache: make(map[string]*resolved)}
 }
 
 // resolve returns the token's authorizer; nil when ACLs are off. An
@@ -132,9 +189,34 @@ func (r *aclResolver) compile(hash string, index uint64) (*resolved, error) {
 	default:
 		res.accessor, res.expires = tok.AccessorID, tok.ExpirationTime
 	}
+	if tok != nil && !tok.Local && r.replicaDown() {
+		// A secondary cut off from the primary for longer than
+		// acl.token_ttl: acl.down_policy decides about global tokens.
+		res.authz = acl.New(r.cfg.DownPolicy == DownPolicyAllow)
+		return res, nil
+	}
 	var policies []*acl.Policy
+	add := func(rules string) {
+		if parsed, err := acl.Parse(rules); err == nil { // validated when written; a bad one grants nothing
+			res.rules = append(res.rules, rules)
+			policies = append(policies, parsed)
+		}
+	}
 	if tok != nil {
-		for _, link := range tok.Policies {
+		links, svc, nodes := tok.Policies, tok.ServiceIdentities, tok.NodeIdentities
+		for _, rl := range tok.Roles {
+			_, role, err := r.store.ACLRole(nil, rl.ID, false)
+			if err != nil {
+				return nil, err
+			}
+			if role == nil { // deleted since: the link grants nothing
+				continue
+			}
+			links = append(slices.Clone(links), role.Policies...)
+			svc = append(slices.Clone(svc), role.ServiceIdentities...)
+			nodes = append(slices.Clone(nodes), role.NodeIdentities...)
+		}
+		for _, link := range links {
 			if link.ID == catalog.ManagementPolicyID {
 				res.management = true
 				continue
@@ -143,15 +225,20 @@ func (r *aclResolver) compile(hash string, index uint64) (*resolved, error) {
 			if err != nil {
 				return nil, err
 			}
-			if p == nil { // deleted since: the link grants nothing
+			if p == nil || !p.AppliesIn(r.dc) {
 				continue
 			}
-			parsed, err := acl.Parse(p.Rules)
-			if err != nil { // validated when written; a bad one grants nothing
-				continue
+			add(p.Rules)
+		}
+		for _, id := range svc {
+			if len(id.Datacenters) == 0 || slices.ContainsFunc(id.Datacenters, r.isDC) {
+				add(acl.ServiceIdentityRules(id.ServiceName))
 			}
-			res.rules = append(res.rules, p.Rules)
-			policies = append(policies, parsed)
+		}
+		for _, id := range nodes {
+			if r.isDC(id.Datacenter) {
+				add(acl.NodeIdentityRules(id.NodeName))
+			}
 		}
 	}
 	if res.management {
@@ -160,6 +247,19 @@ func (r *aclResolver) compile(hash string, index uint64) (*resolved, error) {
 		res.authz = acl.New(r.cfg.DefaultAllow, policies...)
 	}
 	return res, nil
+}
+
+func (r *aclResolver) isDC(dc string) bool { return strings.EqualFold(dc, r.dc) }
+
+// replicaDown reports whether global tokens are to be judged by the down
+// policy: this datacenter is a secondary whose replica is marked stale,
+// and the policy is not to keep using it.
+func (r *aclResolver) replicaDown() bool {
+	switch r.cfg.DownPolicy {
+	case DownPolicyDeny, DownPolicyAllow:
+		return r.cfg.secondary(r.dc) && r.store.ACLReplicaStale()
+	}
+	return false
 }
 
 // authorize resolves the token of a request and returns its authorizer,

@@ -165,22 +165,24 @@ func findService(services []*catalog.Service, id string) *catalog.Service {
 // node ID than the catalog's: a name is bound to its ID until the node is
 // deregistered. Nodes that are not gossip members
 // (external ones registered through /v1/catalog/register) are not checked
-// by name. A registration that leaves the node row alone
-// (SkipNodeUpdate) is checked all the same when it gives an address, as an
-// agent's pushes do: the address says who sends it.
+// by name. A registration that leaves an existing node row alone
+// (SkipNodeUpdate) is checked all the same when it gives the node's ID and
+// an address, as an agent's pushes do: they say who sends it. Without an
+// ID it is Consul's "add this service to that node", which leaves the node
+// as it is whatever address it carries.
 func (c *Catalog) checkNodeOwner(reg *catalog.RegisterRequest) error {
+	_, node, err := c.srv.Store().Node(nil, reg.Node)
+	if err != nil {
+		return err
+	}
 	if reg.ID != "" {
-		_, node, err := c.srv.Store().Node(nil, reg.Node)
-		if err != nil {
-			return err
-		}
 		if node != nil && node.ID != "" && !strings.EqualFold(node.ID, reg.ID) {
 			return &catalog.FieldError{Field: "ID", Reason: fmt.Sprintf(
 				"node name %q is held by node ID %s until that node is deregistered (the leader reaps it once gossip forgets it, after reconnect_timeout); "+
 					"a replacement of that node starts with its node_id, any other agent with another node_name", reg.Node, node.ID)}
 		}
 	}
-	if c.cfg.Members == nil || reg.Address == "" {
+	if c.cfg.Members == nil || reg.Address == "" || (reg.SkipNodeUpdate && reg.ID == "" && node != nil) {
 		return nil
 	}
 	addr, err := netip.ParseAddr(reg.Address)

@@ -55,6 +55,9 @@ func (a *ACL) Bootstrap(ctx context.Context, args *rpc.ACLBootstrapRequest, repl
 	if err := a.enabled(); err != nil {
 		return err
 	}
+	if done, err := a.toPrimary(ctx, rpc.MethodACLBootstrap, &args.WriteRequest, args, reply); done {
+		return err
+	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLBootstrap, &args.Forwarded, args, reply, 0); done {
 		return err
 	}
@@ -146,6 +149,15 @@ func (a *ACL) PolicySet(ctx context.Context, args *rpc.ACLPolicySetRequest, repl
 	if err := a.enabled(); err != nil {
 		return err
 	}
+	if done, err := a.toPrimary(ctx, rpc.MethodACLPolicySet, &args.WriteRequest, args, reply); done {
+		if err == nil && reply.Policy != nil {
+			a.awaitReplica(ctx, func(store *catalog.Store, ws catalog.WatchSet) bool {
+				_, p, err := store.ACLPolicy(ws, reply.Policy.ID, false)
+				return err != nil || p != nil && p.Rules == reply.Policy.Rules
+			})
+		}
+		return err
+	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLPolicySet, &args.Forwarded, args, reply, 0); done {
 		return err
 	}
@@ -184,6 +196,9 @@ func (a *ACL) PolicyDelete(ctx context.Context, args *rpc.ACLPolicyDeleteRequest
 	ctx, release := a.cat.requestContext(ctx)
 	defer release()
 	if err := a.enabled(); err != nil {
+		return err
+	}
+	if done, err := a.toPrimary(ctx, rpc.MethodACLPolicyDelete, &args.WriteRequest, args, &struct{}{}); done {
 		return err
 	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLPolicyDelete, &args.Forwarded, args, &struct{}{}, 0); done {
@@ -242,15 +257,42 @@ func (a *ACL) PolicyList(ctx context.Context, args *rpc.ACLPolicyListRequest, re
 	})
 }
 
-// TokenSet creates a token, or updates one (Update). Policies may be named
-// by ID or by name. The secret is hashed here, on the leader, before the
-// write enters the log; on create it is chosen when not given, and the
-// answer carries it, the only time it is shown.
+// TokenSet creates a token, or updates one (Update), or clones one
+// (CloneFrom). Policies and roles may be named by ID or by name. The
+// secret is hashed here, on the leader, before the write enters the log;
+// on create it is chosen when not given, and the answer carries it. A
+// global token is written in the primary datacenter (and replicated from
+// there); a local one where it is asked for.
 func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply *rpc.ACLTokenResponse) error {
 	ctx, release := a.cat.requestContext(ctx)
 	defer release()
 	if err := a.enabled(); err != nil {
 		return err
+	}
+	store := a.cat.srv.Store()
+	if args.CloneFrom != "" {
+		_, src, err := store.ACLToken(nil, args.CloneFrom, false)
+		if err != nil {
+			return err
+		}
+		if src == nil || src.Expired(time.Now()) {
+			if !a.cat.cfg.ACL.secondary(a.cat.cfg.Datacenter) {
+				return fmt.Errorf("token %q: %w", args.CloneFrom, catalog.ErrNotFound)
+			}
+		} else {
+			args.Spec = cloneSpec(src, args.Spec.Description)
+		}
+	}
+	if !args.Spec.Local {
+		if done, err := a.toPrimary(ctx, rpc.MethodACLTokenSet, &args.WriteRequest, args, reply); done {
+			if err == nil && reply.Token != nil && !args.Update {
+				a.awaitReplica(ctx, func(store *catalog.Store, ws catalog.WatchSet) bool {
+					_, t, err := store.ACLToken(ws, reply.Token.AccessorID, false)
+					return err != nil || t != nil
+				})
+			}
+			return err
+		}
 	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLTokenSet, &args.Forwarded, args, reply, 0); done {
 		return err
@@ -258,69 +300,101 @@ func (a *ACL) TokenSet(ctx context.Context, args *rpc.ACLTokenSetRequest, reply 
 	if err := a.requireWrite(args.Token); err != nil {
 		return err
 	}
-	spec := args.Spec
-	store := a.cat.srv.Store()
-	links, err := a.resolveLinks(spec.Policies)
+	tok, secret, err := a.newToken(args)
 	if err != nil {
 		return err
-	}
-	tok := &catalog.ACLToken{AccessorID: strings.ToLower(spec.AccessorID), Description: spec.Description, Policies: links, Local: spec.Local}
-	now := time.Now().UTC()
-	secret := ""
-	if args.Update {
-		_, old, err := store.ACLToken(nil, tok.AccessorID, false)
-		if err != nil {
-			return err
-		}
-		if old == nil {
-			return fmt.Errorf("token %q: %w", spec.AccessorID, catalog.ErrNotFound)
-		}
-		if spec.SecretID != "" && acl.HashSecret(spec.SecretID) != old.SecretHash {
-			return &catalog.FieldError{Field: "SecretID", Reason: "cannot be changed"}
-		}
-		if spec.Local != old.Local {
-			return &catalog.FieldError{Field: "Local", Reason: "cannot be changed once the token exists"}
-		}
-		if old.Expired(now) {
-			return fmt.Errorf("token %q: %w", spec.AccessorID, catalog.ErrNotFound)
-		}
-		// Consul's rule: the expiry is set once; an update may restate it.
-		if spec.ExpirationTTL != 0 || !spec.ExpirationTime.IsZero() && !spec.ExpirationTime.Equal(old.ExpirationTime) {
-			return &catalog.FieldError{Field: "ExpirationTime", Reason: "cannot be changed once the token exists"}
-		}
-		tok.SecretHash, tok.CreateTime, tok.ExpirationTime = old.SecretHash, old.CreateTime, old.ExpirationTime
-		if err := catalog.ValidateToken(tok); err != nil {
-			return err
-		}
-	} else {
-		if tok.AccessorID == "" {
-			if tok.AccessorID, err = acl.NewID(); err != nil {
-				return err
-			}
-		} else if _, old, err := store.ACLToken(nil, tok.AccessorID, false); err != nil {
-			return err
-		} else if old != nil {
-			return &catalog.FieldError{Field: "AccessorID", Reason: fmt.Sprintf("token %s exists already", tok.AccessorID)}
-		}
-		if secret = spec.SecretID; secret == "" {
-			if secret, err = acl.NewID(); err != nil {
-				return err
-			}
-		} else if !catalog.IsQueryID(secret) {
-			return &catalog.FieldError{Field: "SecretID", Reason: "must be a UUID"}
-		}
-		tok.SecretHash, tok.CreateTime = acl.HashSecret(secret), now
-		if tok.ExpirationTime, err = a.expiration(spec, now); err != nil {
-			return err
-		}
-		if err := catalog.ValidateToken(tok); err != nil {
-			return err
-		}
 	}
 	if err := a.cat.srv.apply(ctx, cmdACL, &catalog.ACLRequest{Op: catalog.ACLTokenSet, Token: tok}); err != nil {
 		return err
 	}
+	if secret == "" { // an update, by an acl:write holder
+		secret = tok.Secret
+	}
 	return a.answerToken(tok.AccessorID, secret, reply)
+}
+
+// cloneSpec is a new token like src: its links, identities, locality and
+// expiry, with description (src's when empty).
+func cloneSpec(src *catalog.ACLToken, description string) rpc.ACLTokenSpec {
+	if description == "" {
+		description = src.Description
+	}
+	return rpc.ACLTokenSpec{
+		Description: description, Policies: slices.Clone(src.Policies), Roles: slices.Clone(src.Roles),
+		ServiceIdentities: slices.Clone(src.ServiceIdentities), NodeIdentities: slices.Clone(src.NodeIdentities),
+		Local: src.Local, ExpirationTime: src.ExpirationTime,
+	}
+}
+
+// newToken builds the token args writes, validated, and the secret to
+// show in the answer ("" on update).
+func (a *ACL) newToken(args *rpc.ACLTokenSetRequest) (*catalog.ACLToken, string, error) {
+	spec := args.Spec
+	store := a.cat.srv.Store()
+	links, err := a.resolveLinks(spec.Policies)
+	if err != nil {
+		return nil, "", err
+	}
+	roles, err := a.resolveRoleLinks(spec.Roles)
+	if err != nil {
+		return nil, "", err
+	}
+	tok := &catalog.ACLToken{
+		AccessorID: strings.ToLower(spec.AccessorID), Description: spec.Description, Policies: links, Roles: roles,
+		ServiceIdentities: spec.ServiceIdentities, NodeIdentities: spec.NodeIdentities, Local: spec.Local,
+	}
+	now := time.Now().UTC()
+	if args.Update {
+		_, old, err := store.ACLToken(nil, tok.AccessorID, false)
+		if err != nil {
+			return nil, "", err
+		}
+		if old == nil {
+			return nil, "", fmt.Errorf("token %q: %w", spec.AccessorID, catalog.ErrNotFound)
+		}
+		if spec.SecretID != "" && acl.HashSecret(spec.SecretID) != old.SecretHash {
+			return nil, "", &catalog.FieldError{Field: "SecretID", Reason: "cannot be changed"}
+		}
+		if spec.Local != old.Local {
+			return nil, "", &catalog.FieldError{Field: "Local", Reason: "cannot be changed once the token exists"}
+		}
+		if old.Expired(now) {
+			return nil, "", fmt.Errorf("token %q: %w", spec.AccessorID, catalog.ErrNotFound)
+		}
+		// Consul's rule: the expiry is set once; an update may restate it.
+		if spec.ExpirationTTL != 0 || !spec.ExpirationTime.IsZero() && !spec.ExpirationTime.Equal(old.ExpirationTime) {
+			return nil, "", &catalog.FieldError{Field: "ExpirationTime", Reason: "cannot be changed once the token exists"}
+		}
+		tok.SecretHash, tok.Secret, tok.CreateTime, tok.ExpirationTime = old.SecretHash, old.Secret, old.CreateTime, old.ExpirationTime
+		return tok, "", catalog.ValidateToken(tok)
+	}
+	if tok.AccessorID == "" {
+		if tok.AccessorID, err = acl.NewID(); err != nil {
+			return nil, "", err
+		}
+	} else if _, old, err := store.ACLToken(nil, tok.AccessorID, false); err != nil {
+		return nil, "", err
+	} else if old != nil {
+		return nil, "", &catalog.FieldError{Field: "AccessorID", Reason: fmt.Sprintf("token %s exists already", tok.AccessorID)}
+	}
+	secret := spec.SecretID
+	if secret == "" {
+		if secret, err = acl.NewID(); err != nil {
+			return nil, "", err
+		}
+	} else if !catalog.IsQueryID(secret) {
+		return nil, "", &catalog.FieldError{Field: "SecretID", Reason: "must be a UUID"}
+	}
+	tok.SecretHash, tok.CreateTime = acl.HashSecret(secret), now
+	if a.cat.cfg.ACL.TokenSecretsReadable {
+		tok.Secret = secret
+	}
+	if args.CloneFrom != "" {
+		tok.ExpirationTime = spec.ExpirationTime
+	} else if tok.ExpirationTime, err = a.expiration(spec, now); err != nil {
+		return nil, "", err
+	}
+	return tok, secret, catalog.ValidateToken(tok)
 }
 
 // expiration is the ExpirationTime a new token gets from spec (zero:
@@ -372,17 +446,55 @@ func (a *ACL) resolveLinks(in []catalog.ACLPolicyLink) ([]catalog.ACLPolicyLink,
 		if p == nil {
 			return nil, &catalog.FieldError{Field: fmt.Sprintf("Policies[%d]", i), Reason: fmt.Sprintf("no policy %q", key)}
 		}
-		out = append(out, catalog.ACLPolicyLink{ID: p.ID})
+		if !slices.ContainsFunc(out, func(l catalog.ACLPolicyLink) bool { return l.ID == p.ID }) { // linked twice: once, as Consul
+			out = append(out, catalog.ACLPolicyLink{ID: p.ID})
+		}
 	}
 	return out, nil
 }
 
-// TokenDelete deletes a token.
+// resolveRoleLinks turns role links by ID or by name into links by ID,
+// each naming a role that exists.
+func (a *ACL) resolveRoleLinks(in []catalog.ACLRoleLink) ([]catalog.ACLRoleLink, error) {
+	out := make([]catalog.ACLRoleLink, 0, len(in))
+	for i, l := range in {
+		key, byName := l.ID, false
+		if key == "" {
+			key, byName = l.Name, true
+		}
+		_, r, err := a.cat.srv.Store().ACLRole(nil, key, byName)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			return nil, &catalog.FieldError{Field: fmt.Sprintf("Roles[%d]", i), Reason: fmt.Sprintf("no role %q", key)}
+		}
+		if !slices.ContainsFunc(out, func(l catalog.ACLRoleLink) bool { return l.ID == r.ID }) {
+			out = append(out, catalog.ACLRoleLink{ID: r.ID})
+		}
+	}
+	return out, nil
+}
+
+// TokenDelete deletes a token: a global one in the primary datacenter.
 func (a *ACL) TokenDelete(ctx context.Context, args *rpc.ACLTokenDeleteRequest, _ *struct{}) error {
 	ctx, release := a.cat.requestContext(ctx)
 	defer release()
 	if err := a.enabled(); err != nil {
 		return err
+	}
+	if _, tok, err := a.cat.srv.Store().ACLToken(nil, args.AccessorID, false); err != nil {
+		return err
+	} else if tok == nil || !tok.Local {
+		if done, err := a.toPrimary(ctx, rpc.MethodACLTokenDelete, &args.WriteRequest, args, &struct{}{}); done {
+			if err == nil {
+				a.awaitReplica(ctx, func(store *catalog.Store, ws catalog.WatchSet) bool {
+					_, t, err := store.ACLToken(ws, args.AccessorID, false)
+					return err != nil || t == nil
+				})
+			}
+			return err
+		}
 	}
 	if done, err := a.cat.forward(ctx, rpc.MethodACLTokenDelete, &args.Forwarded, args, &struct{}{}, 0); done {
 		return err
@@ -418,7 +530,28 @@ func (a *ACL) TokenRead(ctx context.Context, args *rpc.ACLTokenReadRequest, repl
 	if err := a.requireRead(args.Token); err != nil {
 		return err
 	}
-	return a.answerToken(args.AccessorID, "", reply)
+	if err := a.answerToken(args.AccessorID, "", reply); err != nil {
+		return err
+	}
+	reply.Token.SecretID = a.readableSecret(args.Token, reply.Token.AccessorID)
+	return nil
+}
+
+// readableSecret is the secret of the token with accessor as a caller
+// with secret may read it: kept only with acl.tokens_secret_readable, and
+// shown only to acl:write holders, as Consul shows it.
+func (a *ACL) readableSecret(caller, accessor string) string {
+	if !a.cat.cfg.ACL.TokenSecretsReadable {
+		return ""
+	}
+	if authz, err := a.cat.authorize(caller); err != nil || !aclWrite(authz) {
+		return ""
+	}
+	_, tok, err := a.cat.srv.Store().ACLToken(nil, accessor, false)
+	if err != nil || tok == nil {
+		return ""
+	}
+	return tok.Secret
 }
 
 // TokenList returns every token, without secrets.
@@ -434,6 +567,15 @@ func (a *ACL) TokenList(ctx context.Context, args *rpc.ACLTokenListRequest, repl
 	if err := a.requireRead(args.Token); err != nil {
 		return err
 	}
+	match, err := tokenFilter(args)
+	if err != nil {
+		return err
+	}
+	showSecrets := false
+	if a.cat.cfg.ACL.TokenSecretsReadable {
+		authz, err := a.cat.authorize(args.Token)
+		showSecrets = err == nil && aclWrite(authz)
+	}
 	return a.cat.query(ctx, args.QueryOptions, &reply.QueryMeta, func(ws catalog.WatchSet) (uint64, error) {
 		idx, toks, err := a.cat.srv.Store().ACLTokens(ws)
 		if err != nil {
@@ -442,13 +584,48 @@ func (a *ACL) TokenList(ctx context.Context, args *rpc.ACLTokenListRequest, repl
 		reply.Tokens = make([]*rpc.ACLTokenView, 0, len(toks))
 		now := time.Now()
 		for _, t := range toks {
-			if t.Expired(now) { // gone for every purpose, as in Consul
+			if t.Expired(now) || !match(t) { // an expired one is gone for every purpose, as in Consul
 				continue
 			}
-			reply.Tokens = append(reply.Tokens, a.view(t, ""))
+			secret := ""
+			if showSecrets {
+				secret = t.Secret
+			}
+			reply.Tokens = append(reply.Tokens, a.view(t, secret))
 		}
 		return idx, nil
 	})
+}
+
+// tokenFilter is the filter of a token list, Consul's: at most one of
+// policy, role, service name and auth method.
+func tokenFilter(args *rpc.ACLTokenListRequest) (func(*catalog.ACLToken) bool, error) {
+	set := 0
+	for _, f := range []string{args.Policy, args.Role, args.ServiceName, args.AuthMethod} {
+		if f != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return nil, &catalog.FieldError{Field: "filter", Reason: "can only filter by one of policy, role, serviceName, or authMethod at a time"}
+	}
+	switch {
+	case args.Policy != "":
+		return func(t *catalog.ACLToken) bool {
+			return slices.ContainsFunc(t.Policies, func(l catalog.ACLPolicyLink) bool { return strings.EqualFold(l.ID, args.Policy) })
+		}, nil
+	case args.Role != "":
+		return func(t *catalog.ACLToken) bool {
+			return slices.ContainsFunc(t.Roles, func(l catalog.ACLRoleLink) bool { return strings.EqualFold(l.ID, args.Role) })
+		}, nil
+	case args.ServiceName != "":
+		return func(t *catalog.ACLToken) bool {
+			return slices.ContainsFunc(t.ServiceIdentities, func(s catalog.ACLServiceIdentity) bool { return s.ServiceName == args.ServiceName })
+		}, nil
+	case args.AuthMethod != "":
+		return func(*catalog.ACLToken) bool { return false }, nil // cairn has no auth methods: no token was made by one
+	}
+	return func(*catalog.ACLToken) bool { return true }, nil
 }
 
 // Resolve tells what the request's token may do: the rules of its
@@ -504,18 +681,35 @@ func (a *ACL) answerToken(accessor, secret string, reply *rpc.ACLTokenResponse) 
 		return fmt.Errorf("token %q: %w", accessor, catalog.ErrNotFound)
 	}
 	reply.Token, reply.Index = a.view(tok, secret), max(idx, 1)
+	reply.KnownLeader = a.cat.srv.Leader() != ""
 	return nil
 }
 
 // view is a stored token as clients see it: policy names filled in.
 func (a *ACL) view(t *catalog.ACLToken, secret string) *rpc.ACLTokenView {
-	v := &rpc.ACLTokenView{AccessorID: t.AccessorID, SecretID: secret, Description: t.Description, Local: t.Local, CreateTime: t.CreateTime, ExpirationTime: t.ExpirationTime, RaftIndex: t.RaftIndex}
-	for _, l := range t.Policies {
+	v := &rpc.ACLTokenView{
+		AccessorID: t.AccessorID, SecretID: secret, Description: t.Description, Local: t.Local, CreateTime: t.CreateTime, ExpirationTime: t.ExpirationTime, RaftIndex: t.RaftIndex,
+		ServiceIdentities: t.ServiceIdentities, NodeIdentities: t.NodeIdentities, Policies: a.policyNames(t.Policies),
+	}
+	for _, l := range t.Roles {
+		name := ""
+		if _, r, err := a.cat.srv.Store().ACLRole(nil, l.ID, false); err == nil && r != nil {
+			name = r.Name
+		}
+		v.Roles = append(v.Roles, catalog.ACLRoleLink{ID: l.ID, Name: name})
+	}
+	return v
+}
+
+// policyNames fills in the names of policy links, as they are now.
+func (a *ACL) policyNames(links []catalog.ACLPolicyLink) []catalog.ACLPolicyLink {
+	var out []catalog.ACLPolicyLink
+	for _, l := range links {
 		name := ""
 		if _, p, err := a.cat.srv.Store().ACLPolicy(nil, l.ID, false); err == nil && p != nil {
 			name = p.Name
 		}
-		v.Policies = append(v.Policies, catalog.ACLPolicyLink{ID: l.ID, Name: name})
+		out = append(out, catalog.ACLPolicyLink{ID: l.ID, Name: name})
 	}
-	return v
+	return out
 }

@@ -103,7 +103,7 @@ func (l *Leader) runAutopilot(ctx context.Context, term <-chan struct{}) {
 		cfg := l.autopilotConfig()
 		report, err := l.refreshHealth(ctx, cfg, term)
 		if err == nil {
-			err = l.promoteStable(ctx, cfg, report)
+			err = errors.Join(l.fixRaftIDs(ctx, report), l.promoteStable(ctx, cfg, report))
 		}
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrNotLeader) {
@@ -172,15 +172,10 @@ func (l *Leader) refreshHealth(ctx context.Context, cfg rpc.AutopilotConfig, ter
 	if err != nil {
 		return nil, err
 	}
-	members := make(map[string]gossip.Member)
-	for _, m := range l.m.Members() {
-		if m.IsServer() && m.Datacenter == l.cfg.Datacenter {
-			members[m.Node] = m
-		}
-	}
+	members := l.serversByRaftID()
 	self := l.s.raftStats(l.cfg.Version)
 	stats := l.fetchStats(ctx, peers)
-	stats[l.s.cfg.NodeID] = self
+	stats[l.s.ID()] = self
 	now := time.Now()
 
 	l.ap.mu.Lock()
@@ -195,14 +190,14 @@ func (l *Leader) refreshHealth(ctx context.Context, cfg rpc.AutopilotConfig, ter
 		seen[p.ID] = true
 		h := rpc.ServerHealth{
 			ID: p.ID, Name: p.ID, Address: p.Address, SerfStatus: "none",
-			Leader: p.ID == l.s.cfg.NodeID, Voter: p.Voter, LastContact: -1,
+			Leader: p.ID == l.s.ID(), Voter: p.Voter, LastContact: -1,
 		}
 		if m, ok := members[p.ID]; ok {
-			h.SerfStatus = m.Status.String()
+			h.Name, h.SerfStatus = m.Node, m.Status.String()
 		}
 		if st := stats[p.ID]; st != nil {
 			h.LastContact, h.LastTerm, h.LastIndex, h.Version = st.LastContact, st.LastTerm, st.LastIndex, st.Version
-			h.StorageError = st.StorageError
+			h.StorageError, h.RaftID = st.StorageError, st.ID
 		}
 		switch {
 		case h.Leader:
@@ -244,7 +239,7 @@ func (l *Leader) refreshHealth(ctx context.Context, cfg rpc.AutopilotConfig, ter
 }
 
 // storageFailing lists the servers of report that cannot write their
-// Raft storage, by ID; nil for no report.
+// Raft storage, by node name; nil for no report.
 func storageFailing(report *rpc.ServerHealthResponse) []string {
 	if report == nil {
 		return nil
@@ -252,7 +247,7 @@ func storageFailing(report *rpc.ServerHealthResponse) []string {
 	var ids []string
 	for _, h := range report.Servers {
 		if h.StorageError != "" {
-			ids = append(ids, h.ID)
+			ids = append(ids, h.Name)
 		}
 	}
 	return ids
@@ -298,7 +293,7 @@ func (l *Leader) fetchStats(ctx context.Context, peers []Peer) map[string]*rpc.R
 		slot = make(chan struct{}, statsParallel)
 	)
 	for _, p := range peers {
-		if p.ID == l.s.cfg.NodeID {
+		if p.ID == l.s.ID() {
 			continue
 		}
 		slot <- struct{}{}
@@ -316,6 +311,34 @@ func (l *Leader) fetchStats(ctx context.Context, peers []Peer) map[string]*rpc.R
 	}
 	wg.Wait()
 	return out
+}
+
+// fixRaftIDs re-adds, as a non-voter for promoteStable to promote, each
+// server that runs under another Raft ID than its entry's (one whose data
+// dir was emptied came back under its node ID where the entry has its
+// name): Raft would not count it as the voter its entry is. The entry is
+// removed first, as Consul's leader does for a server that changed ID.
+func (l *Leader) fixRaftIDs(ctx context.Context, report *rpc.ServerHealthResponse) error {
+	var errs []error
+	for _, h := range report.Servers {
+		if h.RaftID == "" || h.RaftID == h.ID || h.Leader {
+			continue
+		}
+		l.logger.Info("re-adding a server under the raft ID it runs with", "peer", h.ID, "id", h.RaftID, "addr", h.Address)
+		l.mu.Lock()
+		err := l.s.RemoveServer(ctx, h.ID)
+		if err == nil {
+			err = l.s.AddNonvoter(ctx, h.RaftID, h.Address)
+		}
+		l.mu.Unlock()
+		if err != nil {
+			if errors.Is(err, ErrNotLeader) {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("re-add %q as %q: %w", h.ID, h.RaftID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // promoteStable makes a voter of every non-voter of report that has been

@@ -114,7 +114,7 @@ func (s *Server) initAutopilot(ctx context.Context, cfg rpc.AutopilotConfig) err
 // never), and the term and index of its last entry.
 func (s *Server) raftStats(version string) *rpc.RaftStatsResponse {
 	st := s.raft.Stats()
-	out := &rpc.RaftStatsResponse{LastContact: s.LastContact(), Version: version, StorageError: s.StorageStatus().Error}
+	out := &rpc.RaftStatsResponse{ID: s.id, LastContact: s.LastContact(), Version: version, StorageError: s.StorageStatus().Error}
 	if out.LastContact == math.MaxInt64 {
 		out.LastContact = -1
 	}

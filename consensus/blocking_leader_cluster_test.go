@@ -37,7 +37,7 @@ func TestBlockingReadSpansLeaderChange(t *testing.T) {
 		apply func(t *testing.T, leader *consensustest.Node)
 	}{
 		{"leadership transfer", func(t *testing.T, leader *consensustest.Node) {
-			if err := leader.Server.TransferLeadership(); err != nil {
+			if err := leader.Server.TransferLeadership(context.Background(), ""); err != nil {
 				t.Errorf("TransferLeadership on %s: %v", leader.ID, err)
 			}
 		}},

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -62,7 +63,11 @@ func (s *Server) BootstrapWhenReady(ctx context.Context, cfg BootstrapConfig, lo
 						continue
 					}
 				}
-				servers = append(servers, Peer{ID: m.Node, Address: m.RPCAddr, Voter: true})
+				id := cmp.Or(m.ID, m.Node) // a release before node IDs gossips none
+				if m.Node == cfg.NodeName {
+					id = s.ID()
+				}
+				servers = append(servers, Peer{ID: id, Address: m.RPCAddr, Voter: true})
 			}
 		}
 		if len(servers) >= cfg.Expect {
@@ -70,7 +75,7 @@ func (s *Server) BootstrapWhenReady(ctx context.Context, cfg BootstrapConfig, lo
 				logger.Info("raft already has a configuration; not bootstrapping", "peers", len(peers))
 				return
 			}
-			holder, err := cfg.clusterHolder(ctx, servers)
+			holder, err := cfg.clusterHolder(ctx, servers, s.ID())
 			switch {
 			case err != nil:
 				logger.Warn("not bootstrapping yet: could not ask every server whether a cluster exists", "err", err)
@@ -94,13 +99,14 @@ func (s *Server) BootstrapWhenReady(ctx context.Context, cfg BootstrapConfig, lo
 	}
 }
 
-// clusterHolder asks every server of servers but this one for its Raft
-// configuration and returns the name of the first that has one (a cluster
-// exists), or "" when none has; an error when one could not be asked.
-func (cfg BootstrapConfig) clusterHolder(ctx context.Context, servers []Peer) (string, error) {
+// clusterHolder asks every server of servers but this one (self) for its
+// Raft configuration and returns the ID of the first that has one (a
+// cluster exists), or "" when none has; an error when one could not be
+// asked.
+func (cfg BootstrapConfig) clusterHolder(ctx context.Context, servers []Peer, self string) (string, error) {
 	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: cfg.Datacenter, AllowStale: true}}
 	for _, p := range servers {
-		if p.ID == cfg.NodeName {
+		if p.ID == self {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, bootstrapAskTimeout)

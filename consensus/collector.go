@@ -116,3 +116,35 @@ func (m *walMetrics) collectors() []prometheus.Collector {
 	}
 	return out
 }
+
+// The leader's view of the servers' health, as Consul's autopilot reports
+// it: on the leader only, once it has judged them.
+var (
+	descAutopilotHealthy = prometheus.NewDesc("cairn_autopilot_healthy", "1 while every server is healthy as the leader's autopilot judges them, 0 otherwise; reported by the leader only.", nil, nil)
+	descFailureTolerance = prometheus.NewDesc("cairn_autopilot_failure_tolerance", "How many voters could fail without the others losing their quorum, as the leader's autopilot judges them; reported by the leader only.", nil, nil)
+)
+
+// Collectors returns the leader duties' series, for the agent's registry.
+func (l *Leader) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{leaderCollector{l}}
+}
+
+// leaderCollector is unchecked: it reports nothing off the leader.
+type leaderCollector struct{ l *Leader }
+
+func (leaderCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c leaderCollector) Collect(ch chan<- prometheus.Metric) {
+	l := c.l
+	if !l.s.IsLeader() {
+		return
+	}
+	l.ap.mu.Lock()
+	report := l.ap.report
+	l.ap.mu.Unlock()
+	if report == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descAutopilotHealthy, prometheus.GaugeValue, boolValue(report.Healthy))
+	ch <- prometheus.MustNewConstMetric(descFailureTolerance, prometheus.GaugeValue, float64(report.FailureTolerance))
+}

@@ -10,8 +10,15 @@ import (
 
 // Config configures one Raft server.
 type Config struct {
-	// NodeID is this server's Raft ID, the agent's node name. Required.
+	// NodeID is this server's Raft ID, the agent's node ID (a UUID), as
+	// Consul's: what Raft's configuration, autopilot's state and
+	// /v1/operator/raft name the server by. Required. A data dir whose
+	// Raft configuration already names this server by NodeName keeps that
+	// ID (raftid.go).
 	NodeID string
+	// NodeName is the agent's node name: the Raft ID of servers whose data
+	// dir was written before Raft IDs were node IDs. "" (tests): NodeID.
+	NodeName string
 	// Address is the address other servers reach this one at (host:port of
 	// the server RPC port). Required without Layer; with Layer it is the
 	// layer's (Layer.Addr, the rpc server's advertised address) and must be

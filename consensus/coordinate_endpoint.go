@@ -244,7 +244,9 @@ func (e *Coordinate) ListDatacenters(_ context.Context, _ *rpc.DatacentersReques
 
 // wanCoordinates groups the WAN pool's alive members' coordinates by
 // datacenter: this server's own, and those its probes learnt. A
-// datacenter whose servers have none yet is listed with none.
+// datacenter whose servers have none yet is listed with none. Servers are
+// named by node name, without the WAN pool's ".<dc>", as Consul names
+// them (its "rtt -wan" looks them up so).
 func (e *Coordinate) wanCoordinates() []rpc.DatacenterCoordinates {
 	wan := e.cfg.WAN
 	if wan == nil {
@@ -268,7 +270,7 @@ func (e *Coordinate) wanCoordinates() []rpc.DatacenterCoordinates {
 			byDC[m.Datacenter] = dc
 		}
 		if c, ok := peers[m.Name]; ok {
-			dc.Coordinates = append(dc.Coordinates, &catalog.CoordinateEntry{Node: m.Name, Coord: toCatalogCoordinate(c)})
+			dc.Coordinates = append(dc.Coordinates, &catalog.CoordinateEntry{Node: m.Node, Coord: toCatalogCoordinate(c)})
 		}
 	}
 	out := make([]rpc.DatacenterCoordinates, 0, len(byDC))

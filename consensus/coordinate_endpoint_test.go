@@ -304,7 +304,8 @@ func TestNearestDatacenters(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(reply.Datacenters) != 4 || reply.Datacenters[1].Datacenter != "dc2" || len(reply.Datacenters[1].Coordinates) != 3 ||
-		reply.Datacenters[1].AreaID != "wan" || len(reply.Datacenters[3].Coordinates) != 0 {
+		reply.Datacenters[1].AreaID != "wan" || len(reply.Datacenters[3].Coordinates) != 0 ||
+		reply.Datacenters[0].Coordinates[0].Node != "s1" {
 		t.Errorf("ListDatacenters: got %+v", reply.Datacenters)
 	}
 }

@@ -117,6 +117,7 @@ type Catalog struct {
 	pool *rpc.Pool
 	cfg  CatalogConfig
 	acl  *aclResolver
+	repl aclReplication // acl_replication.go
 
 	// life is the endpoint's lifetime, not a request's: Close cancels it
 	// to end the blocking queries and forwards in flight, each request's
@@ -132,7 +133,7 @@ func NewCatalog(s *Server, pool *rpc.Pool, cfg CatalogConfig) (*Catalog, error) 
 		return nil, err
 	}
 	life, cancel := context.WithCancel(context.Background())
-	return &Catalog{srv: s, pool: pool, cfg: cfg, acl: newACLResolver(cfg.ACL, s.Store()), life: life, cancel: cancel}, nil
+	return &Catalog{srv: s, pool: pool, cfg: cfg, acl: newACLResolver(cfg.ACL, cfg.Datacenter, s.Store()), life: life, cancel: cancel}, nil
 }
 
 // Close ends the blocking queries and forwards in flight: each returns its
@@ -186,6 +187,7 @@ func (c *Catalog) Register(ctx context.Context, args *rpc.RegisterRequest, _ *st
 	if err := c.checkNodeOwner(reg); err != nil {
 		return err
 	}
+	reg.CreateMissingNode = true
 	return c.srv.Register(withWriteID(ctx, args.RequestID), reg)
 }
 
@@ -705,7 +707,7 @@ func (c *Catalog) waitLeader(ctx context.Context) (string, error) {
 		if c.srv.IsLeader() {
 			return "", nil
 		}
-		if l := c.srv.Leader(); l != "" && c.srv.LeaderID() != c.srv.cfg.NodeID {
+		if l := c.srv.Leader(); l != "" && c.srv.LeaderID() != c.srv.ID() {
 			return l, nil
 		}
 		if time.Now().After(deadline) {

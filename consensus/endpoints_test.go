@@ -89,7 +89,7 @@ func startEndpointWith(t *testing.T, bootstrap bool, tuneServer func(*Config), t
 	if err := cat.Publish(rsrv); err != nil {
 		t.Fatal(err)
 	}
-	st, err := NewStatus(srv, ccfg.Datacenter)
+	st, err := NewStatus(srv, ccfg.Datacenter, cat)
 	if err != nil {
 		t.Fatalf("NewStatus: %v", err)
 	}

@@ -141,7 +141,7 @@ func TestForwardFollowsTheLeader(t *testing.T) {
 	case <-time.After(within):
 		t.Fatalf("timed out after %s waiting for the forward to reach the leader", within)
 	}
-	if err := leader.Server.TransferLeadership(); err != nil {
+	if err := leader.Server.TransferLeadership(context.Background(), ""); err != nil {
 		t.Fatalf("transfer leadership: %v", err)
 	}
 	select {

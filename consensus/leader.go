@@ -407,7 +407,7 @@ func (l *Leader) reconcileMember(ctx context.Context, m gossip.Member) error {
 	case gossip.StatusFailed:
 		return l.registerFailed(ctx, m, node)
 	case gossip.StatusLeft:
-		if node == nil || m.Node == l.s.cfg.NodeID {
+		if node == nil || m.Node == l.s.nodeName() {
 			// This server leaving: a follower that leads next deregisters it.
 			return nil
 		}
@@ -625,7 +625,7 @@ func (l *Leader) reapNodes(ctx context.Context, members []gossip.Member) error {
 	}
 	var errs []error
 	for _, n := range nodes {
-		if known[strings.ToLower(n.Node)] || n.Datacenter != l.cfg.Datacenter || strings.EqualFold(n.Node, l.s.cfg.NodeID) {
+		if known[strings.ToLower(n.Node)] || n.Datacenter != l.cfg.Datacenter || strings.EqualFold(n.Node, l.s.nodeName()) {
 			continue
 		}
 		_, checks, err := l.s.Store().NodeChecks(nil, n.Node)
@@ -660,15 +660,18 @@ func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) 
 	for _, p := range peers {
 		inConf[p.ID] = p
 	}
-	self := l.s.cfg.NodeID
 	servers := make(map[string]gossip.Member)
 	var errs []error
 	for _, m := range members {
-		if !m.IsServer() || m.Node == self {
+		if !m.IsServer() {
+			continue
+		}
+		id := raftIDOf(m, inConf)
+		if id == l.s.ID() || m.Node == l.s.nodeName() {
 			continue // the leader is in the configuration; it never removes itself
 		}
-		servers[m.Node] = m
-		p, ok := inConf[m.Node]
+		servers[id] = m
+		p, ok := inConf[id]
 		switch {
 		case m.Status == gossip.StatusAlive && (!ok || p.Address != m.RPCAddr):
 			if l.cfg.VerifyServer != nil {
@@ -677,9 +680,12 @@ func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) 
 					continue
 				}
 			}
-			err = l.s.AddNonvoter(ctx, m.Node, m.RPCAddr) // keeps a voter a voter
+			err = l.replaceAt(ctx, inConf, id, m.RPCAddr)
+			if err == nil {
+				err = l.s.AddNonvoter(ctx, id, m.RPCAddr) // keeps a voter a voter
+			}
 		case m.Status == gossip.StatusLeft && ok:
-			err = l.s.RemoveServer(ctx, m.Node)
+			err = l.s.RemoveServer(ctx, id)
 		default:
 			continue
 		}
@@ -694,6 +700,20 @@ func (l *Leader) reconcileServers(ctx context.Context, members []gossip.Member) 
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// replaceAt removes from the configuration the server at addr under
+// another ID than id (a server that came back with another node ID, or
+// an empty data dir, at the same address), as Consul's leader does before
+// adding id: two entries for one server would count its vote twice.
+func (l *Leader) replaceAt(ctx context.Context, inConf map[string]Peer, id, addr string) error {
+	for _, p := range inConf {
+		if p.Address == addr && p.ID != id && p.ID != l.s.ID() {
+			l.logger.Info("replacing the raft entry of a server that came back under another ID", "peer", p.ID, "id", id, "addr", addr)
+			return l.s.RemoveServer(ctx, p.ID)
+		}
+	}
+	return nil
 }
 
 // removeFailedServers removes, oldest failure first, the peers failed (or
@@ -731,7 +751,7 @@ func (l *Leader) removeFailedServers(ctx context.Context, servers map[string]gos
 		}
 		m, known := servers[p.ID]
 		switch {
-		case p.ID == l.s.cfg.NodeID || known && m.Status == gossip.StatusAlive:
+		case p.ID == l.s.ID() || known && m.Status == gossip.StatusAlive:
 			delete(l.missingSince, p.ID)
 			if p.Voter {
 				alive++

@@ -1,8 +1,6 @@
 package consensus
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -89,7 +87,7 @@ func (s *Server) watchLeader() {
 	})
 }
 
-// LeaderID returns the Raft ID (node name) of the current leader, or ""
+// LeaderID returns the Raft ID of the current leader, or ""
 // when none is known.
 func (s *Server) LeaderID() string {
 	_, id := s.raft.LeaderWithID()
@@ -120,18 +118,4 @@ func (s *Server) RaftStats() map[string]string { return s.raft.Stats() }
 func (s *Server) Term() uint64 {
 	t, _ := strconv.ParseUint(s.raft.Stats()["term"], 10, 64)
 	return t
-}
-
-// TransferLeadership asks this server, the leader, to hand leadership to
-// another voter, and returns once one took it (or the attempt failed).
-// Used for maintenance and by tests; a server that does not lead returns
-// an error wrapping ErrNotLeader.
-func (s *Server) TransferLeadership() error {
-	if err := s.raft.LeadershipTransfer().Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) {
-			return fmt.Errorf("transfer leadership: %w", ErrNotLeader)
-		}
-		return fmt.Errorf("transfer leadership: %w", err)
-	}
-	return nil
 }

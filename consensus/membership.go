@@ -14,7 +14,8 @@ import (
 
 // Peer is one server of the Raft configuration.
 type Peer struct {
-	// ID is the server's Raft ID, its node name.
+	// ID is the server's Raft ID: its node ID, or its node name in a data
+	// dir from before Raft IDs were node IDs (raftid.go).
 	ID string
 	// Address is its Raft address, the host:port of its server port.
 	Address string
@@ -35,13 +36,13 @@ func (s *Server) BootstrapCluster(servers []Peer) error {
 	conf := raft.Configuration{Servers: make([]raft.Server, 0, len(servers))}
 	self := false
 	for _, p := range servers {
-		self = self || p.ID == s.cfg.NodeID
+		self = self || p.ID == s.id
 		conf.Servers = append(conf.Servers, raft.Server{
 			Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Address),
 		})
 	}
 	if !self {
-		return fmt.Errorf("bootstrap raft cluster: this server %q is not in the list of %d servers", s.cfg.NodeID, len(servers))
+		return fmt.Errorf("bootstrap raft cluster: this server %q is not in the list of %d servers", s.id, len(servers))
 	}
 	err := s.raft.BootstrapCluster(conf).Error()
 	if errors.Is(err, raft.ErrCantBootstrap) {
@@ -75,12 +76,34 @@ func (s *Server) RaftConfiguration() (*rpc.RaftConfigurationResponse, error) {
 		return nil, err
 	}
 	peers := s.peers(conf)
+	names := s.nodeNames()
 	servers := make([]rpc.RaftServer, 0, len(peers))
 	for _, p := range peers {
-		servers = append(servers, rpc.RaftServer{ID: p.ID, Address: p.Address, Leader: p.Leader, Voter: p.Voter})
+		node := names[strings.ToLower(p.ID)]
+		servers = append(servers, rpc.RaftServer{ID: p.ID, Node: node, Address: p.Address, Leader: p.Leader, Voter: p.Voter})
 	}
 	slices.SortFunc(servers, func(a, b rpc.RaftServer) int { return strings.Compare(a.ID, b.ID) })
 	return &rpc.RaftConfigurationResponse{Servers: servers, Index: s.configurationIndex(conf)}, nil
+}
+
+// nodeNames maps the lowercased node ID and node name of every node of
+// the catalog to its name, to name the servers of the Raft configuration
+// by either kind of Raft ID.
+func (s *Server) nodeNames() map[string]string {
+	_, nodes, err := s.store.Nodes(nil)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]string, 2*len(nodes))
+	for _, n := range nodes {
+		out[strings.ToLower(n.Node)] = n.Node
+	}
+	for _, n := range nodes {
+		if n.ID != "" {
+			out[strings.ToLower(n.ID)] = n.Node
+		}
+	}
+	return out
 }
 
 func (s *Server) peers(conf raft.Configuration) []Peer {

@@ -51,6 +51,15 @@ func (a *ACL) RPCNeeds() rpc.Needs {
 		"TokenDelete":  rpc.NeedToken("acl", "write"),
 		"TokenRead":    rpc.NeedToken("acl", "read"), // or the token itself, with Self
 		"TokenList":    rpc.NeedToken("acl", "read"),
+		"RoleSet":      rpc.NeedToken("acl", "write"),
+		"RoleDelete":   rpc.NeedToken("acl", "write"),
+		"RoleRead":     rpc.NeedToken("acl", "read"),
+		"RoleList":     rpc.NeedToken("acl", "read"),
+		// What every token may do, with the secrets' hashes: for a
+		// secondary datacenter's replication token only.
+		"Replica": rpc.NeedToken("acl", "write"),
+		// How replication goes, to anyone, as Consul's.
+		"ReplicationStatus": rpc.NeedPublic(),
 	}
 }
 
@@ -127,6 +136,8 @@ func (op *Operator) RPCNeeds() rpc.Needs {
 		"AutopilotGetConfiguration": rpc.NeedToken("operator", "read"),
 		"AutopilotSetConfiguration": rpc.NeedToken("operator", "write"),
 		"ServerHealth":              rpc.NeedToken("operator", "read"),
+		"RaftRemovePeer":            rpc.NeedToken("operator", "write"),
+		"RaftTransferLeader":        rpc.NeedToken("operator", "write"),
 		// The leader asks each server for it (autopilot); it tells
 		// the size of the Raft log, nothing a token guards.
 		"RaftStats": rpc.NeedPublic(),

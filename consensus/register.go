@@ -26,7 +26,7 @@ type Endpoints struct {
 
 // RegisterEndpoints builds a server's endpoints on srv, forwarding through
 // pool, and registers them on rs, where the door and other agents call
-// them. Operator and Keyring come later (RegisterOperator).
+// them. Operator, Keyring and Event come later (RegisterOperator).
 func RegisterEndpoints(rs *rpc.Server, srv *Server, pool *rpc.Pool, cfg EndpointsConfig, logger *slog.Logger) (*Endpoints, error) {
 	cat, err := NewCatalog(srv, pool, cfg.Catalog)
 	if err != nil {
@@ -36,7 +36,7 @@ func RegisterEndpoints(rs *rpc.Server, srv *Server, pool *rpc.Pool, cfg Endpoint
 	if err != nil {
 		return nil, err
 	}
-	status, err := NewStatus(srv, cfg.Catalog.Datacenter)
+	status, err := NewStatus(srv, cfg.Catalog.Datacenter, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +67,10 @@ func RegisterEndpoints(rs *rpc.Server, srv *Server, pool *rpc.Pool, cfg Endpoint
 	return &Endpoints{Catalog: cat, Coordinate: coord, rs: rs}, nil
 }
 
-// RegisterOperator registers the Operator endpoint, which reports the
-// leader duties' view of the servers, and the Keyring endpoint, which
-// changes the pools: once both exist.
+// RegisterOperator registers the endpoints that need the leader duties or
+// the pools, once both exist: Operator (the leader's view of the
+// servers), Keyring (changes the pools) and Event (fires user events into
+// the LAN pool).
 func (e *Endpoints) RegisterOperator(leader *Leader, lan, wan *gossip.Pool) error {
 	operator, err := NewOperator(e.Catalog, leader)
 	if err != nil {
@@ -82,5 +83,12 @@ func (e *Endpoints) RegisterOperator(leader *Leader, lan, wan *gossip.Pool) erro
 	if err != nil {
 		return err
 	}
-	return e.rs.Register(rpc.KeyringEndpoint, keyring)
+	if err := e.rs.Register(rpc.KeyringEndpoint, keyring); err != nil {
+		return err
+	}
+	event, err := NewEvent(e.Catalog, lan)
+	if err != nil {
+		return err
+	}
+	return e.rs.Register(rpc.EventEndpoint, event)
 }

@@ -21,7 +21,10 @@ import (
 
 // Server is one Raft server holding the catalog.
 type Server struct {
-	cfg    Config
+	cfg Config
+	// id is this server's Raft ID: cfg.NodeID, or the name an older data
+	// dir gave it (raftid.go).
+	id     string
 	store  *catalog.Store
 	raft   *raft.Raft
 	logger *slog.Logger
@@ -80,7 +83,6 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	}
 	logger = logger.With("component", "consensus")
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
@@ -106,6 +108,8 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	}
 	snaps = sizedSnapshots{snaps} // fsm.Restore reads a snapshot in one allocation
 	s.snaps = snaps
+	s.id = s.raftID(logs, snaps)
+	rc.LocalID = raft.ServerID(s.id)
 	var transport raft.Transport
 	if cfg.Layer != nil {
 		s.netTrans = newNetworkTransport(cfg.Layer, rc)

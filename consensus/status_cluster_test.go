@@ -18,7 +18,7 @@ import (
 // a Restart, which replaces it).
 func registerStatus(t *testing.T, n *consensustest.Node) {
 	t.Helper()
-	st, err := consensus.NewStatus(n.Server, "dc1")
+	st, err := consensus.NewStatus(n.Server, "dc1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

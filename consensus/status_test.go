@@ -56,7 +56,7 @@ func TestStatusEndpointOtherDatacenter(t *testing.T) {
 }
 
 func TestNewStatusNeedsDatacenter(t *testing.T) {
-	if _, err := NewStatus(nil, ""); err == nil {
+	if _, err := NewStatus(nil, "", nil); err == nil {
 		t.Error("NewStatus without a datacenter: got nil, want an error")
 	}
 }

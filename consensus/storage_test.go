@@ -103,7 +103,7 @@ func TestFullDiskServerRecoversOnItsOwn(t *testing.T) {
 		}
 		for _, n := range nodes {
 			if n.Server.IsLeader() {
-				_ = n.Server.TransferLeadership()
+				_ = n.Server.TransferLeadership(context.Background(), "")
 			}
 		}
 		return fmt.Errorf("%s does not lead", full.ID)

@@ -7,6 +7,9 @@
 // on port 53. TestNearestByRTT runs agents in namespaces of their own
 // behind links of 5 and 50 ms (a UDP relay in the test, netem being
 // unavailable) and checks that the network coordinates sort by them.
+// TestConsulCLI drives a secured five-agent cluster with Consul's own CLI,
+// built from its module source by consulcli/build-consul.sh (cached after
+// the first build, which takes minutes), one table row per command.
 //
 // They need dig (Debian: apt-get install bind9-dnsutils), unbound,
 // dnsmasq-base, and root, ip (iproute2) and iptables for the namespaces.

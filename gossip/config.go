@@ -198,6 +198,11 @@ type Config struct {
 	// as Consul's disable_coordinates: its acks then carry no
 	// coordinate, and Coordinate reports none. Default false.
 	DisableCoordinates bool
+	// OnUserEvent, when set, receives each user event gossiped in the pool
+	// (UserEvent) once, its payload its own to keep. It runs on
+	// memberlist's receive loop: it must not block. Default nil: user
+	// events are passed on but not delivered.
+	OnUserEvent func(payload []byte)
 }
 
 // DefaultLANConfig returns a LAN pool config with memberlist's LAN timings

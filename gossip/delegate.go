@@ -37,12 +37,14 @@ func (d delegate) NotifyMsg(b []byte) {
 		return
 	}
 	switch b[0] {
-	case msgLeaveIntent:
+	case msgLeaveIntent, msgPruneIntent:
 		d.p.receive(b)
 	case msgKeyOp:
 		d.p.receiveKeyOp(b)
 	case msgKeyReply:
 		d.p.receiveKeyReply(b)
+	case msgUserEvent:
+		d.p.receiveUserEvent(b)
 	}
 }
 

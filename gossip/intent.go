@@ -1,6 +1,8 @@
 package gossip
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -13,23 +15,31 @@ import (
 // as serf does. A receiver that already saw the member go upgrades it from
 // Failed to Left; one that sees it go later finds the intent recorded.
 // Receivers rebroadcast an intent the first time they see it.
+// ForceLeave sends the same intent on a failed member's behalf; a prune
+// intent makes every member forget the member at once.
 //
-// Wire format: msgLeaveIntent, one length byte, the member name.
-const msgLeaveIntent = 1
+// Wire format: msgLeaveIntent (or msgPruneIntent), one length byte, the
+// member name. A member of an older release ignores a prune intent.
+const (
+	msgLeaveIntent = 1
+	msgPruneIntent = 4
+)
 
-func encodeIntent(name string) []byte {
+func encodeIntent(name string) []byte { return encodeIntentOf(msgLeaveIntent, name) }
+
+func encodeIntentOf(kind byte, name string) []byte {
 	b := make([]byte, 0, 2+len(name))
-	b = append(b, msgLeaveIntent, byte(len(name)))
+	b = append(b, kind, byte(len(name)))
 	return append(b, name...)
 }
 
 // decodeIntent decodes a message from the network; ok is false for
-// anything encodeIntent cannot have produced.
-func decodeIntent(b []byte) (name string, ok bool) {
-	if len(b) < 3 || b[0] != msgLeaveIntent || int(b[1]) != len(b)-2 {
-		return "", false
+// anything encodeIntent and encodeIntentOf cannot have produced.
+func decodeIntent(b []byte) (name string, prune, ok bool) {
+	if len(b) < 3 || b[0] != msgLeaveIntent && b[0] != msgPruneIntent || int(b[1]) != len(b)-2 {
+		return "", false, false
 	}
-	return string(b[2:]), true
+	return string(b[2:]), b[0] == msgPruneIntent, true
 }
 
 // intentBroadcast is one leave intent in the broadcast queue.
@@ -57,7 +67,7 @@ func (b *intentBroadcast) Finished() {
 // receive handles a user message from memberlist's packet handler: no
 // blocking, no calls into memberlist.
 func (p *Pool) receive(b []byte) {
-	name, ok := decodeIntent(b)
+	name, prune, ok := decodeIntent(b)
 	if !ok || name == p.name {
 		return
 	}
@@ -68,18 +78,71 @@ func (p *Pool) receive(b []byte) {
 		return
 	}
 	_, seen := p.intents[name]
-	p.intents[name] = time.Now()
-	changed := m.Status == StatusFailed
-	if changed {
-		m.Status = StatusLeft
-		p.members[name] = m
-	}
+	changed := p.recordIntent(name, m, prune)
 	p.mu.Unlock()
-	if !seen {
-		p.broadcasts.QueueBroadcast(&intentBroadcast{name: name, msg: encodeIntent(name)})
+	if !seen || prune && changed {
+		p.broadcasts.QueueBroadcast(&intentBroadcast{name: name, msg: append([]byte(nil), b...)})
 	}
 	if changed {
 		p.signal()
+	}
+}
+
+// recordIntent records a leave intent for the known member m: a failed
+// member turns Left, or with prune (unless alive) is forgotten. It reports
+// whether m changed. p.mu must be held.
+func (p *Pool) recordIntent(name string, m Member, prune bool) bool {
+	if m.Status == StatusAlive {
+		p.intents[name] = time.Now() // counts if it goes within RetainDead
+		return false
+	}
+	if prune {
+		p.forget(name)
+		return true
+	}
+	p.intents[name] = time.Now()
+	if m.Status != StatusFailed {
+		return false
+	}
+	m.Status, m.Since = StatusLeft, time.Now()
+	p.members[name] = m
+	return true
+}
+
+// ForceLeave turns the failed member named name Left, here and, through
+// a gossiped leave intent, in every member's view, as if it had left:
+// nobody tries to reconnect to it, and the leader deregisters its node
+// (serf's RemoveFailedNode, Consul's force-leave). With prune the member
+// is forgotten at once instead of after RetainDead. An alive member, this
+// member and an unknown name are left as they are. It returns once the
+// intent has gone out, or with ctx's error.
+func (p *Pool) ForceLeave(ctx context.Context, name string, prune bool) error {
+	p.mu.Lock()
+	m, known := p.members[name]
+	if !known || name == p.name || m.Status == StatusAlive {
+		p.mu.Unlock()
+		return nil
+	}
+	p.recordIntent(name, m, prune)
+	p.mu.Unlock()
+	p.signal()
+	p.logger.Info("forced a member to leave", "peer", name, "prune", prune)
+	if p.numAlive() <= 1 {
+		return nil
+	}
+	kind := byte(msgLeaveIntent)
+	if prune {
+		kind = msgPruneIntent
+	}
+	done := make(chan struct{})
+	p.broadcasts.QueueBroadcast(&intentBroadcast{name: name, msg: encodeIntentOf(kind, name), done: done})
+	select {
+	case <-done:
+		return nil
+	case <-p.stop:
+		return ErrShutdown
+	case <-ctx.Done():
+		return fmt.Errorf("gossip force-leave %s: intent not sent: %w", name, ctx.Err())
 	}
 }
 

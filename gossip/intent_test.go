@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"testing"
@@ -132,5 +133,71 @@ func TestPeerFilter(t *testing.T) {
 		if (errAlive == nil) != tc.accept || (errMerge == nil) != tc.accept {
 			t.Errorf("%s: NotifyAlive = %v, NotifyMerge = %v; want accepted %v", tc.name, errAlive, errMerge, tc.accept)
 		}
+	}
+}
+
+// TestForceLeave: a failed member is turned Left and an intent gossiped
+// for it (the call returns once it went out); with prune it is forgotten,
+// here and by a member receiving the prune intent. An alive member, this
+// one and an unknown name are left alone.
+func TestForceLeave(t *testing.T) {
+	p := testPool(t)
+	ev := eventDelegate{p: p}
+	for _, n := range []string{"self", "a", "b", "c", "d"} {
+		ev.NotifyJoin(testNode(t, n))
+	}
+	ev.NotifyLeave(testNode(t, "a"))
+	ev.NotifyLeave(testNode(t, "b"))
+
+	forceLeave := func(name string, prune bool) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- p.ForceLeave(context.Background(), name, prune) }()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("ForceLeave(%s, %v): %v", name, prune, err)
+				}
+				return
+			case <-deadline:
+				t.Fatalf("ForceLeave(%s, %v) did not return once its intent was sent", name, prune)
+			case <-time.After(time.Millisecond):
+				p.broadcasts.GetBroadcasts(0, 1400) // what memberlist's gossip does
+			}
+		}
+	}
+	forceLeave("a", false)
+	if got := status(p, "a"); got != StatusLeft {
+		t.Errorf("a after force-leave: %v, want left", got)
+	}
+	forceLeave("b", true)
+	if _, ok := p.members["b"]; ok {
+		t.Error("b after force-leave -prune: still known, want forgotten")
+	}
+	for _, name := range []string{"c", "self", "stranger"} {
+		if err := p.ForceLeave(context.Background(), name, true); err != nil {
+			t.Errorf("ForceLeave(%s): %v", name, err)
+		}
+	}
+	if got := status(p, "c"); got != StatusAlive {
+		t.Errorf("alive c after force-leave: %v, want alive", got)
+	}
+	if got := status(p, "self"); got != StatusAlive {
+		t.Errorf("self after force-leave: %v, want alive", got)
+	}
+
+	// Another member receives a prune intent for a member it saw fail.
+	q := testPool(t)
+	qev := eventDelegate{p: q}
+	qev.NotifyJoin(testNode(t, "a"))
+	qev.NotifyLeave(testNode(t, "a"))
+	delegate{p: q}.NotifyMsg(encodeIntentOf(msgPruneIntent, "a"))
+	if len(q.Members()) != 0 {
+		t.Errorf("after a prune intent: members %+v, want none", q.Members())
+	}
+	if got := q.broadcasts.NumQueued(); got != 1 {
+		t.Errorf("prune intent rebroadcast %d times, want queued once", got)
 	}
 }

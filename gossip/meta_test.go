@@ -127,8 +127,9 @@ func FuzzDecodeMeta(f *testing.F) {
 func FuzzDecodeIntent(f *testing.F) {
 	f.Add(encodeIntent("web-1"))
 	f.Add([]byte{msgLeaveIntent, 0})
+	f.Add(encodeIntentOf(msgPruneIntent, "web-1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if name, ok := decodeIntent(b); ok && !bytes.Equal(encodeIntent(name), b) {
+		if name, prune, ok := decodeIntent(b); ok && !bytes.Equal(encodeIntentOf(b[0], name), b) || ok && prune != (b[0] == msgPruneIntent) {
 			t.Fatalf("decodeIntent(%q) = %q, which encodes differently", b, name)
 		}
 	})

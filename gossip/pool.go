@@ -45,6 +45,7 @@ type Pool struct {
 	updated chan struct{}
 	version uint64
 	pending map[uint64]chan keyReply // keyring operations initiated here, by request ID
+	seen    seenSet                  // the user events seen lately (userevent.go)
 
 	// coords computes this member's network coordinate from its probes
 	// (coordinates.go); nil with Config.DisableCoordinates.

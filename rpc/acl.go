@@ -26,6 +26,14 @@ const (
 	MethodACLTokenRead    = ACLEndpoint + ".TokenRead"
 	MethodACLTokenList    = ACLEndpoint + ".TokenList"
 	MethodACLResolve      = ACLEndpoint + ".Resolve"
+	MethodACLRoleSet      = ACLEndpoint + ".RoleSet"
+	MethodACLRoleDelete   = ACLEndpoint + ".RoleDelete"
+	MethodACLRoleRead     = ACLEndpoint + ".RoleRead"
+	MethodACLRoleList     = ACLEndpoint + ".RoleList"
+	// MethodACLReplica is what a secondary datacenter's leader reads the
+	// primary's ACL data with (a blocking query).
+	MethodACLReplica           = ACLEndpoint + ".Replica"
+	MethodACLReplicationStatus = ACLEndpoint + ".ReplicationStatus"
 )
 
 // ErrPermissionDenied is wrapped by the error of a request its token may
@@ -100,7 +108,11 @@ type ACLTokenSpec struct {
 	SecretID    string
 	Description string
 	Policies    []catalog.ACLPolicyLink
-	Local       bool
+	// Roles may be named by ID or by name, as Policies.
+	Roles             []catalog.ACLRoleLink
+	ServiceIdentities []catalog.ACLServiceIdentity
+	NodeIdentities    []catalog.ACLNodeIdentity
+	Local             bool
 	// ExpirationTTL (from now) or ExpirationTime makes the token expire;
 	// at most one of them, on create only. Zero: never.
 	ExpirationTTL  time.Duration
@@ -112,8 +124,12 @@ type ACLTokenSpec struct {
 // (Not named Token: WriteRequest.Token is the request's own.)
 type ACLTokenSetRequest struct {
 	WriteRequest
-	Spec      ACLTokenSpec
-	Update    bool
+	Spec   ACLTokenSpec
+	Update bool
+	// CloneFrom, when set, makes a new token with the links, identities,
+	// locality and expiry of the token with that accessor ID; of Spec only
+	// Description counts (empty: the source's).
+	CloneFrom string
 	Forwarded bool
 }
 
@@ -121,12 +137,15 @@ type ACLTokenSetRequest struct {
 // the answer to the request that made the token, and to a token's own
 // holder (TokenRead with Self): the servers keep only its hash.
 type ACLTokenView struct {
-	AccessorID  string
-	SecretID    string
-	Description string
-	Policies    []catalog.ACLPolicyLink
-	Local       bool
-	CreateTime  time.Time
+	AccessorID        string
+	SecretID          string
+	Description       string
+	Policies          []catalog.ACLPolicyLink
+	Roles             []catalog.ACLRoleLink
+	ServiceIdentities []catalog.ACLServiceIdentity
+	NodeIdentities    []catalog.ACLNodeIdentity
+	Local             bool
+	CreateTime        time.Time
 	// ExpirationTime is when the token stops working; zero: never.
 	ExpirationTime time.Time
 	catalog.RaftIndex
@@ -154,10 +173,89 @@ type ACLTokenReadRequest struct {
 	Forwarded  bool
 }
 
-// ACLTokenListRequest lists every token (without secrets).
+// ACLTokenListRequest lists every token, or with one filter set those
+// linking to Policy, linking to Role, with a service identity for
+// ServiceName, or made by AuthMethod (none: cairn has no auth methods).
 type ACLTokenListRequest struct {
 	QueryOptions
+	Policy, Role, ServiceName, AuthMethod string
+	Forwarded                             bool
+}
+
+// ACLRoleSetRequest creates (Role.ID empty) or replaces a role; its
+// policies may be named by ID or by name.
+type ACLRoleSetRequest struct {
+	WriteRequest
+	Role      catalog.ACLRole
 	Forwarded bool
+}
+
+// ACLRoleResponse holds one role.
+type ACLRoleResponse struct {
+	QueryMeta
+	Role *catalog.ACLRole
+}
+
+// ACLRoleDeleteRequest deletes the role with ID.
+type ACLRoleDeleteRequest struct {
+	WriteRequest
+	ID        string
+	Forwarded bool
+}
+
+// ACLRoleReadRequest reads the role with ID, or with Name when ID is
+// empty.
+type ACLRoleReadRequest struct {
+	QueryOptions
+	ID, Name  string
+	Forwarded bool
+}
+
+// ACLRoleListRequest lists every role, or those linking to Policy.
+type ACLRoleListRequest struct {
+	QueryOptions
+	Policy    string
+	Forwarded bool
+}
+
+// ACLRolesResponse holds roles, sorted by name.
+type ACLRolesResponse struct {
+	QueryMeta
+	Roles []*catalog.ACLRole
+}
+
+// ACLReplicaRequest reads the ACL data a secondary datacenter copies: a
+// blocking query on the primary's ACL index.
+type ACLReplicaRequest struct {
+	QueryOptions
+	Forwarded bool
+}
+
+// ACLReplicaResponse is the primary's ACL data at QueryMeta.Index.
+type ACLReplicaResponse struct {
+	QueryMeta
+	Replica catalog.ACLReplica
+}
+
+// ACLReplicationStatusRequest asks the leader how its datacenter's ACL
+// replication goes.
+type ACLReplicationStatusRequest struct {
+	QueryOptions
+	Forwarded bool
+}
+
+// ACLReplicationStatus is Consul's shape of /v1/acl/replication.
+type ACLReplicationStatus struct {
+	Enabled              bool
+	Running              bool
+	SourceDatacenter     string
+	ReplicationType      string // "policies" or "tokens"
+	ReplicatedIndex      uint64
+	ReplicatedRoleIndex  uint64
+	ReplicatedTokenIndex uint64
+	LastSuccess          time.Time
+	LastError            time.Time
+	LastErrorMessage     string
 }
 
 // ACLTokensResponse holds tokens, sorted by accessor ID.

@@ -22,6 +22,8 @@ const (
 	MethodOperatorAutopilotGetConfiguration = OperatorEndpoint + ".AutopilotGetConfiguration"
 	MethodOperatorAutopilotSetConfiguration = OperatorEndpoint + ".AutopilotSetConfiguration"
 	MethodOperatorServerHealth              = OperatorEndpoint + ".ServerHealth"
+	MethodOperatorRaftRemovePeer            = OperatorEndpoint + ".RaftRemovePeer"
+	MethodOperatorRaftTransferLeader        = OperatorEndpoint + ".RaftTransferLeader"
 	// MethodOperatorRaftStats is what the leader asks every server of
 	// its datacenter for, to judge its health; it is answered by the
 	// receiving server itself, never forwarded.
@@ -120,7 +122,7 @@ type ServerHealthRequest struct {
 
 // ServerHealth is one server's health as the leader judges it.
 type ServerHealth struct {
-	ID      string // the Raft ID (cairn uses the node name)
+	ID      string // the Raft ID: the node ID (the node name in older data dirs)
 	Name    string // the node name
 	Address string // the RPC/Raft address
 	// SerfStatus is the server's status in LAN gossip: "alive",
@@ -153,6 +155,9 @@ type ServerHealth struct {
 	Voter   bool
 	// StableSince is when Healthy last changed (as this leader saw it).
 	StableSince time.Time
+	// RaftID is the Raft ID the server reports it runs under, "" when
+	// unknown; another than ID until the leader re-adds it under it.
+	RaftID string
 }
 
 // ServerHealthResponse is the health of every server of the Raft
@@ -173,6 +178,9 @@ type RaftStatsRequest struct{}
 
 // RaftStatsResponse is a server's view of its own Raft log.
 type RaftStatsResponse struct {
+	// ID is the Raft ID the server runs under ("" from servers too old
+	// to say).
+	ID string
 	// LastContact is how long ago the server last heard from the leader:
 	// 0 on the leader, -1 when it never did.
 	LastContact time.Duration
@@ -184,4 +192,33 @@ type RaftStatsResponse struct {
 	// store or snapshots, "" when it can (and from servers too old to
 	// say).
 	StorageError string
+}
+
+// RaftRemovePeerRequest removes a server from the Raft configuration, by
+// its Raft ID or by its address (exactly one is set), as Consul's DELETE
+// /v1/operator/raft/peer: for a server that is gone for good. It is
+// carried out by the leader.
+type RaftRemovePeerRequest struct {
+	WriteRequest
+	ID, Address string
+	Forwarded   bool
+}
+
+// RaftRemovePeerResponse answers RaftRemovePeer once the change is
+// committed.
+type RaftRemovePeerResponse struct{}
+
+// RaftTransferLeaderRequest asks the leader to hand leadership to the
+// voter ID, or to the most current voter when ID is "", as Consul's POST
+// /v1/operator/raft/transfer-leader.
+type RaftTransferLeaderRequest struct {
+	WriteRequest
+	ID        string
+	Forwarded bool
+}
+
+// RaftTransferLeaderResponse answers RaftTransferLeader once another
+// server leads.
+type RaftTransferLeaderResponse struct {
+	Success bool
 }

@@ -33,7 +33,8 @@ type LeaderResponse struct {
 
 // RaftServer is one server of the Raft configuration.
 type RaftServer struct {
-	ID      string // the Raft server ID (cairn uses the node name)
+	ID      string // the Raft server ID: the node ID (the node name in older data dirs)
+	Node    string // the node name, "" when the answering server does not know it
 	Address string // its RPC/Raft address
 	Leader  bool   // whether the answering server believes it leads
 	Voter   bool   // false for a non-voter, which replicates but does not vote

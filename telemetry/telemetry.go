@@ -30,11 +30,16 @@ type Config struct {
 	// the instance). Default true; false puts it in, as go-metrics and
 	// Consul do by default.
 	DisableHostname bool
+	// ConsulAliases adds Consul's names of the series Consul's dashboards
+	// and alerts read (consul_raft_*, consul_autopilot_healthy,
+	// consul_runtime_*, …: consul.go) beside cairn's own, so those work
+	// unchanged. Default true; false leaves only cairn's names.
+	ConsulAliases bool
 }
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{PrometheusRetentionTime: time.Minute, DisableHostname: true}
+	return Config{PrometheusRetentionTime: time.Minute, DisableHostname: true, ConsulAliases: true}
 }
 
 // Validate checks c, naming the configuration field at fault.
@@ -48,6 +53,14 @@ func (c Config) Validate() error {
 // Registry is one agent's metrics. Safe for concurrent use.
 type Registry struct {
 	reg *prometheus.Registry
+	// aliases is Config.ConsulAliases; host the host name Consul puts in
+	// its gauges' names ("" with DisableHostname).
+	aliases bool
+	host    string
+	// names maps the Consul series the last Gather added to Consul's
+	// dotted names (JSONName).
+	mu    sync.Mutex
+	names map[string]string
 }
 
 // New returns a registry reporting the libraries' series, the Go runtime's
@@ -61,7 +74,10 @@ func New(cfg Config, own ...prometheus.Collector) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{reg: prometheus.NewRegistry()}
+	r := &Registry{reg: prometheus.NewRegistry(), aliases: cfg.ConsulAliases}
+	if !cfg.DisableHostname {
+		r.host = hostname()
+	}
 	all := append([]prometheus.Collector{
 		sink,
 		collectors.NewGoCollector(),
@@ -91,7 +107,26 @@ func (r *Registry) Gather() ([]*dto.MetricFamily, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gather metrics: %w", err)
 	}
+	if r.aliases {
+		var names map[string]string
+		mfs, names = r.consulNames(mfs) // consul.go
+		r.mu.Lock()
+		r.names = names
+		r.mu.Unlock()
+	}
 	return mfs, nil
+}
+
+// JSONName is the name a series goes by in the JSON form of
+// /v1/agent/metrics: Consul's dotted one ("consul.runtime.alloc_bytes")
+// for the Consul series Gather added, else its own.
+func (r *Registry) JSONName(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if dotted, ok := r.names[name]; ok {
+		return dotted
+	}
+	return name
 }
 
 // librarySink is the process's go-metrics sink, installed as go-metrics'

@@ -187,6 +187,10 @@ type Config struct {
 	// Coordinates are the network coordinate keys (coordinates.go).
 	// Default DefaultCoordinates().
 	Coordinates Coordinates
+	// Addresses and UnixSockets are the addresses and unix_sockets
+	// blocks (addresses.go).
+	Addresses   Addresses
+	UnixSockets UnixSockets
 	// GossipLAN is the gossip_lan block (gossip.go): the timers of the
 	// LAN pool, every agent's. Default DefaultGossipLAN(), memberlist's
 	// LAN preset. A change applies on restart.

@@ -35,10 +35,10 @@ func TestConfigDefaults(t *testing.T) {
 		Zones:                 zones.DefaultConfig(),
 		Resolver:              resolver.DefaultConfig(),
 		Cache:                 cache.DefaultConfig(),
-		ACL:                   ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second, TokenMinExpirationTTL: time.Minute, TokenMaxExpirationTTL: 24 * time.Hour},
+		ACL:                   ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second, TokenMinExpirationTTL: time.Minute, TokenMaxExpirationTTL: 24 * time.Hour, EnableTokenReplication: true, DownPolicy: "extend-cache"},
 		TLS:                   TLS{RPC: tlsutil.DefaultConfig(), HTTPS: tlsutil.DefaultConfig(), DNS: tlsutil.DefaultConfig()},
 		Limits:                Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, RPCMaxConnsPerClient: 100, RPCMaxCallsPerClient: 2048, KVMaxValueSize: 512 * 1024, DataDirMinFreeBytes: 256 << 20},
-		Telemetry:             telemetry.Config{PrometheusRetentionTime: time.Minute, DisableHostname: true},
+		Telemetry:             telemetry.Config{PrometheusRetentionTime: time.Minute, DisableHostname: true, ConsulAliases: true},
 		HTTP:                  HTTPConfig{ReadTimeout: 10 * time.Second},
 		Performance:           Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
 		RaftLogStore:          RaftLogStore{WALSegmentSizeMB: 64},
@@ -290,7 +290,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	err := c.Validate()
 	got := fieldsOf(err)
 	slices.Sort(got)
-	want := []string{"acl.default_policy", "acl.token_min_expiration_ttl", "advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr",
+	want := []string{"acl.default_policy", "acl.down_policy", "acl.token_min_expiration_ttl", "advertise_addr", "ae_interval", "bind_addr", "bootstrap_expect", "client_addr",
 		"coordinate_update_batch_size", "coordinate_update_max_batches", "coordinate_update_period", "data_dir", "datacenter", "domain",
 		"encrypt",
 		"gossip_lan.gossip_interval", "gossip_lan.gossip_nodes", "gossip_lan.probe_interval", "gossip_lan.probe_timeout", "gossip_lan.retransmit_mult", "gossip_lan.suspicion_mult",

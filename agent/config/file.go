@@ -22,6 +22,7 @@ type fileConfig struct {
 	NodeName      *string           `hcl:"node_name"`
 	NodeID        *string           `hcl:"node_id"`
 	Datacenter    *string           `hcl:"datacenter"`
+	PrimaryDC     *string           `hcl:"primary_datacenter"`
 	Domain        *string           `hcl:"domain"`
 	BindAddr      *string           `hcl:"bind_addr"`
 	AdvertiseAddr *string           `hcl:"advertise_addr"`
@@ -59,6 +60,7 @@ type fileConfig struct {
 	fileCoordinateKeys `hcl:",squash"` // coordinates.go
 	fileGossipKeys     `hcl:",squash"` // gossip.go
 	fileServiceKeys    `hcl:",squash"` // services.go
+	fileAddressKeys    `hcl:",squash"` // addresses.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -170,6 +172,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	if err := fc.applyCluster(c); err != nil {
 		return err
 	}
+	setIf(&c.ACL.PrimaryDatacenter, fc.PrimaryDC)
 	if fc.ACL != nil {
 		if err := fc.ACL.apply(&c.ACL); err != nil {
 			return err
@@ -205,6 +208,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	if err := fc.fileServiceKeys.apply(c); err != nil {
 		return err
 	}
+	fc.fileAddressKeys.apply(c)
 	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
 		c.NodeMeta = fc.NodeMeta

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/cairndns/cairn/catalog"
@@ -30,6 +31,50 @@ type ACL struct {
 	TokenMaxExpirationTTL time.Duration
 	// Tokens are the agent's own tokens (acl.tokens).
 	Tokens ACLTokens
+	// EnableTokenPersistence keeps the tokens set through PUT
+	// /v1/agent/token/<kind> in <data_dir>/acl-tokens.json, where they
+	// replace the configured ones at the next start
+	// (acl.enable_token_persistence, Consul's). Default false: a restart
+	// goes back to the configured tokens.
+	EnableTokenPersistence bool
+	// PrimaryDatacenter is the datacenter that holds the policies, roles
+	// and global tokens, which every other one replicates
+	// (primary_datacenter, Consul's top-level key; acl.primary_datacenter
+	// too). Default "": this agent's own datacenter, no replication.
+	PrimaryDatacenter string
+	// EnableTokenReplication makes a secondary datacenter replicate global
+	// tokens, not only policies and roles (acl.enable_token_replication).
+	// Default true, unlike Consul's false: cairn's servers resolve tokens
+	// only from their own copy, so without it a global token works only in
+	// the primary.
+	EnableTokenReplication bool
+	// DownPolicy is what a secondary datacenter's servers do with global
+	// tokens once replication from the primary has failed for longer than
+	// TokenTTL (acl.down_policy): "extend-cache" (default, Consul's) and
+	// "async-cache" keep using the last copy, "deny" refuses them, "allow"
+	// allows everything but managing ACLs. Local tokens keep working.
+	DownPolicy string
+	// TokensSecretReadable keeps each new token's secret in clear on the
+	// servers, so that acl:write holders read it back on token read and
+	// list, as Consul does (acl.tokens_secret_readable). Default false:
+	// the servers keep only a hash of each secret, so a leaked snapshot,
+	// Raft log or backup holds no working token; a secret is shown once,
+	// when its token is made (and to its own holder).
+	TokensSecretReadable bool
+}
+
+// TokenMap is the configured tokens by their kind (package agent/tokens).
+func (a ACL) TokenMap() map[string]string {
+	return map[string]string{"default": a.Tokens.Default, "agent": a.Tokens.Agent, "dns": a.Tokens.DNS}
+}
+
+// TokenFile is where tokens set at runtime persist in dataDir; "" when
+// they do not.
+func (a ACL) TokenFile(dataDir string) string {
+	if !a.EnableTokenPersistence || dataDir == "" {
+		return ""
+	}
+	return filepath.Join(dataDir, "acl-tokens.json")
 }
 
 // ACLTokens are the tokens an agent is configured with.
@@ -54,40 +99,35 @@ type ACLTokens struct {
 	// prepared queries) while the anonymous token reads nothing over HTTP.
 	// Default: Default.
 	DNS string
+	// Replication is the token a secondary datacenter's servers replicate
+	// the primary's ACL data with (acl.tokens.replication): it needs
+	// acl:write in the primary. Servers only. Default none.
+	Replication string
 }
 
 // DefaultACL returns the defaults documented on ACL.
 func DefaultACL() ACL {
 	// The expiration bounds are consensus.DefaultACLConfig's (this
 	// package may not import consensus): Consul's 1m and 24h.
+	// The replication defaults are consensus.DefaultACLConfig's too.
 	return ACL{DefaultPolicy: "deny", TokenTTL: 30 * time.Second,
-		TokenMinExpirationTTL: time.Minute, TokenMaxExpirationTTL: 24 * time.Hour}
-}
-
-// AgentToken is the token the agent writes its own node and services with.
-func (a ACL) AgentToken() string {
-	if a.Tokens.Agent != "" {
-		return a.Tokens.Agent
-	}
-	return a.Tokens.Default
-}
-
-// DNSToken is the token the agent answers DNS with.
-func (a ACL) DNSToken() string {
-	if a.Tokens.DNS != "" {
-		return a.Tokens.DNS
-	}
-	return a.Tokens.Default
+		TokenMinExpirationTTL: time.Minute, TokenMaxExpirationTTL: 24 * time.Hour,
+		EnableTokenReplication: true, DownPolicy: "extend-cache"}
 }
 
 // fileACL is the acl block of a config file.
 type fileACL struct {
-	Enabled       *bool          `hcl:"enabled"`
-	DefaultPolicy *string        `hcl:"default_policy"`
-	TokenTTL      *string        `hcl:"token_ttl"`
-	TokenMinTTL   *string        `hcl:"token_min_expiration_ttl"`
-	TokenMaxTTL   *string        `hcl:"token_max_expiration_ttl"`
-	Tokens        *fileACLTokens `hcl:"tokens"`
+	Enabled                *bool          `hcl:"enabled"`
+	DefaultPolicy          *string        `hcl:"default_policy"`
+	TokenTTL               *string        `hcl:"token_ttl"`
+	TokenMinTTL            *string        `hcl:"token_min_expiration_ttl"`
+	TokenMaxTTL            *string        `hcl:"token_max_expiration_ttl"`
+	Tokens                 *fileACLTokens `hcl:"tokens"`
+	Persistence            *bool          `hcl:"enable_token_persistence"`
+	PrimaryDatacenter      *string        `hcl:"primary_datacenter"`
+	EnableTokenReplication *bool          `hcl:"enable_token_replication"`
+	DownPolicy             *string        `hcl:"down_policy"`
+	TokensSecretReadable   *bool          `hcl:"tokens_secret_readable"`
 }
 
 type fileACLTokens struct {
@@ -95,11 +135,17 @@ type fileACLTokens struct {
 	Agent             *string `hcl:"agent"`
 	Default           *string `hcl:"default"`
 	DNS               *string `hcl:"dns"`
+	Replication       *string `hcl:"replication"`
 }
 
 func (f *fileACL) apply(a *ACL) error {
 	setIf(&a.Enabled, f.Enabled)
 	setIf(&a.DefaultPolicy, f.DefaultPolicy)
+	setIf(&a.EnableTokenPersistence, f.Persistence)
+	setIf(&a.PrimaryDatacenter, f.PrimaryDatacenter)
+	setIf(&a.EnableTokenReplication, f.EnableTokenReplication)
+	setIf(&a.DownPolicy, f.DownPolicy)
+	setIf(&a.TokensSecretReadable, f.TokensSecretReadable)
 	for _, d := range []struct {
 		field string
 		in    *string
@@ -123,6 +169,7 @@ func (f *fileACL) apply(a *ACL) error {
 		setIf(&a.Tokens.Agent, t.Agent)
 		setIf(&a.Tokens.Default, t.Default)
 		setIf(&a.Tokens.DNS, t.DNS)
+		setIf(&a.Tokens.Replication, t.Replication)
 	}
 	return nil
 }
@@ -132,6 +179,19 @@ func (c *Config) validateACL(bad func(field, format string, args ...any)) {
 	a := c.ACL
 	if a.DefaultPolicy != "allow" && a.DefaultPolicy != "deny" {
 		bad("acl.default_policy", "must be \"allow\" or \"deny\", got %q", a.DefaultPolicy)
+	}
+	switch a.DownPolicy {
+	case "extend-cache", "async-cache", "deny", "allow":
+	default:
+		bad("acl.down_policy", "must be \"extend-cache\", \"async-cache\", \"deny\" or \"allow\", got %q", a.DownPolicy)
+	}
+	if pdc := a.PrimaryDatacenter; pdc != "" {
+		if r := labelProblem(pdc); r != "" {
+			bad("primary_datacenter", "%q %s", pdc, r)
+		}
+	}
+	if a.Tokens.Replication != "" && !c.Server && !c.Dev {
+		bad("acl.tokens.replication", "is read by servers only; this agent is a client")
 	}
 	if a.TokenTTL < 0 {
 		bad("acl.token_ttl", "must not be negative, got %s", a.TokenTTL)

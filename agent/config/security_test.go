@@ -16,18 +16,24 @@ func TestACLBlock(t *testing.T) {
   token_ttl = "10s"
   token_min_expiration_ttl = "2m"
   token_max_expiration_ttl = "8h"
-  tokens { agent = "a-token" default = "d-token" dns = "dns-token" }
-}`},
+  tokens { agent = "a-token" default = "d-token" dns = "dns-token" replication = "r-token" }
+  enable_token_replication = false
+  down_policy = "deny"
+  tokens_secret_readable = true
+}
+primary_datacenter = "dc9"`},
 		{"acl.json", `{"acl": {"enabled": true, "default_policy": "allow", "token_ttl": "10s",
   "token_min_expiration_ttl": "2m", "token_max_expiration_ttl": "8h",
-  "tokens": {"agent": "a-token", "default": "d-token", "dns": "dns-token"}}}`},
+  "tokens": {"agent": "a-token", "default": "d-token", "dns": "dns-token", "replication": "r-token"},
+  "enable_token_replication": false, "down_policy": "deny", "tokens_secret_readable": true, "primary_datacenter": "dc9"}}`},
 	} {
 		c := Default()
 		if err := LoadFile(writeConfig(t, tc.name, tc.file), &c); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		want := ACL{Enabled: true, DefaultPolicy: "allow", TokenTTL: 10 * time.Second,
-			TokenMinExpirationTTL: 2 * time.Minute, TokenMaxExpirationTTL: 8 * time.Hour, Tokens: ACLTokens{Agent: "a-token", Default: "d-token", DNS: "dns-token"}}
+			TokenMinExpirationTTL: 2 * time.Minute, TokenMaxExpirationTTL: 8 * time.Hour, Tokens: ACLTokens{Agent: "a-token", Default: "d-token", DNS: "dns-token", Replication: "r-token"},
+			PrimaryDatacenter: "dc9", EnableTokenReplication: false, DownPolicy: "deny", TokensSecretReadable: true}
 		if c.ACL != want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, c.ACL, want)
 		}
@@ -38,6 +44,8 @@ func TestACLBlockErrorsNameTheField(t *testing.T) {
 	for _, tc := range []struct{ file, field string }{
 		{`acl { default_policy = "maybe" }`, "acl.default_policy"},
 		{`acl { token_ttl = "soon" }`, "acl.token_ttl"},
+		{`acl { down_policy = "maybe" }`, "acl.down_policy"},
+		{`primary_datacenter = "dc_1"`, "primary_datacenter"},
 		{`acl { token_min_expiration_ttl = "soon" }`, "acl.token_min_expiration_ttl"},
 		{`acl { token_min_expiration_ttl = "0s" }`, "acl.token_min_expiration_ttl"},
 		{`acl { token_max_expiration_ttl = "30s" }`, "acl.token_max_expiration_ttl"},

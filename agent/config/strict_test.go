@@ -18,7 +18,7 @@ func TestLoadFileUnknownNestedKey(t *testing.T) {
 		{"rrl-labels.hcl", "dns_config \"rrl\" {\n  foo = 1\n}\n", "dns_config.rrl.foo"},
 		{"rrl.json", `{"dns_config": {"rrl": {"slip": 2, "foo": 1}}}`, "dns_config.rrl.foo"},
 		{"tls.hcl", "tls {\n  https {\n    verify_incoming = true\n    cipher_suites = \"x\"\n  }\n}\n", "tls.https.cipher_suites"},
-		{"acl-tokens.json", `{"acl": {"tokens": {"agent": "a", "replication": "r"}}}`, "acl.tokens.replication"},
+		{"acl-tokens.json", `{"acl": {"tokens": {"agent": "a", "replicaton": "r"}}}`, "acl.tokens.replicaton"},
 		{"gossip.hcl", "gossip_wan {\n  probe_interval = \"2s\"\n  push_pull = \"30s\"\n}\n", "gossip_wan.push_pull"},
 		{"autopilot.hcl", "autopilot { redundancy_zone_tag = \"az\" }\n", "autopilot.redundancy_zone_tag"},
 		{"wal.hcl", "raft_logstore { wal { segment_size_mb = 8\n  sync = false } }\n", "raft_logstore.wal.sync"},

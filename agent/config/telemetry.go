@@ -9,6 +9,7 @@ import (
 type fileTelemetry struct {
 	PrometheusRetentionTime *string `hcl:"prometheus_retention_time"`
 	DisableHostname         *bool   `hcl:"disable_hostname"`
+	ConsulAliases           *bool   `hcl:"consul_aliases"`
 }
 
 func (f *fileTelemetry) apply(c *Config) error {
@@ -20,5 +21,6 @@ func (f *fileTelemetry) apply(c *Config) error {
 		c.Telemetry.PrometheusRetentionTime = d
 	}
 	setIf(&c.Telemetry.DisableHostname, f.DisableHostname)
+	setIf(&c.Telemetry.ConsulAliases, f.ConsulAliases)
 	return nil
 }

@@ -13,8 +13,9 @@ func TestTelemetryBlock(t *testing.T) {
 		{"t.hcl", `telemetry {
   prometheus_retention_time = "2m"
   disable_hostname = false
+  consul_aliases = false
 }`},
-		{"t.json", `{"telemetry": {"prometheus_retention_time": "2m", "disable_hostname": false}}`},
+		{"t.json", `{"telemetry": {"prometheus_retention_time": "2m", "disable_hostname": false, "consul_aliases": false}}`},
 	} {
 		c := Default()
 		if err := LoadFile(writeConfig(t, tc.name, tc.file), &c); err != nil {

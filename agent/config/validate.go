@@ -39,6 +39,7 @@ func (c *Config) Validate() error {
 	c.validateServer(bad)
 	c.validateCoordinates(bad) // coordinates.go
 	c.validateGossip(bad)      // gossip.go
+	c.validateAddresses(bad)   // addresses.go
 	c.validateDNSSEC(bad)      // dnssec.go
 	c.validateServices(bad)    // services.go
 	if c.Resolver.MaxTCPConns < 0 {

@@ -30,10 +30,10 @@ type KeyFollower struct {
 
 // KeyFollowerConfig is what a KeyFollower asks for and whom it tells.
 type KeyFollowerConfig struct {
-	// Door reaches the servers; Token is what the key is asked for with
-	// (acl.tokens.agent; "" for none).
+	// Door reaches the servers; Token returns what the key is asked for
+	// with at each fetch (acl.tokens.agent; "" for none).
 	Door  door.Door
-	Token string
+	Token func() string
 	// Datacenter and Node are the agent's; Domain the zone signed, for
 	// the DS record logged.
 	Datacenter, Node, Domain string
@@ -91,7 +91,7 @@ func (f *KeyFollower) Run(ctx context.Context) {
 func (f *KeyFollower) fetch(ctx context.Context) (*rpc.DNSSECKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, dnssecKeyRefresh)
 	defer cancel()
-	if tok := f.cfg.Token; tok != "" {
+	if tok := f.cfg.Token(); tok != "" {
 		ctx = acl.ContextWithToken(ctx, tok)
 	}
 	args := &rpc.DNSSECKeyRequest{QueryOptions: rpc.QueryOptions{Datacenter: f.cfg.Datacenter, AllowStale: true}, Node: f.cfg.Node}

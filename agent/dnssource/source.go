@@ -332,16 +332,16 @@ func (s *Source) Collectors() []prometheus.Collector {
 
 // CachedReads answers the HTTP API's ?cached service reads
 // (httpapi.Deps.CachedInstances). The cache holds what dnsToken may read,
-// so a read made with another token (defaultToken when it carries none)
+// so a read made with another token (defaultToken() when it carries none)
 // is answered by the servers through d instead, as a stale read, and
 // reported a miss.
-func (s *Source) CachedReads(d door.Door, dnsToken, defaultToken string) func(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+func (s *Source) CachedReads(d door.Door, dnsToken, defaultToken func() string) func(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
 	return func(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
 		tok := acl.TokenFromContext(ctx)
 		if tok == "" {
-			tok = defaultToken
+			tok = defaultToken()
 		}
-		if tok != dnsToken {
+		if tok != dnsToken() {
 			var reply rpc.ServiceInstancesResponse
 			args := &rpc.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}, Service: name, Tag: tag}
 			err := d.RPC(ctx, rpc.MethodCatalogServiceInstances, args, &reply)

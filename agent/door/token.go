@@ -9,14 +9,15 @@ import (
 
 // WithToken returns d giving every request the token it is made with:
 // the one its context carries (an HTTP request's, or a service's own for
-// anti-entropy), else fallback (acl.tokens.default for requests without
-// a token; the DNS source's door, acl.tokens.dns). The servers check it;
-// the agent only carries it.
-func WithToken(d Door, fallback string) Door { return tokenDoor{door: d, fallback: fallback} }
+// anti-entropy), else what fallback returns then (acl.tokens.default for
+// requests without a token; the DNS source's door, acl.tokens.dns; each
+// may change at runtime). The servers check it; the agent only carries
+// it.
+func WithToken(d Door, fallback func() string) Door { return tokenDoor{door: d, fallback: fallback} }
 
 type tokenDoor struct {
 	door     Door
-	fallback string
+	fallback func() string
 }
 
 func (d tokenDoor) RPC(ctx context.Context, method string, args, reply any) error {
@@ -34,7 +35,7 @@ func (d tokenDoor) setToken(ctx context.Context, args any) {
 	if a, ok := args.(rpc.Authenticated); ok {
 		tok := acl.TokenFromContext(ctx)
 		if tok == "" {
-			tok = d.fallback
+			tok = d.fallback()
 		}
 		a.SetTokenIfEmpty(tok)
 	}

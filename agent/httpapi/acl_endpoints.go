@@ -50,12 +50,15 @@ func (s *Server) permission(r *http.Request, resource, access, segment string, a
 
 // aclJSONToken is a token in Consul's JSON shape.
 type aclJSONToken struct {
-	AccessorID  string
-	SecretID    string `json:",omitempty"`
-	Description string
-	Policies    []aclJSONLink `json:",omitempty"`
-	Local       bool
-	CreateTime  time.Time
+	AccessorID        string
+	SecretID          string `json:",omitempty"`
+	Description       string
+	Policies          []aclJSONLink                `json:",omitempty"`
+	Roles             []aclJSONLink                `json:",omitempty"`
+	ServiceIdentities []catalog.ACLServiceIdentity `json:",omitempty"`
+	NodeIdentities    []catalog.ACLNodeIdentity    `json:",omitempty"`
+	Local             bool
+	CreateTime        time.Time
 	// ExpirationTime is when the token stops working; absent: never.
 	ExpirationTime *time.Time `json:",omitempty"`
 	Hash           []byte     `json:",omitempty"`
@@ -76,6 +79,10 @@ func tokenJSON(v *rpc.ACLTokenView) aclJSONToken {
 	for _, l := range v.Policies {
 		out.Policies = append(out.Policies, aclJSONLink(l))
 	}
+	for _, l := range v.Roles {
+		out.Roles = append(out.Roles, aclJSONLink(l))
+	}
+	out.ServiceIdentities, out.NodeIdentities = v.ServiceIdentities, v.NodeIdentities
 	if !v.ExpirationTime.IsZero() {
 		e := v.ExpirationTime
 		out.ExpirationTime = &e
@@ -95,7 +102,7 @@ type aclJSONPolicy struct {
 }
 
 func policyJSON(p *catalog.ACLPolicy, withRules bool) aclJSONPolicy {
-	out := aclJSONPolicy{ID: p.ID, Name: p.Name, Description: p.Description, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
+	out := aclJSONPolicy{ID: p.ID, Name: p.Name, Description: p.Description, Datacenters: p.Datacenters, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
 	if withRules {
 		out.Rules = p.Rules
 	}
@@ -136,13 +143,14 @@ func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// aclPolicyBody is a policy as clients send it; fields Consul has and
-// cairn does not use (Datacenters, Hash) are accepted and ignored.
+// aclPolicyBody is a policy as clients send it; Consul's Hash is
+// accepted and ignored (it is the server's to compute).
 type aclPolicyBody struct {
 	ID          string
 	Name        string
 	Description string
 	Rules       string
+	Datacenters []string
 }
 
 // PUT /v1/acl/policy creates; PUT /v1/acl/policy/{id} updates; GET reads;
@@ -200,7 +208,7 @@ func (s *Server) aclPolicyWrite(w http.ResponseWriter, r *http.Request, id strin
 	if id != "" && body.ID != "" && !strings.EqualFold(id, body.ID) {
 		return badRequest("ID", "%q differs from the ID in the path, %q", body.ID, id)
 	}
-	args := &rpc.ACLPolicySetRequest{Policy: catalog.ACLPolicy{ID: id, Name: body.Name, Description: body.Description, Rules: body.Rules}}
+	args := &rpc.ACLPolicySetRequest{Policy: catalog.ACLPolicy{ID: id, Name: body.Name, Description: body.Description, Rules: body.Rules, Datacenters: body.Datacenters}}
 	var reply rpc.ACLPolicyResponse
 	if err := s.door.RPC(r.Context(), rpc.MethodACLPolicySet, args, &reply); err != nil {
 		return err
@@ -232,11 +240,14 @@ func (s *Server) aclPolicies(w http.ResponseWriter, r *http.Request) error {
 
 // aclTokenBody is a token as clients send it.
 type aclTokenBody struct {
-	AccessorID  string
-	SecretID    string
-	Description string
-	Policies    []aclJSONLink
-	Local       bool
+	AccessorID        string
+	SecretID          string
+	Description       string
+	Policies          []aclJSONLink
+	Roles             []aclJSONLink
+	ServiceIdentities []catalog.ACLServiceIdentity
+	NodeIdentities    []catalog.ACLNodeIdentity
+	Local             bool
 	// ExpirationTTL ("1h", or nanoseconds) or ExpirationTime (RFC 3339)
 	// make the token expire, as in Consul.
 	ExpirationTTL  duration
@@ -288,7 +299,10 @@ func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string
 	if id != "" && body.AccessorID != "" && !strings.EqualFold(id, body.AccessorID) {
 		return badRequest("AccessorID", "%q differs from the ID in the path, %q", body.AccessorID, id)
 	}
-	spec := rpc.ACLTokenSpec{AccessorID: body.AccessorID, SecretID: body.SecretID, Description: body.Description, Local: body.Local}
+	spec := rpc.ACLTokenSpec{
+		AccessorID: body.AccessorID, SecretID: body.SecretID, Description: body.Description, Local: body.Local,
+		ServiceIdentities: body.ServiceIdentities, NodeIdentities: body.NodeIdentities,
+	}
 	var err error
 	if spec.ExpirationTTL, err = body.ExpirationTTL.parse("ExpirationTTL"); err != nil {
 		return err
@@ -302,6 +316,9 @@ func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string
 	for _, l := range body.Policies {
 		spec.Policies = append(spec.Policies, catalog.ACLPolicyLink(l))
 	}
+	for _, l := range body.Roles {
+		spec.Roles = append(spec.Roles, catalog.ACLRoleLink(l))
+	}
 	var reply rpc.ACLTokenResponse
 	if err := s.door.RPC(r.Context(), rpc.MethodACLTokenSet, &rpc.ACLTokenSetRequest{Spec: spec, Update: id != ""}, &reply); err != nil {
 		return err
@@ -310,7 +327,9 @@ func (s *Server) aclTokenWrite(w http.ResponseWriter, r *http.Request, id string
 	return nil
 }
 
-// GET /v1/acl/tokens lists tokens, never with their secrets.
+// GET /v1/acl/tokens lists tokens, filtered by one of ?policy, ?role,
+// ?servicename and ?authmethod; their secrets only with
+// acl.tokens_secret_readable, to acl:write holders.
 func (s *Server) aclTokens(w http.ResponseWriter, r *http.Request) error {
 	if err := s.requireACL(); err != nil {
 		return err
@@ -319,15 +338,15 @@ func (s *Server) aclTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	q := r.URL.Query()
+	args := &rpc.ACLTokenListRequest{QueryOptions: opts, Policy: q.Get("policy"), Role: q.Get("role"), ServiceName: q.Get("servicename"), AuthMethod: q.Get("authmethod")}
 	var reply rpc.ACLTokensResponse
-	if err := s.door.RPC(r.Context(), rpc.MethodACLTokenList, &rpc.ACLTokenListRequest{QueryOptions: opts}, &reply); err != nil {
+	if err := s.door.RPC(r.Context(), rpc.MethodACLTokenList, args, &reply); err != nil {
 		return err
 	}
 	out := make([]aclJSONToken, 0, len(reply.Tokens))
 	for _, t := range reply.Tokens {
-		j := tokenJSON(t)
-		j.SecretID = ""
-		out = append(out, j)
+		out = append(out, tokenJSON(t))
 	}
 	writeRead(w, r, reply.QueryMeta, out)
 	return nil

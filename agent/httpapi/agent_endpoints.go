@@ -79,7 +79,7 @@ func (s *Server) agentServiceRegister(w http.ResponseWriter, r *http.Request) er
 	if err := catalog.NormalizeService(&norm); err != nil {
 		return err
 	}
-	defs, err := s.serviceChecks(norm.ID, reg.Check, reg.Checks)
+	defs, err := s.serviceChecks(&norm, reg.Check, reg.Checks)
 	if err != nil {
 		return err
 	}

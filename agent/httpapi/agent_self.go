@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"net"
 	"net/http"
+	"strconv"
 )
 
 // agentSelf is the body of GET /v1/agent/self: the part of Consul's that
@@ -14,10 +16,20 @@ type agentSelf struct {
 	Stats       map[string]map[string]string `json:",omitempty"`
 }
 
-// selfDebugConfig is the part of Consul's DebugConfig section that tools
-// read: the DNS domain.
+// selfDebugConfig is the part of Consul's DebugConfig section that its
+// clients read: the DNS domain (the web UI), EnableDebug (`consul debug`
+// refuses an agent without the key) and the gossip addresses (Consul's
+// tests join an agent to itself through SerfAdvertiseAddrLAN), in
+// Consul's "tcp://ip:port" form; SerfAdvertiseAddrWAN only on a server.
 type selfDebugConfig struct {
-	DNSDomain string
+	Datacenter           string
+	NodeName             string
+	NodeID               string
+	ServerMode           bool
+	DNSDomain            string
+	EnableDebug          bool
+	SerfAdvertiseAddrLAN string
+	SerfAdvertiseAddrWAN string `json:",omitempty"`
 }
 
 // selfConfig is the Config section of GET /v1/agent/self.
@@ -38,13 +50,22 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 			NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID, Server: s.cfg.Server,
 			Version: s.cfg.Version,
 		},
-		DebugConfig: selfDebugConfig{DNSDomain: s.cfg.Domain},
+		DebugConfig: selfDebugConfig{Datacenter: s.cfg.Datacenter, NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID,
+			ServerMode: s.cfg.Server, DNSDomain: s.cfg.Domain, EnableDebug: s.cfg.EnableDebug},
 	}
 	out.Stats = s.selfStats()
 	// The agent is a member of its own LAN pool.
 	for _, m := range s.cluster.Members() {
 		if m.Name == s.cfg.NodeName {
 			out.Member = toAgentMember(m)
+			out.DebugConfig.SerfAdvertiseAddrLAN = serfAddr(m)
+		}
+	}
+	if wan, err := s.cluster.WANMembers(); err == nil {
+		for _, m := range wan {
+			if m.Name == s.cfg.NodeName+"."+s.cfg.Datacenter {
+				out.DebugConfig.SerfAdvertiseAddrWAN = serfAddr(m)
+			}
 		}
 	}
 	writeJSONPretty(w, r, out)
@@ -64,4 +85,9 @@ func (s *Server) agentReload(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// serfAddr is a member's gossip address as Consul's DebugConfig writes it.
+func serfAddr(m Member) string {
+	return "tcp://" + net.JoinHostPort(m.Addr, strconv.Itoa(int(m.Port)))
 }

@@ -85,6 +85,6 @@ func (s *Server) cachedInstances(w http.ResponseWriter, r *http.Request, name, t
 	w.Header().Set("Age", strconv.Itoa(int(age/time.Second)))
 	// A leader that cannot be asked for is not known; the answer, from the
 	// cache, stands all the same.
-	leader, _ := s.leader(r.Context())
+	leader, _ := s.leader(r.Context(), "")
 	return insts, rpc.QueryMeta{Index: idx, KnownLeader: leader != "", LastContact: age}, nil
 }

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
@@ -46,6 +48,7 @@ type catalogService struct {
 	ServicePorts             []catalog.ServicePort `json:",omitempty"`
 	ServiceSocketPath        string                `json:",omitempty"`
 	ServiceLocality          *catalog.Locality     `json:",omitempty"`
+	ServiceProxy             json.RawMessage       `json:",omitempty"`
 	CreateIndex              uint64
 	ModifyIndex              uint64
 }
@@ -69,7 +72,7 @@ func (s *Server) catalogNodes(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := make([]*node, 0, len(reply.Nodes))
-	for _, n := range reply.Nodes {
+	for _, n := range keepOnNodes(reply.Nodes, nodeMetaFilter(r), func(n *catalog.Node) *catalog.Node { return n }) {
 		out = append(out, toNode(n))
 	}
 	if out, err = applyFilter(r, out); err != nil {
@@ -89,7 +92,7 @@ func (s *Server) catalogServices(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if hasFilter(r) {
+	if hasFilter(r) || r.URL.Query().Has("node-meta") {
 		return s.filteredServices(w, r, opts)
 	}
 	var reply rpc.ServicesResponse
@@ -107,16 +110,18 @@ func (s *Server) catalogServices(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// filteredServices answers GET /v1/catalog/services?filter=.
-// The servers answer every instance of every service with its node and
-// without checks, sorted by service name, node, then service ID.
+// filteredServices answers GET /v1/catalog/services?filter= (or
+// ?node-meta=). The servers answer every instance of every service with
+// its node and without checks, sorted by service name, node, then service
+// ID.
 func (s *Server) filteredServices(w http.ResponseWriter, r *http.Request, opts rpc.QueryOptions) error {
 	var reply rpc.ServicesResponse
 	if err := s.door.RPC(r.Context(), rpc.MethodCatalogServices, &rpc.ServicesRequest{QueryOptions: opts, Instances: true}, &reply); err != nil {
 		return err
 	}
-	all := make([]*catalogService, 0, len(reply.Instances))
-	for _, in := range reply.Instances {
+	insts := keepOnNodes(reply.Instances, nodeMetaFilter(r), instanceNode)
+	all := make([]*catalogService, 0, len(insts))
+	for _, in := range insts {
 		all = append(all, toCatalogService(in.Node, in.Service))
 	}
 	kept, err := applyFilter(r, all)
@@ -140,6 +145,7 @@ func (s *Server) catalogService(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	insts = keepOnNodes(insts, nodeMetaFilter(r), instanceNode)
 	out := make([]*catalogService, 0, len(insts))
 	for _, in := range insts {
 		out = append(out, toCatalogService(in.Node, in.Service))
@@ -161,12 +167,15 @@ func toCatalogService(n *catalog.Node, svc *catalog.Service) *catalogService {
 		ServiceWeights:           weights{Passing: svc.Weights.Passing, Warning: svc.Weights.Warning},
 		ServiceEnableTagOverride: svc.EnableTagOverride, ServicePorts: svc.Ports,
 		ServiceSocketPath: svc.SocketPath, ServiceLocality: svc.Locality,
+		ServiceKind: svc.Kind, ServiceProxy: svc.Proxy,
 		CreateIndex: svc.CreateIndex, ModifyIndex: svc.ModifyIndex,
 	}
 }
 
+// statusLeader answers the Raft address of the leader of the datacenter
+// (?dc, else the agent's).
 func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {
-	leader, err := s.leader(r.Context())
+	leader, err := s.leader(r.Context(), dcParam(r, ""))
 	if err != nil {
 		return err
 	}
@@ -175,9 +184,9 @@ func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) error {
 }
 
 // statusPeers answers the Raft addresses of the servers of the
-// datacenter.
+// datacenter (?dc, else the agent's).
 func (s *Server) statusPeers(w http.ResponseWriter, r *http.Request) error {
-	cfg, err := s.raftConfiguration(r.Context())
+	cfg, err := s.raftConfiguration(r.Context(), dcParam(r, ""))
 	if err != nil {
 		return err
 	}
@@ -193,26 +202,26 @@ func (s *Server) statusPeers(w http.ResponseWriter, r *http.Request) error {
 // a deadline of its own.
 const statusTimeout = 5 * time.Second
 
-// leader returns the leader's address as a server of this datacenter
-// sees it, "" when it knows none.
-func (s *Server) leader(ctx context.Context) (string, error) {
+// leader returns the leader's address as a server of datacenter dc ("":
+// the agent's) sees it, "" when it knows none.
+func (s *Server) leader(ctx context.Context, dc string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	var reply rpc.LeaderResponse
-	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: s.cfg.Datacenter, AllowStale: true}}
+	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: cmp.Or(dc, s.cfg.Datacenter), AllowStale: true}}
 	if err := s.door.RPC(ctx, rpc.MethodStatusLeader, args, &reply); err != nil {
 		return "", err
 	}
 	return reply.Leader, nil
 }
 
-// raftConfiguration returns the servers of the agent's datacenter as a
-// server's Raft knows them.
-func (s *Server) raftConfiguration(ctx context.Context) (*rpc.RaftConfigurationResponse, error) {
+// raftConfiguration returns the servers of datacenter dc ("": the
+// agent's) as a server's Raft knows them.
+func (s *Server) raftConfiguration(ctx context.Context, dc string) (*rpc.RaftConfigurationResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	var reply rpc.RaftConfigurationResponse
-	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: s.cfg.Datacenter, AllowStale: true}}
+	args := &rpc.StatusRequest{QueryOptions: rpc.QueryOptions{Datacenter: cmp.Or(dc, s.cfg.Datacenter), AllowStale: true}}
 	if err := s.door.RPC(ctx, rpc.MethodStatusRaftConfiguration, args, &reply); err != nil {
 		return nil, err
 	}

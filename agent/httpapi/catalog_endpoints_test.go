@@ -24,10 +24,8 @@ var (
 	healthServiceKeys = sorted("ID", "Service", "Tags", "Meta", "Port", "Address", "Weights", "EnableTagOverride",
 		"Datacenter", "CreateIndex", "ModifyIndex")
 	healthCheckKeys = sorted("Node", "CheckID", "Name", "Status", "Notes", "Output", "ServiceID", "ServiceName",
-		"Type", "CreateIndex", "ModifyIndex")
-	// taggedCheckKeys are those of a check in GET /v1/health/service/<name>.
-	taggedCheckKeys = sorted(append(slices.Clone(healthCheckKeys), "ServiceTags")...)
-	weightsKeys     = sorted("Passing", "Warning")
+		"ServiceTags", "Type", "CreateIndex", "ModifyIndex")
+	weightsKeys = sorted("Passing", "Warning")
 )
 
 // testCatalog has three instances of web, one per health state, and a db.
@@ -207,8 +205,8 @@ func TestHealthService(t *testing.T) {
 					t.Errorf("got Checks %v, want an array", e["Checks"])
 				}
 				for _, c := range checks {
-					if k := keys(t, c); !slices.Equal(k, taggedCheckKeys) {
-						t.Errorf("got check keys %v, want %v", k, taggedCheckKeys)
+					if k := keys(t, c); !slices.Equal(k, healthCheckKeys) {
+						t.Errorf("got check keys %v, want %v", k, healthCheckKeys)
 					}
 				}
 			}

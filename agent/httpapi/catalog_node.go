@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -46,7 +47,8 @@ func (s *Server) readNode(r *http.Request) (*catalog.Node, []*catalog.Service, r
 
 // catalogNodeGet answers a node that is not registered with a 200 and a
 // JSON null, as Consul does: its clients read that as "no such node" and
-// a blocking query can wait for the node to appear.
+// a blocking query can wait for the node to appear. ?filter applies to
+// the node's services, as Consul's.
 func (s *Server) catalogNodeGet(w http.ResponseWriter, r *http.Request) error {
 	n, svcs, meta, err := s.readNode(r)
 	if err != nil {
@@ -56,9 +58,16 @@ func (s *Server) catalogNodeGet(w http.ResponseWriter, r *http.Request) error {
 		writeRead(w, r, meta, nil)
 		return nil
 	}
-	out := &catalogNode{Node: toNode(n), Services: make(map[string]*entryService, len(svcs))}
+	list := make([]*entryService, 0, len(svcs))
 	for _, svc := range svcs {
-		out.Services[svc.ID] = toEntryService(svc, n.Datacenter)
+		list = append(list, toEntryService(svc, n.Datacenter))
+	}
+	if list, err = applyFilter(r, list); err != nil {
+		return err
+	}
+	out := &catalogNode{Node: toNode(n), Services: make(map[string]*entryService, len(list))}
+	for _, svc := range list {
+		out.Services[svc.ID] = svc
 	}
 	writeRead(w, r, meta, out)
 	return nil
@@ -107,14 +116,18 @@ type catalogRegistration struct {
 // registrationService is the service of a catalogRegistration (Consul's
 // AgentService).
 type registrationService struct {
-	ID              string
-	Service         string
-	Tags            []string
-	Meta            map[string]string
-	Port            int
-	Address         string
-	TaggedAddresses map[string]catalog.ServiceAddress
-	Weights         *weights
+	ID                string
+	Service           string
+	Tags              []string
+	Meta              map[string]string
+	Port              int
+	Address           string
+	TaggedAddresses   map[string]catalog.ServiceAddress
+	Weights           *weights
+	EnableTagOverride bool
+	Kind              string
+	// Proxy is kept as sent and given back (catalog.Service.Proxy).
+	Proxy json.RawMessage
 }
 
 // registrationCheck is a check of a catalogRegistration (Consul's
@@ -150,7 +163,10 @@ func (s *Server) catalogRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	if sv := body.Service; sv != nil {
 		svc := &catalog.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Meta: sv.Meta, Port: sv.Port, Address: sv.Address,
-			TaggedAddresses: sv.TaggedAddresses}
+			TaggedAddresses: sv.TaggedAddresses, EnableTagOverride: sv.EnableTagOverride, Kind: sv.Kind}
+		if p := sv.Proxy; len(p) > 0 && string(p) != "null" {
+			svc.Proxy = p
+		}
 		// Consul's clients send zero weights for "not set".
 		if sv.Weights != nil && *sv.Weights != (weights{}) {
 			svc.Weights = catalog.Weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning}

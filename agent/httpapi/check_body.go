@@ -162,11 +162,13 @@ func (d duration) parse(field string) (time.Duration, error) {
 }
 
 // serviceChecks turns the Check and Checks of a service registration into
-// validated definitions of the service serviceID: each gets the service's
-// ID, and an ID of its own when it has none (Consul's scheme:
-// "service:<id>" for a service's only check, "service:<id>:<n>" for the
-// n-th of several, counting Check first).
-func (s *Server) serviceChecks(serviceID string, one *checkBody, many []*checkBody) ([]*checks.Definition, error) {
+// validated definitions of the service svc: each gets the service's ID,
+// an ID of its own when it has none (Consul's scheme: "service:<id>" for a
+// service's only check, "service:<id>:<n>" for the n-th of several,
+// counting Check first) and, when it has no name, Consul's "Service
+// '<name>' check".
+func (s *Server) serviceChecks(svc *catalog.Service, one *checkBody, many []*checkBody) ([]*checks.Definition, error) {
+	serviceID := svc.ID
 	type item struct {
 		prefix string
 		body   *checkBody
@@ -198,6 +200,9 @@ func (s *Server) serviceChecks(serviceID string, one *checkBody, many []*checkBo
 			if len(items) > 1 {
 				d.ID += ":" + strconv.Itoa(i+1)
 			}
+		}
+		if d.Name == "" {
+			d.Name = "Service '" + svc.Service + "' check"
 		}
 		if err := d.Validate(it.prefix, s.cfg.EnableScriptChecks); err != nil {
 			return nil, err

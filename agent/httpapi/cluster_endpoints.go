@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cairndns/cairn/rpc"
 )
 
 // Consul's member status numbers (serf.MemberStatus), the values of
@@ -98,14 +100,18 @@ func (s *Server) agentMembers(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		members = s.cluster.Members()
 	}
-	out := make([]agentMember, 0, len(members))
+	out := make([]*agentMember, 0, len(members))
 	for _, m := range members {
 		// Consul filters members by node:read on their node name.
 		if authz == nil || authz.NodeRead(strings.TrimSuffix(m.Name, "."+m.Datacenter)) {
-			out = append(out, toAgentMember(m))
+			am := toAgentMember(m)
+			out = append(out, &am)
 		}
 	}
-	slices.SortFunc(out, func(a, b agentMember) int { return cmp.Compare(a.Name, b.Name) })
+	if out, err = applyFilter(r, out); err != nil {
+		return err
+	}
+	slices.SortFunc(out, func(a, b *agentMember) int { return cmp.Compare(a.Name, b.Name) })
 	writeJSONPretty(w, r, out)
 	return nil
 }
@@ -193,8 +199,23 @@ func (s *Server) agentLeave(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// agentForceLeave answers PUT /v1/agent/force-leave/<node>[?prune][?wan]
+// (operator:write, as Consul's): a failed member is made to have left, so
+// nobody reconnects to it and the leader deregisters its node.
+func (s *Server) agentForceLeave(w http.ResponseWriter, r *http.Request) error {
+	node := r.PathValue("node")
+	if node == "" {
+		return badRequest("node", "is required in the path: /v1/agent/force-leave/<node>")
+	}
+	if err := s.cluster.ForceLeave(r.Context(), node, boolParam(r, "prune"), boolParam(r, "wan")); err != nil {
+		return fmt.Errorf("force-leave %s: %w", node, err)
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
 func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) error {
-	cfg, err := s.raftConfiguration(r.Context()) // catalog_endpoints.go
+	cfg, err := s.raftConfiguration(r.Context(), dcParam(r, "")) // catalog_endpoints.go
 	if err != nil {
 		return fmt.Errorf("read raft configuration: %w", err)
 	}
@@ -203,9 +224,8 @@ func (s *Server) operatorRaftConfiguration(w http.ResponseWriter, r *http.Reques
 		out.Index = cfg.Index
 		last := s.lastIndexes(r)
 		for _, srv := range cfg.Servers {
-			// cairn's Raft IDs are node names.
 			out.Servers = append(out.Servers, raftServer{
-				ID: srv.ID, Node: srv.ID, Address: srv.Address,
+				ID: srv.ID, Node: cmp.Or(srv.Node, srv.ID), Address: srv.Address,
 				Leader: srv.Leader, ProtocolVersion: raftProtocolVersion, Voter: srv.Voter,
 				LastIndex: last[srv.ID],
 			})
@@ -230,4 +250,43 @@ func (s *Server) lastIndexes(r *http.Request) map[string]uint64 {
 		out[h.ID] = h.LastIndex
 	}
 	return out
+}
+
+// operatorRaftPeer serves DELETE /v1/operator/raft/peer?id=|?address=, as
+// Consul's: the leader removes that server from the Raft configuration.
+func (s *Server) operatorRaftPeer(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	_, hasID := q["id"]
+	_, hasAddr := q["address"]
+	switch {
+	case !hasID && !hasAddr:
+		return badRequest("id", "give ?id with the server's Raft ID or ?address with its IP:port")
+	case hasID && hasAddr:
+		return badRequest("id", "give only one of ?id and ?address")
+	}
+	args := &rpc.RaftRemovePeerRequest{WriteRequest: rpc.WriteRequest{Datacenter: q.Get("dc")}, ID: q.Get("id"), Address: q.Get("address")}
+	if err := s.door.RPC(r.Context(), rpc.MethodOperatorRaftRemovePeer, args, &rpc.RaftRemovePeerResponse{}); err != nil {
+		return fmt.Errorf("remove raft peer: %w", err)
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// transferLeader is the body of POST /v1/operator/raft/transfer-leader.
+type transferLeader struct {
+	Success bool
+}
+
+// operatorRaftTransferLeader serves POST
+// /v1/operator/raft/transfer-leader[?id=], as Consul's: the leader hands
+// leadership to the voter id, or to the one Raft picks.
+func (s *Server) operatorRaftTransferLeader(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	args := &rpc.RaftTransferLeaderRequest{WriteRequest: rpc.WriteRequest{Datacenter: q.Get("dc")}, ID: q.Get("id")}
+	var reply rpc.RaftTransferLeaderResponse
+	if err := s.door.RPC(r.Context(), rpc.MethodOperatorRaftTransferLeader, args, &reply); err != nil {
+		return fmt.Errorf("transfer raft leadership: %w", err)
+	}
+	writeJSONPretty(w, r, transferLeader{Success: reply.Success})
+	return nil
 }

@@ -57,6 +57,10 @@ type Deps struct {
 	// Metrics is the agent's registry, gathered on each GET
 	// /v1/agent/metrics. nil: that endpoint is 404.
 	Metrics prometheus.Gatherer
+	// MetricName is the name a gathered series goes by in the JSON form
+	// of /v1/agent/metrics (Consul's dotted names for its aliases:
+	// telemetry.Registry.JSONName). nil: the series' own.
+	MetricName func(string) string
 	// Logs subscribes to the lines logged from now on at level or above,
 	// each ending in "\n", in the agent's text format or as JSON (not to
 	// be modified); a reader that falls behind loses lines and is told
@@ -68,6 +72,12 @@ type Deps struct {
 	// server), every value a string, as `consul info` prints them. nil:
 	// none of those.
 	Stats func() map[string]map[string]string
+	// Tokens are the agent's own tokens, set by PUT
+	// /v1/agent/token/<kind>. nil: that endpoint is 404.
+	Tokens AgentTokens
+	// Events is the agent's last user events, for GET /v1/event/list.
+	// nil: that endpoint is 404.
+	Events Events
 	// Reload re-reads the configuration the agent was started with and
 	// applies what can change without a restart; a bad configuration is a
 	// *catalog.FieldError naming the field, and changes nothing. nil: PUT

@@ -362,6 +362,7 @@ type fakeCluster struct {
 	joinAddrs    [][]string
 	joinWANAddrs [][]string
 	leaves       int
+	forceLeaves  []string // "<node> prune=<bool> wan=<bool>"
 }
 
 var _ httpapi.Cluster = (*fakeCluster)(nil)
@@ -399,6 +400,16 @@ func (f *fakeCluster) wanCalls() [][]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.joinWANAddrs)
+}
+
+func (f *fakeCluster) ForceLeave(_ context.Context, node string, prune, wan bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forceLeaves = append(f.forceLeaves, fmt.Sprintf("%s prune=%v wan=%v", node, prune, wan))
+	if wan && f.wan == nil {
+		return httpapi.ErrNotInWAN
+	}
+	return nil
 }
 
 func (f *fakeCluster) Leave(context.Context) error {

@@ -52,6 +52,8 @@ var filterTypes = map[string]reflect.Type{
 	"/v1/health/state/{state}":         reflect.TypeFor[*healthCheck](),
 	"/v1/agent/services":               reflect.TypeFor[*agentService](),
 	"/v1/agent/checks":                 reflect.TypeFor[*agentCheck](),
+	"/v1/agent/members":                reflect.TypeFor[*agentMember](),
+	"/v1/catalog/node/{node}":          reflect.TypeFor[*entryService](), // the node's services, as Consul's
 }
 
 // filterKey is the context key of a request's parsed ?filter.

@@ -23,7 +23,7 @@ func FuzzFilter(f *testing.F) {
 		Node: &node{Node: "n1", Meta: map[string]string{"x": "/y"}, TaggedAddresses: map[string]string{}},
 		Service: &entryService{ID: "web", Service: "web", Tags: []string{"a"}, Port: 80,
 			TaggedAddresses: map[string]catalog.ServiceAddress{"wan": {Address: "192.0.2.1", Port: 1}}},
-		Checks: []*taggedCheck{{CheckID: "c", Status: "passing", ServiceTags: []string{"a"}}, {CheckID: "d", Status: "critical"}},
+		Checks: []*healthCheck{{CheckID: "c", Status: "passing", ServiceTags: []string{"a"}}, {CheckID: "d", Status: "critical"}},
 	}
 	typ := reflect.TypeOf(entry)
 	f.Fuzz(func(t *testing.T, expr string) {

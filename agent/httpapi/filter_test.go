@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -117,12 +118,14 @@ func TestFilterUnsupported(t *testing.T) {
 		"/v1/health/state/any":         `Node == "x"`,
 		"/v1/agent/services":           `Service == "x"`,
 		"/v1/agent/checks":             `Status == "passing"`,
+		"/v1/agent/members":            `Tags.dc == "dc1"`,
+		"/v1/catalog/node/n1":          `Service == "x"`,
 	} {
 		if rec := serve(h, http.MethodGet, target+"?filter="+url.QueryEscape(expr), ""); rec.Code != http.StatusOK {
 			t.Errorf("%s: got %d %s, want 200", target, rec.Code, rec.Body)
 		}
 	}
-	for _, target := range []string{"/v1/agent/members", "/v1/status/peers"} {
+	for _, target := range []string{"/v1/status/peers"} {
 		rec := serve(h, http.MethodGet, target+filter, "")
 		if rec.Code != http.StatusBadRequest {
 			t.Errorf("%s: got %d %s, want 400", target, rec.Code, rec.Body)
@@ -274,6 +277,43 @@ func TestFilterSlashValue(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: got %v, want %v", expr, got, want)
+		}
+	}
+}
+
+// TestFilterMembersAndNode: ?filter selects among the members of GET
+// /v1/agent/members (Consul's `consul members -filter`, with an unquoted
+// value as Consul's tests write it) and among the services of GET
+// /v1/catalog/node/<node>, as Consul's.
+func TestFilterMembersAndNode(t *testing.T) {
+	h := newClusterServer(t, testCluster())
+	for expr, want := range map[string][]string{
+		`Tags["dc"] == dc2`:                   {"odd"},
+		`Tags.role == "node" and Status == 4`: {"web-3"},
+		`Name matches "^web-[12]$"`:           {"web-1", "web-2"},
+		`Tags["dc"] == "not-Exist"`:           {},
+	} {
+		rec := serve(h, http.MethodGet, "/v1/agent/members?filter="+url.QueryEscape(expr), "")
+		wantStatus(t, rec, http.StatusOK)
+		got := []string{}
+		for _, m := range decode[[]map[string]any](t, rec) {
+			got = append(got, m["Name"].(string))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("members %s: got %v, want %v", expr, got, want)
+		}
+	}
+	h = newServer(t, nil, testCatalog())
+	for expr, want := range map[string][]string{
+		`Service == "db"`:   {"db"},
+		`Port == 8080`:      {"web-1"},
+		`Service == "nope"`: {},
+	} {
+		rec := serve(h, http.MethodGet, "/v1/catalog/node/n1?filter="+url.QueryEscape(expr), "")
+		wantStatus(t, rec, http.StatusOK)
+		got := slices.Sorted(maps.Keys(decode[struct{ Services map[string]any }](t, rec).Services))
+		if !slices.Equal(got, want) {
+			t.Errorf("node %s: got %v, want %v", expr, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -99,7 +100,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	// agent's own UI is served from its own origin.
 	var csrf http.CrossOriginProtection
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.hosts.allows(r.Host) {
+		if !s.hosts.allows(r.Host) && r.Context().Value(unixConnKey{}) == nil {
 			writeJSON(w, http.StatusForbidden, errorBody{
 				Error:  "Host: " + quoteHeader(r.Host) + " is not a name of this agent; add it to the agent's allowed hosts (http_config.allowed_hosts) to reach it by that name",
 				Field:  "Host",
@@ -121,6 +122,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unixConnKey marks the context of a request that came over the unix
+// socket, whose Host header is whatever the client dialed by (Consul's
+// client sends the socket's path): no browser reaches a unix socket, so
+// DNS rebinding cannot, and the Host check is left out.
+type unixConnKey struct{}
+
+// markUnixConn is http.Server's ConnContext.
+func markUnixConn(ctx context.Context, c net.Conn) context.Context {
+	if c.LocalAddr().Network() == "unix" {
+		return context.WithValue(ctx, unixConnKey{}, true)
+	}
+	return ctx
 }
 
 // quoteHeader quotes a header value for an error message, cut to a

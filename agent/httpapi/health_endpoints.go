@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -9,28 +10,9 @@ import (
 	"github.com/cairndns/cairn/rpc"
 )
 
-// healthCheck is a check as the health endpoints give it: Consul's
-// HealthCheck without ServiceTags, which the catalog does not keep with
-// checks (see taggedCheck).
+// healthCheck is a check as the health endpoints give it (Consul's
+// HealthCheck). ServiceTags is [] for a node's checks, as Consul's.
 type healthCheck struct {
-	Node        string
-	CheckID     string
-	Name        string
-	Status      string
-	Notes       string
-	Output      string
-	ServiceID   string
-	ServiceName string
-	Type        string
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
-// taggedCheck is a check of GET /v1/health/service/<name>, where the
-// instance's service is at hand: with ServiceTags, as Consul gives it ([]
-// for the node's checks). Its fields are healthCheck's, written out rather
-// than embedded so that ?filter selectors (Checks.Status, ...) reach them.
-type taggedCheck struct {
 	Node        string
 	CheckID     string
 	Name        string
@@ -49,7 +31,7 @@ func toHealthCheck(c *catalog.Check) *healthCheck {
 	return &healthCheck{
 		Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
 		Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
-		Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
+		ServiceTags: nonNil(c.ServiceTags), Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
 	}
 }
 
@@ -57,7 +39,7 @@ func toHealthCheck(c *catalog.Check) *healthCheck {
 type serviceEntry struct {
 	Node    *node
 	Service *entryService
-	Checks  []*taggedCheck
+	Checks  []*healthCheck
 }
 
 // entryService is the service of a serviceEntry: an agentService with its
@@ -76,6 +58,7 @@ type entryService struct {
 	TaggedAddresses   map[string]catalog.ServiceAddress `json:",omitempty"`
 	Weights           weights
 	EnableTagOverride bool
+	Proxy             json.RawMessage `json:",omitempty"`
 	Datacenter        string
 	Locality          *catalog.Locality `json:",omitempty"`
 	CreateIndex       uint64
@@ -93,6 +76,7 @@ func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	insts = keepOnNodes(insts, nodeMetaFilter(r), instanceNode)
 	// ?passing keeps only instances whose every check (the node's too)
 	// passes: warning, critical and maintenance are left out.
 	passing := boolParam(r, "passing")
@@ -113,17 +97,15 @@ func (s *Server) healthService(w http.ResponseWriter, r *http.Request) error {
 func toServiceEntry(in catalog.ServiceInstance) *serviceEntry {
 	sv := in.Service
 	svc := toEntryService(sv, in.Node.Datacenter)
-	checks := make([]*taggedCheck, 0, len(in.Checks))
+	checks := make([]*healthCheck, 0, len(in.Checks))
 	for _, c := range in.Checks {
-		tc := &taggedCheck{
-			Node: c.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status),
-			Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, ServiceName: c.ServiceName,
-			ServiceTags: []string{}, Type: c.Type, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
-		}
+		hc := toHealthCheck(c)
+		// The instance's own service gives its checks' tags: a server of
+		// an older release answers checks without them.
 		if c.ServiceID != "" {
-			tc.ServiceTags = nonNil(sv.Tags)
+			hc.ServiceTags = nonNil(sv.Tags)
 		}
-		checks = append(checks, tc)
+		checks = append(checks, hc)
 	}
 	return &serviceEntry{Node: toNode(in.Node), Service: svc, Checks: checks}
 }
@@ -136,14 +118,14 @@ func toEntryService(sv *catalog.Service, dc string) *entryService {
 		Port: sv.Port, Ports: sv.Ports, Address: sv.Address, SocketPath: sv.SocketPath,
 		TaggedAddresses:   sv.TaggedAddresses,
 		Weights:           weights{Passing: sv.Weights.Passing, Warning: sv.Weights.Warning},
-		EnableTagOverride: sv.EnableTagOverride, Locality: sv.Locality,
+		EnableTagOverride: sv.EnableTagOverride, Locality: sv.Locality, Kind: sv.Kind, Proxy: sv.Proxy,
 		Datacenter: dc, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex,
 	}
 }
 
 // healthChecks answers the checks of every instance of the service.
 func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {
-	return s.writeChecks(w, r, rpc.MethodCatalogServiceChecks, func(opts rpc.QueryOptions) any {
+	return s.writeChecks(w, r, true, rpc.MethodCatalogServiceChecks, func(opts rpc.QueryOptions) any {
 		return &rpc.ServiceChecksRequest{QueryOptions: opts, Service: r.PathValue("service")}
 	})
 }
@@ -151,7 +133,7 @@ func (s *Server) healthChecks(w http.ResponseWriter, r *http.Request) error {
 // healthNode answers every check registered on the node: its own and its
 // services'.
 func (s *Server) healthNode(w http.ResponseWriter, r *http.Request) error {
-	return s.writeChecks(w, r, rpc.MethodCatalogNodeChecks, func(opts rpc.QueryOptions) any {
+	return s.writeChecks(w, r, false, rpc.MethodCatalogNodeChecks, func(opts rpc.QueryOptions) any {
 		return &rpc.NodeChecksRequest{QueryOptions: opts, Node: r.PathValue("node")}
 	})
 }
@@ -161,7 +143,7 @@ func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
 	if !slices.Contains(healthStates, state) {
 		return badRequest("state", "must be passing, warning, critical, maintenance or any, got %q", state)
 	}
-	return s.writeChecks(w, r, rpc.MethodCatalogChecksInState, func(opts rpc.QueryOptions) any {
+	return s.writeChecks(w, r, true, rpc.MethodCatalogChecksInState, func(opts rpc.QueryOptions) any {
 		return &rpc.ChecksInStateRequest{QueryOptions: opts, State: state}
 	})
 }
@@ -169,8 +151,9 @@ func (s *Server) healthState(w http.ResponseWriter, r *http.Request) error {
 // writeChecks answers a read of checks (method, answered with an
 // rpc.ChecksResponse, whose args are made with the request's options) as a
 // JSON array of HealthCheck, ordered by node and check ID, kept by
-// ?filter, with its meta headers.
-func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request, method string, args func(rpc.QueryOptions) any) error {
+// ?filter (and ?node-meta when nodeMeta: node_meta.go), with its meta
+// headers.
+func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request, nodeMeta bool, method string, args func(rpc.QueryOptions) any) error {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
@@ -179,8 +162,14 @@ func (s *Server) writeChecks(w http.ResponseWriter, r *http.Request, method stri
 	if err := s.door.RPC(r.Context(), method, args(opts), &reply); err != nil {
 		return err
 	}
-	out := make([]*healthCheck, 0, len(reply.Checks))
-	for _, c := range reply.Checks {
+	checks := reply.Checks
+	if nodeMeta {
+		if checks, err = s.checksOnNodes(r.Context(), opts, checks, nodeMetaFilter(r)); err != nil {
+			return err
+		}
+	}
+	out := make([]*healthCheck, 0, len(checks))
+	for _, c := range checks {
 		out = append(out, toHealthCheck(c))
 	}
 	slices.SortFunc(out, func(a, b *healthCheck) int {

@@ -89,8 +89,8 @@ func TestHealthCheckFields(t *testing.T) {
 	got := decode[[]map[string]any](t, rec)
 	want := map[string]any{
 		"Node": "n1", "CheckID": "service:web-n1", "Name": "service:web-n1 check", "Status": "passing",
-		"Notes": "", "Output": "out service:web-n1", "ServiceID": "web-n1", "ServiceName": "web", "Type": "http",
-		"CreateIndex": 5.0, "ModifyIndex": 6.0,
+		"Notes": "", "Output": "out service:web-n1", "ServiceID": "web-n1", "ServiceName": "web", "ServiceTags": []any{},
+		"Type": "http", "CreateIndex": 5.0, "ModifyIndex": 6.0,
 	}
 	if len(got) == 0 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("got %v,\nwant first %v", got, want)
@@ -213,12 +213,12 @@ func TestTTLCheckWithRealLocal(t *testing.T) {
 	got := decode[map[string]map[string]any](t, serve(h, http.MethodGet, "/v1/agent/checks", ""))
 	var maint map[string]any
 	for _, c := range got {
-		if c["Status"] == "maintenance" {
+		if c["Type"] == "maintenance" {
 			maint = c
 		}
 	}
-	if maint == nil || maint["ServiceID"] != "web" || maint["Notes"] != "deploy" {
-		t.Errorf("after enabling maintenance: got checks %v, want one in maintenance on web noted deploy", got)
+	if maint == nil || maint["Status"] != "critical" || maint["ServiceID"] != "web" || maint["Notes"] != "deploy" {
+		t.Errorf("after enabling maintenance: got checks %v, want one of type maintenance, critical (as Consul's), on web noted deploy", got)
 	}
 	if !cat.hasCheck(maint["CheckID"]) {
 		t.Errorf("the catalog does not hold the maintenance check %v", maint["CheckID"])
@@ -228,7 +228,7 @@ func TestTTLCheckWithRealLocal(t *testing.T) {
 		t.Errorf("the catalog still holds the maintenance check %v", maint["CheckID"])
 	}
 	for _, c := range decode[map[string]map[string]any](t, serve(h, http.MethodGet, "/v1/agent/checks", "")) {
-		if c["Status"] == "maintenance" {
+		if c["Type"] == "maintenance" {
 			t.Errorf("after disabling maintenance: %v is still in maintenance", c["CheckID"])
 		}
 	}

@@ -34,14 +34,18 @@ func writePrometheus(w io.Writer, g prometheus.Gatherer) error {
 	return nil
 }
 
-// summarize returns g's series for the JSON answer: counters with their
-// total as Count and Sum, gauges, and each histogram and summary as a
-// sample of its count and sum. A failed gather gives what was gathered.
-func summarize(g prometheus.Gatherer) MetricsSummary {
+// summarize returns g's series for the JSON answer, each named by rename
+// (nil: its own name): counters with their total as Count and Sum, gauges,
+// and each histogram and summary as a sample of its count and sum. A
+// failed gather gives what was gathered.
+func summarize(g prometheus.Gatherer, rename func(string) string) MetricsSummary {
 	var out MetricsSummary
 	mfs, _ := g.Gather()
 	for _, mf := range mfs {
 		name := mf.GetName()
+		if rename != nil {
+			name = rename(name)
+		}
 		for _, mt := range mf.GetMetric() {
 			labels := labelMap(mt.GetLabel())
 			switch mf.GetType() {
@@ -118,7 +122,7 @@ func (s *Server) agentMetrics(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch format := r.URL.Query().Get("format"); format {
 	case "":
-		sum := summarize(s.deps.Metrics)
+		sum := summarize(s.deps.Metrics, s.deps.MetricName)
 		// Lists, never null, as Consul's.
 		sum.Gauges, sum.Counters, sum.Samples = orEmpty(sum.Gauges), orEmpty(sum.Counters), orEmpty(sum.Samples)
 		writeJSONPretty(w, r, metricsBody{Timestamp: time.Now().UTC().Truncate(time.Second).String(), MetricsSummary: sum})

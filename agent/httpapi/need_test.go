@@ -17,7 +17,7 @@ func TestEveryRouteDeclaresItsNeeds(t *testing.T) {
 		"GET /v1/catalog/datacenters": true, "GET /v1/coordinate/datacenters": true,
 		"GET /v1/status/leader": true, "GET /v1/status/peers": true, "PUT /v1/acl/bootstrap": true,
 		"GET /ui/": true, "HEAD /ui/": true, "GET /{$}": true, "HEAD /{$}": true,
-		"GET /v1/internal/ui/dns": true, "GET /dns-query": true, "POST /dns-query": true,
+		"GET /v1/internal/ui/dns": true, "GET /v1/acl/replication": true, "GET /dns-query": true, "POST /dns-query": true,
 	}
 	routes := Routes()
 	if len(routes) < 80 {

@@ -67,6 +67,17 @@ func (s *Server) table() []route {
 		{"/v1/agent/metrics", s.agentMetrics, Needs{get: onNode("agent", "read")}},
 		{"/v1/agent/monitor", s.agentMonitor, Needs{get: onNode("agent", "read")}},                                   // monitor_endpoint.go
 		{"/debug/pprof/{name...}", s.debugPprof, Needs{get: top("operator", "read"), post: top("operator", "read")}}, // debug_endpoint.go
+
+		// force-leave: cluster_endpoints.go; health and host: agent_health.go;
+		// events: event_endpoints.go.
+		{"/v1/agent/force-leave/{node}", s.agentForceLeave, Needs{put: top("operator", "write")}},
+		{"/v1/agent/health/service/id/{id}", s.agentHealthServiceByID, Needs{get: inRequest("service", "read")}},
+		{"/v1/agent/health/service/name/{name}", s.agentHealthServiceByName, Needs{get: onPath("service", "read", "name")}},
+		{"/v1/agent/host", s.agentHost, Needs{get: top("operator", "read")}},
+		{"/v1/event/fire/{name}", s.eventFire, Needs{put: onPath("event", "write", "name")}},
+		{"/v1/event/list", s.eventList, Needs{get: filtered("event")}},
+		{"/v1/agent/token/{kind}", s.agentToken, Needs{put: top("acl", "write")}}, // agent_token.go
+
 		{"/v1/catalog/services", s.catalogServices, Needs{get: filtered("service")}},
 		{"/v1/catalog/service/{name}", s.catalogService, Needs{get: filtered("service,node")}},
 		{"/v1/catalog/nodes", s.catalogNodes, Needs{get: filtered("node")}},
@@ -98,6 +109,8 @@ func (s *Server) table() []route {
 		{"/v1/status/leader", s.statusLeader, Needs{get: public()}},
 		{"/v1/status/peers", s.statusPeers, Needs{get: public()}},
 		{"/v1/operator/raft/configuration", s.operatorRaftConfiguration, Needs{get: top("operator", "read")}},
+		{"/v1/operator/raft/peer", s.operatorRaftPeer, Needs{del: top("operator", "write")}},
+		{"/v1/operator/raft/transfer-leader", s.operatorRaftTransferLeader, Needs{post: top("operator", "write")}},
 		{"/v1/snapshot", s.snapshot, Needs{get: management(), put: management()}},                                                  // snapshot_endpoint.go
 		{"/v1/operator/autopilot/{what}", s.operatorAutopilot, Needs{get: top("operator", "read"), put: top("operator", "write")}}, // autopilot_endpoint.go
 		{"/v1/operator/keyring", s.operatorKeyring, Needs{ // keyring_endpoint.go
@@ -112,7 +125,14 @@ func (s *Server) table() []route {
 		// servers decide.
 		{"/v1/acl/token/{id}", s.aclTokenItem, Needs{get: filtered("acl"), put: top("acl", "write"), del: top("acl", "write")}},
 		{"/v1/acl/tokens", s.aclTokens, Needs{get: top("acl", "read")}},
-		{"/ui/", s.ui, Needs{get: public(), head: public()}}, // ui_endpoint.go: the web UI
+		{"/v1/acl/token/{id}/clone", s.aclTokenClone, Needs{put: top("acl", "write")}}, // acl_roles.go
+		{"/v1/acl/role", s.aclRoleCreate, Needs{put: top("acl", "write")}},
+		{"/v1/acl/role/name/{name}", s.aclRoleByName, Needs{get: top("acl", "read")}},
+		{"/v1/acl/role/{id}", s.aclRoleItem, Needs{get: top("acl", "read"), put: top("acl", "write"), del: top("acl", "write")}},
+		{"/v1/acl/roles", s.aclRoles, Needs{get: top("acl", "read")}},
+		{"/v1/acl/auth-methods", s.aclAuthMethods, Needs{get: top("acl", "read")}},
+		{"/v1/acl/replication", s.aclReplication, Needs{get: public()}}, // how replication goes, to anyone, as Consul
+		{"/ui/", s.ui, Needs{get: public(), head: public()}},            // ui_endpoint.go: the web UI
 		{"/{$}", s.uiRoot, Needs{get: public(), head: public()}},
 		// ui_dns.go and doh.go: what the DNS port tells anyone, with the
 		// agent's default token.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -74,6 +75,13 @@ type Cluster interface {
 	// Datacenters returns the datacenters the agent knows, sorted: a
 	// server's, from its WAN pool; a client's, from a server.
 	Datacenters(ctx context.Context) ([]string, error)
+	// ForceLeave turns the failed member named node Left in the LAN pool
+	// (on a server also "<node>.<dc>" in the WAN pool), or with wan the
+	// WAN member named node only, and gossips it; with prune the member is
+	// forgotten at once. An alive or unknown member is left alone, without
+	// an error, as Consul's. A client asked for wan returns an error
+	// wrapping ErrNotInWAN.
+	ForceLeave(ctx context.Context, node string, prune, wan bool) error
 	// Leave leaves the cluster gracefully and then stops the agent. It
 	// returns once the leave has been broadcast (or failed); the agent shuts
 	// down after the HTTP response is written.
@@ -128,6 +136,14 @@ type Config struct {
 	// that the API may be served over HTTPS only. Default
 	// "127.0.0.1:8500".
 	Addr string
+	// UnixSocket, when set, is the path of a unix socket the plain HTTP
+	// API listens on instead of Addr (Consul's addresses.http =
+	// "unix://<path>"); a socket file left by an agent that died is
+	// replaced. SocketMode (when not 0), SocketUID and SocketGID (when not
+	// -1) are given to the file. Defaults "", 0, -1 and -1.
+	UnixSocket           string
+	SocketMode           os.FileMode
+	SocketUID, SocketGID int
 	// HTTPSAddr is the listen address of the same API over TLS, with TLS
 	// (tlsutil's IncomingHTTPS). Empty serves no HTTPS. Default empty.
 	HTTPSAddr string
@@ -199,6 +215,8 @@ func DefaultConfig() Config {
 		ReadTimeout:       10 * time.Second, // 1 MiB in 10s is under 1 Mbit/s
 		MaxConnsPerClient: 200,              // Consul's http_max_conns_per_client
 		KVMaxValueSize:    catalog.DefaultKVMaxValueSize,
+		SocketUID:         -1, // the agent's own
+		SocketGID:         -1,
 		// AllowedHosts: none besides IPs, localhost and the node name.
 		// MaxConns: 0, no cap until the agent sets one from its fd limit.
 	}
@@ -285,7 +303,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Start() error {
 	var ln, tlsLn net.Listener
 	var err error
-	if s.cfg.Addr != "" {
+	switch {
+	case s.cfg.UnixSocket != "":
+		if ln, err = listenUnix(s.cfg); err != nil {
+			return fmt.Errorf("http listen: %w", err)
+		}
+	case s.cfg.Addr != "":
 		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
 			return fmt.Errorf("http listen: %w", err)
 		}
@@ -323,6 +346,7 @@ func (s *Server) Start() error {
 		IdleTimeout: idleTimeout,
 		ErrorLog:    slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 		TLSConfig:   s.cfg.TLS,
+		ConnContext: markUnixConn, // guard.go
 	}
 	s.mu.Lock()
 	s.srv = srv
@@ -386,4 +410,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil
+}
+
+// listenUnix listens on cfg.UnixSocket with the file's owner and mode
+// set. A socket file already there is removed first (an agent that died
+// leaves it); any other file there is an error.
+func listenUnix(cfg Config) (net.Listener, error) {
+	path := cfg.UnixSocket
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("unix socket %s: a file that is not a socket is there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("unix socket %s: remove the old one: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SocketUID != -1 || cfg.SocketGID != -1 {
+		err = os.Chown(path, cfg.SocketUID, cfg.SocketGID)
+	}
+	if err == nil && cfg.SocketMode != 0 {
+		err = os.Chmod(path, cfg.SocketMode)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("unix socket %s: %w", path, err)
+	}
+	return ln, nil
 }

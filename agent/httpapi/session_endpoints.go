@@ -9,8 +9,10 @@ import (
 )
 
 // sessionJSON is a session as the endpoints give it: Consul's
-// structs.Session, LockDelay in nanoseconds, Checks the deprecated union
-// of NodeChecks and the service checks' IDs.
+// structs.Session, LockDelay in nanoseconds. Consul's deprecated Checks is
+// left out (null), as Consul leaves it when a session is created with
+// NodeChecks, ServiceChecks or neither: a create that gives Checks has
+// them taken as NodeChecks.
 type sessionJSON struct {
 	ID            string
 	Name          string
@@ -18,7 +20,6 @@ type sessionJSON struct {
 	LockDelay     time.Duration
 	Behavior      catalog.SessionBehavior
 	TTL           string
-	Checks        []string
 	NodeChecks    []string
 	ServiceChecks []catalog.ServiceCheck
 	CreateIndex   uint64
@@ -26,13 +27,9 @@ type sessionJSON struct {
 }
 
 func toSessionJSON(s *catalog.Session) *sessionJSON {
-	checks := append([]string{}, s.NodeChecks...)
-	for _, c := range s.ServiceChecks {
-		checks = append(checks, c.ID)
-	}
 	return &sessionJSON{
 		ID: s.ID, Name: s.Name, Node: s.Node, LockDelay: s.LockDelay, Behavior: s.Behavior, TTL: s.TTL,
-		Checks: checks, NodeChecks: nonNil(s.NodeChecks), ServiceChecks: s.ServiceChecks,
+		NodeChecks: nonNil(s.NodeChecks), ServiceChecks: s.ServiceChecks,
 		CreateIndex: s.CreateIndex, ModifyIndex: s.ModifyIndex,
 	}
 }

@@ -33,7 +33,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
 		}
 		w.Header().Set("Content-Type", SnapshotContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(reply.Archive)))
-		w.Header().Set("X-Consul-Index", strconv.FormatUint(reply.Index, 10))
+		setMetaHeaders(w, reply.QueryMeta) // X-Consul-KnownLeader and the rest, as Consul's
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(reply.Archive)
 		return nil

@@ -188,7 +188,6 @@ func TestTxnEndpointRefused(t *testing.T) {
 		{"no KV", `[{}]`, http.StatusBadRequest, "Ops[0].KV"},
 		{"unknown verb", `[{"KV": {"Verb": "steal", "Key": "k"}}]`, http.StatusBadRequest, "Ops[0].KV.Verb"},
 		{"no key", `[{"KV": {"Verb": "get", "Key": "a"}}, {"KV": {"Verb": "set", "Key": ""}}]`, http.StatusBadRequest, "Ops[1].KV.Key"},
-		{"lock without session", `[{"KV": {"Verb": "lock", "Key": "k"}}]`, http.StatusBadRequest, "Ops[0].KV.Session"},
 		{"a namespace", `[{"KV": {"Verb": "get", "Key": "k", "Namespace": "team"}}]`, http.StatusBadRequest, "Ops[0].KV.Namespace"},
 		{"value too large", `[{"KV": {"Verb": "set", "Key": "k", "Value": "MTIzNDU="}}]`, http.StatusRequestEntityTooLarge, "Ops[0].KV.Value"},
 		{"too many ops", many, http.StatusRequestEntityTooLarge, "Ops"},

@@ -12,14 +12,13 @@ import (
 	"github.com/cairndns/cairn/catalog"
 )
 
-// Maintenance mode is a check of its own, as in Consul: in state
-// maintenance it keeps the service (or every service of the node) out of
+// Maintenance mode is a check of its own, as in Consul: critical, of Type
+// maintenance, it keeps the service (or every service of the node) out of
 // DNS answers without deregistering anything, and removing it brings them
 // back.
 const (
 	nodeMaintenanceID        = catalog.NodeMaintenanceCheckID
 	serviceMaintenancePrefix = catalog.ServiceMaintenancePrefix
-	typeMaintenance          = "maintenance"
 	defaultMaintenanceReason = "Maintenance mode is enabled; no reason was given"
 )
 
@@ -43,6 +42,9 @@ func (s *State) loadChecks() error {
 			s.logger.Warn("dropping a persisted check with a reserved ID", "check", c.CheckID, "service", c.ServiceID, "err", err)
 			_ = s.checkDir.remove(c.CheckID)
 			continue
+		}
+		if c.Type == catalog.CheckTypeMaintenance {
+			c.Status = catalog.HealthCritical // persisted by an older release as "maintenance"
 		}
 		e := &checkEntry{def: pc.Definition, check: c}
 		e.check.Node = s.cfg.NodeName
@@ -171,6 +173,7 @@ func (s *State) AddCheck(ctx context.Context, def *checks.Definition) error {
 		return fmt.Errorf("register check %q: %w: %w", d.ID, ErrNotSynced, err)
 	}
 	s.markPushed([]*catalog.Check{&c})
+	s.logger.Info("check registered", "check", d.ID, "service", d.ServiceID)
 	return nil
 }
 
@@ -199,7 +202,11 @@ func (s *State) RemoveCheck(ctx context.Context, id string) error {
 	}
 	unlock := s.lockChange(key)
 	defer unlock()
-	return s.dropCheck(ctx, id)
+	if err := s.dropCheck(ctx, id); err != nil {
+		return err
+	}
+	s.logger.Info("check deregistered", "check", id, "service", e.check.ServiceID)
+	return nil
 }
 
 // UpdateTTL sets the status of a TTL check, as its application reports it.
@@ -352,6 +359,11 @@ func (s *State) SetNodeMaintenance(ctx context.Context, enable bool, reason stri
 
 // setMaintenance adds (enable) or removes the maintenance check c.
 func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool, reason string) error {
+	// The node needs no field: the agent's logger names it.
+	what, fields := "node", []any{}
+	if c.ServiceID != "" {
+		what, fields = "service", []any{"service", c.ServiceID}
+	}
 	if !enable {
 		s.mu.Lock()
 		_, on := s.checks[c.CheckID]
@@ -359,12 +371,16 @@ func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool
 		if !on {
 			return nil
 		}
-		return s.dropCheck(ctx, c.CheckID)
+		if err := s.dropCheck(ctx, c.CheckID); err != nil {
+			return err
+		}
+		s.logger.Info(what+" left maintenance mode", fields...)
+		return nil
 	}
 	if reason == "" {
 		reason = defaultMaintenanceReason
 	}
-	c.Node, c.Status, c.Notes, c.Type = s.cfg.NodeName, catalog.HealthMaintenance, reason, typeMaintenance
+	c.Node, c.Status, c.Notes, c.Type = s.cfg.NodeName, catalog.HealthCritical, reason, catalog.CheckTypeMaintenance
 	err := s.pushStates(ctx, c.ServiceID, []*catalog.Check{&c})
 	if refused(err) {
 		return fmt.Errorf("set maintenance: %w", err)
@@ -380,6 +396,7 @@ func (s *State) setMaintenance(ctx context.Context, c catalog.Check, enable bool
 		return fmt.Errorf("set maintenance: %w: %w", ErrNotSynced, err)
 	}
 	s.markPushed([]*catalog.Check{&c})
+	s.logger.Info(what+" entered maintenance mode", append(fields, "reason", reason)...)
 	return nil
 }
 

@@ -105,13 +105,13 @@ func TestMaintenanceMode(t *testing.T) {
 		t.Fatalf("enable service maintenance: %v", err)
 	}
 	c := cat.checks(t, nodeName)["_service_maintenance:web"]
-	if c == nil || c.Status != catalog.HealthMaintenance || c.Notes != "deploying" || c.ServiceID != "web" {
-		t.Fatalf("maintenance check: got %+v, want maintenance on web noting the reason", c)
+	if c == nil || c.Status != catalog.HealthCritical || c.Type != catalog.CheckTypeMaintenance || c.Notes != "deploying" || c.ServiceID != "web" {
+		t.Fatalf("maintenance check: got %+v, want critical of type maintenance on web noting the reason (Consul's)", c)
 	}
 	if err := st.SetNodeMaintenance(ctx, true, ""); err != nil {
 		t.Fatalf("enable node maintenance: %v", err)
 	}
-	if got := catalogStatus(t, cat, "_node_maintenance"); got != catalog.HealthMaintenance {
+	if got := catalogStatus(t, cat, "_node_maintenance"); got != catalog.HealthCritical {
 		t.Errorf("node maintenance check: got %q", got)
 	}
 	if err := st.SetServiceMaintenance(ctx, "nosuch", true, ""); !errors.Is(err, local.ErrUnknownService) {
@@ -122,7 +122,7 @@ func TestMaintenanceMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"_service_maintenance:web", "_node_maintenance"} {
-		if catalogStatus(t, cat, id) != catalog.HealthMaintenance {
+		if catalogStatus(t, cat, id) != catalog.HealthCritical {
 			t.Errorf("%s gone after a full sync", id)
 		}
 	}

@@ -18,24 +18,26 @@ type Caller interface {
 type RPCCatalog struct {
 	door  Caller
 	dc    string
-	token string
+	token func() string
 }
 
 var _ Catalog = RPCCatalog{}
 
 // NewRPCCatalog returns the catalog of datacenter dc through d, written
-// and read with token (acl.tokens.agent) when ctx carries no token of a
-// request or of a service.
-func NewRPCCatalog(d Caller, dc, token string) RPCCatalog {
+// and read with the token that token returns then (acl.tokens.agent,
+// which may change at runtime) when ctx carries no token of a request or
+// of a service.
+func NewRPCCatalog(d Caller, dc string, token func() string) RPCCatalog {
 	return RPCCatalog{door: d, dc: dc, token: token}
 }
 
 // withToken returns ctx carrying the agent's token unless it carries one.
 func (c RPCCatalog) withToken(ctx context.Context) context.Context {
-	if c.token == "" || acl.TokenFromContext(ctx) != "" {
+	tok := c.token()
+	if tok == "" || acl.TokenFromContext(ctx) != "" {
 		return ctx
 	}
-	return acl.ContextWithToken(ctx, c.token)
+	return acl.ContextWithToken(ctx, tok)
 }
 
 // stale is the options of every read: any server answers from its own

@@ -68,6 +68,9 @@ type State struct {
 	// wakes the pusher when a check's state changed.
 	retry chan struct{}
 	push  chan struct{}
+	// syncSoon wakes the anti-entropy loop for a full sync at once: the
+	// config file's services, stored without a push, reach the catalog.
+	syncSoon chan struct{}
 
 	// syncs and syncFailures count full syncs by outcome (SyncStats).
 	syncs, syncFailures atomic.Uint64
@@ -104,6 +107,7 @@ func New(cfg Config, cat Catalog, logger *slog.Logger) (*State, error) {
 		svcsChanged: make(chan struct{}),
 		retry:       make(chan struct{}, 1),
 		push:        make(chan struct{}, 1),
+		syncSoon:    make(chan struct{}, 1),
 	}
 	if cfg.DataDir != "" {
 		s.services.dir = filepath.Join(cfg.DataDir, "services")
@@ -245,7 +249,7 @@ func (s *State) addService(ctx context.Context, svc *catalog.Service, defs []*ch
 				return err
 			}
 		}
-		s.retrySoon()
+		s.wake(s.syncSoon)
 		return nil
 	}
 	if pushErr == nil {
@@ -262,6 +266,7 @@ func (s *State) addService(ctx context.Context, svc *catalog.Service, defs []*ch
 		s.retrySoon()
 		return fmt.Errorf("register service %q: %w: %w", svc.ID, ErrNotSynced, pushErr)
 	}
+	s.logger.Info("service registered", "service", svc.ID, "name", svc.Service, "checks", len(defs))
 	return nil
 }
 
@@ -319,7 +324,7 @@ func (s *State) SetConfigServices(services []ConfigService) error {
 			return err
 		}
 	}
-	s.retrySoon()
+	s.wake(s.syncSoon)
 	return nil
 }
 
@@ -365,6 +370,7 @@ func (s *State) RemoveService(ctx context.Context, id string) error {
 		s.retrySoon()
 		return fmt.Errorf("deregister service %q: %w: %w", id, ErrNotSynced, err)
 	}
+	s.logger.Info("service deregistered", "service", id)
 	return nil
 }
 
@@ -456,9 +462,12 @@ func (s *State) withServiceToken(ctx context.Context, serviceID string) context.
 	return acl.ContextWithToken(ctx, tok)
 }
 
-func (s *State) retrySoon() {
+func (s *State) retrySoon() { s.wake(s.retry) }
+
+// wake signals ch (buffered 1) without blocking.
+func (s *State) wake(ch chan struct{}) {
 	select {
-	case s.retry <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

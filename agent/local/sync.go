@@ -235,6 +235,8 @@ func (s *State) Run(ctx context.Context) {
 		case <-s.retry:
 			t.Stop()
 			clock.Sleep(ctx, s.cfg.RetryInterval)
+		case <-s.syncSoon:
+			t.Stop()
 		case <-t.C:
 		}
 		if ctx.Err() != nil {

@@ -164,3 +164,19 @@ func (c *Cluster) Datacenters(ctx context.Context) ([]string, error) { return c.
 
 // Leave leaves the cluster gracefully and stops the agent.
 func (c *Cluster) Leave(ctx context.Context) error { return c.LeaveAgent(ctx) }
+
+// ForceLeave makes a failed member leave: in the LAN pool and, on a
+// server, as "<node>.<dc>" in the WAN pool (Consul's), or with wan in the
+// WAN pool only.
+func (c *Cluster) ForceLeave(ctx context.Context, node string, prune, wan bool) error {
+	if wan {
+		if c.Pools.wan == nil {
+			return errClientNotInWAN
+		}
+		return c.Pools.wan.ForceLeave(ctx, node, prune)
+	}
+	if err := c.Pools.lan.ForceLeave(ctx, node, prune); err != nil || c.Pools.wan == nil {
+		return err
+	}
+	return c.Pools.wan.ForceLeave(ctx, node+"."+c.Datacenter, prune)
+}

@@ -36,10 +36,10 @@ func coordinateInterval(min time.Duration, n int) time.Duration {
 type CoordinateSync struct {
 	// LAN is the pool whose coordinate is sent.
 	LAN *gossip.Pool
-	// Door reaches the servers; Token is what the coordinate is sent
-	// with (acl.tokens.agent; "" for none).
+	// Door reaches the servers; Token returns what the coordinate is
+	// sent with at each send (acl.tokens.agent; "" for none).
 	Door  door.Door
-	Token string
+	Token func() string
 	// Datacenter and Node are the agent's.
 	Datacenter, Node string
 	// SyncIntervalMin is the least time between two sends
@@ -90,8 +90,8 @@ func (s *CoordinateSync) send(ctx context.Context, c gossip.Coordinate) error {
 		Node:         s.Node,
 		Coord:        &catalog.Coordinate{Vec: c.Vec, Error: c.Error, Adjustment: c.Adjustment, Height: c.Height},
 	}
-	if s.Token != "" {
-		ctx = acl.ContextWithToken(ctx, s.Token)
+	if tok := s.Token(); tok != "" {
+		ctx = acl.ContextWithToken(ctx, tok)
 	}
 	return s.Door.RPC(ctx, rpc.MethodCoordinateUpdate, args, nil)
 }

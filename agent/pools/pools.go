@@ -59,6 +59,9 @@ type Config struct {
 	// Peers is where the pools are published for the server port's
 	// admission, as each starts.
 	Peers *Peers
+	// OnUserEvent receives the user events gossiped in the LAN pool
+	// (gossip.Config.OnUserEvent). nil: none.
+	OnUserEvent func(payload []byte)
 	// RouteWAN follows the WAN pool for the router of requests to other
 	// datacenters until ctx ends (a server's only).
 	RouteWAN func(ctx context.Context, wan *gossip.Pool)
@@ -118,6 +121,7 @@ func (p *Pools) startLAN(role gossip.Role, rpcAddr string, wanPort int) error {
 	gc.RPCAddr, gc.WANPort = rpcAddr, wanPort
 	gc.RetainDead = c.RetainDead
 	gc.DisableCoordinates = c.DisableCoordinates
+	gc.OnUserEvent = c.OnUserEvent
 	setTiming(&gc.Timing, c.LANTiming)
 	gc.EncryptKey = c.EncryptKey
 	gc.KeyringFile = p.keyringFile(gossip.LAN)

@@ -20,7 +20,7 @@ func aclCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "acl",
 		Usage:        "Bootstrap ACLs and manage ACL policies and tokens",
-		UsageText:    "cairn acl <bootstrap|policy|token> [options]",
+		UsageText:    "cairn acl <bootstrap|policy|token|set-agent-token> [options]",
 		OnUsageError: onUsageError("cairn acl"),
 		Action:       groupAction("cairn acl"),
 		Subcommands: []*cli.Command{
@@ -41,6 +41,7 @@ func aclCommand() *cli.Command {
 			},
 			aclPolicyCommand(),
 			aclTokenCommand(),
+			aclSetAgentTokenCommand(), // acl_agent_token.go
 		},
 	}
 }

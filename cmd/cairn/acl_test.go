@@ -496,3 +496,19 @@ func TestHTTPSFlags(t *testing.T) {
 	_, stderr, code = runCLI(t, "services", "list")
 	wantError(t, stderr, code, `Error: CAIRN_HTTP_SSL: want true or false, got "yes"`)
 }
+
+func TestACLSetAgentToken(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"PUT /v1/agent/token/agent_recovery": {}})
+	stdout, stderr, code := runCLI(t, "acl", "set-agent-token", "-http-addr", agent.URL, "agent_master", "s3cr3t")
+	if code != 0 || stderr != "" {
+		t.Fatalf("got exit code %d, stderr %q", code, stderr)
+	}
+	if want := "ACL token \"agent_recovery\" set successfully\n"; stdout != want {
+		t.Errorf("got stdout %q, want %q", stdout, want)
+	}
+	if got := agent.only(t, "PUT", "/v1/agent/token/agent_recovery"); string(got.Body) != `{"Token":"s3cr3t"}` {
+		t.Errorf("got body %s, want the token", got.Body)
+	}
+	_, stderr, code = runCLI(t, "acl", "set-agent-token", "-http-addr", agent.URL, "bogus", "x")
+	wantUsage(t, stderr, code, `KIND "bogus"`)
+}

@@ -108,3 +108,41 @@ func TestAutopilotState(t *testing.T) {
 	_, stderr, code = runCLI(t, "operator", "autopilot", "nothing")
 	wantUsage(t, stderr, code, `unknown command "cairn operator autopilot nothing"`)
 }
+
+// TestRaftRemovePeerAndTransferLeader: the two commands send Consul's
+// requests, and remove-peer wants exactly one of -id and -address.
+func TestRaftRemovePeerAndTransferLeader(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{
+		"DELETE /v1/operator/raft/peer":          {body: ""},
+		"POST /v1/operator/raft/transfer-leader": {body: `{"Success": true}`},
+	})
+	for _, tc := range []struct {
+		args          []string
+		method, query string
+		stdout        string
+	}{
+		{[]string{"remove-peer", "-id", "abc"}, "DELETE", "id=abc", "Removed peer with id abc\n"},
+		{[]string{"remove-peer", "-address", "10.0.0.9:8300"}, "DELETE", "address=10.0.0.9%3A8300", "Removed peer with address 10.0.0.9:8300\n"},
+		{[]string{"transfer-leader", "-id", "abc"}, "POST", "id=abc", "Success\n"},
+		{[]string{"transfer-leader"}, "POST", "", "Success\n"},
+	} {
+		agent.reset()
+		stdout, stderr, code := runCLI(t, append(append([]string{"operator", "raft"}, tc.args...), "-http-addr", agent.URL)...)
+		if code != 0 || stdout != tc.stdout {
+			t.Errorf("%v: got exit %d, stdout %q, stderr %q; want %q", tc.args, code, stdout, stderr, tc.stdout)
+			continue
+		}
+		seen := agent.requests()
+		if len(seen) != 1 || seen[0].Method != tc.method || seen[0].Query != tc.query {
+			t.Errorf("%v: agent saw %+v, want %s ?%s", tc.args, seen, tc.method, tc.query)
+		}
+	}
+	agent.reset()
+	for _, args := range [][]string{{"remove-peer"}, {"remove-peer", "-id", "a", "-address", "b:1"}} {
+		_, stderr, code := runCLI(t, append(append([]string{"operator", "raft"}, args...), "-http-addr", agent.URL)...)
+		wantUsage(t, stderr, code, "give one of -id and -address")
+	}
+	if n := len(agent.requests()); n != 0 {
+		t.Errorf("agent saw %d requests, want none", n)
+	}
+}

@@ -189,6 +189,41 @@ func leaveCommand() *cli.Command {
 	}
 }
 
+func forceLeaveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "force-leave",
+		Usage:     "Make a failed member leave the gossip pool",
+		UsageText: "cairn force-leave [-prune] [-wan] [-http-addr ADDRESS] NODE",
+		Description: "Marks the failed member NODE as left in every agent's view, so none tries\n" +
+			"to reconnect to it and the leader removes its node from the catalog\n" +
+			"(a server leaves the Raft configuration). An alive member is left alone:\n" +
+			"it is not failed. With -prune the member is forgotten at once rather than\n" +
+			"listed as left for a while; with -wan NODE is a WAN member (<node>.<dc>).\n" +
+			"Needs operator:write.",
+		OnUsageError: onUsageError("cairn force-leave"),
+		Flags: agentFlags(
+			&cli.BoolFlag{Name: "prune", Usage: "forget the member at once"},
+			&cli.BoolFlag{Name: "wan", Usage: "act on the WAN pool (the local agent must be a server)"},
+		),
+		Action: forceLeave,
+	}
+}
+
+func forceLeave(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usagef("want one NODE, got %d arguments (see \"cairn force-leave -h\")", c.NArg())
+	}
+	client, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	node := c.Args().First()
+	if err := client.Agent().ForceLeave(c.Context, node, api.ForceLeaveOptions{Prune: c.Bool("prune"), WAN: c.Bool("wan")}); err != nil {
+		return fmt.Errorf("force-leave %s: %w", node, err)
+	}
+	return nil
+}
+
 func leaveCluster(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q (see \"cairn leave -h\")", c.Args().First())

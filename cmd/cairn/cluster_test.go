@@ -308,3 +308,16 @@ func TestJoinWAN(t *testing.T) {
 		t.Errorf("got query %q, want wan=1", got.Query)
 	}
 }
+
+func TestForceLeave(t *testing.T) {
+	agent := newFakeAgent(t, map[string]answer{"PUT /v1/agent/force-leave/web-3": {}})
+	stdout, stderr, code := runCLI(t, "force-leave", "-prune", "-http-addr", agent.URL, "web-3")
+	if code != 0 || stderr != "" || stdout != "" {
+		t.Fatalf("got exit code %d, stdout %q, stderr %q; want 0 and no output", code, stdout, stderr)
+	}
+	if got := agent.only(t, "PUT", "/v1/agent/force-leave/web-3"); got.Query != "prune=1" {
+		t.Errorf("got query %q, want prune=1", got.Query)
+	}
+	_, stderr, code = runCLI(t, "force-leave", "-http-addr", agent.URL)
+	wantUsage(t, stderr, code, "want one NODE")
+}

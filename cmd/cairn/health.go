@@ -165,10 +165,11 @@ func checkCounts(checks api.HealthChecks) string {
 		if c == nil {
 			continue
 		}
-		if counts[c.Status] == 0 {
-			order = append(order, c.Status)
+		st := c.EffectiveStatus()
+		if counts[st] == 0 {
+			order = append(order, st)
 		}
-		counts[c.Status]++
+		counts[st]++
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(statusRank(b), statusRank(a)) })
 	parts := make([]string, 0, len(order))

@@ -137,7 +137,7 @@ func TestCommandsAgainstAgent(t *testing.T) {
 	if out := mustRun(t, "members"); !strings.Contains(out, "test") || !strings.Contains(out, "alive   server  dc1") {
 		t.Errorf("members: got %q", out)
 	}
-	if out := mustRun(t, "operator", "raft", "list-peers"); !strings.Contains(out, "test  test") || !strings.Contains(out, "leader  true") {
+	if out := mustRun(t, "operator", "raft", "list-peers"); !regexp.MustCompile(`test  [0-9a-f-]{36}  `).MatchString(out) || !strings.Contains(out, "leader  true") {
 		t.Errorf("list-peers: got %q", out)
 	}
 

@@ -103,6 +103,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rttCommand(), // rtt.go
 			joinCommand(),
 			leaveCommand(),
+			forceLeaveCommand(),
 			reloadCommand(),  // reload.go
 			monitorCommand(), // monitor.go
 			debugCommand(),   // debug.go

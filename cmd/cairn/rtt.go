@@ -104,7 +104,7 @@ func wanCoordinates(c *cli.Context, client *api.Client) (map[string]*api.Network
 	out := map[string]*api.NetworkCoordinate{}
 	for _, dc := range dcs {
 		for _, e := range dc.Coordinates {
-			out[strings.ToLower(e.Node)] = e.Coord
+			out[strings.ToLower(e.Node+"."+dc.Datacenter)] = e.Coord
 		}
 	}
 	return out, nil

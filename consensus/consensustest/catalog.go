@@ -70,7 +70,7 @@ func StartCatalogServer(t testing.TB, edit func(*rpc.ServerConfig)) string {
 	if err := cat.Publish(rs); err != nil {
 		t.Fatal(err)
 	}
-	status, err := consensus.NewStatus(srv, "dc1")
+	status, err := consensus.NewStatus(srv, "dc1", cat)
 	if err != nil {
 		t.Fatal(err)
 	}

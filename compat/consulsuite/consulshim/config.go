@@ -25,6 +25,7 @@ type testutilConfig struct {
 	RetryJoin  []string `json:"retry_join"`
 	DataDir    string   `json:"data_dir"`
 	Datacenter string   `json:"datacenter"`
+	PrimaryDC  string   `json:"primary_datacenter"`
 	LogLevel   string   `json:"log_level"`
 	Bind       string   `json:"bind_addr"`
 	Addresses  *struct {
@@ -71,7 +72,7 @@ type tokensConfig struct {
 // translates; the others it reports as ignored.
 var readKeys = map[string]bool{
 	"node_name": true, "node_id": true, "node_meta": true, "performance.raft_multiplier": true,
-	"bootstrap": true, "server": true, "retry_join": true, "data_dir": true, "datacenter": true,
+	"bootstrap": true, "server": true, "retry_join": true, "data_dir": true, "datacenter": true, "primary_datacenter": true,
 	"log_level": true, "bind_addr": true, "addresses.http": true,
 	"ports.dns": true, "ports.http": true, "ports.https": true, "ports.serf_lan": true,
 	"ports.serf_wan": true, "ports.server": true,
@@ -89,8 +90,12 @@ type plan struct {
 	// cairn is cairn's config file, as JSON.
 	cairn map[string]any
 	// frontAddr is the address testutil expects the HTTP API on ("" when
-	// HTTP is off or asked for on a unix socket, which cairn has not).
+	// HTTP is off); a unix socket's path with frontUnix.
 	frontAddr string
+	frontUnix bool
+	// cairnUnix is the path of the unix socket cairn's own HTTP API
+	// listens on behind a front on a unix socket; "" for TCP.
+	cairnUnix string
 	// fakeCARoots answers testutil's wait for Connect's CA (cairn has no
 	// Connect) the first time it is asked.
 	fakeCARoots bool
@@ -128,6 +133,9 @@ func translate(raw []byte, httpPort int) (*plan, error) {
 		// Consul's servers are the service "consul"; the suite looks them
 		// up by it.
 		"server_service_name": "consul",
+		// Consul's default: its gauges carry the host name
+		// (consul.<host>.runtime.alloc_bytes).
+		"telemetry": map[string]any{"disable_hostname": false},
 	}
 	setStr := func(key, v string) {
 		if v != "" {
@@ -204,8 +212,11 @@ func (p *plan) ports(tc *testutilConfig, c map[string]any, httpPort int) error {
 	case tc.Ports.HTTP < 0:
 		out["http"] = -1
 	case strings.HasPrefix(http, "unix://"):
-		// Not faked by the front: cairn serves no unix socket.
-		p.notes = append(p.notes, "addresses.http "+http+": cairn serves HTTP on TCP only; nothing listens there")
+		// cairn serves its API on a socket beside the one testutil
+		// dials, where the front listens.
+		p.frontAddr, p.frontUnix = strings.TrimPrefix(http, "unix://"), true
+		p.cairnUnix = p.frontAddr + ".cairn"
+		c["addresses"] = map[string]any{"http": "unix://" + p.cairnUnix}
 		out["http"] = httpPort
 	default:
 		host := "127.0.0.1"
@@ -239,7 +250,12 @@ func (p *plan) acl(tc *testutilConfig, c map[string]any) {
 	if !a.Enabled && a.Tokens == (tokensConfig{}) {
 		return
 	}
-	block := map[string]any{"enabled": a.Enabled}
+	// Consul shows tokens' secrets to acl:write holders; cairn does only
+	// with this knob (its default keeps hashes).
+	block := map[string]any{"enabled": a.Enabled, "tokens_secret_readable": true}
+	if tc.PrimaryDC != "" {
+		block["primary_datacenter"] = tc.PrimaryDC
+	}
 	if a.DefaultPolicy != "" {
 		block["default_policy"] = a.DefaultPolicy
 	} else {

@@ -29,24 +29,28 @@ type front struct {
 	proxy  *httputil.ReverseProxy
 }
 
-// newFront passes requests to cairn's HTTP API at target. exited is
-// closed when cairn exits: requests held for it then fail at once.
-func newFront(target string, p *plan, exited <-chan struct{}, logger *slog.Logger) *front {
+// newFront passes requests to cairn's HTTP API at target on network
+// ("tcp", or "unix" with target a socket's path). exited is closed when
+// cairn exits: requests held for it then fail at once.
+func newFront(network, target string, p *plan, exited <-chan struct{}, logger *slog.Logger) *front {
 	f := &front{tokens: p.tokens}
 	f.fakeCA.Store(p.fakeCARoots)
 	u := &url.URL{Scheme: "http", Host: target}
+	if network == "unix" {
+		u.Host = "localhost"
+	}
 	// A connection is retried until cairn listens, so that testutil's
 	// first requests wait for the agent instead of failing.
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		deadline := time.Now().Add(holdLimit)
 		for {
-			c, err := d.DialContext(ctx, network, addr)
+			c, err := d.DialContext(ctx, network, target)
 			if err == nil {
 				return c, nil
 			}
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("cairn's HTTP API at %s: %w", addr, err)
+				return nil, fmt.Errorf("cairn's HTTP API at %s: %w", target, err)
 			}
 			select {
 			case <-exited:

@@ -134,11 +134,15 @@ func runAgent(args []string, logger *slog.Logger) (int, error) {
 	exited := make(chan struct{})
 	var srv *http.Server
 	if p.frontAddr != "" {
-		ln, err := net.Listen("tcp", p.frontAddr)
+		network, target := "tcp", fmt.Sprintf("127.0.0.1:%d", httpPort)
+		if p.frontUnix {
+			network, target = "unix", p.cairnUnix
+		}
+		ln, err := net.Listen(network, p.frontAddr)
 		if err != nil {
 			return 1, fmt.Errorf("front: %w", err)
 		}
-		srv = &http.Server{Handler: newFront(fmt.Sprintf("127.0.0.1:%d", httpPort), p, exited, logger)}
+		srv = &http.Server{Handler: newFront(network, target, p, exited, logger)}
 		go func() { _ = srv.Serve(ln) }()
 	}
 

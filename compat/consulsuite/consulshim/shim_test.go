@@ -48,7 +48,11 @@ func TestTranslate(t *testing.T) {
 	if tokens["initial_management"] != uuid || tokens["agent"] != uuid {
 		t.Errorf("acl.tokens: got %v, want root's UUID %s for both", tokens, uuid)
 	}
-	for _, want := range []string{"ignored primary_datacenter", "ignored ports.grpc:", "ignored peering.enabled"} {
+	acl := c["acl"].(map[string]any)
+	if acl["primary_datacenter"] != "dc1" || acl["tokens_secret_readable"] != true {
+		t.Errorf("acl: got %v, want primary_datacenter dc1 and tokens_secret_readable (Consul shows secrets)", acl)
+	}
+	for _, want := range []string{"ignored ports.grpc:", "ignored peering.enabled"} {
 		if !strings.Contains(strings.Join(p.notes, "\n"), want) {
 			t.Errorf("notes %q: missing %q", p.notes, want)
 		}
@@ -61,8 +65,13 @@ func TestTranslateUnixSocketAndTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.frontAddr != "" {
-		t.Errorf("frontAddr: got %q, want none (cairn has no unix socket, and the front does not stand in for one)", p.frontAddr)
+	if p.frontAddr != "/tmp/x/consul.sock" || !p.frontUnix {
+		t.Errorf("front: got %q (unix %v), want the socket testutil dials", p.frontAddr, p.frontUnix)
+	}
+	// cairn serves its own socket, behind the front (which fakes the CA
+	// roots testutil waits for).
+	if got := p.cairn["addresses"].(map[string]any)["http"]; got != "unix:///tmp/x/consul.sock.cairn" {
+		t.Errorf("cairn's addresses.http: got %v, want its own socket beside testutil's", got)
 	}
 	https := p.cairn["tls"].(map[string]any)["https"].(map[string]any)
 	if https["cert_file"] != "s.crt" || https["verify_incoming"] != true {
@@ -90,7 +99,7 @@ func TestFront(t *testing.T) {
 	}))
 	defer backend.Close()
 	p := &plan{tokens: map[string]string{"root": "0e5f1a2b-0000-4000-8000-000000000001"}, fakeCARoots: true}
-	f := newFront(strings.TrimPrefix(backend.URL, "http://"), p, make(chan struct{}), slog.New(slog.DiscardHandler))
+	f := newFront("tcp", strings.TrimPrefix(backend.URL, "http://"), p, make(chan struct{}), slog.New(slog.DiscardHandler))
 	front := httptest.NewServer(f)
 	defer front.Close()
 
@@ -141,7 +150,7 @@ func TestFrontCairnExited(t *testing.T) {
 	ln.Close() // nothing listens there now
 	exited := make(chan struct{})
 	close(exited)
-	front := httptest.NewServer(newFront(addr, &plan{}, exited, slog.New(slog.DiscardHandler)))
+	front := httptest.NewServer(newFront("tcp", addr, &plan{}, exited, slog.New(slog.DiscardHandler)))
 	defer front.Close()
 	resp, err := http.Get(front.URL + "/v1/status/leader")
 	if err != nil {
