@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,78 +45,52 @@ type Agent struct {
 	cfg       config.Config
 	advertise string
 	logger    *slog.Logger
-	// logs wraps the logger New was given: its lines also go to the
-	// live readers of GET /v1/agent/monitor.
-	logs *logstream.Hub
-	// metrics is the agent's registry: the libraries' series, the
-	// runtime's, and each part's Collectors, registered as it is built.
-	metrics *telemetry.Registry
+	logs      *logstream.Hub // the logger's lines, for GET /v1/agent/monitor
+	metrics   *telemetry.Registry
+	tls       *certs.Set
 
-	// door is how every consumer reaches the servers (agent/door): in
-	// process on a server, through rpcPool on a client.
 	door        door.Door
-	datacenters *dnssource.Datacenters // the datacenters the servers know
+	datacenters *dnssource.Datacenters
+	local       *local.State
+	http        *httpapi.Server
+	dns         *resolver.Server
+	dnsSrc      *dnssource.Source
+	synced      chan struct{} // closed once this node's first full sync succeeded
 
-	local  *local.State
-	http   *httpapi.Server
-	dns    *resolver.Server
-	dnsSrc *dnssource.Source // the DNS cache, which dns answers from
-	// synced is closed once this node's first full sync succeeded.
-	synced chan struct{}
-
-	// role is what a server does and a client does not (role.go).
-	role role
-	// Both roles: the rpc pool to the servers, the gossip pools (gossip
-	// the LAN pool, wan the WAN pool, a server's only) and peers, the
-	// pools as the server port's admission and the Catalog endpoint's
-	// node-name check read them, which exists before the pools start.
+	role    role
 	rpcPool *rpc.Pool
 	pools   *pools.Pools
-	gossip  *gossip.Pool
-	wan     *gossip.Pool
-	peers   *pools.Peers
-	events  *events.Buffer // the user events gossip brought
-	tokens  *tokens.Store  // the agent's own ACL tokens, changed at runtime too
-	// A server's parts (server.go): Raft, the server port, the
-	// endpoints, the leader duties and the router of requests for other
-	// datacenters.
+	gossip  *gossip.Pool // the LAN pool
+	wan     *gossip.Pool // a server's only
+	// peers exists before the pools start: the server port's admission
+	// and the Catalog endpoint's node-name check read it.
+	peers  *pools.Peers
+	events *events.Buffer // the user events gossip brought
+	tokens *tokens.Store  // the agent's own ACL tokens, changed at runtime too
+	// A server's parts (server.go).
 	server    *consensus.Server
 	rpcServer *rpc.Server
 	endpoints *consensus.Endpoints
 	leader    *consensus.Leader
 	router    *consensus.Router
-	// A client's (client.go): the servers its door sends calls to.
+	// A client's (client.go).
 	servers    *door.ServerList
 	clientDoor *door.Client
-	// Set only by tests, before Start: dialServer opens the rpc pool's
-	// connections to servers (rpc.PoolConfig.Dial); clockOffset
-	// (CAIRN_TEST_CLOCK_OFFSET, or set before Start) makes the agent act
-	// as if its wall clock were this far off in what its rpc pool and
-	// server tell peers (rpc's ClockOffset; clockoffset.go); nearRefresh
-	// is how often the DNS source sorts "near" entries again (0: its
-	// default).
+	// Set by tests before Start (export_test.go).
 	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
-	clockOffset time.Duration
+	clockOffset time.Duration // also config.ClockOffsetEnv
 	nearRefresh time.Duration
-	tls         *certs.Set
 
-	// left is closed when the agent has left the cluster through Leave;
-	// Run then shuts it down.
-	left      chan struct{}
+	left      chan struct{} // closed once the agent left through the API; Run then stops it
 	leaveOnce sync.Once
-	// leaveDo runs the graceful leave once (API or Shutdown); leaveErr is
-	// its result.
-	leaveDo  sync.Once
-	leaveErr error
-	// skipLeave makes Shutdown skip the graceful leave: set by Stop when
-	// the reason it stops for says so, and by tests (export_test.go) to
-	// stop as a killed process would, before Shutdown.
+	leaveDo   sync.Once // the graceful leave, once (API or Shutdown)
+	leaveErr  error
+	// skipLeave makes Shutdown skip the graceful leave: Stop sets it when
+	// the reason says so, tests to stop as a killed process would.
 	skipLeave bool
 
-	// reloading is how Reload re-reads the configuration; reloadMu
-	// guards it and serializes reloads (reload.go).
 	reloading Reloading
-	reloadMu  sync.Mutex
+	reloadMu  sync.Mutex // guards reloading and serializes reloads
 
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
@@ -168,11 +140,11 @@ wait:
 // New validates cfg and builds the agent's components without starting
 // anything that listens.
 func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
-	normalize(&cfg)
+	cfg.Normalize()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	adv, err := advertiseAddr(cfg)
+	adv, err := cfg.Advertise()
 	if err != nil {
 		return nil, err
 	}
@@ -195,12 +167,12 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	} else {
 		a.role = clientRole{a}
 	}
-	if a.clockOffset, err = testClockOffset(os.LookupEnv); err != nil { // clockoffset.go
+	if a.clockOffset, err = config.ClockOffsetFromEnv(os.LookupEnv); err != nil {
 		return nil, err
 	}
 	if a.clockOffset != 0 {
 		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
-			"offset", a.clockOffset, "env", clockOffsetEnv)
+			"offset", a.clockOffset, "env", config.ClockOffsetEnv)
 	}
 	if a.tls, err = certs.New(cfg.TLS, cfg.Datacenter, cfg.Domain, cfg.Ports.DNSTLS >= 0); err != nil {
 		return nil, err
@@ -219,62 +191,6 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-// normalize completes cfg as the agent runs it, before validation.
-func normalize(cfg *config.Config) {
-	if cfg.Dev {
-		// A dev agent is a server of a datacenter of one, like any
-		// other; only its timers are short and its Raft is in memory.
-		cfg.Server, cfg.BootstrapExpect = true, 1
-	}
-	// DNS names are compared lowercase; the datacenter and domain are kept
-	// that way everywhere so a "DC1" in the config matches dc1 in a name.
-	cfg.Datacenter, cfg.Domain = strings.ToLower(cfg.Datacenter), strings.ToLower(cfg.Domain)
-	cfg.AltDomain = strings.ToLower(cfg.AltDomain)
-	cfg.NodeID = strings.ToLower(cfg.NodeID)
-}
-
-// nodeTaggedAddresses are the node's addresses by network, as Consul's
-// agents register them: "lan" is the advertised address, "wan" the WAN one
-// (the same when none is set), each also under "lan_ipv4"/"lan_ipv6" and
-// "wan_ipv4"/"wan_ipv6" by its family.
-func nodeTaggedAddresses(lan, wan string) map[string]string {
-	if wan == "" {
-		wan = lan
-	}
-	out := map[string]string{"lan": lan, "wan": wan}
-	for name, addr := range map[string]string{"lan": lan, "wan": wan} {
-		if ip, err := netip.ParseAddr(addr); err == nil {
-			if ip.Unmap().Is4() {
-				out[name+"_ipv4"] = addr
-			} else {
-				out[name+"_ipv6"] = addr
-			}
-		}
-	}
-	return out
-}
-
-// advertiseAddr picks the address this node is known by.
-func advertiseAddr(cfg config.Config) (string, error) {
-	if cfg.AdvertiseAddr != "" {
-		return cfg.AdvertiseAddr, nil
-	}
-	bind, _ := netip.ParseAddr(cfg.BindAddr)
-	if !bind.IsUnspecified() {
-		return bind.String(), nil
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", fmt.Errorf("find an address to advertise: %w", err)
-	}
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && p.Addr().IsPrivate() {
-			return p.Addr().String(), nil
-		}
-	}
-	return "", &config.FieldError{Field: "advertise_addr", Reason: "bind_addr is unspecified and no private IPv4 address was found; set -advertise"}
 }
 
 // Start brings the agent up: a server's Raft, endpoints and gossip, or a
@@ -358,7 +274,7 @@ func (a *Agent) startLocal(loopCtx context.Context) error {
 	lc := local.DefaultConfig()
 	lc.NodeName, lc.NodeID, lc.Address, lc.Datacenter = a.cfg.NodeName, a.cfg.NodeID, a.advertise, a.cfg.Datacenter
 	lc.NodeMeta = a.cfg.NodeMeta
-	lc.TaggedAddresses = nodeTaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
+	lc.TaggedAddresses = local.TaggedAddresses(a.advertise, a.cfg.AdvertiseAddrWAN)
 	lc.ServerChecks = []string{consensus.GossipCheckID, consensus.StorageCheckID}
 	lc.ServerServices = []string{consensus.ServerServiceID}
 	lc.CheckUpdateInterval = a.cfg.CheckUpdateInterval
@@ -419,15 +335,16 @@ func (a *Agent) startHTTP() error {
 			Pools: a.pools, Door: a.door, Datacenter: a.cfg.Datacenter, ClockSkew: a.rpcPool.ClockSkew,
 			DatacenterList: a.datacenters.List, LeaveAgent: a.leaveAndStop, Logger: a.logger,
 		},
-		CachedInstances: a.cachedInstances, AskDNS: a.askDNS, // http.go
-		ServeDNSWire: a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
-		Metrics:      a.metrics,
-		MetricName:   a.metrics.JSONName,
-		Logs:         a.logs.Subscribe, // GET /v1/agent/monitor
-		Stats:        a.selfStats,      // self.go
-		Reload:       a.Reload,         // reload.go
-		Events:       a.events,
-		Tokens:       a.tokens,
+		CachedInstances: a.dnsSrc.CachedReads(a.door, a.tokens.DNSToken, func() string { return a.tokens.Get(tokens.Default) }),
+		AskDNS:          a.askDNS,
+		ServeDNSWire:    a.dns.ServeWire, // DNS over HTTPS, on the HTTPS listener
+		Metrics:         a.metrics,
+		MetricName:      a.metrics.JSONName,
+		Logs:            a.logs.Subscribe, // GET /v1/agent/monitor
+		Stats:           a.selfStats,      // self.go
+		Reload:          a.Reload,         // reload.go
+		Events:          a.events,
+		Tokens:          a.tokens,
 	}
 	if a.cfg.ACL.Enabled {
 		deps.Authorizer = httpapi.NewTokenCache(a.door, a.cfg.ACL.TokenTTL).Authorizer
@@ -441,6 +358,13 @@ func (a *Agent) startHTTP() error {
 	}
 	a.http = srv
 	return srv.Start()
+}
+
+// askDNS answers the web UI's DNS questions through the agent's own DNS
+// server.
+func (a *Agent) askDNS(name, qtype string) (httpapi.DNSReply, error) {
+	r, err := a.dns.Ask(name, qtype)
+	return httpapi.DNSReply{Rcode: r.Rcode, Answer: r.Answer, Extra: r.Extra}, err
 }
 
 func (a *Agent) startDNS() error {

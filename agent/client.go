@@ -7,6 +7,7 @@ import (
 	"github.com/cairndns/cairn/agent/pools"
 	"github.com/cairndns/cairn/agent/tokens"
 	"github.com/cairndns/cairn/internal/buildinfo"
+	"github.com/cairndns/cairn/rpc"
 )
 
 // startClient starts a client agent: an rpc pool, LAN gossip as a client
@@ -62,4 +63,22 @@ func (a *Agent) doorConfig() door.Config {
 	c := door.DefaultConfig()
 	c.HoldTimeout = a.cfg.Performance.RPCHoldTimeout
 	return c
+}
+
+// newRPCPool makes the pool to the servers that a client's door, and a
+// server's leader duties and forwards, send through.
+func (a *Agent) newRPCPool() (*rpc.Pool, error) {
+	pc := rpc.DefaultPoolConfig()
+	pc.SourceAddr = pools.SourceAddr(a.cfg.BindAddr, a.advertise)
+	pc.Dial, pc.ClockOffset = a.dialServer, a.clockOffset
+	a.tls.SecurePool(&pc)
+	p, err := rpc.NewPool(pc, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.metrics.Register(p.Collectors()...); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
 }

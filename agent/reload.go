@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strings"
 
 	"github.com/cairndns/cairn/agent/config"
@@ -47,7 +46,7 @@ func (a *Agent) Reload() error {
 	if a.reloading.Load != nil {
 		cfg, err := a.reloading.Load()
 		if err == nil {
-			normalize(&cfg)
+			cfg.Normalize()
 			if cfg.NodeID == "" {
 				cfg.NodeID = a.cfg.NodeID // generated at start, kept in the data dir
 			}
@@ -60,7 +59,7 @@ func (a *Agent) Reload() error {
 			return reloadError(err) // not reached: Validate checked it
 		}
 		services = cfg.Services
-		if fields := restartOnly(a.cfg, cfg); len(fields) > 0 {
+		if fields := config.RestartOnly(a.cfg, cfg); len(fields) > 0 {
 			a.logger.Warn("reload: these settings change only on restart; keeping the running values", "fields", strings.Join(fields, ", "))
 		}
 	}
@@ -101,26 +100,4 @@ func reloadError(err error) error {
 		return fmt.Errorf("reload: %w", &catalog.FieldError{Field: fe.Field, Reason: fe.Reason})
 	}
 	return fmt.Errorf("reload: %w", err)
-}
-
-// liveFields are the Config fields a reload applies
-// (the TLS certificates are re-read from the files the running
-// configuration names: a changed tls block needs a restart).
-var liveFields = map[string]bool{"LogLevel": true, "Services": true}
-
-// restartOnly names the fields of Config that differ between running and
-// loaded and that only a restart applies.
-func restartOnly(running, loaded config.Config) []string {
-	var out []string
-	rv, lv := reflect.ValueOf(running), reflect.ValueOf(loaded)
-	for i := range rv.NumField() {
-		name := rv.Type().Field(i).Name
-		if liveFields[name] {
-			continue
-		}
-		if !reflect.DeepEqual(rv.Field(i).Interface(), lv.Field(i).Interface()) {
-			out = append(out, name)
-		}
-	}
-	return out
 }

@@ -10,29 +10,19 @@ import (
 	"github.com/cairndns/cairn/internal/clock"
 )
 
-// role is what a server agent does and a client agent does not, decided
-// once: New sets a serverRole or a clientRole, and the lifecycle calls
-// it where the two differ instead of asking which it is.
+// role is what a server does and a client does not, set once by New so
+// the lifecycle never asks which it is.
 type role interface {
-	// start starts the role's parts (server.go, client.go); the loops
-	// it starts run until loopCtx ends.
-	start(loopCtx context.Context) error
-	// leaveRaft takes this agent out of the Raft configuration, after
-	// its gossip leave.
-	leaveRaft(ctx context.Context) error
-	// leaderKnown returns the attributes of the "leader known" milestone
-	// once it is reached (milestones.go); synced is whether this node's
-	// first sync succeeded.
+	start(loopCtx context.Context) error // server.go, client.go
+	leaveRaft(ctx context.Context) error // after the gossip leave
+	// leaderKnown returns the "leader known" milestone's attributes once
+	// it is reached.
 	leaderKnown(synced bool) ([]any, bool)
-	// closeWaits ends the endpoints' blocking waits, first in shutdown;
-	// stopRPC stops the server port, after gossip; stopRaft stops Raft,
-	// last.
+	// In shutdown: closeWaits first, stopRPC after gossip, stopRaft last.
 	closeWaits()
 	stopRPC(ctx context.Context) error
 	stopRaft() error
-	// addStats adds the role's parts of /v1/agent/self's Stats to out,
-	// which has the "consul" section already (self.go).
-	addStats(out map[string]map[string]string)
+	addStats(out map[string]map[string]string) // to the consul section and beyond (self.go)
 }
 
 var (

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cairndns/cairn/acl"
 	"github.com/cairndns/cairn/agent/door"
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
@@ -307,10 +308,10 @@ func (s *Source) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ time
 	return &reply.Result, 0, nil
 }
 
-// CachedInstances answers ?cached HTTP reads from the same entries DNS
+// cachedInstances answers ?cached HTTP reads from the same entries DNS
 // uses: every instance of the entry (both health halves), sorted by node
 // then service ID as the catalog sorts them.
-func (s *Source) CachedInstances(ctx context.Context, service, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+func (s *Source) cachedInstances(ctx context.Context, service, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
 	e, info, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: s.dc, Name: service, Tag: tag})
 	if err != nil {
 		return 0, nil, false, 0, err
@@ -327,4 +328,25 @@ func (s *Source) CachedInstances(ctx context.Context, service, tag string) (uint
 // agent's registry.
 func (s *Source) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{cache.NewCollector(s.Stats)}
+}
+
+// CachedReads answers the HTTP API's ?cached service reads
+// (httpapi.Deps.CachedInstances). The cache holds what dnsToken may read,
+// so a read made with another token (defaultToken() when it carries none)
+// is answered by the servers through d instead, as a stale read, and
+// reported a miss.
+func (s *Source) CachedReads(d door.Door, dnsToken, defaultToken func() string) func(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+	return func(ctx context.Context, name, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
+		tok := acl.TokenFromContext(ctx)
+		if tok == "" {
+			tok = defaultToken()
+		}
+		if tok != dnsToken() {
+			var reply rpc.ServiceInstancesResponse
+			args := &rpc.ServiceInstancesRequest{QueryOptions: rpc.QueryOptions{AllowStale: true}, Service: name, Tag: tag}
+			err := d.RPC(ctx, rpc.MethodCatalogServiceInstances, args, &reply)
+			return reply.Index, reply.Instances, false, 0, err
+		}
+		return s.cachedInstances(ctx, name, tag)
+	}
 }

@@ -1,25 +1,23 @@
-package agent
+package config
 
 import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/cairndns/cairn/agent/config"
 )
 
 // TestRestartOnlyGossipTiming: a changed gossip_lan or gossip_wan is
 // reported as a setting that changes only on restart.
 func TestRestartOnlyGossipTiming(t *testing.T) {
 	t.Parallel()
-	running := config.Default()
+	running := Default()
 	loaded := running
 	loaded.GossipLAN.ProbeInterval = 2 * time.Second
 	loaded.GossipWAN.GossipNodes = 6
-	if got, want := restartOnly(running, loaded), []string{"GossipLAN", "GossipWAN"}; !slices.Equal(got, want) {
+	if got, want := RestartOnly(running, loaded), []string{"GossipLAN", "GossipWAN"}; !slices.Equal(got, want) {
 		t.Errorf("restartOnly: got %q, want %q", got, want)
 	}
-	if got := restartOnly(running, running); len(got) != 0 {
+	if got := RestartOnly(running, running); len(got) != 0 {
 		t.Errorf("restartOnly of an unchanged config: got %q, want none", got)
 	}
 }
