@@ -428,8 +428,6 @@ func TestCatalogEndpointValidation(t *testing.T) {
 			Checks: []*catalog.Check{{CheckID: "c", Status: "sleepy"}}}), "Checks[0].Status", nil},
 		{"node of another datacenter", rpc.MethodCatalogRegister,
 			reg(catalog.RegisterRequest{Datacenter: "dc2", Node: "n1", Address: "10.0.0.1"}), "Datacenter", nil},
-		{"unknown node kept as is", rpc.MethodCatalogRegister,
-			reg(catalog.RegisterRequest{Node: "n1", SkipNodeUpdate: true}), "", catalog.ErrNotFound},
 		{"deregister without node", rpc.MethodCatalogDeregister, &rpc.DeregisterRequest{}, "Node", nil},
 		{"deregister bad service ID", rpc.MethodCatalogDeregister,
 			&rpc.DeregisterRequest{Deregistration: catalog.DeregisterRequest{Node: "n1", ServiceID: "a/b"}}, "ServiceID", nil},
