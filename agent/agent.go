@@ -320,6 +320,7 @@ func (a *Agent) startHTTP() error {
 	}
 	hc.KVMaxValueSize = a.cfg.Limits.KVMaxValueSize
 	hc.EnableDebug = a.cfg.EnableDebug
+	hc.ACLsEnabled, hc.PrimaryDatacenter = a.cfg.ACL.Enabled, a.cfg.ACL.PrimaryDatacenter
 	if a.cfg.Ports.HTTPS >= 0 {
 		hc.HTTPSAddr = net.JoinHostPort(a.cfg.ClientAddr, strconv.Itoa(a.cfg.Ports.HTTPS))
 		hc.TLS = a.tls.HTTPS.IncomingHTTPS()

@@ -35,8 +35,11 @@ func TestConsulClientAgentEndpoints(t *testing.T) {
 	if err := ag.Join(strings.TrimPrefix(addr, "tcp://"), false); err != nil {
 		t.Errorf("join itself: %v", err)
 	}
-	if _, ok := self["DebugConfig"]["EnableDebug"].(bool); !ok {
-		t.Errorf("DebugConfig.EnableDebug: got %v, want a bool", self["DebugConfig"]["EnableDebug"])
+	// `consul debug` refuses an agent without both keys.
+	for _, key := range []string{"EnableDebug", "ACLsEnabled"} {
+		if _, ok := self["DebugConfig"][key].(bool); !ok {
+			t.Errorf("DebugConfig.%s: got %v, want a bool", key, self["DebugConfig"][key])
+		}
 	}
 
 	for filter, want := range map[string]int{`Tags["dc"] == dc1`: 1, `Tags["dc"] == "not-Exist"`: 0} {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net"
 	"net/http"
 	"strconv"
@@ -17,8 +18,8 @@ type agentSelf struct {
 }
 
 // selfDebugConfig is the part of Consul's DebugConfig section that its
-// clients read: the DNS domain (the web UI), EnableDebug (`consul debug`
-// refuses an agent without the key) and the gossip addresses (Consul's
+// clients read: the DNS domain (the web UI), EnableDebug and ACLsEnabled
+// (`consul debug` refuses an agent without the keys) and the gossip addresses (Consul's
 // tests join an agent to itself through SerfAdvertiseAddrLAN), in
 // Consul's "tcp://ip:port" form; SerfAdvertiseAddrWAN only on a server.
 type selfDebugConfig struct {
@@ -28,6 +29,7 @@ type selfDebugConfig struct {
 	ServerMode           bool
 	DNSDomain            string
 	EnableDebug          bool
+	ACLsEnabled          bool
 	SerfAdvertiseAddrLAN string
 	SerfAdvertiseAddrWAN string `json:",omitempty"`
 }
@@ -46,12 +48,12 @@ type selfConfig struct {
 func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 	out := agentSelf{
 		Config: selfConfig{
-			Datacenter: s.cfg.Datacenter, PrimaryDatacenter: s.cfg.Datacenter,
+			Datacenter: s.cfg.Datacenter, PrimaryDatacenter: cmp.Or(s.cfg.PrimaryDatacenter, s.cfg.Datacenter),
 			NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID, Server: s.cfg.Server,
 			Version: s.cfg.Version,
 		},
 		DebugConfig: selfDebugConfig{Datacenter: s.cfg.Datacenter, NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID,
-			ServerMode: s.cfg.Server, DNSDomain: s.cfg.Domain, EnableDebug: s.cfg.EnableDebug},
+			ServerMode: s.cfg.Server, DNSDomain: s.cfg.Domain, EnableDebug: s.cfg.EnableDebug, ACLsEnabled: s.cfg.ACLsEnabled},
 	}
 	out.Stats = s.selfStats()
 	// The agent is a member of its own LAN pool.

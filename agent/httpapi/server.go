@@ -199,6 +199,11 @@ type Config struct {
 	// bytes; a larger one is a 413 (the servers refuse it too). Default
 	// catalog.DefaultKVMaxValueSize.
 	KVMaxValueSize int
+	// ACLsEnabled and PrimaryDatacenter (default Datacenter) are reported
+	// in GET /v1/agent/self, where `consul debug` reads the first.
+	// Default false and "".
+	ACLsEnabled       bool
+	PrimaryDatacenter string
 	// EnableDebug serves Go's runtime profiles under /debug/pprof/
 	// (debug_endpoint.go), as Consul's enable_debug; without it they are
 	// 404. Default false.
