@@ -19,7 +19,7 @@ import (
 // a server that joined a running cluster (added as a non-voter by
 // reconcileServers) a voter once it has been healthy for
 // ServerStabilizationTime, and reports the servers' health for the
-// Operator endpoint. Dead-server cleanup is reconcileServers' (leader.go),
+// Operator endpoint. Dead-server cleanup is reconcileServers' (leader_raft.go),
 // switched by CleanupDeadServers.
 
 // Autopilot's configuration is rpc.AutopilotConfig. The servers keep it in
