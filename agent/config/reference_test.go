@@ -82,7 +82,7 @@ func TestConfigReferenceIsComplete(t *testing.T) {
 	}
 	slices.Sort(unknown)
 	if len(missing) > 0 {
-		t.Errorf("config keys missing from docs/reference/configuration.md (add a table row \"| `key` | default | meaning |\" for each):\n  %s", strings.Join(missing, "\n  "))
+		t.Errorf("config keys missing from docs/reference/configuration.md (add a table row \"| `key` | flag | default | meaning |\" for each, in the table of its block):\n  %s", strings.Join(missing, "\n  "))
 	}
 	if len(unknown) > 0 {
 		t.Errorf("docs/reference/configuration.md names keys the config file does not take (remove or rename their rows):\n  %s", strings.Join(unknown, "\n  "))
