@@ -187,7 +187,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	}
 	// Made first, so that what raft and memberlist emit from their start
 	// on reaches it (go-metrics drops what comes before its sink).
-	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir)); err != nil {
+	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir), buildinfo.Collector()); err != nil {
 		return nil, err
 	}
 	return a, nil
