@@ -77,9 +77,10 @@ type Agent struct {
 	servers    *door.ServerList
 	clientDoor *door.Client
 	// Set by tests before Start (export_test.go).
-	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
-	clockOffset time.Duration // also config.ClockOffsetEnv
-	nearRefresh time.Duration
+	dialServer   func(ctx context.Context, addr string) (net.Conn, error)
+	clockOffset  time.Duration // also config.ClockOffsetEnv
+	testProtocol uint8         // config.ProtocolEnv: tests only
+	nearRefresh  time.Duration
 
 	left      chan struct{} // closed once the agent left through the API; Run then stops it
 	leaveOnce sync.Once
@@ -173,6 +174,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	if a.clockOffset != 0 {
 		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
 			"offset", a.clockOffset, "env", config.ClockOffsetEnv)
+	}
+	if a.testProtocol, err = config.ProtocolFromEnv(os.LookupEnv); err != nil {
+		return nil, err
+	}
+	if a.testProtocol != 0 {
+		a.logger.Warn("test-only protocol version in effect: this agent refuses, and is refused by, agents of other protocols; never in production",
+			"protocol", a.testProtocol, "env", config.ProtocolEnv)
 	}
 	if a.tls, err = certs.New(cfg.TLS, cfg.Datacenter, cfg.Domain, cfg.Ports.DNSTLS >= 0); err != nil {
 		return nil, err
