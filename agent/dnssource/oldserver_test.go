@@ -33,7 +33,9 @@ func (s *serverWithoutFeed) ServiceInstances(_ context.Context, args *rpc.Servic
 	return nil
 }
 
-func (*serverWithoutFeed) RPCNeeds() rpc.Needs { return rpc.Needs{"ServiceInstances": rpc.NeedPublic()} }
+func (*serverWithoutFeed) RPCNeeds() rpc.Needs {
+	return rpc.Needs{"ServiceInstances": rpc.NeedPublic()}
+}
 
 // TestOldServerWithoutFeedServFailsPastMaxStale: against a real rpc
 // server that answers reads but has no Catalog.Feed ("can't find
