@@ -20,7 +20,7 @@ var allowedCairn = map[string][]string{
 	"catalog":         {},
 	"zones":           {"catalog"},
 	"resolver":        {"zones", "catalog"},
-	"gossip":          {},
+	"gossip":          {"internal/buildinfo"},
 	"rpc":             {"catalog"},
 	"cache":           {"catalog", "rpc", "internal/clock"},
 	"acl":             {},
@@ -73,7 +73,7 @@ var thirdPartyHome = map[string][]string{
 	// define them and expose Collectors, which the agent registers (the
 	// DNS hot path keeps its own atomics, which resolver's collector reads
 	// at each scrape).
-	"github.com/prometheus/":          {"telemetry", "internal/diskfree", "agent", "agent/httpapi", "agent/local", "agent/dnssource", "rpc", "consensus", "resolver", "cache", "gossip"},
+	"github.com/prometheus/":          {"telemetry", "internal/diskfree", "internal/buildinfo", "agent", "agent/httpapi", "agent/local", "agent/dnssource", "rpc", "consensus", "resolver", "cache", "gossip"},
 	"github.com/hashicorp/go-metrics": {"telemetry", "gossip"},
 	// Consul's Go client is a test-only dependency: the compatibility
 	// tests speak to cairn through it, no production code may.

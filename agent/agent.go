@@ -77,9 +77,10 @@ type Agent struct {
 	servers    *door.ServerList
 	clientDoor *door.Client
 	// Set by tests before Start (export_test.go).
-	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
-	clockOffset time.Duration // also config.ClockOffsetEnv
-	nearRefresh time.Duration
+	dialServer   func(ctx context.Context, addr string) (net.Conn, error)
+	clockOffset  time.Duration // also config.ClockOffsetEnv
+	testProtocol uint8         // config.ProtocolEnv: tests only
+	nearRefresh  time.Duration
 
 	left      chan struct{} // closed once the agent left through the API; Run then stops it
 	leaveOnce sync.Once
@@ -174,6 +175,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
 			"offset", a.clockOffset, "env", config.ClockOffsetEnv)
 	}
+	if a.testProtocol, err = config.ProtocolFromEnv(os.LookupEnv); err != nil {
+		return nil, err
+	}
+	if a.testProtocol != 0 {
+		a.logger.Warn("test-only protocol version in effect: this agent refuses, and is refused by, agents of other protocols; never in production",
+			"protocol", a.testProtocol, "env", config.ProtocolEnv)
+	}
 	if a.tls, err = certs.New(cfg.TLS, cfg.Datacenter, cfg.Domain, cfg.Ports.DNSTLS >= 0); err != nil {
 		return nil, err
 	}
@@ -187,7 +195,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	}
 	// Made first, so that what raft and memberlist emit from their start
 	// on reaches it (go-metrics drops what comes before its sink).
-	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir)); err != nil {
+	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir), buildinfo.Collector()); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -112,7 +112,7 @@ type Member struct {
 	Name            string
 	Addr            string // gossip IP
 	Port            uint16 // gossip port
-	Status          string // "alive", "leaving", "left", "failed"
+	Status          string // "alive", "leaving", "left", "failed", "incompatible"
 	Role            string // "server" or "client"
 	Datacenter      string
 	RPCAddr         string // host:port of a server's RPC; "" for a client
@@ -122,6 +122,8 @@ type Member struct {
 	// and 0 when unknown.
 	ID, Build                string
 	ProtocolMin, ProtocolMax uint8
+	// Refused says why an "incompatible" peer was refused.
+	Refused string
 	// ClockSkew is how far a server's wall clock is ahead of this
 	// agent's (negative: behind), as this agent's rpc pool last measured
 	// it; ClockSkewKnown is false when it has not (a client, a server
