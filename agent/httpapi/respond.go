@@ -55,6 +55,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = unavailable(err, "the write may or may not have been applied: read before sending it again")
 	case errors.As(err, &fe):
 		he = badRequest(fe.Field, "%s", fe.Reason)
+	case errors.Is(err, ErrBadConfig):
+		he = &httpError{code: http.StatusBadRequest, body: errorBody{Error: oneLine(err.Error())}}
 	case errors.Is(err, local.ErrUnknownService), errors.Is(err, local.ErrUnknownCheck),
 		errors.Is(err, catalog.ErrNotFound):
 		he = notFound("%s", oneLine(err.Error()))
