@@ -17,8 +17,8 @@ import (
 // the TLS certificates only.
 type Reloading struct {
 	// Load builds the configuration afresh as the agent was started
-	// with it (the CLI reads its -config-file again and applies its flags
-	// over it). Nil: there is nothing to re-read.
+	// with it (the CLI reads its -config-file and -config-dir again and
+	// applies its flags over them). Nil: there is nothing to re-read.
 	Load func() (config.Config, error)
 	// Level is the level of the agent's logger, which a reload sets to
 	// the new log_level. Nil: log_level changes only on restart.
