@@ -24,7 +24,7 @@ func agentCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "agent",
 		Usage:     "Run a cairn agent",
-		UsageText: "cairn agent -dev\ncairn agent -data-dir /var/lib/cairn [-config-file cairn.hcl] [options]",
+		UsageText: "cairn agent -dev\ncairn agent -data-dir /var/lib/cairn [-config-file cairn.hcl] [-config-dir /etc/cairn.d] [options]",
 		Description: "Runs the agent of this machine: the DNS server, the HTTP API and, with\n" +
 			"-server, the catalog. It runs until interrupted (SIGINT or SIGTERM), then\n" +
 			"shuts down cleanly. A client leaves the cluster first; a server does not,\n" +
