@@ -122,3 +122,23 @@ func TestOpenNames(t *testing.T) {
 		t.Errorf("reopened: got %q, want both lines", got)
 	}
 }
+
+// TestRotateKeepNone: log_rotate_max_files -1 removes each rotated file.
+func TestRotateKeepNone(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Path, cfg.RotateBytes, cfg.RotateMaxFiles = filepath.Join(t.TempDir(), "a.log"), 4, -1
+	f, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 3 {
+		write(t, f, "abc\n")
+	}
+	if rotated, err := f.Rotated(); err != nil || len(rotated) != 0 {
+		t.Errorf("got rotated files %q (%v), want none", rotated, err)
+	}
+	if got := readFile(t, f.Name()); got != "abc\n" {
+		t.Errorf("current file: got %q, want the last line", got)
+	}
+}
