@@ -31,7 +31,7 @@ var allowedCairn = map[string][]string{
 	"agent/checks":    {"catalog"},
 	"agent/local":     {"catalog", "rpc", "agent/checks", "acl", "internal/clock"},
 	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl", "internal/buildinfo", "internal/hostinfo", "agent/tokens"},
-	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry", "acl", "agent/checks"},
+	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry", "acl", "agent/checks", "internal/logfile"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/certs":     {"agent/config", "tlsutil", "rpc", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},

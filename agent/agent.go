@@ -91,7 +91,8 @@ type Agent struct {
 	skipLeave bool
 
 	reloading Reloading
-	reloadMu  sync.Mutex // guards reloading and serializes reloads
+	reloadMu  sync.Mutex     // guards reloading and running, and serializes reloads
+	running   *config.Config // cfg with what reloads applied; nil: cfg
 
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
@@ -123,8 +124,6 @@ wait:
 		case <-reload:
 			if err := a.Reload(); err != nil {
 				logger.Error("reload failed; keeping the configuration in use", "err", err)
-			} else {
-				logger.Info("reloaded the configuration")
 			}
 		}
 	}

@@ -107,6 +107,11 @@ type Cluster interface {
 // an agent that is in no WAN pool; the API answers 400 naming "wan".
 var ErrNotInWAN = errors.New("this agent is in no WAN pool: only servers are")
 
+// ErrBadConfig is wrapped by an error of Deps.Reload for a configuration
+// that does not load and has no key to name (a file that does not parse,
+// or is missing): a 400, as a bad key's *catalog.FieldError is.
+var ErrBadConfig = errors.New("the configuration does not load")
+
 // Member is one agent of a gossip pool as Cluster reports it.
 type Member struct {
 	Name            string
