@@ -23,6 +23,7 @@ RUN mkdir -p /rootfs/etc/cairn.d /rootfs/var/lib/cairn /rootfs/tmp \
  && chown 65532:65532 /rootfs/var/lib/cairn && chmod 0750 /rootfs/var/lib/cairn
 
 FROM scratch
+# COPY --from keeps the owners set above: /var/lib/cairn is the user's.
 COPY --from=build /rootfs/ /
 USER 65532:65532
 WORKDIR /var/lib/cairn
