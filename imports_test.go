@@ -38,7 +38,7 @@ var allowedCairn = map[string][]string{
 	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "agent/httpapi", "internal/clock"},
 	// The agent builds every part and hands each what it needs.
 	"agent": {"acl", "agent/certs", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/events", "agent/httpapi", "agent/local", "agent/tokens",
-		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
+		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit", "internal/sdnotify", "logstream", "resolver", "rpc",
 		"telemetry", "tlsutil", "zones"},
 	"api":       {},
 	"cmd/cairn": {"*"},

@@ -28,6 +28,7 @@ import (
 	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/cairndns/cairn/internal/diskfree"
 	"github.com/cairndns/cairn/internal/fdlimit"
+	"github.com/cairndns/cairn/internal/sdnotify"
 	"github.com/cairndns/cairn/logstream"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
@@ -114,6 +115,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, reload <-c
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
+	systemd := sdnotify.FromEnv(logger) // nil unless run by systemd as Type=notify
+	systemd.Notify(sdnotify.Ready)
 wait:
 	for {
 		select {
@@ -122,11 +125,14 @@ wait:
 		case <-a.left:
 			break wait
 		case <-reload:
+			systemd.Notify(sdnotify.Reloading)
 			if err := a.Reload(); err != nil {
 				logger.Error("reload failed; keeping the configuration in use", "err", err)
 			}
+			systemd.Notify(sdnotify.Ready)
 		}
 	}
+	systemd.Notify(sdnotify.Stopping)
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
