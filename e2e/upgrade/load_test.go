@@ -1,0 +1,304 @@
+package upgrade
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The load's shape. Every agent (servers too: an upgrade does not stop
+// the writes through them) runs one writer of each kind through its own
+// HTTP API for as long as the roll lasts.
+const (
+	// kvPrefix holds one key per write, written with PUT /v1/kv/<key>:
+	// load/<agent>/<seq>, its value unique.
+	kvPrefix = "load/"
+	// loadService's instances are registered with PUT
+	// /v1/agent/service/register (the agent stores them and pushes them
+	// to the servers, by anti-entropy after a restart), as
+	// load-<agent>-<seq>; once an agent holds loadWindow of them, each
+	// new one is followed by the deregistration of its oldest.
+	loadService = "load"
+	loadWindow  = 20
+
+	kvPause  = 80 * time.Millisecond  // between one KV writer's writes
+	regPause = 250 * time.Millisecond // between one registration writer's writes
+	// failPause is the pause after a failed write (an agent being
+	// restarted refuses every connection).
+	failPause = 300 * time.Millisecond
+	// writeTimeout outlasts the agents' rpc_hold_timeout (7s), after
+	// which an agent answers a write it could not place.
+	writeTimeout = 10 * time.Second
+)
+
+// load writes through every agent of a cluster and records each write an
+// agent acknowledged (a 200); a write that failed or whose fate is unknown
+// is counted and left out of the checks.
+type load struct {
+	c      *cluster
+	http   *http.Client
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	kv       map[string]string    // key → acknowledged value
+	live     map[string]string    // instance ID → agent, registered and not deregistered (acknowledged)
+	gone     map[string]string    // instance ID → agent, acknowledged deregistration
+	lastAck  map[string]time.Time // "<kind> <agent>" → the last acknowledged write's answer
+	acked    int
+	failed   int
+	failures map[string]int // the failures, by kind, agent and first line of the error
+}
+
+// startLoad starts the writers on every agent of c. Their addresses do
+// not change across the roll, so they keep writing through an agent as
+// soon as it is back.
+func startLoad(c *cluster) *load {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{c: c, http: &http.Client{Timeout: writeTimeout}, cancel: cancel,
+		kv: map[string]string{}, live: map[string]string{}, gone: map[string]string{},
+		lastAck: map[string]time.Time{}, failures: map[string]int{}}
+	for _, a := range c.all {
+		url := c.httpURL(a)
+		l.wg.Go(func() { l.writeKV(ctx, a.name, url) })
+		l.wg.Go(func() { l.register(ctx, a.name, url) })
+	}
+	c.t.Cleanup(l.stop)
+	return l
+}
+
+// stop ends the writers and waits for them.
+func (l *load) stop() {
+	l.cancel()
+	l.wg.Wait()
+}
+
+// writeKV is one agent's KV writer.
+func (l *load) writeKV(ctx context.Context, name, url string) {
+	for seq := 0; ctx.Err() == nil; seq++ {
+		key := fmt.Sprintf("%s%s/%d", kvPrefix, name, seq)
+		value := fmt.Sprintf("%s-%d-%d", name, seq, time.Now().UnixNano())
+		err := l.do(ctx, http.MethodPut, url+"/v1/kv/"+key, []byte(value), "true")
+		if !l.record("kv", name, err) {
+			pause(ctx, failPause)
+			continue
+		}
+		l.mu.Lock()
+		l.kv[key] = value
+		l.mu.Unlock()
+		pause(ctx, kvPause)
+	}
+}
+
+// register is one agent's registration writer.
+func (l *load) register(ctx context.Context, name, url string) {
+	var window []string // this agent's live instances, oldest first
+	for seq := 0; ctx.Err() == nil; seq++ {
+		id := fmt.Sprintf("%s-%s-%d", loadService, name, seq)
+		body, _ := json.Marshal(map[string]any{"ID": id, "Name": loadService, "Port": 1 + seq%60000,
+			"Meta": map[string]string{"agent": name}})
+		err := l.do(ctx, http.MethodPut, url+"/v1/agent/service/register", body, "")
+		if l.record("register", name, err) {
+			l.mu.Lock()
+			l.live[id] = name
+			l.mu.Unlock()
+			window = append(window, id)
+		}
+		if len(window) > loadWindow {
+			old := window[0]
+			err := l.do(ctx, http.MethodPut, url+"/v1/agent/service/deregister/"+old, nil, "")
+			l.mu.Lock()
+			delete(l.live, old) // known gone, or of unknown fate: not checked
+			l.mu.Unlock()
+			window = window[1:]
+			if l.record("deregister", name, err) {
+				l.mu.Lock()
+				l.gone[old] = name
+				l.mu.Unlock()
+			}
+		}
+		if err != nil {
+			pause(ctx, failPause)
+		} else {
+			pause(ctx, regPause)
+		}
+	}
+}
+
+// do sends one write and returns nil when it was acknowledged: a 200
+// whose body is want (when want is not "").
+func (l *load) do(ctx context.Context, method, url string, body []byte, want string) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := l.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%d %s", resp.StatusCode, bytes.TrimSpace(out))
+	}
+	if want != "" && strings.TrimSpace(string(out)) != want {
+		return fmt.Errorf("200 %q, want %q", bytes.TrimSpace(out), want)
+	}
+	return nil
+}
+
+// record counts one write's outcome and reports whether it was
+// acknowledged. A write cancelled by stop is not counted.
+func (l *load) record(kind, name string, err error) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.acked++
+		l.lastAck[kind+" "+name] = time.Now()
+		return true
+	}
+	if strings.Contains(err.Error(), context.Canceled.Error()) {
+		return false
+	}
+	l.failed++
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	// Connection refusals differ only by port; one count per agent.
+	if strings.Contains(msg, "connection refused") {
+		msg = "connection refused"
+	}
+	k := kind + " via " + name + ": " + msg
+	l.failures[k]++
+	return false
+}
+
+// ackedSince waits until every agent has had a write of each kind
+// acknowledged after since: the write path works through it, across the
+// version line, at this step.
+func (l *load) ackedSince(t *testing.T, since time.Time, limit time.Duration) {
+	t.Helper()
+	err := poll(limit, 100*time.Millisecond, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var late []string
+		for _, a := range l.c.all {
+			for _, kind := range []string{"kv", "register"} {
+				if !l.lastAck[kind+" "+a.name].After(since) {
+					late = append(late, kind+" via "+a.name)
+				}
+			}
+		}
+		if len(late) > 0 {
+			return fmt.Errorf("no write acknowledged since the step began: %s", strings.Join(late, ", "))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("writes did not resume through every agent within %v: %v\n%s", limit, err, l.summary())
+	}
+}
+
+// summary describes the writes so far: how many were acknowledged, and
+// the failures by agent and error.
+func (l *load) summary() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "writes: %d acknowledged, %d failed", l.acked, l.failed)
+	keys := make([]string, 0, len(l.failures))
+	for k := range l.failures {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %5d × %s", l.failures[k], k)
+	}
+	return b.String()
+}
+
+// verify checks, once the writers have stopped, that every acknowledged
+// write is in the catalog as read from via with ?consistent: each KV value,
+// each registered instance not deregistered since, and no deregistered one.
+// Registrations reach the catalog by anti-entropy after a restart, so it
+// waits up to limit for them.
+func (l *load) verify(t *testing.T, via *agent, limit time.Duration) {
+	t.Helper()
+	l.stop()
+	c := l.c
+	err := poll(limit, time.Second, func() error {
+		var entries []struct{ Key, Value string }
+		if err := c.get(via, "/v1/kv/"+kvPrefix+"?recurse&consistent", &entries); err != nil {
+			return err
+		}
+		got := make(map[string]string, len(entries))
+		for _, e := range entries {
+			v, err := base64.StdEncoding.DecodeString(e.Value)
+			if err != nil {
+				return fmt.Errorf("key %s: value %q: %w", e.Key, e.Value, err)
+			}
+			got[e.Key] = string(v)
+		}
+		var lost []string
+		for k, v := range l.kv {
+			if got[k] != v {
+				lost = append(lost, fmt.Sprintf("%s = %q (have %q)", k, v, got[k]))
+			}
+		}
+		if len(lost) > 0 {
+			slices.Sort(lost)
+			return fmt.Errorf("%d of %d acknowledged KV writes lost: %s", len(lost), len(l.kv), strings.Join(lost[:min(10, len(lost))], "; "))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("KV: %v", err)
+	}
+	err = poll(limit, time.Second, func() error {
+		var instances []struct{ ServiceID, Node string }
+		if err := c.get(via, "/v1/catalog/service/"+loadService+"?consistent", &instances); err != nil {
+			return err
+		}
+		got := make(map[string]string, len(instances))
+		for _, in := range instances {
+			got[in.ServiceID] = in.Node
+		}
+		var problems []string
+		for id, node := range l.live {
+			if got[id] != node {
+				problems = append(problems, fmt.Sprintf("%s on %s missing", id, node))
+			}
+		}
+		for id := range l.gone {
+			if node, ok := got[id]; ok {
+				problems = append(problems, fmt.Sprintf("%s on %s deregistered but present", id, node))
+			}
+		}
+		if len(problems) > 0 {
+			slices.Sort(problems)
+			return fmt.Errorf("%d problems (%d live, %d deregistered acknowledged): %s",
+				len(problems), len(l.live), len(l.gone), strings.Join(problems[:min(10, len(problems))], "; "))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("registrations: %v", err)
+	}
+	t.Logf("load: %d KV values, %d live and %d deregistered instances checked; %s", len(l.kv), len(l.live), len(l.gone), l.summary())
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
