@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -268,7 +267,7 @@ func (c *cluster) settle(limit time.Duration) time.Duration {
 	c.t.Helper()
 	begin := time.Now()
 	if err := poll(limit, 100*time.Millisecond, c.settled); err != nil {
-		c.t.Fatalf("cluster not settled after %v: %v", limit, err)
+		c.t.Fatalf("cluster not settled: %v", err)
 	}
 	return time.Since(begin)
 }
@@ -334,7 +333,7 @@ func (c *cluster) transferLeadership(to *agent) {
 }
 
 // poll calls cond every interval until it returns nil or limit passes,
-// and returns its last error then.
+// and returns its last error then, saying so.
 func poll(limit, interval time.Duration, cond func() error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -347,7 +346,7 @@ func poll(limit, interval time.Duration, cond func() error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
+			return fmt.Errorf("still after %v: %w", limit, err)
 		case <-tick.C:
 		}
 	}

@@ -20,6 +20,9 @@
 // user cache directory (~/.cache/cairn/releases/<commit>/cairn), so only
 // the first run pays for the build. TestPreviousReleaseIsNewest fails when
 // a newer release is tagged and the constants were not moved to it.
+// CAIRN_UPGRADE_TO=/path/to/cairn upgrades to a binary built elsewhere
+// instead of HEAD's (another branch's, or one made incompatible on
+// purpose to see the test fail).
 //
 // # What each order checks
 //

@@ -25,6 +25,11 @@ const (
 	// resumeLimit bounds how long after a restart writes through every
 	// agent may take to be acknowledged again.
 	resumeLimit = 30 * time.Second
+	// mixedHold is how long the cluster runs under load after each step
+	// before the changes are made again: what fails only after a while
+	// (a feed that breaks at its first reconnection, a periodic RPC the
+	// other side does not know) has that long to show.
+	mixedHold = 10 * time.Second
 	// verifyLimit bounds how long the acknowledged registrations may take
 	// to be in the catalog at the end (anti-entropy after a restart).
 	verifyLimit = 60 * time.Second
@@ -77,6 +82,7 @@ func roll(t *testing.T, old, head release, clientsFirst bool) {
 	l := startLoad(c)
 	p := &prober{c: c}
 	p.check(t, "all on "+old.name, c.clients[0], c.clients[1])
+	p.hold(t, "all on "+old.name, c.clients[0])
 
 	step := 0
 	upgrade := func(a *agent) {
@@ -90,8 +96,10 @@ func roll(t *testing.T, old, head release, clientsFirst bool) {
 		what := fmt.Sprintf("step %d: %s on %s (%s)", step, a.name, head.name, c.versions())
 		dnsTook := p.check(t, what, a, p.otherThan(a))
 		l.ackedSince(t, restarted, resumeLimit)
-		t.Logf("%s: settled %v after its restart, DNS current in %v; step took %v",
-			what, settled.Round(time.Millisecond), dnsTook.Round(time.Millisecond), time.Since(stepBegin).Round(time.Millisecond))
+		t.Logf("%s: settled %v after its restart, DNS current in %v, writes through every agent in %v",
+			what, settled.Round(time.Millisecond), dnsTook.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
+		p.hold(t, what, a)
+		t.Logf("%s: step took %v", what, time.Since(stepBegin).Round(time.Millisecond))
 	}
 	servers := func() {
 		t.Helper()
@@ -103,7 +111,9 @@ func roll(t *testing.T, old, head release, clientsFirst bool) {
 		first := rest[0]
 		upgrade(first) // an old leader, a new follower
 		c.transferLeadership(first)
-		p.check(t, fmt.Sprintf("step %d: leader %s moved to %s (%s)", step, leader.name, first.name, c.versions()), first, p.otherThan(first))
+		what := fmt.Sprintf("step %d: leader %s moved to %s (%s)", step, leader.name, first.name, c.versions())
+		p.check(t, what, first, p.otherThan(first))
+		p.hold(t, what, first)
 		for _, s := range c.servers {
 			if s != first {
 				upgrade(s) // a new leader, old followers
@@ -228,10 +238,47 @@ func (p *prober) check(t *testing.T, what string, via, other *agent) time.Durati
 	for i, err := range errs {
 		if err != nil {
 			cl := c.clients[i]
-			t.Errorf("%s: client %s (on %s)'s DNS is not current %v after the changes: %v", what, cl.name, cl.rel.name, dnsDeadline, err)
+			t.Errorf("%s: client %s (on %s)'s DNS is not current: %v", what, cl.name, cl.rel.name, err)
 		}
 	}
 	return took
+}
+
+// hold lets the cluster run for mixedHold while every client's DNS is
+// asked for watchedService every 100 ms, each answer holding the current
+// instance and nothing else, and then makes the changes of check again,
+// through via.
+func (p *prober) hold(t *testing.T, what string, via *agent) {
+	t.Helper()
+	c := p.c
+	want := []int{20000 + p.step}
+	var wg sync.WaitGroup
+	for _, client := range c.clients {
+		wg.Go(func() {
+			addr := c.dnsAddr(client)
+			n, bad := 0, 0
+			var first error
+			for end := time.Now().Add(mixedHold); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				n++
+				ports, err := srvPorts(addr, watchedService+".service."+domain)
+				if err == nil && !slices.Equal(ports, want) {
+					err = fmt.Errorf("%s answers ports %v, want %v", watchedService, ports, want)
+				}
+				if err != nil {
+					bad++
+					if first == nil {
+						first = fmt.Errorf("at %s: %w", time.Now().Format("15:04:05.000"), err)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%s: client %s (on %s) answered %d of %d questions wrong in the %v after; the first: %v",
+					what, client.name, client.rel.name, bad, n, mixedHold, first)
+			}
+		})
+	}
+	wg.Wait()
+	p.check(t, what+", "+mixedHold.String()+" later", via, p.otherThan(via))
 }
 
 // mustSend is cluster.send retried for a few seconds, failing the test
