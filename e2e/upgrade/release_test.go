@@ -79,25 +79,37 @@ func missing(t *testing.T, why string) {
 	t.Skipf("%s; set CAIRN_E2E=1 to fail instead", why)
 }
 
-// previousRelease resolves the previous release in the clone: the tag
-// when it is there (it must name the recorded commit), else the recorded
-// commit. A clone with neither (a shallow one) fails the test.
+// previousRelease resolves the previous release in the clone, failing
+// the test when it cannot.
 func previousRelease(t *testing.T, root string) (name, commit string) {
 	t.Helper()
-	ctx := t.Context()
-	if c, err := git(ctx, root, "rev-parse", "--verify", "--quiet", previousTag+"^{commit}"); err == nil {
-		if c != previousCommit {
-			t.Fatalf("tag %s names commit %s, but the test records %s as that release: move previousCommit in %s to the tag's commit",
-				previousTag, c, previousCommit, "e2e/upgrade/release_test.go")
+	name, err := resolveRelease(t.Context(), root, previousTag, previousCommit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != previousTag {
+		t.Logf("tag %s is not in this clone; building its commit %s", previousTag, previousCommit)
+	}
+	return name, previousCommit
+}
+
+// resolveRelease returns the name to build the release tag at commit by in
+// the clone at root: the tag when it is there (it must name commit), else
+// the commit. A clone with neither (a shallow one) is an error that says
+// so.
+func resolveRelease(ctx context.Context, root, tag, commit string) (string, error) {
+	if c, err := git(ctx, root, "rev-parse", "--verify", "--quiet", tag+"^{commit}"); err == nil {
+		if c != commit {
+			return "", fmt.Errorf("tag %s names commit %s, but the upgrade test records %s as that release: "+
+				"move previousCommit in e2e/upgrade/release_test.go to the tag's commit", tag, c, commit)
 		}
-		return previousTag, previousCommit
+		return tag, nil
 	}
-	if _, err := git(ctx, root, "cat-file", "-e", previousCommit+"^{commit}"); err != nil {
-		t.Fatalf("neither tag %s nor its commit %s is in this clone (a shallow clone?): the rolling-upgrade test builds the previous release from git; "+
-			"fetch the history (git fetch --unshallow --tags, or a CI checkout with fetch-depth 0): %v", previousTag, previousCommit, err)
+	if _, err := git(ctx, root, "cat-file", "-e", commit+"^{commit}"); err != nil {
+		return "", fmt.Errorf("neither tag %s nor its commit %s is in this clone (a shallow clone?): the upgrade test builds the previous release "+
+			"from git; fetch the history (git fetch --unshallow --tags, or a CI checkout with fetch-depth 0): %w", tag, commit, err)
 	}
-	t.Logf("tag %s is not in this clone; building its commit %s", previousTag, previousCommit)
-	return previousCommit, previousCommit
+	return commit, nil
 }
 
 // buildRelease returns the cairn binary of commit, built from git without
@@ -193,30 +205,107 @@ func revisionOf(bin string) (string, error) {
 // an older one. A clone without tags has nothing to say.
 func TestPreviousReleaseIsNewest(t *testing.T) {
 	root := requireGit(t)
-	ctx := t.Context()
+	tag, commit, err := newestRelease(t.Context(), root)
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case tag == "":
+		t.Logf("no v* tag but HEAD's in this clone; the upgrade test falls back to commit %s", previousCommit)
+	case tag != previousTag || commit != previousCommit:
+		t.Errorf("the newest release before HEAD is %s (%s), the upgrade test starts from %s (%s): "+
+			"move previousTag and previousCommit in e2e/upgrade/release_test.go", tag, commit, previousTag, previousCommit)
+	}
+}
+
+// newestRelease returns the newest v* tag (by version) of the clone at
+// root that does not name HEAD's commit, and its commit; "" when there is
+// none.
+func newestRelease(ctx context.Context, root string) (tag, commit string, err error) {
 	head, err := git(ctx, root, "rev-parse", "HEAD")
 	if err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	tags, err := git(ctx, root, "tag", "--list", "v*", "--sort=-v:refname")
 	if err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	for tag := range strings.FieldsSeq(tags) {
 		commit, err := git(ctx, root, "rev-parse", "--verify", tag+"^{commit}")
 		if err != nil {
+			return "", "", err
+		}
+		if commit != head {
+			return tag, commit, nil
+		}
+	}
+	return "", "", nil
+}
+
+// TestResolveRelease checks how the previous release is found in clones
+// with and without its tag and its commit, and which tag is the newest.
+func TestResolveRelease(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		missing(t, "git is not on PATH (apt-get install git)")
+	}
+	ctx := t.Context()
+	root := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := git(ctx, root, args...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if commit == head {
-			continue
-		}
-		if tag != previousTag || commit != previousCommit {
-			t.Errorf("the newest release before HEAD is %s (%s), the upgrade test starts from %s (%s): move previousTag and previousCommit in e2e/upgrade/release_test.go",
-				tag, commit, previousTag, previousCommit)
-		}
-		return
+		return out
 	}
-	if tags == "" {
-		t.Logf("no v* tags in this clone; the upgrade test falls back to commit %s", previousCommit)
+	commit := func() string {
+		t.Helper()
+		run("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "--allow-empty", "-m", "a commit")
+		return run("rev-parse", "HEAD")
+	}
+	run("init", "--quiet")
+	first, second := commit(), commit()
+	run("tag", "v1.0.0", first)
+	const absent = "0123456789abcdef0123456789abcdef01234567"
+	for _, tc := range []struct {
+		tag, commit string
+		want        string // the name, or a part of the error
+		wantErr     bool
+	}{
+		{"v1.0.0", first, "v1.0.0", false},
+		{"v1.0.0", second, "move previousCommit", true},
+		{"v2.0.0", second, second, false},
+		{"v2.0.0", absent, "a shallow clone?", true},
+	} {
+		got, err := resolveRelease(ctx, root, tc.tag, tc.commit)
+		switch {
+		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("resolveRelease(%s, %s): got %q, %v, want an error saying %q", tc.tag, tc.commit, got, err, tc.want)
+		case !tc.wantErr && (err != nil || got != tc.want):
+			t.Errorf("resolveRelease(%s, %s): got %q, %v, want %q", tc.tag, tc.commit, got, err, tc.want)
+		}
+	}
+
+	// The newest release is the newest version tagged, HEAD's own tag
+	// aside.
+	for _, step := range []struct {
+		tag, at     string // a tag to add first ("": none)
+		newCommit   bool   // then a new commit, HEAD
+		want, wantC string
+	}{
+		{"", "", false, "v1.0.0", first},
+		{"v1.10.0", second, false, "v1.0.0", first}, // HEAD's own
+		{"", "", true, "v1.10.0", second},
+		{"v1.9.0", first, false, "v1.10.0", second}, // 1.9 < 1.10 by version, not by text
+	} {
+		if step.tag != "" {
+			run("tag", step.tag, step.at)
+		}
+		if step.newCommit {
+			commit()
+		}
+		tag, c, err := newestRelease(ctx, root)
+		if err != nil || tag != step.want || c != step.wantC {
+			t.Errorf("after tag %q, new commit %v: newestRelease = %q, %q, %v, want %q, %q", step.tag, step.newCommit, tag, c, err, step.want, step.wantC)
+		}
 	}
 }
