@@ -51,14 +51,17 @@ type load struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	kv       map[string]string    // key → acknowledged value
-	live     map[string]string    // instance ID → agent, registered and not deregistered (acknowledged)
-	gone     map[string]string    // instance ID → agent, acknowledged deregistration
-	lastAck  map[string]time.Time // "<kind> <agent>" → the last acknowledged write's answer
+	kv       map[string]string // key → acknowledged value
+	live     map[string]string // instance ID → agent, registered and not deregistered (acknowledged)
+	gone     map[string]string // instance ID → agent, acknowledged deregistration
+	acks     map[string][]span // "<kind> <agent>" → the acknowledged writes
 	acked    int
 	failed   int
 	failures map[string]int // the failures, by kind, agent and first line of the error
 }
+
+// span is when a write was sent and when its answer came.
+type span struct{ start, end time.Time }
 
 // startLoad starts the writers on every agent of c. Their addresses do
 // not change across the roll, so they keep writing through an agent as
@@ -67,7 +70,7 @@ func startLoad(c *cluster) *load {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &load{c: c, http: &http.Client{Timeout: writeTimeout}, cancel: cancel,
 		kv: map[string]string{}, live: map[string]string{}, gone: map[string]string{},
-		lastAck: map[string]time.Time{}, failures: map[string]int{}}
+		acks: map[string][]span{}, failures: map[string]int{}}
 	for _, a := range c.all {
 		url := c.httpURL(a)
 		l.wg.Go(func() { l.writeKV(ctx, a.name, url) })
@@ -88,8 +91,9 @@ func (l *load) writeKV(ctx context.Context, name, url string) {
 	for seq := 0; ctx.Err() == nil; seq++ {
 		key := fmt.Sprintf("%s%s/%d", kvPrefix, name, seq)
 		value := fmt.Sprintf("%s-%d-%d", name, seq, time.Now().UnixNano())
+		start := time.Now()
 		err := l.do(ctx, http.MethodPut, url+"/v1/kv/"+key, []byte(value), "true")
-		if !l.record("kv", name, err) {
+		if !l.record("kv", name, start, err) {
 			pause(ctx, failPause)
 			continue
 		}
@@ -107,8 +111,9 @@ func (l *load) register(ctx context.Context, name, url string) {
 		id := fmt.Sprintf("%s-%s-%d", loadService, name, seq)
 		body, _ := json.Marshal(map[string]any{"ID": id, "Name": loadService, "Port": 1 + seq%60000,
 			"Meta": map[string]string{"agent": name}})
+		start := time.Now()
 		err := l.do(ctx, http.MethodPut, url+"/v1/agent/service/register", body, "")
-		if l.record("register", name, err) {
+		if l.record("register", name, start, err) {
 			l.mu.Lock()
 			l.live[id] = name
 			l.mu.Unlock()
@@ -116,12 +121,13 @@ func (l *load) register(ctx context.Context, name, url string) {
 		}
 		if len(window) > loadWindow {
 			old := window[0]
+			start := time.Now()
 			err := l.do(ctx, http.MethodPut, url+"/v1/agent/service/deregister/"+old, nil, "")
 			l.mu.Lock()
 			delete(l.live, old) // known gone, or of unknown fate: not checked
 			l.mu.Unlock()
 			window = window[1:]
-			if l.record("deregister", name, err) {
+			if l.record("deregister", name, start, err) {
 				l.mu.Lock()
 				l.gone[old] = name
 				l.mu.Unlock()
@@ -157,14 +163,15 @@ func (l *load) do(ctx context.Context, method, url string, body []byte, want str
 	return nil
 }
 
-// record counts one write's outcome and reports whether it was
-// acknowledged. A write cancelled by stop is not counted.
-func (l *load) record(kind, name string, err error) bool {
+// record counts the outcome of one write sent at start and reports
+// whether it was acknowledged. A write cancelled by stop is not counted.
+func (l *load) record(kind, name string, start time.Time, err error) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil {
 		l.acked++
-		l.lastAck[kind+" "+name] = time.Now()
+		k := kind + " " + name
+		l.acks[k] = append(l.acks[k], span{start, time.Now()})
 		return true
 	}
 	if strings.Contains(err.Error(), context.Canceled.Error()) {
@@ -183,17 +190,28 @@ func (l *load) record(kind, name string, err error) bool {
 
 // ackedSince waits until every agent has had a write of each kind
 // acknowledged after since: the write path works through it, across the
-// version line, at this step.
-func (l *load) ackedSince(t *testing.T, since time.Time, limit time.Duration) {
+// version line, at this step. It returns which was the last to resume,
+// when, and how long that write took.
+func (l *load) ackedSince(t *testing.T, since time.Time, limit time.Duration) string {
 	t.Helper()
+	var last string
 	err := poll(limit, 100*time.Millisecond, func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		var late []string
+		var lastAt time.Time
 		for _, a := range l.c.all {
 			for _, kind := range []string{"kv", "register"} {
-				if !l.lastAck[kind+" "+a.name].After(since) {
+				spans := l.acks[kind+" "+a.name]
+				i, _ := slices.BinarySearchFunc(spans, since, func(s span, at time.Time) int { return s.end.Compare(at) })
+				if i == len(spans) {
 					late = append(late, kind+" via "+a.name)
+					continue
+				}
+				if first := spans[i]; first.end.After(lastAt) {
+					lastAt = first.end
+					last = fmt.Sprintf("%s via %s after %v (a write of %v)", kind, a.name,
+						first.end.Sub(since).Round(time.Millisecond), first.end.Sub(first.start).Round(time.Millisecond))
 				}
 			}
 		}
@@ -205,6 +223,7 @@ func (l *load) ackedSince(t *testing.T, since time.Time, limit time.Duration) {
 	if err != nil {
 		t.Errorf("writes did not resume through every agent: %v\n%s", err, l.summary())
 	}
+	return last
 }
 
 // summary describes the writes so far: how many were acknowledged, and

@@ -95,9 +95,9 @@ func roll(t *testing.T, old, head release, clientsFirst bool) {
 		settled := c.settle(settleLimit)
 		what := fmt.Sprintf("step %d: %s on %s (%s)", step, a.name, head.name, c.versions())
 		dnsTook := p.check(t, what, a, p.otherThan(a))
-		l.ackedSince(t, restarted, resumeLimit)
-		t.Logf("%s: settled %v after its restart, DNS current in %v, writes through every agent in %v",
-			what, settled.Round(time.Millisecond), dnsTook.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
+		resumed := l.ackedSince(t, restarted, resumeLimit)
+		t.Logf("%s: settled %v after its restart, DNS current in %v, writes through every agent acknowledged again (the last: %s)",
+			what, settled.Round(time.Millisecond), dnsTook.Round(time.Millisecond), resumed)
 		p.hold(t, what, a)
 		t.Logf("%s: step took %v", what, time.Since(stepBegin).Round(time.Millisecond))
 	}
