@@ -4,43 +4,54 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/cairndns/cairn/e2e/e2etest"
 )
 
-// headBin is the binary the agents are upgraded to: HEAD's, which TestMain
-// builds (without -race, whatever the tests run with: the agents'
-// behaviour is what is tested), or the one CAIRN_UPGRADE_TO names.
-var headBin string
-
 // enabled says CAIRN_E2E=1: a machine that lacks what the test needs
 // (git, the previous release's commit) fails it instead of skipping it.
 var enabled = os.Getenv("CAIRN_E2E") == "1"
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+// headBuild builds HEAD's binary once, for the first test that needs it
+// (without -race, whatever the tests run with: the agents' behaviour is
+// what is tested); TestMain removes it.
+var headBuild struct {
+	once    sync.Once
+	bin     string
+	cleanup func()
+	err     error
+}
 
-func runTests(m *testing.M) int {
-	if bin := os.Getenv("CAIRN_UPGRADE_TO"); bin != "" {
-		// A binary built elsewhere: another branch's, or a deliberately
-		// incompatible one to see the test fail.
-		abs, err := filepath.Abs(bin)
-		if err == nil {
-			_, err = os.Stat(abs)
+// headBinary returns the binary the agents are upgraded to: HEAD's, or
+// the one CAIRN_UPGRADE_TO names (another branch's, or a deliberately
+// incompatible one to see the test fail).
+func headBinary(t *testing.T) string {
+	t.Helper()
+	headBuild.once.Do(func() {
+		if bin := os.Getenv("CAIRN_UPGRADE_TO"); bin != "" {
+			headBuild.bin, headBuild.err = filepath.Abs(bin)
+			if headBuild.err == nil {
+				_, headBuild.err = os.Stat(headBuild.bin)
+			}
+			if headBuild.err != nil {
+				headBuild.err = fmt.Errorf("CAIRN_UPGRADE_TO: %w", headBuild.err)
+			}
+			return
 		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "upgrade: CAIRN_UPGRADE_TO:", err)
-			return 1
-		}
-		headBin = abs
-		return m.Run()
+		headBuild.bin, headBuild.cleanup, headBuild.err = e2etest.BuildCairn("cairn-upgrade-")
+	})
+	if headBuild.err != nil {
+		t.Fatal(headBuild.err)
 	}
-	bin, cleanup, err := e2etest.BuildCairn("cairn-upgrade-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "upgrade:", err)
-		return 1
+	return headBuild.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if headBuild.cleanup != nil {
+		headBuild.cleanup()
 	}
-	defer cleanup()
-	headBin = bin
-	return m.Run()
+	os.Exit(code)
 }

@@ -57,6 +57,7 @@ func TestRollingUpgrade(t *testing.T) {
 	root := requireGit(t)
 	name, commit := previousRelease(t, root)
 	old := buildRelease(t, root, name, commit)
+	headBin := headBinary(t)
 	headRev, err := revisionOf(headBin)
 	if err != nil {
 		t.Fatal(err)
