@@ -48,8 +48,10 @@ const (
 // must have a leader and be whole, writes through every agent must be
 // acknowledged again, and every client's DNS must answer a new instance of
 // a name it has cached and drop a deregistered one, and answer a new name,
-// within dnsDeadline. At the end every acknowledged write must be there
-// and every agent must report HEAD's build.
+// within dnsDeadline. Once all run HEAD, every agent must report HEAD's
+// build. Servers first then rolls a follower and a client back to the
+// previous release on the data HEAD wrote, with the same checks. At the
+// end every acknowledged write must be there.
 func TestRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the previous release and rolls two clusters to HEAD: minutes")
@@ -65,18 +67,19 @@ func TestRollingUpgrade(t *testing.T) {
 	head := release{name: "HEAD", bin: headBin, revision: headRev}
 	t.Logf("upgrading from %s (revision %s) to HEAD (revision %s)", old.name, old.revision, head.revision)
 	for _, order := range []struct {
-		name         string
-		clientsFirst bool
-	}{{"servers-first", false}, {"clients-first", true}} {
+		name                   string
+		clientsFirst, rollback bool
+	}{{"servers-first", false, true}, {"clients-first", true, false}} {
 		t.Run(order.name, func(t *testing.T) {
 			t.Parallel()
-			roll(t, old, head, order.clientsFirst)
+			roll(t, old, head, order.clientsFirst, order.rollback)
 		})
 	}
 }
 
-// roll runs one order of the upgrade on a cluster of its own.
-func roll(t *testing.T, old, head release, clientsFirst bool) {
+// roll runs one order of the upgrade on a cluster of its own, and then
+// the rollback of a follower and a client when rollback is set.
+func roll(t *testing.T, old, head release, clientsFirst, rollback bool) {
 	begin := time.Now()
 	c := newCluster(t, old)
 	t.Logf("cluster on %s settled in %v", old.name, time.Since(begin).Round(time.Millisecond))
@@ -86,15 +89,15 @@ func roll(t *testing.T, old, head release, clientsFirst bool) {
 	p.hold(t, "all on "+old.name, c.clients[0])
 
 	step := 0
-	upgrade := func(a *agent) {
+	restart := func(a *agent, rel release) {
 		t.Helper()
 		step++
 		stepBegin := time.Now()
 		c.terminate(a)
-		c.start(a, head)
+		c.start(a, rel)
 		restarted := time.Now()
 		settled := c.settle(settleLimit)
-		what := fmt.Sprintf("step %d: %s on %s (%s)", step, a.name, head.name, c.versions())
+		what := fmt.Sprintf("step %d: %s on %s (%s)", step, a.name, rel.name, c.versions())
 		dnsTook := p.check(t, what, a, p.otherThan(a))
 		resumed := l.ackedSince(t, restarted, resumeLimit)
 		t.Logf("%s: settled %v after its restart, DNS current in %v, writes through every agent acknowledged again (the last: %s)",
@@ -110,21 +113,21 @@ func roll(t *testing.T, old, head release, clientsFirst bool) {
 		}
 		rest := slices.DeleteFunc(slices.Clone(c.servers), func(s *agent) bool { return s == leader })
 		first := rest[0]
-		upgrade(first) // an old leader, a new follower
+		restart(first, head) // an old leader, a new follower
 		c.transferLeadership(first)
 		what := fmt.Sprintf("step %d: leader %s moved to %s (%s)", step, leader.name, first.name, c.versions())
 		p.check(t, what, first, p.otherThan(first))
 		p.hold(t, what, first)
 		for _, s := range c.servers {
 			if s != first {
-				upgrade(s) // a new leader, old followers
+				restart(s, head) // a new leader, old followers
 			}
 		}
 	}
 	clients := func() {
 		t.Helper()
 		for _, a := range c.clients {
-			upgrade(a)
+			restart(a, head)
 		}
 	}
 	if clientsFirst {
@@ -135,10 +138,19 @@ func roll(t *testing.T, old, head release, clientsFirst bool) {
 		clients()
 	}
 
-	l.verify(t, c.servers[0], verifyLimit)
 	c.checkBuilds(t, old, head)
-	c.checkLogs(t)
 	t.Logf("rolled to %s in %v", head.name, time.Since(begin).Round(time.Second))
+	if rollback {
+		leader, err := c.leader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		follower := c.servers[slices.IndexFunc(c.servers, func(s *agent) bool { return s != leader })]
+		restart(follower, old)
+		restart(c.clients[1], old)
+	}
+	l.verify(t, c.servers[0], verifyLimit)
+	c.checkLogs(t)
 }
 
 // versions says which agents run which release now.
