@@ -45,6 +45,10 @@
 //     deregistered, and answers a name never asked before, registered
 //     through an agent on the other release;
 //   - a write through every agent, of each kind, is acknowledged again;
+//   - every server's own state (read from it with ?stale) holds every KV
+//     value acknowledged so far: a server that skips log entries its
+//     release cannot read (v0.1.0's FSM returns an error for an unknown
+//     command type, which Raft discards on a follower) diverges silently;
 //   - for the next 10 s under load, every client's DNS, asked every 100
 //     ms, answers the current "watched" instance and nothing else (a feed
 //     that breaks only after a while shows here), and then the changes
@@ -56,7 +60,7 @@
 // with GOFLAGS=-buildvcs=false). Servers first then rolls a follower and
 // a client back to the previous release, on the data dirs HEAD wrote, with
 // the same checks at each step. At the end every acknowledged KV value and
-// registration is in the catalog (read with ?consistent), no acknowledged
-// deregistration is undone, and no agent logged an RPC its peer does not
+// registration is in the catalog (read with ?consistent) and in every
+// server's own state, no acknowledged deregistration is undone, and no agent logged an RPC its peer does not
 // know ("can't find method"). The ERROR lines of every agent are printed.
 package upgrade

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -244,74 +245,102 @@ func (l *load) summary() string {
 	return b.String()
 }
 
-// verify checks, once the writers have stopped, that every acknowledged
-// write is in the catalog as read from via with ?consistent: each KV value,
-// each registered instance not deregistered since, and no deregistered one.
-// Registrations reach the catalog by anti-entropy after a restart, so it
-// waits up to limit for them.
-func (l *load) verify(t *testing.T, via *agent, limit time.Duration) {
+// verify stops the writers and checks that every acknowledged write is in
+// the catalog as read with ?consistent: each KV value, each registered
+// instance not deregistered since, and no deregistered one. Registrations
+// reach the catalog by anti-entropy after a restart, so it waits up to
+// limit for them. Then each server's own state (read from it with
+// ?stale) must come to hold them too: a server that skipped entries it
+// could not read (a command type its release does not know) would serve
+// reads and change feeds without them.
+func (l *load) verify(t *testing.T, limit time.Duration) {
 	t.Helper()
 	l.stop()
 	c := l.c
-	err := poll(limit, time.Second, func() error {
-		var entries []struct{ Key, Value string }
-		if err := c.get(via, "/v1/kv/"+kvPrefix+"?recurse&consistent", &entries); err != nil {
-			return err
-		}
-		got := make(map[string]string, len(entries))
-		for _, e := range entries {
-			v, err := base64.StdEncoding.DecodeString(e.Value)
-			if err != nil {
-				return fmt.Errorf("key %s: value %q: %w", e.Key, e.Value, err)
-			}
-			got[e.Key] = string(v)
-		}
-		var lost []string
-		for k, v := range l.kv {
-			if got[k] != v {
-				lost = append(lost, fmt.Sprintf("%s = %q (have %q)", k, v, got[k]))
-			}
-		}
-		if len(lost) > 0 {
-			slices.Sort(lost)
-			return fmt.Errorf("%d of %d acknowledged KV writes lost: %s", len(lost), len(l.kv), strings.Join(lost[:min(10, len(lost))], "; "))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Errorf("KV: %v", err)
+	if err := poll(limit, time.Second, func() error { return l.holds(c.servers[0], "consistent", l.kv, l.live, l.gone) }); err != nil {
+		t.Errorf("acknowledged writes lost: %v", err)
 	}
-	err = poll(limit, time.Second, func() error {
-		var instances []struct{ ServiceID, Node string }
-		if err := c.get(via, "/v1/catalog/service/"+loadService+"?consistent", &instances); err != nil {
-			return err
+	for _, s := range c.servers {
+		if err := poll(limit, time.Second, func() error { return l.holds(s, "stale", l.kv, l.live, l.gone) }); err != nil {
+			t.Errorf("server %s (on %s)'s own state lacks acknowledged writes: %v", s.name, s.rel.name, err)
 		}
-		got := make(map[string]string, len(instances))
-		for _, in := range instances {
-			got[in.ServiceID] = in.Node
-		}
-		var problems []string
-		for id, node := range l.live {
-			if got[id] != node {
-				problems = append(problems, fmt.Sprintf("%s on %s missing", id, node))
-			}
-		}
-		for id := range l.gone {
-			if node, ok := got[id]; ok {
-				problems = append(problems, fmt.Sprintf("%s on %s deregistered but present", id, node))
-			}
-		}
-		if len(problems) > 0 {
-			slices.Sort(problems)
-			return fmt.Errorf("%d problems (%d live, %d deregistered acknowledged): %s",
-				len(problems), len(l.live), len(l.gone), strings.Join(problems[:min(10, len(problems))], "; "))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Errorf("registrations: %v", err)
 	}
 	t.Logf("load: %d KV values, %d live and %d deregistered instances checked; %s", len(l.kv), len(l.live), len(l.gone), l.summary())
+}
+
+// serversHold checks, while the writers run, that every server's own
+// state (read from it with ?stale) comes to hold every KV value
+// acknowledged so far, within limit: a server that skips entries it
+// cannot read diverges from the others at once. (Registrations are left
+// to verify: a later deregistration may rightly remove one.)
+func (l *load) serversHold(t *testing.T, what string, limit time.Duration) {
+	t.Helper()
+	l.mu.Lock()
+	kv := maps.Clone(l.kv)
+	l.mu.Unlock()
+	for _, s := range l.c.servers {
+		if err := poll(limit, 500*time.Millisecond, func() error { return l.holds(s, "stale", kv, nil, nil) }); err != nil {
+			t.Errorf("%s: server %s (on %s)'s own state lacks acknowledged writes: %v", what, s.name, s.rel.name, err)
+		}
+	}
+}
+
+// holds reports whether the state read through a with the consistency
+// mode ("consistent", "stale") has the KV values kv, the instances live
+// (ID → node) and none of the instances gone.
+func (l *load) holds(a *agent, mode string, kv, live, gone map[string]string) error {
+	c := l.c
+	var entries []struct{ Key, Value string }
+	if err := c.get(a, "/v1/kv/"+kvPrefix+"?recurse&"+mode, &entries); err != nil {
+		return err
+	}
+	got := make(map[string]string, len(entries))
+	for _, e := range entries {
+		v, err := base64.StdEncoding.DecodeString(e.Value)
+		if err != nil {
+			return fmt.Errorf("key %s: value %q: %w", e.Key, e.Value, err)
+		}
+		got[e.Key] = string(v)
+	}
+	var problems []string
+	for k, v := range kv {
+		if got[k] != v {
+			problems = append(problems, fmt.Sprintf("KV %s = %q missing (have %q)", k, v, got[k]))
+		}
+	}
+	if len(problems) > 0 || live == nil && gone == nil {
+		return problemsErr(problems, kv, live, gone)
+	}
+	var instances []struct{ ServiceID, Node string }
+	if err := c.get(a, "/v1/catalog/service/"+loadService+"?"+mode, &instances); err != nil {
+		return err
+	}
+	registered := make(map[string]string, len(instances))
+	for _, in := range instances {
+		registered[in.ServiceID] = in.Node
+	}
+	for id, node := range live {
+		if registered[id] != node {
+			problems = append(problems, fmt.Sprintf("instance %s on %s missing", id, node))
+		}
+	}
+	for id := range gone {
+		if node, ok := registered[id]; ok {
+			problems = append(problems, fmt.Sprintf("instance %s on %s deregistered but present", id, node))
+		}
+	}
+	return problemsErr(problems, kv, live, gone)
+}
+
+// problemsErr sums up what holds found: nil for nothing, else the count
+// and the first few.
+func problemsErr(problems []string, kv, live, gone map[string]string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	slices.Sort(problems)
+	return fmt.Errorf("%d problems (of %d KV values, %d live and %d deregistered instances acknowledged): %s",
+		len(problems), len(kv), len(live), len(gone), strings.Join(problems[:min(10, len(problems))], "; "))
 }
 
 // pause waits d or until ctx ends.
