@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -262,7 +263,9 @@ func (p *prober) check(t *testing.T, what string, via, other *agent) time.Durati
 // hold lets the cluster run for mixedHold while every client's DNS is
 // asked for watchedService every 100 ms, each answer holding the current
 // instance and nothing else, and then makes the changes of check again,
-// through via.
+// through via. A question without an answer in time is forgiven, unless
+// more than a fifth go so: on a busy machine a UDP answer can be late,
+// where a wrong one never should be.
 func (p *prober) hold(t *testing.T, what string, via *agent) {
 	t.Helper()
 	c := p.c
@@ -271,24 +274,36 @@ func (p *prober) hold(t *testing.T, what string, via *agent) {
 	for _, client := range c.clients {
 		wg.Go(func() {
 			addr := c.dnsAddr(client)
-			n, bad := 0, 0
-			var first error
+			n, wrong, late := 0, 0, 0
+			var first, firstLate error
 			for end := time.Now().Add(mixedHold); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 				n++
 				ports, err := srvPorts(addr, watchedService+".service."+domain)
-				if err == nil && !slices.Equal(ports, want) {
+				var netErr net.Error
+				switch {
+				case errors.As(err, &netErr) && netErr.Timeout():
+					late++
+					if firstLate == nil {
+						firstLate = err
+					}
+					continue
+				case err == nil && !slices.Equal(ports, want):
 					err = fmt.Errorf("%s answers ports %v, want %v", watchedService, ports, want)
 				}
 				if err != nil {
-					bad++
+					wrong++
 					if first == nil {
 						first = fmt.Errorf("at %s: %w", time.Now().Format("15:04:05.000"), err)
 					}
 				}
 			}
-			if bad > 0 {
+			if wrong > 0 {
 				t.Errorf("%s: client %s (on %s) answered %d of %d questions wrong in the %v after; the first: %v",
-					what, client.name, client.rel.name, bad, n, mixedHold, first)
+					what, client.name, client.rel.name, wrong, n, mixedHold, first)
+			}
+			if late*5 > n {
+				t.Errorf("%s: client %s (on %s) left %d of %d questions unanswered in time in the %v after; the first: %v",
+					what, client.name, client.rel.name, late, n, mixedHold, firstLate)
 			}
 		})
 	}
