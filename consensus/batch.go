@@ -2,7 +2,9 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,6 +160,9 @@ type pendingWrite struct {
 	ctx  context.Context
 	data []byte // encodeCommand's, maybe a cmdOnce
 	id   string // request ID, "" for none
+	// deadline is ctx's, or Config.ApplyTimeout from when it came
+	// without one (Server.waitBound).
+	deadline time.Time
 	// state moves from queued to taken (by the batcher, which will answer
 	// on done) or to abandoned (by the writer, whose ctx ended first).
 	state atomic.Int32
@@ -190,7 +195,11 @@ type batcher struct {
 // not sent, and returns ctx's error; once taken it is waited for, as
 // Server.applyResponse waits.
 func (b *batcher) apply(ctx context.Context, data []byte, id string) (any, error) {
-	w := &pendingWrite{ctx: ctx, data: data, id: id, done: make(chan struct{})}
+	timeout, err := b.s.waitBound(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &pendingWrite{ctx: ctx, data: data, id: id, deadline: time.Now().Add(timeout), done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, w)
 	b.bytes += len(data)
@@ -262,38 +271,65 @@ func (b *batcher) run(batch []*pendingWrite) {
 // answers each.
 func (b *batcher) commit(batch []*pendingWrite) {
 	live := batch[:0:0]
-	timeout := time.Duration(-1)
 	for _, w := range batch {
-		if !w.state.CompareAndSwap(writeQueued, writeTaken) {
-			continue // abandoned: its writer has returned
+		if w.state.CompareAndSwap(writeQueued, writeTaken) {
+			live = append(live, w)
+		} // else abandoned: its writer has returned
+	}
+	for {
+		var bounds []time.Duration
+		live, bounds = b.inTime(live)
+		if len(live) == 0 {
+			return
 		}
-		d, err := b.s.waitBound(w.ctx)
+		if len(live) == 1 || !b.s.batchWrites.Load() {
+			// Each its own entry; raft still writes those it has at
+			// once together.
+			futures := make([]raft.ApplyFuture, len(live))
+			for i, w := range live {
+				futures[i] = b.s.raft.Apply(w.data, bounds[i])
+			}
+			for i, w := range live {
+				w.resp, w.err = entryResult(futures[i])
+				close(w.done)
+			}
+			return
+		}
+		if b.commitBatch(live, slices.Min(bounds)) {
+			return
+		}
+	}
+}
+
+// inTime answers, with the error of a write never started, the writes of
+// live whose callers have stopped waiting, and returns the others with
+// how long each may wait for Raft to take it.
+func (b *batcher) inTime(live []*pendingWrite) ([]*pendingWrite, []time.Duration) {
+	kept := live[:0]
+	bounds := make([]time.Duration, 0, len(live))
+	for _, w := range live {
+		err := w.ctx.Err()
+		d := time.Until(w.deadline)
+		if err == nil && d <= 0 {
+			err = context.DeadlineExceeded
+		}
 		if err != nil {
 			w.err = fmt.Errorf("raft apply: %w", err)
 			close(w.done)
 			continue
 		}
-		if timeout < 0 || d < timeout {
-			timeout = d
-		}
-		live = append(live, w)
+		kept = append(kept, w)
+		bounds = append(bounds, d)
 	}
-	if len(live) == 0 {
-		return
-	}
-	if len(live) == 1 || !b.s.batchWrites.Load() {
-		// Each its own entry; raft still writes those it has at once
-		// together.
-		futures := make([]raft.ApplyFuture, len(live))
-		for i, w := range live {
-			futures[i] = b.s.raft.Apply(w.data, timeout)
-		}
-		for i, w := range live {
-			w.resp, w.err = entryResult(futures[i])
-			close(w.done)
-		}
-		return
-	}
+	return kept, bounds
+}
+
+// commitBatch sends live as one batch entry, which Raft must take within
+// timeout (the batch's shortest wait: no write is started after its
+// caller stopped waiting), and answers each write, unless Raft did not
+// take it in time: then it answers none and returns false, for commit to
+// send again those with time left.
+func (b *batcher) commitBatch(live []*pendingWrite, timeout time.Duration) bool {
 	cmd := batchCommand{Cmds: make([][]byte, len(live))}
 	for i, w := range live {
 		cmd.Cmds[i] = w.data
@@ -301,11 +337,12 @@ func (b *batcher) commit(batch []*pendingWrite) {
 	data, err := encodeCommand(cmdBatch, &cmd)
 	var resp any
 	if err == nil {
+		resp, err = entryResult(b.s.raft.Apply(data, timeout))
+		if errors.Is(err, raft.ErrEnqueueTimeout) {
+			return false
+		}
 		b.batches.Add(1)
 		b.batched.Add(uint64(len(live)))
-		// The shortest wait of the batch bounds Raft taking it: no write
-		// is started after its caller stopped waiting.
-		resp, err = entryResult(b.s.raft.Apply(data, timeout))
 	}
 	all, _ := resp.(batchResponse)
 	for i, w := range live {
@@ -322,6 +359,7 @@ func (b *batcher) commit(batch []*pendingWrite) {
 		}
 		close(w.done)
 	}
+	return true
 }
 
 // allowBatches lets the batcher write batch entries only while every
