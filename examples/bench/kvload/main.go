@@ -1,7 +1,8 @@
 // Command kvload measures cairn's key/value store on a real multi-process
 // cluster on loopback and prints the figures: reads per second through a
 // client agent (default consistency and ?stale), writes per second through
-// Raft with each count of writers in -writers (with p50 and p99 latency),
+// Raft with each count of writers in -writers (with p50 and p99 latency
+// and the agents' CPU time per write),
 // how long one change takes to reach
 // 1,000 blocking watchers of its key, and a server's memory per 100,000
 // keys of 100 bytes.
@@ -44,6 +45,7 @@ type config struct {
 	keys     int
 	timeout  time.Duration
 	keep     bool
+	debug    bool
 }
 
 func main() {
@@ -58,6 +60,7 @@ func main() {
 	flag.IntVar(&cfg.keys, "keys", 100000, "keys of 100 bytes written for the memory figure (0 skips it)")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up on any one wait after this long")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (data and logs)")
+	flag.BoolVar(&cfg.debug, "enable-debug", false, "run the agents with -enable-debug, to profile them (/debug/pprof/ on their HTTP API) while it runs")
 	flag.Parse()
 	var err error
 	cfg.writers, err = counts(*writers)
@@ -79,6 +82,9 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	c := loopback.New(bin, work, cfg.net, 51, 3, 1, cfg.timeout)
+	if cfg.debug {
+		c.Args = append(c.Args, "-enable-debug")
+	}
 	c.IdleConnsPerHost(max(cfg.readers, slices.Max(cfg.writers), cfg.watchers) + 8)
 	defer func() { c.Finish(err, cfg.keep) }()
 
@@ -116,6 +122,7 @@ func run(ctx context.Context, cfg config) (err error) {
 			latMu sync.Mutex
 			lat   []time.Duration
 		)
+		cpuBefore := clusterCPU(c)
 		n, err := hammer(ctx, w, cfg.duration, func(ctx context.Context, worker, i int) error {
 			begin := time.Now()
 			err := put(ctx, c, c1, fmt.Sprintf("bench/w%d/%d", worker, i), value)
@@ -127,9 +134,10 @@ func run(ctx context.Context, cfg config) (err error) {
 		if err != nil {
 			return fmt.Errorf("writes with %d writers: %w", w, err)
 		}
+		cpu := clusterCPU(c) - cpuBefore
 		slices.Sort(lat)
-		fmt.Printf("writes, %2d writers:     %8.0f writes/s, p50 %.1f ms, p99 %.1f ms (PUT of distinct 100-byte keys on c1, each returns once committed)\n",
-			w, float64(n)/cfg.duration.Seconds(), loopback.Ms(lat, 0.5), loopback.Ms(lat, 0.99))
+		fmt.Printf("writes, %2d writers:     %8.0f writes/s, p50 %.1f ms, p99 %.1f ms, %.0f µs CPU per write (PUT of distinct 100-byte keys on c1, each returns once committed)\n",
+			w, float64(n)/cfg.duration.Seconds(), loopback.Ms(lat, 0.5), loopback.Ms(lat, 0.99), float64(cpu.Microseconds())/float64(max(n, 1)))
 	}
 	if cfg.phases["fanout"] {
 		if err := fanOut(ctx, c, c1, cfg.watchers); err != nil {
@@ -310,6 +318,19 @@ func memory(ctx context.Context, c *loopback.Cluster, c1 *loopback.Agent, cfg co
 }
 
 var errDone = fmt.Errorf("all keys written")
+
+// clusterCPU is the CPU time (user and system) every agent has used: per
+// write, a figure that a machine loaded by other work changes less than
+// the rate.
+func clusterCPU(c *loopback.Cluster) time.Duration {
+	var total time.Duration
+	for _, a := range c.Agents {
+		if cpu, _, _, err := loopback.Sample(a.PID()); err == nil {
+			total += cpu
+		}
+	}
+	return total
+}
 
 // counts parses a comma-separated list of positive counts.
 func counts(s string) ([]int, error) {
