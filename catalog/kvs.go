@@ -157,13 +157,9 @@ func kvWriteOp(op KVOp) bool {
 // the log, which must replay as it was applied), except that an Op that
 // is not a write is an error.
 func (s *Store) ApplyKV(idx uint64, at time.Time, req *KVRequest) (bool, error) {
-	if !kvWriteOp(req.Op) {
-		return false, errKVOp(req.Op)
-	}
-	return s.writeKV(idx, func(tx *memdb.Txn) error {
-		_, err := kvsWriteTxn(tx, idx, at, req)
-		return err
-	})
+	r := s.applyOne(idx, at, Write{KV: req})
+	done, _ := r.Value.(bool)
+	return done, r.Err
 }
 
 // KVSet writes e's key, value and flags at Raft index idx. Its

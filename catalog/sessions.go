@@ -163,14 +163,15 @@ func (s *Session) TTLDuration() time.Duration {
 // ApplySession applies a SessionRequest at Raft index idx, at time at
 // (the log entry's time stamp, from which lock-delays run).
 func (s *Store) ApplySession(idx uint64, at time.Time, req *SessionRequest) error {
+	return s.applyOne(idx, at, Write{Session: req}).Err
+}
+
+func sessionTxn(tx *memdb.Txn, idx uint64, at time.Time, req *SessionRequest) error {
 	switch req.Op {
 	case SessionCreate:
-		return s.SessionCreate(idx, &req.Session)
+		return sessionCreateTxn(tx, idx, &req.Session)
 	case SessionDestroy:
-		_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
-			return true, destroySession(tx, idx, at, req.Session.ID)
-		})
-		return err
+		return destroySession(tx, idx, at, req.Session.ID)
 	}
 	return fieldErr("Op", "must be create or destroy, got %q", req.Op)
 }
@@ -179,56 +180,57 @@ func (s *Store) ApplySession(idx uint64, at time.Time, req *SessionRequest) erro
 // exist and each of its checks must exist on the node and not be
 // critical; else a *FieldError names the field.
 func (s *Store) SessionCreate(idx uint64, sess *Session) error {
-	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		raw, err := tx.First(tableNodes, "id", sess.Node)
+	return s.ApplySession(idx, time.Time{}, &SessionRequest{Op: SessionCreate, Session: *sess})
+}
+
+func sessionCreateTxn(tx *memdb.Txn, idx uint64, sess *Session) error {
+	raw, err := tx.First(tableNodes, "id", sess.Node)
+	if err != nil {
+		return fmt.Errorf("look up node %q: %w", sess.Node, err)
+	}
+	if raw == nil {
+		return fieldErr("Node", "no node %q is registered", sess.Node)
+	}
+	checkOK := func(field, id string, service bool) error {
+		raw, err := tx.First(tableChecks, "id", sess.Node, id)
 		if err != nil {
-			return false, fmt.Errorf("look up node %q: %w", sess.Node, err)
+			return fmt.Errorf("look up check %q: %w", id, err)
 		}
-		if raw == nil {
-			return false, fieldErr("Node", "no node %q is registered", sess.Node)
+		row, _ := raw.(*checkRow)
+		switch {
+		case row == nil:
+			return fieldErr(field, "no check %q on node %q", id, sess.Node)
+		case service && row.ServiceID == "":
+			return fieldErr(field, "check %q is a node check, not a service check", id)
+		case row.Check.Status == HealthCritical:
+			return fieldErr(field, "check %q is critical", id)
 		}
-		checkOK := func(field, id string, service bool) error {
-			raw, err := tx.First(tableChecks, "id", sess.Node, id)
-			if err != nil {
-				return fmt.Errorf("look up check %q: %w", id, err)
-			}
-			row, _ := raw.(*checkRow)
-			switch {
-			case row == nil:
-				return fieldErr(field, "no check %q on node %q", id, sess.Node)
-			case service && row.ServiceID == "":
-				return fieldErr(field, "check %q is a node check, not a service check", id)
-			case row.Check.Status == HealthCritical:
-				return fieldErr(field, "check %q is critical", id)
-			}
-			return nil
+		return nil
+	}
+	for i, id := range sess.NodeChecks {
+		if err := checkOK(fmt.Sprintf("NodeChecks[%d]", i), id, false); err != nil {
+			return err
 		}
-		for i, id := range sess.NodeChecks {
-			if err := checkOK(fmt.Sprintf("NodeChecks[%d]", i), id, false); err != nil {
-				return false, err
-			}
+	}
+	for i, c := range sess.ServiceChecks {
+		if err := checkOK(fmt.Sprintf("ServiceChecks[%d].ID", i), c.ID, true); err != nil {
+			return err
 		}
-		for i, c := range sess.ServiceChecks {
-			if err := checkOK(fmt.Sprintf("ServiceChecks[%d].ID", i), c.ID, true); err != nil {
-				return false, err
-			}
+	}
+	if old, err := tx.First(tableSessions, "id", sess.ID); err != nil || old != nil {
+		if err == nil {
+			err = fieldErr("ID", "session %q exists", sess.ID)
 		}
-		if old, err := tx.First(tableSessions, "id", sess.ID); err != nil || old != nil {
-			if err == nil {
-				err = fieldErr("ID", "session %q exists", sess.ID)
-			}
-			return false, err
-		}
-		cp := *sess
-		cp.NodeChecks = slices.Clone(sess.NodeChecks)
-		cp.ServiceChecks = slices.Clone(sess.ServiceChecks)
-		cp.CreateIndex, cp.ModifyIndex = idx, idx
-		if err := tx.Insert(tableSessions, &cp); err != nil {
-			return false, fmt.Errorf("insert session %q: %w", sess.ID, err)
-		}
-		return true, bumpIndex(tx, tableSessions, idx)
-	})
-	return err
+		return err
+	}
+	cp := *sess
+	cp.NodeChecks = slices.Clone(sess.NodeChecks)
+	cp.ServiceChecks = slices.Clone(sess.ServiceChecks)
+	cp.CreateIndex, cp.ModifyIndex = idx, idx
+	if err := tx.Insert(tableSessions, &cp); err != nil {
+		return fmt.Errorf("insert session %q: %w", sess.ID, err)
+	}
+	return bumpIndex(tx, tableSessions, idx)
 }
 
 // destroySession deletes session id, releasing or deleting its keys as

@@ -93,15 +93,7 @@ func (s *Store) Register(idx uint64, req *RegisterRequest) error {
 // that turns critical ends the sessions tied to it, in the same write;
 // their keys' lock-delays run from at (the log entry's time stamp).
 func (s *Store) RegisterAt(idx uint64, at time.Time, req *RegisterRequest) error {
-	st := s.state.Load()
-	tx := st.db.Txn(true)
-	defer tx.Abort()
-	tx.TrackChanges()
-	if err := registerTxn(tx, idx, at, req); err != nil {
-		return err
-	}
-	st.commit(tx, idx)
-	return nil
+	return s.applyOne(idx, at, Write{Register: req}).Err
 }
 
 func registerTxn(tx *memdb.Txn, idx uint64, at time.Time, req *RegisterRequest) error {
@@ -296,24 +288,17 @@ func (s *Store) Deregister(idx uint64, req *DeregisterRequest) error {
 // check ends the sessions tied to it, removing a node every session of
 // it, in the same write; their keys' lock-delays run from at.
 func (s *Store) DeregisterAt(idx uint64, at time.Time, req *DeregisterRequest) error {
-	st := s.state.Load()
-	tx := st.db.Txn(true)
-	defer tx.Abort()
-	tx.TrackChanges()
-	var err error
+	return s.applyOne(idx, at, Write{Deregister: req}).Err
+}
+
+func deregisterTxn(tx *memdb.Txn, idx uint64, at time.Time, req *DeregisterRequest) error {
 	switch {
 	case req.CheckID != "":
-		err = deleteCheck(tx, idx, at, req.Node, req.CheckID)
+		return deleteCheck(tx, idx, at, req.Node, req.CheckID)
 	case req.ServiceID != "":
-		err = deleteService(tx, idx, at, req.Node, req.ServiceID)
-	default:
-		err = deleteNode(tx, idx, at, req.Node)
+		return deleteService(tx, idx, at, req.Node, req.ServiceID)
 	}
-	if err != nil {
-		return err
-	}
-	st.commit(tx, idx)
-	return nil
+	return deleteNode(tx, idx, at, req.Node)
 }
 
 func deleteCheck(tx *memdb.Txn, idx uint64, at time.Time, node, id string) error {

@@ -181,16 +181,11 @@ func kvTxnOp(op KVOp) bool {
 // here (ValidateTxn, before the log); an invalid operation just fails.
 // The error is for a failure of the store itself, never of an operation.
 func (s *Store) ApplyTxn(idx uint64, at time.Time, req *TxnRequest) (*TxnResponse, error) {
-	var resp *TxnResponse
-	var failure error
-	_, err := s.write(idx, func(tx *memdb.Txn) (bool, error) {
-		resp, failure = runTxn(tx, idx, at, req)
-		return failure == nil && len(resp.Errors) == 0, failure
-	})
-	if err != nil {
-		return nil, fmt.Errorf("transaction at index %d: %w", idx, err)
+	r := s.applyOne(idx, at, Write{Txn: req})
+	if r.Err != nil {
+		return nil, r.Err
 	}
-	return resp, nil
+	return r.Value.(*TxnResponse), nil
 }
 
 // ReadTxn answers a read-only transaction (TxnRequest.ReadOnly) from the

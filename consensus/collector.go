@@ -18,6 +18,8 @@ var (
 	descInflated     = prometheus.NewDesc("cairn_snapshot_restore_inflated_bytes_total", "Bytes this server inflated from snapshot archives it restored (it inflates only as the leader, after the restore was authorized).", nil, nil)
 	descStorageOK    = prometheus.NewDesc("cairn_raft_storage_healthy", "1 while this server can write its Raft log, stable store and snapshots; 0 once a write failed (a full or failing disk), until one succeeds again.", nil, nil)
 	descStorageFails = prometheus.NewDesc("cairn_raft_storage_write_failures_total", "Failed writes of this server's Raft log, stable store and snapshots.", nil, nil)
+	descBatches      = prometheus.NewDesc("cairn_raft_batches_total", "Raft log entries this server wrote as the leader that each carry several writes (group commit).", nil, nil)
+	descBatched      = prometheus.NewDesc("cairn_raft_batched_writes_total", "Writes this server committed as the leader inside batch entries; divided by cairn_raft_batches_total, the mean batch size.", nil, nil)
 	descCatalog      = prometheus.NewDesc("cairn_catalog_entries", "What a server's catalog holds, by kind: nodes, service_instances, checks, kv_entries, sessions, prepared_queries.", []string{"kind"}, nil)
 )
 
@@ -53,6 +55,8 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 	st := s.StorageStatus()
 	gauge(descStorageOK, boolValue(st.Healthy))
 	ch <- prometheus.MustNewConstMetric(descStorageFails, prometheus.CounterValue, float64(st.Failures))
+	ch <- prometheus.MustNewConstMetric(descBatches, prometheus.CounterValue, float64(s.batcher.batches.Load()))
+	ch <- prometheus.MustNewConstMetric(descBatched, prometheus.CounterValue, float64(s.batcher.batched.Load()))
 	if sz, err := s.Store().Sizes(); err == nil {
 		for _, k := range []struct {
 			kind string

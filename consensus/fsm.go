@@ -47,6 +47,9 @@ const (
 	// cmdCoordinates writes a batch of nodes' network coordinates
 	// (catalog.CoordinateBatch, coordinate_endpoint.go).
 	cmdCoordinates commandType = 9
+	// cmdBatch carries several batchable commands applied at one index
+	// (batchCommand, batch.go); servers before it cannot read it.
+	cmdBatch commandType = 11
 )
 
 var msgpackHandle = &codec.MsgpackHandle{}
@@ -111,8 +114,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data) == 0 {
 		return nil
 	}
-	if commandType(l.Data[0]) == cmdOnce {
+	switch commandType(l.Data[0]) {
+	case cmdOnce:
 		return f.applyOnce(l)
+	case cmdBatch:
+		return f.applyBatch(l)
 	}
 	return f.applyCommand(l.Index, l.AppendedAt, l.Data)
 }
@@ -124,19 +130,15 @@ func (f *fsm) applyCommand(index uint64, at time.Time, data []byte) any {
 	if len(data) == 0 {
 		return fmt.Errorf("log index %d: empty command: %w", index, ErrUnknownCommand)
 	}
-	switch commandType(data[0]) {
-	case cmdRegister:
-		var req catalog.RegisterRequest
-		if err := decode(data[1:], &req); err != nil {
-			return fmt.Errorf("decode register at index %d: %w", index, err)
+	t := commandType(data[0])
+	if batchable(t) {
+		w, err := decodeWrite(index, data)
+		if err != nil {
+			return err
 		}
-		return f.store.RegisterAt(index, at, &req)
-	case cmdDeregister:
-		var req catalog.DeregisterRequest
-		if err := decode(data[1:], &req); err != nil {
-			return fmt.Errorf("decode deregister at index %d: %w", index, err)
-		}
-		return f.store.DeregisterAt(index, at, &req)
+		return writeResponse(f.store.ApplyBatch(index, at, []catalog.Write{w})[0])
+	}
+	switch t {
 	case cmdQuery:
 		var req catalog.QueryRequest
 		if err := decode(data[1:], &req); err != nil {
@@ -155,38 +157,12 @@ func (f *fsm) applyCommand(index uint64, at time.Time, data []byte) any {
 			return fmt.Errorf("decode autopilot configuration at index %d: %w", index, err)
 		}
 		return f.applyAutopilot(index, &req)
-	case cmdKV:
-		var req catalog.KVRequest
-		if err := decode(data[1:], &req); err != nil {
-			return fmt.Errorf("decode KV write at index %d: %w", index, err)
-		}
-		done, err := f.store.ApplyKV(index, at, &req)
-		if err != nil {
-			return err
-		}
-		return done
-	case cmdSession:
-		var req catalog.SessionRequest
-		if err := decode(data[1:], &req); err != nil {
-			return fmt.Errorf("decode session change at index %d: %w", index, err)
-		}
-		return f.store.ApplySession(index, at, &req)
 	case cmdDNSSEC:
 		var req dnssecRequest
 		if err := decode(data[1:], &req); err != nil {
 			return fmt.Errorf("decode DNSSEC key at index %d: %w", index, err)
 		}
 		return f.applyDNSSEC(index, &req)
-	case cmdTxn:
-		var req catalog.TxnRequest
-		if err := decode(data[1:], &req); err != nil {
-			return fmt.Errorf("decode transaction at index %d: %w", index, err)
-		}
-		resp, err := f.store.ApplyTxn(index, at, &req)
-		if err != nil {
-			return err
-		}
-		return resp
 	case cmdCoordinates:
 		var req catalog.CoordinateBatch
 		if err := decode(data[1:], &req); err != nil {

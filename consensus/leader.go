@@ -337,6 +337,7 @@ func (l *Leader) Reconcile(ctx context.Context) error {
 	if err := l.s.initDNSSEC(ctx, l.cfg.DNSSECKey, l.cfg.DNSSECAuto); err != nil { // dnssec.go
 		return err
 	}
+	l.allowBatches()
 	members := l.m.Members()
 	local := members[:0:0]
 	for _, m := range members {

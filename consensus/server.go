@@ -68,6 +68,11 @@ type Server struct {
 	// ttls are the session TTL timers, run while the leader duties run
 	// (session_ttl.go).
 	ttls sessionTimers
+	// batcher commits concurrent writes as one log entry while
+	// batchWrites, which the leader duties set when every server reads
+	// batch entries (batch.go).
+	batcher     batcher
+	batchWrites atomic.Bool
 }
 
 // New opens (or creates) the Raft state under cfg.DataDir, restores the
@@ -102,6 +107,7 @@ func New(cfg Config, store *catalog.Store, logger *slog.Logger) (*Server, error)
 	s := &Server{cfg: cfg, store: store, logger: logger, fsm: &fsm{store: store}, stop: make(chan struct{}),
 		leaderChanged: make(chan struct{}), leaderSeen: make(chan struct{}), restored: make(chan struct{}, 1),
 		health: newStorageHealth(logger), walMetrics: newWALMetrics()}
+	s.batcher.s = s
 	logs, stable, snaps, err := s.openStores(rc)
 	if err != nil {
 		return nil, err
@@ -284,7 +290,8 @@ func (s *Server) apply(ctx context.Context, t commandType, req any) error {
 }
 
 // applyResponse is apply, also returning what the FSM answered when it
-// was not an error (a KV write's outcome, fsm.go).
+// was not an error (a KV write's outcome, fsm.go). Batchable writes go
+// through the batcher (batch.go) while batches are allowed.
 func (s *Server) applyResponse(ctx context.Context, t commandType, req any) (any, error) {
 	s.writeMu.RLock()
 	defer s.writeMu.RUnlock()
@@ -292,16 +299,26 @@ func (s *Server) applyResponse(ctx context.Context, t commandType, req any) (any
 	if err != nil {
 		return nil, err
 	}
-	if id := writeIDFrom(ctx); id != "" {
+	id := writeIDFrom(ctx)
+	if id != "" {
 		if data, err = encodeCommand(cmdOnce, &onceCommand{ID: id, Data: data}); err != nil {
 			return nil, err
 		}
+	}
+	if batchable(t) && s.batchWrites.Load() {
+		return s.batcher.apply(ctx, data, id)
 	}
 	timeout, err := s.waitBound(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f := s.raft.Apply(data, timeout)
+	return entryResult(s.raft.Apply(data, timeout))
+}
+
+// entryResult waits for a log entry to be committed and applied, and
+// turns both Raft's error and the FSM's response into one returned error,
+// or the response.
+func entryResult(f raft.ApplyFuture) (any, error) {
 	if err := f.Error(); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
@@ -339,6 +356,7 @@ func (s *Server) Snapshot() error {
 // half-written.
 func (s *Server) Shutdown() error {
 	err := s.raft.Shutdown().Error()
+	s.batcher.wg.Wait()
 	s.closeTransport()
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.wg.Wait()

@@ -380,6 +380,7 @@ func (c Config) meta() meta {
 	return meta{
 		Role: c.Role, Datacenter: c.Datacenter, RPCAddr: c.RPCAddr, ProtocolVersion: c.ProtocolVersion, WANPort: uint16(c.WANPort),
 		NodeID: c.NodeID, Build: c.Build, ProtocolMin: c.ProtocolMin, ProtocolMax: c.ProtocolMax,
+		Features: features,
 	}
 }
 

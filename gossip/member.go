@@ -75,7 +75,26 @@ type Member struct {
 	// Refused says why a StatusIncompatible peer was refused; "" for a
 	// member.
 	Refused string
+	// Features are what the member can do that older members cannot: 0
+	// for a member older than Features.
+	Features Features
 }
+
+// Features is a set of abilities a member announces in its metadata, so
+// that others use one only once every member concerned has it.
+type Features uint8
+
+const (
+	// FeatureBatchedWrites: the server reads Raft log entries that batch
+	// several writes (consensus's group commit).
+	FeatureBatchedWrites Features = 1 << iota
+)
+
+// features are this build's.
+const features = FeatureBatchedWrites
+
+// Has reports whether f includes every feature of want.
+func (f Features) Has(want Features) bool { return f&want == want }
 
 // IsServer reports whether the member is a server.
 func (m Member) IsServer() bool { return m.Role == RoleServer }
@@ -103,5 +122,6 @@ func memberOf(kind Kind, n *memberlist.Node, md meta, status Status, now time.Ti
 		Build:           md.Build,
 		ProtocolMin:     md.ProtocolMin,
 		ProtocolMax:     md.ProtocolMax,
+		Features:        md.Features,
 	}
 }

@@ -27,6 +27,7 @@ const (
 	keyNodeID   = 'i' // the agent's node ID, a UUID
 	keyBuild    = 'b' // the agent's "<version>:<revision>"
 	keyVersions = 'v' // two bytes: the lowest and highest protocol versions the member speaks
+	keyFeatures = 'f' // one byte: the Features the member has
 )
 
 // meta is what one member tells the others about itself.
@@ -45,6 +46,9 @@ type meta struct {
 	// ProtocolMin and ProtocolMax are the range of protocol versions the
 	// member speaks; 0 when unknown (an older member).
 	ProtocolMin, ProtocolMax uint8
+	// Features are what the member can do that older members cannot; 0
+	// for an older member.
+	Features Features
 }
 
 // protocolRange is the range of protocol versions m's member accepts: a
@@ -71,9 +75,11 @@ func encodeMeta(m meta) ([]byte, error) {
 		{keyKeys, string(m.Keys)},
 		{keyNodeID, m.NodeID}, {keyBuild, m.Build},
 		{keyVersions, string([]byte{m.ProtocolMin, m.ProtocolMax})},
+		{keyFeatures, string([]byte{byte(m.Features)})},
 	} {
 		if f.key == keyRPCAddr && f.val == "" || f.key == keyWANPort && m.WANPort == 0 || f.key == keyKeys && m.Keys == "" ||
-			f.key == keyNodeID && f.val == "" || f.key == keyBuild && f.val == "" || f.key == keyVersions && m.ProtocolMin == 0 && m.ProtocolMax == 0 {
+			f.key == keyNodeID && f.val == "" || f.key == keyBuild && f.val == "" || f.key == keyVersions && m.ProtocolMin == 0 && m.ProtocolMax == 0 ||
+			f.key == keyFeatures && m.Features == 0 {
 			continue
 		}
 		if f.key == keyKeys {
@@ -149,6 +155,11 @@ func decodeMeta(b []byte) (meta, error) {
 				return m, fmt.Errorf("%w: protocol versions are %d bytes, want 2", ErrBadMeta, n)
 			}
 			m.ProtocolMin, m.ProtocolMax = val[0], val[1]
+		case keyFeatures:
+			if n != 1 {
+				return m, fmt.Errorf("%w: features are %d bytes, want 1", ErrBadMeta, n)
+			}
+			m.Features = Features(val[0])
 		case keyKeys:
 			m.Keys = fingerprints(val)
 			if err := m.Keys.check(); err != nil {

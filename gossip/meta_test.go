@@ -18,6 +18,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: 1, NodeID: "adf4238a-882b-9ddc-4a9d-5b6758e4159e",
 			Build: "v1.2.3:abcdef12", ProtocolMin: 1, ProtocolMax: 2},
 		{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: 1, ProtocolMin: 5},
+		{Role: RoleServer, Datacenter: "dc1", RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1, Features: FeatureBatchedWrites},
 	} {
 		b, err := encodeMeta(m)
 		if err != nil {
@@ -84,6 +85,7 @@ func TestDecodeMetaRejects(t *testing.T) {
 		{"rpc without port", cat(v, field(keyRole, "server"), dc, proto, field(keyRPCAddr, "10.0.0.1"))},
 		{"rpc port 0", cat(v, field(keyRole, "server"), dc, proto, field(keyRPCAddr, "10.0.0.1:0"))},
 		{"versions 1 byte", cat(v, role, dc, proto, field(keyVersions, "\x01"))},
+		{"features 2 bytes", cat(v, role, dc, proto, field(keyFeatures, "\x01\x00"))},
 	} {
 		if got, err := decodeMeta(tc.in); !errors.Is(err, ErrBadMeta) {
 			t.Errorf("%s: decodeMeta(%q) = %+v, %v; want ErrBadMeta", tc.name, tc.in, got, err)

@@ -143,10 +143,17 @@ func (n *Node) Peer() consensus.Peer {
 // leader.
 func StartCluster(tb testing.TB, n int) []*Node {
 	tb.Helper()
+	return StartClusterWith(tb, n, nil)
+}
+
+// StartClusterWith is StartCluster with configure applied to each server's
+// configuration (StartNodeWith).
+func StartClusterWith(tb testing.TB, n int, configure func(*consensus.Config)) []*Node {
+	tb.Helper()
 	nodes := make([]*Node, n)
 	peers := make([]consensus.Peer, n)
 	for i := range nodes {
-		nodes[i] = StartNode(tb, fmt.Sprintf("s%d", i+1), tb.TempDir(), "")
+		nodes[i] = StartNodeWith(tb, fmt.Sprintf("s%d", i+1), tb.TempDir(), "", configure)
 		peers[i] = nodes[i].Peer()
 	}
 	for _, nd := range nodes {

@@ -54,7 +54,9 @@
 // (acknowledged writes, unknown writes some read saw, every ?consistent
 // read) is not linearizable, by porcupine; a server's own state does not
 // come to match the leader's; the DNS prober saw any error (timeout,
-// SERVFAIL, NXDOMAIN, no answer). Agent registrations answered "stored on
+// SERVFAIL, NXDOMAIN, no answer); no write was committed inside a batch
+// entry (group commit; the servers' cairn_raft_batched_writes_total), so
+// that the checks cover batched writes. Agent registrations answered "stored on
 // this agent and not yet in the catalog" that anti-entropy never pushed
 // are reported, not asserted. A failed scenario keeps the agents' logs,
 // the history (history.jsonl) and porcupine's visualization in a

@@ -63,6 +63,9 @@ type result struct {
 	afterLeader           map[string]time.Duration // client → first successful write's end after the new leader
 	stragglers            map[string]time.Duration // client → how long after the new leader its last write begun before it ended
 	targets               []target
+	// batched writes, in batches entries, as the servers counted them
+	// (batchedWrites).
+	batched, batches uint64
 }
 
 // measure fills in the figures from the history.
@@ -168,6 +171,7 @@ func (res *result) log(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "  writes ok/fail/unknown %d/%d/%d, reads ok/fail/unknown %d/%d/%d; HTTP statuses %s\n",
 		res.writes[ok], res.writes[failed], res.writes[unknown], res.reads[ok], res.reads[failed], res.reads[unknown], res.statusText())
+	fmt.Fprintf(&b, "  group commit: %d writes in %d batch entries\n", res.batched, res.batches)
 	if res.unknown500+res.unsent500 > 0 {
 		fmt.Fprintf(&b, "  finding: %d writes answered 500 with an unknown outcome, %d answered 500 though never sent to the leader\n",
 			res.unknown500, res.unsent500)
@@ -217,6 +221,9 @@ func (res *result) assert(t *testing.T) {
 	}
 	if v.diverged.n > 0 {
 		t.Errorf("servers diverged from the leader: %s", v.diverged)
+	}
+	if res.batched == 0 {
+		t.Errorf("no write was committed in a batch entry: the checks did not cover group commit")
 	}
 	if errs, queries := res.dnsErrors(); errs > 0 {
 		t.Errorf("DNS for the cached name %s: %d errors in %d queries, want 0", stableName, errs, queries)

@@ -167,6 +167,7 @@ func runScenario(t *testing.T, sc scenario) *result {
 
 	res := &result{name: sc.name, target: r.target, uses: strings.Join(uses, " "), dns: dns, events: events,
 		raftSettled: raftTook, gossipSettled: gossipTook}
+	res.batched, res.batches = batchedWrites(c)
 	ops := h.snapshot()
 	final := finalState(t, r)
 	checkRegisters(&res.verdict, ops, final.kv, opWrite, opRead)
@@ -389,4 +390,30 @@ func mapDiff(want, got map[string]string) string {
 		d = append(d[:3], fmt.Sprintf("and %d more", len(d)-3))
 	}
 	return strings.Join(d, ", ")
+}
+
+// batchedWrites sums, over the servers, the writes they committed as the
+// leader inside batch entries (group commit) and those entries, since
+// each last started: the checks cover batched writes only if some were.
+func batchedWrites(c *cluster) (writes, batches uint64) {
+	for _, s := range c.servers {
+		var m struct {
+			Counters []struct {
+				Name  string
+				Count uint64
+			}
+		}
+		if err := c.get(s, "/v1/agent/metrics", &m); err != nil {
+			continue
+		}
+		for _, ctr := range m.Counters {
+			switch ctr.Name {
+			case "cairn_raft_batched_writes_total":
+				writes += ctr.Count
+			case "cairn_raft_batches_total":
+				batches += ctr.Count
+			}
+		}
+	}
+	return writes, batches
 }

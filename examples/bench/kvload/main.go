@@ -1,11 +1,14 @@
 // Command kvload measures cairn's key/value store on a real multi-process
 // cluster on loopback and prints the figures: reads per second through a
 // client agent (default consistency and ?stale), writes per second through
-// Raft with 1 and with many writers, how long one change takes to reach
+// Raft with each count of writers in -writers (with p50 and p99 latency
+// and the agents' CPU time per write),
+// how long one change takes to reach
 // 1,000 blocking watchers of its key, and a server's memory per 100,000
 // keys of 100 bytes.
 //
 //	go build -o /tmp/cairn ./cmd/cairn && go run ./examples/bench/kvload -cairn /tmp/cairn
+//	go run ./examples/bench/kvload -cairn /tmp/cairn -phases writes -writers 1,8,32 -duration 5s
 //
 // It starts three servers (s1–s3) and one client (c1) as separate
 // processes on NET.51–NET.54, and sends every request to c1's HTTP API,
@@ -36,11 +39,13 @@ type config struct {
 	net      string
 	duration time.Duration
 	readers  int
-	writers  int
+	writers  []int
+	phases   map[string]bool
 	watchers int
 	keys     int
 	timeout  time.Duration
 	keep     bool
+	debug    bool
 }
 
 func main() {
@@ -49,13 +54,21 @@ func main() {
 	flag.StringVar(&cfg.net, "net", "127.0.0", "first three `octets` of the loopback addresses; agents use .51–.54")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each read and write phase runs")
 	flag.IntVar(&cfg.readers, "readers", 16, "concurrent readers")
-	flag.IntVar(&cfg.writers, "writers", 16, "concurrent writers in the second write phase")
+	writers := flag.String("writers", "1,16", "comma-separated `counts` of concurrent writers, one write phase each")
+	phases := flag.String("phases", "reads,writes,fanout,memory", "comma-separated `phases` to run: reads, writes, fanout, memory")
 	flag.IntVar(&cfg.watchers, "watchers", 1000, "blocking watchers of one key")
 	flag.IntVar(&cfg.keys, "keys", 100000, "keys of 100 bytes written for the memory figure (0 skips it)")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up on any one wait after this long")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (data and logs)")
+	flag.BoolVar(&cfg.debug, "enable-debug", false, "run the agents with -enable-debug, to profile them (/debug/pprof/ on their HTTP API) while it runs")
 	flag.Parse()
-	if cfg.cairn == "" || cfg.duration <= 0 || cfg.readers < 1 || cfg.writers < 1 || cfg.watchers < 1 || cfg.keys < 0 {
+	var err error
+	cfg.writers, err = counts(*writers)
+	cfg.phases = map[string]bool{}
+	for p := range strings.SplitSeq(*phases, ",") {
+		cfg.phases[strings.TrimSpace(p)] = true
+	}
+	if err != nil || cfg.cairn == "" || cfg.duration <= 0 || cfg.readers < 1 || cfg.watchers < 1 || cfg.keys < 0 {
 		fmt.Fprintln(os.Stderr, "kvload: -cairn is required; -duration, -readers, -writers and -watchers must be positive, -keys not negative")
 		flag.Usage()
 		os.Exit(2)
@@ -69,7 +82,10 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	c := loopback.New(bin, work, cfg.net, 51, 3, 1, cfg.timeout)
-	c.IdleConnsPerHost(max(cfg.readers, cfg.writers, cfg.watchers) + 8)
+	if cfg.debug {
+		c.Args = append(c.Args, "-enable-debug")
+	}
+	c.IdleConnsPerHost(max(cfg.readers, slices.Max(cfg.writers), cfg.watchers) + 8)
 	defer func() { c.Finish(err, cfg.keep) }()
 
 	fmt.Printf("starting 3 servers and 1 client on %s.51–54 (work dir %s)\n", cfg.net, work)
@@ -86,6 +102,9 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 
 	for _, q := range []string{"", "?stale"} {
+		if !cfg.phases["reads"] {
+			break
+		}
 		n, err := hammer(ctx, cfg.readers, cfg.duration, func(ctx context.Context, _, _ int) error {
 			return get(ctx, c, c1, "/v1/kv/bench/read"+q)
 		})
@@ -95,20 +114,37 @@ func run(ctx context.Context, cfg config) (err error) {
 		fmt.Printf("reads %-7s %d readers: %8.0f reads/s  (GET /v1/kv/bench/read%s on c1, %s)\n",
 			orDefault(q), cfg.readers, float64(n)/cfg.duration.Seconds(), q, cfg.duration)
 	}
-	for _, w := range []int{1, cfg.writers} {
+	for _, w := range cfg.writers {
+		if !cfg.phases["writes"] {
+			break
+		}
+		var (
+			latMu sync.Mutex
+			lat   []time.Duration
+		)
+		cpuBefore := clusterCPU(c)
 		n, err := hammer(ctx, w, cfg.duration, func(ctx context.Context, worker, i int) error {
-			return put(ctx, c, c1, fmt.Sprintf("bench/w%d/%d", worker, i), value)
+			begin := time.Now()
+			err := put(ctx, c, c1, fmt.Sprintf("bench/w%d/%d", worker, i), value)
+			latMu.Lock()
+			lat = append(lat, time.Since(begin))
+			latMu.Unlock()
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("writes with %d writers: %w", w, err)
 		}
-		fmt.Printf("writes, %2d writers:     %8.0f writes/s (PUT of distinct 100-byte keys on c1, each returns once committed)\n",
-			w, float64(n)/cfg.duration.Seconds())
+		cpu := clusterCPU(c) - cpuBefore
+		slices.Sort(lat)
+		fmt.Printf("writes, %2d writers:     %8.0f writes/s, p50 %.1f ms, p99 %.1f ms, %.0f µs CPU per write (PUT of distinct 100-byte keys on c1, each returns once committed)\n",
+			w, float64(n)/cfg.duration.Seconds(), loopback.Ms(lat, 0.5), loopback.Ms(lat, 0.99), float64(cpu.Microseconds())/float64(max(n, 1)))
 	}
-	if err := fanOut(ctx, c, c1, cfg.watchers); err != nil {
-		return fmt.Errorf("fan-out: %w", err)
+	if cfg.phases["fanout"] {
+		if err := fanOut(ctx, c, c1, cfg.watchers); err != nil {
+			return fmt.Errorf("fan-out: %w", err)
+		}
 	}
-	if cfg.keys > 0 {
+	if cfg.keys > 0 && cfg.phases["memory"] {
 		if err := memory(ctx, c, c1, cfg); err != nil {
 			return fmt.Errorf("memory: %w", err)
 		}
@@ -261,7 +297,7 @@ func memory(ctx context.Context, c *loopback.Cluster, c1 *loopback.Agent, cfg co
 	value := strings.Repeat("m", 100)
 	var next atomic.Int64
 	begin := time.Now()
-	_, err = hammer(ctx, cfg.writers, cfg.timeout, func(ctx context.Context, _, _ int) error {
+	_, err = hammer(ctx, slices.Max(cfg.writers), cfg.timeout, func(ctx context.Context, _, _ int) error {
 		i := next.Add(1)
 		if i > int64(cfg.keys) {
 			return errDone
@@ -282,6 +318,32 @@ func memory(ctx context.Context, c *loopback.Cluster, c1 *loopback.Agent, cfg co
 }
 
 var errDone = fmt.Errorf("all keys written")
+
+// clusterCPU is the CPU time (user and system) every agent has used: per
+// write, a figure that a machine loaded by other work changes less than
+// the rate.
+func clusterCPU(c *loopback.Cluster) time.Duration {
+	var total time.Duration
+	for _, a := range c.Agents {
+		if cpu, _, _, err := loopback.Sample(a.PID()); err == nil {
+			total += cpu
+		}
+	}
+	return total
+}
+
+// counts parses a comma-separated list of positive counts.
+func counts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("count %q: must be a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 // getStatus GETs url with client and returns the status, the body read.
 func getStatus(ctx context.Context, client *http.Client, url string) (int, error) {
