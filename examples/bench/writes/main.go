@@ -221,8 +221,8 @@ func turn(ctx context.Context, hc *http.Client, o options, s *system, work strin
 				results[k] = map[string][]result{}
 			}
 			results[k][s.name] = append(results[k][s.name], res)
-			fmt.Printf("  %-8s %3d writers: %8.0f writes/s  p50 %7.2f ms  p99 %7.2f ms  %6.0f µs CPU/write  %d errors%s\n",
-				op, w, res.perSec(), res.p50, res.p99, res.cpuPer, res.errors, firstErr(res))
+			fmt.Printf("  %-8s %3d %-7s %8.0f writes/s  p50 %7.2f ms  p99 %7.2f ms  %6.0f µs CPU/write  %d errors%s\n",
+				op, w, plural(w, "writer")+":", res.perSec(), res.p50, res.p99, res.cpuPer, res.errors, firstErr(res))
 		}
 	}
 	c.stop(o.keep)
