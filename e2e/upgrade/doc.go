@@ -63,4 +63,14 @@
 // registration is in the catalog (read with ?consistent) and in every
 // server's own state, no acknowledged deregistration is undone, and no agent logged an RPC its peer does not
 // know ("can't find method"). The ERROR lines of every agent are printed.
+//
+// # A peer outside the supported range
+//
+// TestIncompatiblePeerRefused starts a server on HEAD and an agent of
+// HEAD's binary made to speak only cairn protocol 99
+// (CAIRN_TEST_PROTOCOL, test-only) that joins it. It must be refused, not
+// half served: no alive member, listed by the server as incompatible
+// (status 5) with the reason in its "incompatible" tag, counted in
+// cairn_gossip_incompatible_total, the refusal logged at ERROR on both
+// sides naming both protocol versions, and no leader known to the peer.
 package upgrade
