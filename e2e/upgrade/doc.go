@@ -57,9 +57,11 @@
 // Once all run HEAD, no agent reports the previous release's revision in
 // /v1/agent/self or its gossiped build tag (and every one reports HEAD's,
 // where HEAD's build has one: go build stamps none in a git worktree or
-// with GOFLAGS=-buildvcs=false). Servers first then rolls a follower and
-// a client back to the previous release, on the data dirs HEAD wrote, with
-// the same checks at each step. At the end every acknowledged KV value and
+// with GOFLAGS=-buildvcs=false). Servers first also rolls a server back to
+// the previous release and forward again while another server still runs
+// the previous release (until every server runs HEAD the leader writes no
+// batch entry, which the previous release cannot read), and at the end
+// rolls a client back, with the same checks at each step. At the end every acknowledged KV value and
 // registration is in the catalog (read with ?consistent) and in every
 // server's own state, no acknowledged deregistration is undone, and no agent logged an RPC its peer does not
 // know ("can't find method"). The ERROR lines of every agent are printed.
