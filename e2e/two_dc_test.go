@@ -43,6 +43,6 @@ func runTwoDC(t *testing.T, secure bool) {
 		`status: NXDOMAIN`,
 		`web\.query\.cluster\.\s+0\s+IN\s+SRV\s+1 1 8080 dc2-c1\.node\.dc2\.cluster\.`,
 		`web\.query\.cluster\.\s+0\s+IN\s+SRV\s+1 1 8081 dc1-c1\.node\.dc1\.cluster\.`,
-		`dc2-s3\.dc2\s+`+n.addr("dc2-s3", n.serfWAN)+`\s+alive\s+server\s+dc2`,
+		`dc2-s3\.dc2\s+`+n.addr("dc2-s3", n.serfWAN)+`\s+alive\s+server\s+\S+\s+\d+\s+dc2`,
 		`all agents stopped cleanly`)
 }
