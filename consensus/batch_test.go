@@ -347,3 +347,65 @@ type fixedMembers []gossip.Member
 
 func (m fixedMembers) Members() []gossip.Member { return m }
 func (m fixedMembers) Changes() <-chan struct{} { return nil }
+
+// blockingReader blocks its first Read until release is closed, then
+// fails: a snapshot restore reading it holds Raft's leader loop, so that
+// nothing is taken from the apply queue meanwhile.
+type blockingReader struct {
+	reading chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (r *blockingReader) Read([]byte) (int, error) {
+	r.once.Do(func() { close(r.reading) })
+	<-r.release
+	return 0, errors.New("released")
+}
+
+// TestBatcherResendsWhenRaftTookNothing: a batch Raft does not take
+// within its shortest caller's wait is not applied; the writes whose
+// callers still wait are sent again and applied, the others fail as
+// never started.
+func TestBatcherResendsWhenRaftTookNothing(t *testing.T) {
+	s := startServer(t, "")
+	defer s.Shutdown()
+	s.batchWrites.Store(true)
+	r := &blockingReader{reading: make(chan struct{}), release: make(chan struct{})}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	restored := make(chan error, 1)
+	wg.Go(func() { restored <- s.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax}, r, 30*time.Second) })
+	select {
+	case <-r.reading:
+	case err := <-restored:
+		t.Fatalf("restore did not read its snapshot: %v", err)
+	}
+	release := holdBatcher(s)
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var shortErr, longErr error
+	var writers sync.WaitGroup
+	writers.Go(func() { _, shortErr = s.ApplyKV(short, kvSet("short", "v")) })
+	writers.Go(func() { _, longErr = s.ApplyKV(context.Background(), kvSet("long", "v")) })
+	waitQueued(t, s, 2)
+	wg.Go(release)
+	// The short write's wait ends while Raft is held; then Raft is let go.
+	writers.Go(func() {
+		<-short.Done()
+		time.AfterFunc(200*time.Millisecond, func() { close(r.release) })
+	})
+	writers.Wait()
+	if !errors.Is(shortErr, context.DeadlineExceeded) {
+		t.Errorf("short write: got %v, want DeadlineExceeded", shortErr)
+	}
+	if longErr != nil {
+		t.Errorf("long write: %v", longErr)
+	}
+	if _, e, _ := s.Store().KVGet(nil, "short"); e != nil {
+		t.Errorf("key short: got %+v, want none", e)
+	}
+	if _, e, _ := s.Store().KVGet(nil, "long"); e == nil {
+		t.Error("key long: not written")
+	}
+}
