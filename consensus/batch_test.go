@@ -375,7 +375,9 @@ func TestBatcherResendsWhenRaftTookNothing(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	restored := make(chan error, 1)
-	wg.Go(func() { restored <- s.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax}, r, 30*time.Second) })
+	wg.Go(func() {
+		restored <- s.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax}, r, 30*time.Second)
+	})
 	select {
 	case <-r.reading:
 	case err := <-restored:
