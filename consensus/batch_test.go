@@ -16,6 +16,16 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// indexBefore is lastLogIndex once the entries of s's taking leadership
+// are in (a barrier's entry after them).
+func indexBefore(t *testing.T, s *Server) uint64 {
+	t.Helper()
+	if err := s.raft.Barrier(10 * time.Second).Error(); err != nil {
+		t.Fatalf("barrier: %v", err)
+	}
+	return lastLogIndex(t, s)
+}
+
 func lastLogIndex(t *testing.T, s *Server) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(s.RaftStats()["last_log_index"], 10, 64)
@@ -74,7 +84,7 @@ func TestBatcherResultsPerWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.batchWrites.Store(true)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	release := holdBatcher(s)
 
 	type outcome struct {
@@ -170,7 +180,7 @@ func TestBatcherLoneWriterGoesAtOnce(t *testing.T) {
 	s := startServer(t, "")
 	defer s.Shutdown()
 	s.batchWrites.Store(true)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	const n = 20
 	for i := range n {
 		if done, err := s.ApplyKV(context.Background(), kvSet(fmt.Sprintf("k%d", i), "v")); !done || err != nil {
@@ -191,7 +201,7 @@ func TestBatcherDropsWriteWhoseCallerStoppedWaiting(t *testing.T) {
 	s := startServer(t, "")
 	defer s.Shutdown()
 	s.batchWrites.Store(true)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	release := holdBatcher(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -224,7 +234,7 @@ func TestBatcherFallsBackToSingleEntries(t *testing.T) {
 	}
 	waitQueued(t, s, n)
 	s.batchWrites.Store(false)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	release()
 	wg.Wait()
 	for i, err := range errs {
