@@ -3,6 +3,6 @@
 // few agents per datacenter run as servers holding the catalog under Raft.
 //
 // The code lives in the packages below this one; see README.md for the tour
-// and DESIGN.md (in the team's shared folder) for the architecture. This
+// and docs/ for the rest, docs/architecture.md for the architecture. This
 // package holds only repository-wide tests, such as the import rules.
 package cairn

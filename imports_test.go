@@ -20,7 +20,7 @@ var allowedCairn = map[string][]string{
 	"catalog":         {},
 	"zones":           {"catalog"},
 	"resolver":        {"zones", "catalog"},
-	"gossip":          {},
+	"gossip":          {"internal/buildinfo"},
 	"rpc":             {"catalog"},
 	"cache":           {"catalog", "rpc", "internal/clock"},
 	"acl":             {},
@@ -31,14 +31,14 @@ var allowedCairn = map[string][]string{
 	"agent/checks":    {"catalog"},
 	"agent/local":     {"catalog", "rpc", "agent/checks", "acl", "internal/clock"},
 	"agent/httpapi":   {"catalog", "rpc", "agent/local", "agent/checks", "acl", "internal/buildinfo", "internal/hostinfo", "agent/tokens"},
-	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry", "acl", "agent/checks"},
+	"agent/config":    {"catalog", "zones", "resolver", "cache", "tlsutil", "telemetry", "acl", "agent/checks", "internal/logfile"},
 	"agent/door":      {"rpc", "acl", "gossip"},
 	"agent/certs":     {"agent/config", "tlsutil", "rpc", "gossip"},
 	"agent/dnssource": {"cache", "catalog", "resolver", "rpc", "acl", "agent/door", "internal/clock"},
 	"agent/pools":     {"gossip", "rpc", "catalog", "acl", "agent/config", "agent/door", "agent/httpapi", "internal/clock"},
 	// The agent builds every part and hands each what it needs.
 	"agent": {"acl", "agent/certs", "agent/checks", "agent/config", "agent/dnssource", "agent/door", "agent/events", "agent/httpapi", "agent/local", "agent/tokens",
-		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit", "logstream", "resolver", "rpc",
+		"agent/pools", "catalog", "consensus", "gossip", "internal/buildinfo", "internal/clock", "internal/diskfree", "internal/fdlimit", "internal/sdnotify", "logstream", "resolver", "rpc",
 		"telemetry", "tlsutil", "zones"},
 	"api":       {},
 	"cmd/cairn": {"*"},
@@ -73,7 +73,7 @@ var thirdPartyHome = map[string][]string{
 	// define them and expose Collectors, which the agent registers (the
 	// DNS hot path keeps its own atomics, which resolver's collector reads
 	// at each scrape).
-	"github.com/prometheus/":          {"telemetry", "internal/diskfree", "agent", "agent/httpapi", "agent/local", "agent/dnssource", "rpc", "consensus", "resolver", "cache", "gossip"},
+	"github.com/prometheus/":          {"telemetry", "internal/diskfree", "internal/buildinfo", "agent", "agent/httpapi", "agent/local", "agent/dnssource", "rpc", "consensus", "resolver", "cache", "gossip"},
 	"github.com/hashicorp/go-metrics": {"telemetry", "gossip"},
 	// Consul's Go client is a test-only dependency: the compatibility
 	// tests speak to cairn through it, no production code may.

@@ -26,8 +26,8 @@ import (
 // secureGossipKey is the gossip key of the secured clusters of these tests.
 const secureGossipKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
-// secured makes cfg an agent of a cluster run as the README's "Running it
-// securely" says: a gossip key, mutual TLS on the server port with
+// secured makes cfg an agent of a cluster run as docs/operating/security.md
+// says: a gossip key, mutual TLS on the server port with
 // certificates of ca, ACLs on with default deny, and the management
 // secret as the agent token (initial_management on servers).
 func secured(t *testing.T, cfg config.Config, ca *tlsutiltest.CA) config.Config {

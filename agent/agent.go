@@ -28,6 +28,7 @@ import (
 	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/cairndns/cairn/internal/diskfree"
 	"github.com/cairndns/cairn/internal/fdlimit"
+	"github.com/cairndns/cairn/internal/sdnotify"
 	"github.com/cairndns/cairn/logstream"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/rpc"
@@ -77,9 +78,10 @@ type Agent struct {
 	servers    *door.ServerList
 	clientDoor *door.Client
 	// Set by tests before Start (export_test.go).
-	dialServer  func(ctx context.Context, addr string) (net.Conn, error)
-	clockOffset time.Duration // also config.ClockOffsetEnv
-	nearRefresh time.Duration
+	dialServer   func(ctx context.Context, addr string) (net.Conn, error)
+	clockOffset  time.Duration // also config.ClockOffsetEnv
+	testProtocol uint8         // config.ProtocolEnv: tests only
+	nearRefresh  time.Duration
 
 	left      chan struct{} // closed once the agent left through the API; Run then stops it
 	leaveOnce sync.Once
@@ -90,7 +92,8 @@ type Agent struct {
 	skipLeave bool
 
 	reloading Reloading
-	reloadMu  sync.Mutex // guards reloading and serializes reloads
+	reloadMu  sync.Mutex     // guards reloading and running, and serializes reloads
+	running   *config.Config // cfg with what reloads applied; nil: cfg
 
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
@@ -112,6 +115,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, reload <-c
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
+	systemd := sdnotify.FromEnv(logger) // nil unless run by systemd as Type=notify
+	systemd.Notify(sdnotify.Ready)
 wait:
 	for {
 		select {
@@ -120,13 +125,14 @@ wait:
 		case <-a.left:
 			break wait
 		case <-reload:
+			systemd.Notify(sdnotify.Reloading)
 			if err := a.Reload(); err != nil {
 				logger.Error("reload failed; keeping the configuration in use", "err", err)
-			} else {
-				logger.Info("reloaded the configuration")
 			}
+			systemd.Notify(sdnotify.Ready)
 		}
 	}
+	systemd.Notify(sdnotify.Stopping)
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -174,6 +180,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 		a.logger.Warn("test-only clock offset in effect: this agent acts as if its wall clock were off by it; never in production",
 			"offset", a.clockOffset, "env", config.ClockOffsetEnv)
 	}
+	if a.testProtocol, err = config.ProtocolFromEnv(os.LookupEnv); err != nil {
+		return nil, err
+	}
+	if a.testProtocol != 0 {
+		a.logger.Warn("test-only protocol version in effect: this agent refuses, and is refused by, agents of other protocols; never in production",
+			"protocol", a.testProtocol, "env", config.ProtocolEnv)
+	}
 	if a.tls, err = certs.New(cfg.TLS, cfg.Datacenter, cfg.Domain, cfg.Ports.DNSTLS >= 0); err != nil {
 		return nil, err
 	}
@@ -187,7 +200,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Agent, error) {
 	}
 	// Made first, so that what raft and memberlist emit from their start
 	// on reaches it (go-metrics drops what comes before its sink).
-	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir)); err != nil {
+	if a.metrics, err = telemetry.New(cfg.Telemetry, diskfree.Collector(a.cfg.DataDir), buildinfo.Collector()); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -47,7 +47,7 @@ func (a *Agent) poolsConfig() (pools.Config, error) {
 		return pools.Config{}, err
 	}
 	return pools.Config{
-		NodeName: a.cfg.NodeName, NodeID: a.cfg.NodeID, Datacenter: a.cfg.Datacenter, Build: buildinfo.Build(),
+		NodeName: a.cfg.NodeName, NodeID: a.cfg.NodeID, Datacenter: a.cfg.Datacenter, Build: buildinfo.Build(), Protocol: a.testProtocol,
 		BindAddr: a.cfg.BindAddr, Advertise: a.advertise, AdvertiseWAN: a.cfg.AdvertiseAddrWAN,
 		LANPort: a.cfg.Ports.SerfLAN, WANPort: a.cfg.Ports.SerfWAN,
 		LANTiming: a.cfg.GossipLAN, WANTiming: a.cfg.GossipWAN,

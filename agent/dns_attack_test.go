@@ -16,7 +16,7 @@ import (
 
 // TestDNSAttacksOnASecuredAgent plays an attacker at 127.0.0.66 against
 // the DNS port of an agent with ACLs on (deny by default, DNS readable by
-// the anonymous token, as the README sets it up):
+// the anonymous token, as docs/operating/security.md sets it up):
 //
 //   - reflection: 1,000 spoofable UDP queries a second for a large
 //     service's SRV records with EDNS 4096; the bytes sent back must stay

@@ -35,7 +35,7 @@ func securedSnapshotCluster(t *testing.T) (*agenttest.Cluster, *agent.Agent) {
 	return cl, client
 }
 
-// secure turns ACLs on in cfg as the README's secure setup does: deny by
+// secure turns ACLs on in cfg as docs/operating/security.md sets it up: deny by
 // default, with the (servers') initial management token as the agent's own.
 func secure(cfg *config.Config) {
 	cfg.ACL.Enabled = true

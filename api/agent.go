@@ -64,7 +64,7 @@ type agentMember struct {
 }
 
 // memberStatuses names Consul's member status numbers.
-var memberStatuses = [...]string{MemberNone, MemberAlive, MemberLeaving, MemberLeft, MemberFailed}
+var memberStatuses = [...]string{MemberNone, MemberAlive, MemberLeaving, MemberLeft, MemberFailed, MemberIncompatible}
 
 func (m agentMember) toMember() Member {
 	status := "unknown"

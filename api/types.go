@@ -259,13 +259,15 @@ type QueryMeta struct {
 }
 
 // Member states, the values of Member.Status. They name Consul's member
-// status numbers 0 to 4, in order.
+// status numbers 0 to 4, in order, and cairn's 5: an agent refused for
+// speaking a protocol this one does not (Tags["incompatible"] says why).
 const (
-	MemberNone    = "none"
-	MemberAlive   = "alive"
-	MemberLeaving = "leaving"
-	MemberLeft    = "left"
-	MemberFailed  = "failed"
+	MemberNone         = "none"
+	MemberAlive        = "alive"
+	MemberLeaving      = "leaving"
+	MemberLeft         = "left"
+	MemberFailed       = "failed"
+	MemberIncompatible = "incompatible"
 )
 
 // Member roles, the values of Member.Role.
@@ -285,8 +287,9 @@ type Member struct {
 	Role       string // RoleServer when Tags["role"] is "consul", RoleClient otherwise
 	Datacenter string // Tags["dc"]
 	// Tags are the member's gossip tags as the agent sent them: "role",
-	// "dc", "vsn" (protocol version) and, for a server, "port" (its RPC
-	// port).
+	// "dc", "vsn" (protocol version), "vsn_min" and "vsn_max" (the range
+	// it accepts), "build" ("<version>:<revision>"), "id" and, for a
+	// server, "port" (its RPC port).
 	Tags map[string]string
 	// ClockSkew is how far a server's wall clock is ahead of the agent's
 	// (negative: behind), as the agent last measured it from its RPC

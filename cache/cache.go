@@ -323,6 +323,11 @@ func (c *Cache[V]) miss(ctx context.Context, key Key) (*Entry[V], Info, error) {
 	}
 	f := c.fills[key]
 	if f == nil {
+		if err := c.hub.failing(key.Datacenter, c.cfg.MaxStale); err != nil {
+			c.mu.Unlock()
+			c.misses.Add(1)
+			return nil, Info{}, fmt.Errorf("cache: fetch %s: %w", key, err)
+		}
 		if len(c.fills) >= c.cfg.MaxEntries {
 			// Each fill is a goroutine and an RPC for as long as
 			// FetchTimeout; names come from the network, so without a

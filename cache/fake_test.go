@@ -1,6 +1,7 @@
 package cache_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -29,6 +30,7 @@ type fakeCatalog struct {
 	names   map[string][]string
 	changed chan struct{} // closed and replaced at every change
 	err     error         // returned by every fetch while set
+	feedErr error         // returned by every feed call while set (and err is not)
 	hold    chan struct{} // while non-nil, plain reads wait for it to close (or ctx)
 	calls   map[string]int
 	plain   int      // fetches with minIndex 0
@@ -170,7 +172,7 @@ func (f *fakeCatalog) next(ctx context.Context, dc string, minIndex uint64, wait
 	defer t.Stop()
 	for {
 		f.mu.Lock()
-		err, idx, ch := f.err, f.index, f.changed
+		err, idx, ch := cmp.Or(f.err, f.feedErr), f.index, f.changed
 		changed := map[string]bool{}
 		for i := minIndex + 1; i <= idx; i++ {
 			changed[f.log[i]] = true
@@ -232,6 +234,16 @@ func (f *fakeCatalog) restore(index uint64, names map[string][]string) {
 
 // fail makes every fetch fail with err (nil: servers back), waking the
 // blocked ones.
+// failFeed makes the feed fail with err (nil: work again) while plain
+// reads still answer: servers that do not serve the feed's RPC.
+func (f *fakeCatalog) failFeed(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.feedErr = err
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
 func (f *fakeCatalog) fail(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

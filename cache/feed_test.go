@@ -350,7 +350,15 @@ func TestFeedServeStaleAndItsMaximum(t *testing.T) {
 			t.Errorf("stats past MaxStale: got %+v, want no entries, 1 eviction", s)
 		}
 
+		// Servers back: the first question tries the feed again at once
+		// (it is still refused: the feed's last try failed); within
+		// RetryMin the names answer.
 		f.fail(nil)
+		if _, _, err := c.Get(t.Context(), web); !errors.Is(err, cache.ErrFeedFailing) {
+			t.Errorf("servers back, before the feed's next try: got %v, want %v", err, cache.ErrFeedFailing)
+		}
+		time.Sleep(cfg.RetryMin)
+		synctest.Wait()
 		if e, info := get(t, c, web); info.Hit || e.Index != 2 {
 			t.Errorf("servers back: got %+v index %d, want a miss filled at index 2", info, e.Index)
 		}
@@ -397,5 +405,66 @@ func TestNonBlockingFeedDoesNotSpin(t *testing.T) {
 		if s := c.Stats(); s.RefreshErrors != 0 {
 			t.Errorf("RefreshErrors: got %d, want 0", s.RefreshErrors)
 		}
+	})
+}
+
+// TestFeedFailingPastMaxStaleServFailsUntilItWorks: servers that answer
+// reads but not the feed (an RPC they do not serve: a version outside the
+// supported range) are treated as unreachable ones: the entries are served
+// stale up to MaxStale; past it every question of the datacenter, cached
+// or not, fails with ErrFeedFailing and the feed's error (SERVFAIL) rather
+// than answering what may never be brought up to date; once the feed
+// works again, the names answer again, current.
+func TestFeedFailingPastMaxStaleServFailsUntilItWorks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.register("web", "10.0.0.1")
+		f.register("api", "10.0.1.1")
+		cfg := cache.DefaultConfig()
+		cfg.MaxStale = time.Hour
+		cfg.IdleTimeout = 10 * time.Hour
+		c := newCache(t, cfg, f)
+		get(t, c, web)
+		synctest.Wait()
+		errMethod := errors.New(`rpc: can't find method "Catalog.Feed"`)
+		f.failFeed(errMethod)
+		synctest.Wait()
+		t0 := time.Now()
+		f.register("web", "10.0.0.2") // unseen: the feed is down
+
+		time.Sleep(cfg.MaxStale - time.Minute)
+		if e, info := get(t, c, web); !info.Stale || !info.Hit {
+			t.Errorf("before MaxStale: got %+v, want a stale hit", info)
+		} else {
+			wantInstances(t, e, "10.0.0.1")
+		}
+		api := cache.Key{Kind: web.Kind, Datacenter: web.Datacenter, Name: "api"}
+		if _, _, err := c.Get(t.Context(), api); err != nil {
+			t.Errorf("a miss before MaxStale: got %v, want it filled", err)
+		}
+
+		time.Sleep(time.Until(t0.Add(cfg.MaxStale + cfg.RetryMax)))
+		synctest.Wait()
+		for _, k := range []cache.Key{web, api, {Kind: web.Kind, Datacenter: web.Datacenter, Name: "never-asked"}} {
+			_, _, err := c.Get(t.Context(), k)
+			if !errors.Is(err, cache.ErrFeedFailing) || !errors.Is(err, errMethod) {
+				t.Errorf("%s past MaxStale: got %v, want %v wrapping %v", k.Name, err, cache.ErrFeedFailing, errMethod)
+			}
+		}
+		// Still failing hours later: still refused, never frozen.
+		time.Sleep(5 * time.Hour)
+		synctest.Wait()
+		if _, _, err := c.Get(t.Context(), web); !errors.Is(err, cache.ErrFeedFailing) {
+			t.Errorf("hours past MaxStale: got %v, want %v", err, cache.ErrFeedFailing)
+		}
+
+		f.failFeed(nil)
+		time.Sleep(cfg.RetryMax)
+		synctest.Wait()
+		e, _, err := c.Get(t.Context(), web)
+		if err != nil {
+			t.Fatalf("the feed back: got %v, want an answer", err)
+		}
+		wantInstances(t, e, "10.0.0.1", "10.0.0.2")
 	})
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -48,6 +49,18 @@ type Hub struct {
 type follower struct {
 	entries int                // the datacenter's entries in the hub's caches
 	stop    context.CancelFunc // ends its run (and the feed call in flight)
+	// failingSince is the feed's last success while it fails (zero while
+	// it works), and err its last error. A follower whose feed fails is
+	// kept after its last entry goes (entries 0), so that the feed is
+	// retried and misses keep failing until it works again, or until no
+	// one has asked for the datacenter for IdleTimeout (asked).
+	failingSince time.Time
+	err          error
+	asked        time.Time
+	// kick, buffered 1, cuts short the run's wait before its next try:
+	// a question refused for the failing feed tries it again at once
+	// (after RetryMin), so the names answer as soon as it works.
+	kick chan struct{}
 }
 
 // subscriber is what a Hub needs of a cache: it is told which of its
@@ -58,8 +71,9 @@ type subscriber interface {
 }
 
 // NewHub returns a hub that follows feed, with cfg's BlockingWait,
-// FetchTimeout, RetryMin and RetryMax (cfg must be valid; its other fields
-// are the caches' business). A nil logger discards.
+// FetchTimeout, RetryMin and RetryMax, and MaxStale and IdleTimeout for a
+// failing feed (cfg must be valid; its other fields are the caches'
+// business). A nil logger discards.
 func NewHub(feed Feed, cfg Config, logger *slog.Logger) (*Hub, error) {
 	if feed == nil {
 		return nil, errors.New("cache: NewHub: nil Feed")
@@ -128,9 +142,9 @@ func (h *Hub) acquire(dc string) {
 	f := h.dcs[dc]
 	if f == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		f = &follower{stop: stop}
+		f = &follower{stop: stop, kick: make(chan struct{}, 1)}
 		h.dcs[dc] = f
-		h.wg.Go(func() { h.run(ctx, dc) })
+		h.wg.Go(func() { h.run(ctx, dc, f.kick) })
 	}
 	f.entries++
 }
@@ -151,9 +165,81 @@ func (h *Hub) release(dc string) {
 	}
 	f.entries--
 	if f.entries <= 0 {
+		if !f.failingSince.IsZero() {
+			// Its entries went because the feed fails (past MaxStale):
+			// keep retrying it, so that the datacenter answers again once
+			// it works (run stops it then, or when no one asks).
+			f.asked = time.Now()
+			return
+		}
 		f.stop()
 		delete(h.dcs, dc)
 	}
+}
+
+// ErrFeedFailing is wrapped by Get's error for a miss of a datacenter
+// whose change feed has failed for longer than MaxStale: with no way to
+// hear of changes, an answer could be wrong for as long as the agent
+// runs, so the cache treats the datacenter as out of reach (the DNS layer
+// answers SERVFAIL) until the feed works again, whatever the reason it
+// fails (the servers unreachable, or an RPC this agent's servers do not
+// serve: a version outside the supported range).
+var ErrFeedFailing = errors.New("the datacenter's change feed has failed for longer than max_stale")
+
+// failing reports, for a miss of dc, whether dc's feed has failed for
+// longer than maxStale, with its last error; it counts as a question
+// asked of dc, which keeps the feed retried.
+func (h *Hub) failing(dc string, maxStale time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.dcs[dc]
+	if f == nil || f.failingSince.IsZero() || time.Since(f.failingSince) <= maxStale {
+		return nil
+	}
+	f.asked = time.Now()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+	return fmt.Errorf("%w (since %s): %w", ErrFeedFailing, f.failingSince.UTC().Format(time.RFC3339), f.err)
+}
+
+// reportFailing records that dc's feed failed with err, its last success
+// at lastOK; reportOK that it works, and says whether the run should stop:
+// dc has no entries left (they were dropped while it failed).
+func (h *Hub) reportFailing(dc string, lastOK time.Time, err error) (idle bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.dcs[dc]
+	if f == nil {
+		return false
+	}
+	if f.failingSince.IsZero() {
+		f.failingSince = lastOK
+	}
+	f.err = err
+	if f.entries <= 0 && time.Since(f.asked) > h.cfg.IdleTimeout {
+		f.stop()
+		delete(h.dcs, dc)
+		return true
+	}
+	return false
+}
+
+func (h *Hub) reportOK(dc string) (idle bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.dcs[dc]
+	if f == nil {
+		return false
+	}
+	f.failingSince, f.err = time.Time{}, nil
+	if f.entries <= 0 {
+		f.stop()
+		delete(h.dcs, dc)
+		return true
+	}
+	return false
 }
 
 // run follows dc's feed until ctx ends (dc's last entry went, or Close).
@@ -163,7 +249,7 @@ func (h *Hub) release(dc string) {
 // not be the one that did. While the feed fails, dc's entries count as
 // out of contact from the feed's last success, which makes them stale
 // after StaleAfter and drops them after MaxStale (the caches' sweep).
-func (h *Hub) run(ctx context.Context, dc string) {
+func (h *Hub) run(ctx context.Context, dc string, kick <-chan struct{}) {
 	feed := h.feed(dc)
 	defer feed.Stop()
 	inDC := func(k Key) bool { return k.Datacenter == dc }
@@ -182,16 +268,23 @@ func (h *Hub) run(ctx context.Context, dc string) {
 		if err != nil {
 			failures++
 			h.each(func(s subscriber) { s.markFailing(inDC, lastOK) })
-			h.warn(dc, err)
-			if !clock.Sleep(ctx, backoff(h.cfg.RetryMin, h.cfg.RetryMax, failures)) {
+			h.warn(dc, lastOK, err)
+			if h.reportFailing(dc, lastOK, err) {
+				return
+			}
+			if !h.pause(ctx, backoff(h.cfg.RetryMin, h.cfg.RetryMax, failures), kick) {
 				return
 			}
 			index = 0
 			continue
 		}
 		if failures > 0 {
-			h.logger.Debug("cache feed recovered", "dc", dc, "failures", failures)
+			h.logger.Info("cache feed recovered", "dc", dc, "failures", failures, "down", time.Since(lastOK).Round(time.Millisecond))
 			failures = 0
+			h.lastWarn.Store(0)
+			if h.reportOK(dc) {
+				return
+			}
 		}
 		lastOK = time.Now()
 		switch {
@@ -213,13 +306,36 @@ func (h *Hub) run(ctx context.Context, dc string) {
 	}
 }
 
-// warn logs a failing feed at most once per warnEvery.
-func (h *Hub) warn(dc string, err error) {
+// pause waits d before the next try of a failing feed, or RetryMin if a
+// kick comes first; it reports false when ctx ends.
+func (h *Hub) pause(ctx context.Context, d time.Duration, kick <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-kick:
+		return clock.Sleep(ctx, min(d, h.cfg.RetryMin))
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// warn logs a failing feed at most once per warnEvery, for as long as it
+// fails: at WARN while its entries are served stale, at ERROR once they
+// are past MaxStale and the datacenter's names answer SERVFAIL.
+func (h *Hub) warn(dc string, lastOK time.Time, err error) {
 	now, last := time.Now().UnixNano(), h.lastWarn.Load()
 	if last != 0 && now-last < warnEvery || !h.lastWarn.CompareAndSwap(last, now) {
 		return
 	}
-	h.logger.Warn("cache feed failing; serving stale", "dc", dc, "err", err)
+	down := time.Since(lastOK).Round(time.Second)
+	if down > h.cfg.MaxStale {
+		h.logger.Error("cache feed failing for longer than max_stale; the datacenter's names answer SERVFAIL until it works",
+			"dc", dc, "down", down, "max_stale", h.cfg.MaxStale, "err", err)
+		return
+	}
+	h.logger.Warn("cache feed failing; serving stale", "dc", dc, "down", down, "max_stale", h.cfg.MaxStale, "err", err)
 }
 
 // backoff returns the wait after the given number of consecutive failures:

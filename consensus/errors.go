@@ -26,6 +26,9 @@ var (
 	// (requests cross at most one). It is rpc.ErrNoPathToDatacenter, so
 	// it survives the wire.
 	ErrNoPathToDatacenter = rpc.ErrNoPathToDatacenter
+	// ErrUnknownDatacenter is the ErrNoPathToDatacenter of a datacenter
+	// not in the WAN pool at all. It is rpc.ErrUnknownDatacenter.
+	ErrUnknownDatacenter = rpc.ErrUnknownDatacenter
 	// ErrLogUnreadable is returned by New when an entry of the Raft log on
 	// disk cannot be read: the server cannot start on that log.
 	ErrLogUnreadable = errors.New("the raft log cannot be read")

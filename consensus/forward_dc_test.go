@@ -269,7 +269,10 @@ func TestForwardNoPath(t *testing.T) {
 			t.Errorf("%s: got %v, want an error wrapping ErrNoPathToDatacenter mentioning %q", what, err, wantSubstr)
 		}
 	}
-	expectNoPath("unknown dc9", read("dc9"), "no path to datacenter dc9")
+	expectNoPath("unknown dc9", read("dc9"), `unknown datacenter "dc9"`)
+	if err := read("dc9"); !errors.Is(err, rpc.ErrUnknownDatacenter) {
+		t.Errorf("unknown dc9: got %v, want it to wrap ErrUnknownDatacenter", err)
+	}
 
 	// Every server of dc2 unreachable: the read fails, quickly, saying so.
 	dcs.router.Update([]gossip.Member{

@@ -152,14 +152,15 @@ func (r *Router) Known(dc string) bool {
 // request tries them: the first at random, spreading the requests of
 // many servers over the other datacenter's servers, the next ones when
 // a hop fails. The error, when dc has no alive server, wraps
-// ErrNoPathToDatacenter and says whether dc is known at all.
+// ErrNoPathToDatacenter, and rpc.ErrUnknownDatacenter too when dc is not
+// known at all.
 func (r *Router) route(dc string) ([]string, error) {
 	dc = strings.ToLower(dc)
 	v := r.view.Load()
 	addrs, known := v.servers[dc]
 	if len(addrs) == 0 {
 		if !known {
-			return nil, fmt.Errorf("%w %s: not a datacenter of the WAN pool (known: %s)", ErrNoPathToDatacenter, dc, strings.Join(v.names, ", "))
+			return nil, fmt.Errorf("%w %q: not a datacenter of the WAN pool (known: %s)", ErrUnknownDatacenter, dc, strings.Join(v.names, ", "))
 		}
 		return nil, fmt.Errorf("%w %s: none of its servers is alive", ErrNoPathToDatacenter, dc)
 	}

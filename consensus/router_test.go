@@ -102,7 +102,7 @@ func TestRouterRoute(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ dc, want string }{
-		{"dc9", "no path to datacenter dc9: not a datacenter of the WAN pool (known: dc1, dc2, dc3)"},
+		{"dc9", `unknown datacenter "dc9": not a datacenter of the WAN pool (known: dc1, dc2, dc3)`},
 		{"dc3", "no path to datacenter dc3: none of its servers is alive"},
 		// The local datacenter is never routed: it has no server here.
 		{"dc1", "no path to datacenter dc1: none of its servers is alive"},
@@ -110,6 +110,10 @@ func TestRouterRoute(t *testing.T) {
 		_, err := r.route(tc.dc)
 		if !errors.Is(err, ErrNoPathToDatacenter) || err.Error() != tc.want {
 			t.Errorf("route(%s): got %v, want %q wrapping ErrNoPathToDatacenter", tc.dc, err, tc.want)
+		}
+		// Only a datacenter the pool does not know is a client's mistake.
+		if unknown := errors.Is(err, ErrUnknownDatacenter); unknown != (tc.dc == "dc9") {
+			t.Errorf("route(%s): wraps ErrUnknownDatacenter %v, want %v", tc.dc, unknown, tc.dc == "dc9")
 		}
 	}
 }

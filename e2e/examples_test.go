@@ -3,18 +3,16 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairndns/cairn/e2e/e2etest"
 )
 
 // exampleNet is where one run of an example script puts its agents: a
@@ -30,55 +28,12 @@ type exampleNet struct {
 	dns, http, server, serfLAN, serfWAN int
 }
 
-// newExampleNet picks consecutive addresses for the named agents in a
-// random 127.a.b.0/24 (a ≠ 0: 127.0.x.x is where other services live) and
-// five ports that freePort has found free on 127.0.0.1 (so no wildcard
-// listener holds them either), and checks that every port is free for TCP
-// and UDP on every address. A block where one is taken is passed over.
+// newExampleNet puts the named agents on a LoopbackNet of their own.
 func newExampleNet(t *testing.T, names ...string) exampleNet {
 	t.Helper()
-	for range 20 {
-		a, b := 1+rand.IntN(254), rand.IntN(256)
-		first := 1 + rand.IntN(255-len(names)) // hosts first … first+len-1 within 1…254
-		n := exampleNet{names: names, ip: make(map[string]string, len(names)),
-			dns: freePort(t), http: freePort(t), server: freePort(t), serfLAN: freePort(t), serfWAN: freePort(t)}
-		for i, name := range names {
-			n.ip[name] = fmt.Sprintf("127.%d.%d.%d", a, b, first+i)
-		}
-		if n.free(t) {
-			return n
-		}
-	}
-	t.Fatal("found no block of loopback addresses with the ports free in 20 tries")
-	return exampleNet{}
-}
-
-// free reports whether every port of n is free for TCP and UDP on every
-// address of n. An address that cannot be bound at all fails the test: the
-// examples need the whole of 127.0.0.0/8 on the loopback interface, as
-// Linux has it.
-func (n exampleNet) free(t *testing.T) bool {
-	t.Helper()
-	for _, name := range n.names {
-		for _, port := range []int{n.dns, n.http, n.server, n.serfLAN, n.serfWAN} {
-			addr := net.JoinHostPort(n.ip[name], strconv.Itoa(port))
-			ln, err := net.Listen("tcp", addr)
-			if err == nil {
-				ln.Close()
-				var pc net.PacketConn
-				if pc, err = net.ListenPacket("udp", addr); err == nil {
-					pc.Close()
-				}
-			}
-			switch {
-			case errors.Is(err, syscall.EADDRINUSE):
-				return false
-			case err != nil:
-				t.Fatalf("bind %s for an example's agent: %v", addr, err)
-			}
-		}
-	}
-	return true
+	n := e2etest.NewLoopbackNet(t, names...)
+	return exampleNet{names: n.Names, ip: n.IP, dns: n.Ports.DNS, http: n.Ports.HTTP, server: n.Ports.Server,
+		serfLAN: n.Ports.SerfLAN, serfWAN: n.Ports.SerfWAN}
 }
 
 // env is the script's environment that puts the agents on n.

@@ -5,9 +5,11 @@ import "github.com/prometheus/client_golang/prometheus"
 // A pool's series, labelled with the pool ("lan", "wan"), read at each
 // scrape.
 var (
-	descMembers   = prometheus.NewDesc("cairn_gossip_members", "Members of a gossip pool as this agent sees them, by pool and status (alive, failed, left).", []string{"pool", "status"}, nil)
+	descMembers   = prometheus.NewDesc("cairn_gossip_members", "Members of a gossip pool as this agent sees them, by pool and status (alive, failed, left; incompatible: peers refused for their protocol version, which are no members).", []string{"pool", "status"}, nil)
 	descDropped   = prometheus.NewDesc("cairn_gossip_log_lines_dropped_total", "Log lines about bad gossip packets left out by the per-source rate limit, by pool.", []string{"pool"}, nil)
 	descConflicts = prometheus.NewDesc("cairn_gossip_name_conflicts_total", "Times two agents claimed one member name, by pool.", []string{"pool"}, nil)
+	descRefused   = prometheus.NewDesc("cairn_gossip_incompatible_total",
+		"Times a peer was refused for speaking a cairn protocol version outside this agent's range, by pool (each of its gossip messages counts); cairn_gossip_members{status=\"incompatible\"} counts the peers.", []string{"pool"}, nil)
 )
 
 // Collectors returns the pool's series, for the agent's registry.
@@ -25,9 +27,11 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range p.Members() {
 		n[m.Status]++
 	}
-	for _, st := range []Status{StatusAlive, StatusFailed, StatusLeft} {
+	n[StatusIncompatible] = len(p.Incompatible())
+	for _, st := range []Status{StatusAlive, StatusFailed, StatusLeft, StatusIncompatible} {
 		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(n[st]), pool, st.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(p.DroppedLogLines()), pool)
 	ch <- prometheus.MustNewConstMetric(descConflicts, prometheus.CounterValue, float64(p.NameConflicts()), pool)
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(p.IncompatibleRefusals()), pool)
 }

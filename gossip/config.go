@@ -8,8 +8,9 @@ import (
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics"
-
 	"github.com/hashicorp/memberlist"
+
+	"github.com/cairndns/cairn/internal/buildinfo"
 )
 
 // Kind says which pool a Pool is.
@@ -46,11 +47,12 @@ const (
 
 func (r Role) valid() bool { return r == RoleServer || r == RoleClient }
 
-// The cairn gossip protocol versions this build speaks. Peers advertising a
-// version outside [ProtocolVersionMin, ProtocolVersionMax] are refused.
+// The cairn protocol versions this build speaks (buildinfo's, where the
+// contract is written down). A peer whose range does not overlap a pool's
+// [Config.ProtocolMin, Config.ProtocolMax] is refused.
 const (
-	ProtocolVersionMin uint8 = 1
-	ProtocolVersionMax uint8 = 1
+	ProtocolVersionMin = buildinfo.ProtocolMin
+	ProtocolVersionMax = buildinfo.ProtocolMax
 )
 
 // Default gossip ports, as Consul users know them.
@@ -172,9 +174,12 @@ type Config struct {
 	// Build is the agent's version, "<version>:<revision>", gossiped in
 	// metadata (Consul's "build" tag). Default "": none.
 	Build string
-	// ProtocolVersion is the cairn protocol version gossiped in metadata.
-	// Default ProtocolVersionMax.
-	ProtocolVersion uint8
+	// ProtocolVersion is the cairn protocol version gossiped in metadata
+	// (Consul's "vsn" tag), and ProtocolMin and ProtocolMax the range the
+	// pool accepts and gossips ("vsn_min", "vsn_max"). Defaults
+	// buildinfo's Protocol, ProtocolMin and ProtocolMax. They are no user
+	// knob: a test sets them to play a build of another protocol.
+	ProtocolVersion, ProtocolMin, ProtocolMax uint8
 	// EncryptKey, when set, is the AES key (16, 24 or 32 bytes) gossip is
 	// encrypted and authenticated with. Members with another key, or none,
 	// cannot join. Default none. A keyring file, when there is one, wins
@@ -218,7 +223,9 @@ func DefaultLANConfig() Config {
 		Pool:            LAN,
 		BindAddr:        "0.0.0.0",
 		BindPort:        DefaultLANPort,
-		ProtocolVersion: ProtocolVersionMax,
+		ProtocolVersion: buildinfo.Protocol,
+		ProtocolMin:     buildinfo.ProtocolMin,
+		ProtocolMax:     buildinfo.ProtocolMax,
 		RetainDead:      ml.GossipToTheDeadTime,
 		Timing:          timing,
 	}
@@ -238,7 +245,9 @@ func DefaultWANConfig() Config {
 		Pool:            WAN,
 		BindAddr:        "0.0.0.0",
 		BindPort:        DefaultWANPort,
-		ProtocolVersion: ProtocolVersionMax,
+		ProtocolVersion: buildinfo.Protocol,
+		ProtocolMin:     buildinfo.ProtocolMin,
+		ProtocolMax:     buildinfo.ProtocolMax,
 		RetainDead:      ml.GossipToTheDeadTime,
 		Timing:          timing,
 	}
@@ -297,8 +306,11 @@ func (c Config) Validate() error {
 	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
 		bad("AdvertisePort", "must be 0–65535, got %d", c.AdvertisePort)
 	}
-	if c.ProtocolVersion < ProtocolVersionMin || c.ProtocolVersion > ProtocolVersionMax {
-		bad("ProtocolVersion", "must be %d–%d, got %d", ProtocolVersionMin, ProtocolVersionMax, c.ProtocolVersion)
+	if c.ProtocolMin == 0 || c.ProtocolMin > c.ProtocolMax {
+		bad("ProtocolMin", "must be 1–ProtocolMax (%d), got %d", c.ProtocolMax, c.ProtocolMin)
+	}
+	if c.ProtocolVersion < c.ProtocolMin || c.ProtocolVersion > c.ProtocolMax {
+		bad("ProtocolVersion", "must be %d–%d, got %d", c.ProtocolMin, c.ProtocolMax, c.ProtocolVersion)
 	}
 	switch len(c.EncryptKey) {
 	case 0, 16, 24, 32:
@@ -367,7 +379,7 @@ func (t Timing) validate() []error {
 func (c Config) meta() meta {
 	return meta{
 		Role: c.Role, Datacenter: c.Datacenter, RPCAddr: c.RPCAddr, ProtocolVersion: c.ProtocolVersion, WANPort: uint16(c.WANPort),
-		NodeID: c.NodeID, Build: c.Build, ProtocolMin: ProtocolVersionMin, ProtocolMax: ProtocolVersionMax,
+		NodeID: c.NodeID, Build: c.Build, ProtocolMin: c.ProtocolMin, ProtocolMax: c.ProtocolMax,
 		Features: features,
 	}
 }

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"strconv"
@@ -85,6 +86,10 @@ type peerFilter struct {
 	// held refuses a peer of a name bound to another node ID
 	// (Pool.heldName); nil for none.
 	held func(name, id string) error
+	// min and max are the protocol versions the pool accepts; incompatible
+	// is told of each peer refused for its protocol (Pool.refuseProtocol).
+	min, max     uint8
+	incompatible func(n *memberlist.Node, md meta, err error)
 }
 
 var (
@@ -158,9 +163,13 @@ func (f peerFilter) check(n *memberlist.Node) (meta, error) {
 	if err != nil {
 		return md, fmt.Errorf("%w: %q: %w", ErrIncompatiblePeer, n.Name, err)
 	}
-	if md.ProtocolVersion < ProtocolVersionMin || md.ProtocolVersion > ProtocolVersionMax {
-		return md, fmt.Errorf("%w: %q speaks cairn protocol %d, this agent %d–%d",
-			ErrIncompatiblePeer, n.Name, md.ProtocolVersion, ProtocolVersionMin, ProtocolVersionMax)
+	if lo, hi := md.protocolRange(); hi < f.min || lo > f.max {
+		err := fmt.Errorf("%w: %q (build %s) speaks cairn protocol %d (accepts %d–%d), this agent %d–%d",
+			ErrIncompatiblePeer, n.Name, cmp.Or(md.Build, "unknown"), md.ProtocolVersion, lo, hi, f.min, f.max)
+		if f.incompatible != nil {
+			f.incompatible(n, md, err)
+		}
+		return md, err
 	}
 	switch f.kind {
 	case LAN:

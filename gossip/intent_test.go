@@ -107,8 +107,8 @@ func TestPeerFilter(t *testing.T) {
 	server := func(dc string) []byte {
 		return md(meta{Role: RoleServer, Datacenter: dc, RPCAddr: "10.0.0.1:8300", ProtocolVersion: 1})
 	}
-	lan := peerFilter{kind: LAN, dc: "dc1"}
-	wan := peerFilter{kind: WAN, dc: "dc1"}
+	lan := peerFilter{kind: LAN, dc: "dc1", min: ProtocolVersionMin, max: ProtocolVersionMax}
+	wan := peerFilter{kind: WAN, dc: "dc1", min: ProtocolVersionMin, max: ProtocolVersionMax}
 	for _, tc := range []struct {
 		name   string
 		f      peerFilter
@@ -120,6 +120,10 @@ func TestPeerFilter(t *testing.T) {
 		{"lan client", lan, "c1", md(meta{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: 1}), true},
 		{"lan other dc", lan, "s1", server("dc2"), false},
 		{"lan new protocol", lan, "s1", md(meta{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: ProtocolVersionMax + 1}), false},
+		{"lan new protocol accepting ours", lan, "s1", md(meta{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: ProtocolVersionMax + 1,
+			ProtocolMin: ProtocolVersionMax, ProtocolMax: ProtocolVersionMax + 1}), true},
+		{"lan new range without ours", lan, "s1", md(meta{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: ProtocolVersionMax + 1,
+			ProtocolMin: ProtocolVersionMax + 1, ProtocolMax: ProtocolVersionMax + 2}), false},
 		{"lan bad meta", lan, "s1", []byte("garbage"), false},
 		{"wan other dc", wan, "s1.dc2", server("dc2"), true},
 		{"wan client", wan, "c1.dc1", md(meta{Role: RoleClient, Datacenter: "dc1", ProtocolVersion: 1}), false},

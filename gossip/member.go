@@ -24,6 +24,9 @@ const (
 	// Its leave intent may arrive after memberlist reported it gone, so a
 	// member can turn from Failed to Left, never the other way.
 	StatusLeft
+	// StatusIncompatible: a peer refused for its protocol version, never a
+	// member (Pool.Incompatible lists them; Pool.Members never does).
+	StatusIncompatible
 )
 
 func (s Status) String() string {
@@ -34,6 +37,8 @@ func (s Status) String() string {
 		return "failed"
 	case StatusLeft:
 		return "left"
+	case StatusIncompatible:
+		return "incompatible"
 	}
 	return "status(" + strconv.Itoa(int(s)) + ")"
 }
@@ -67,6 +72,9 @@ type Member struct {
 	// versions it speaks, 0 when unknown.
 	ID, Build                string
 	ProtocolMin, ProtocolMax uint8
+	// Refused says why a StatusIncompatible peer was refused; "" for a
+	// member.
+	Refused string
 	// Features are what the member can do that older members cannot: 0
 	// for a member older than Features.
 	Features Features

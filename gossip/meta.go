@@ -51,6 +51,16 @@ type meta struct {
 	Features Features
 }
 
+// protocolRange is the range of protocol versions m's member accepts: a
+// member that gossips none (none does since v0.1.0, but the field is
+// optional) accepts only the version it speaks.
+func (m meta) protocolRange() (lo, hi uint8) {
+	if m.ProtocolMax == 0 {
+		return m.ProtocolVersion, m.ProtocolVersion
+	}
+	return m.ProtocolMin, m.ProtocolMax
+}
+
 // encodeMeta encodes m, or fails when it does not fit memberlist's limit.
 func encodeMeta(m meta) ([]byte, error) {
 	buf := make([]byte, 0, 4+len(m.Role)+len(m.Datacenter)+len(m.RPCAddr)+len(m.Keys)+len(m.NodeID)+len(m.Build)+24)

@@ -27,6 +27,9 @@ type Pool struct {
 	// conflictLogged is when each name's last line was logged.
 	conflicts      atomic.Uint64
 	conflictLogged sync.Map // member name → time.Time
+	// incompatible are the peers refused for their protocol version
+	// (incompatible.go).
+	incompatible incompatiblePeers
 
 	// broadcasts queues leave intents for memberlist's gossip.
 	broadcasts *memberlist.TransmitLimitedQueue
@@ -137,7 +140,8 @@ func create(cfg Config, logger *slog.Logger, transport memberlist.Transport) (*P
 		p.keys = keys
 		mlc.Keyring = p.keyring
 	}
-	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter, name: cfg.MemberName(), id: cfg.NodeID, held: p.heldName}
+	filter := peerFilter{kind: cfg.Pool, dc: cfg.Datacenter, name: cfg.MemberName(), id: cfg.NodeID, held: p.heldName,
+		min: cfg.ProtocolMin, max: cfg.ProtocolMax, incompatible: p.refuseProtocol}
 	mlc.Delegate = delegate{p: p}
 	mlc.Events = eventDelegate{p: p}
 	mlc.Conflict = conflictDelegate{p: p}
@@ -351,6 +355,9 @@ func (p *Pool) observe(n *memberlist.Node, status Status) {
 	}
 	now := time.Now()
 	m := memberOf(p.cfg.Pool, n, md, status, now)
+	if status == StatusAlive {
+		p.forgetIncompatible(n.Name)
+	}
 	p.mu.Lock()
 	old, known := p.members[n.Name]
 	switch {

@@ -54,6 +54,20 @@ var ErrServerClosed = errors.New("rpc server closed")
 // forwarded the request, can tell it apart from other failures.
 var ErrNoPathToDatacenter = errors.New("no path to datacenter")
 
+// ErrUnknownDatacenter is wrapped by the error of a request naming a
+// datacenter that is not in the answering server's WAN pool at all (a
+// typo, or one that never joined), as opposed to one whose servers are
+// all down: sending the request again does not help. It wraps
+// ErrNoPathToDatacenter, so that whoever only asks whether a datacenter
+// can be reached (a prepared query's failover, a peer of the previous
+// release, which knows only that code) reads both alike.
+var ErrUnknownDatacenter error = unknownDatacenter{}
+
+type unknownDatacenter struct{}
+
+func (unknownDatacenter) Error() string { return "unknown datacenter" }
+func (unknownDatacenter) Unwrap() error { return ErrNoPathToDatacenter }
+
 // ErrRateLimited is wrapped by the error of a write refused because its
 // client (its IP address) made more writes than ServerConfig.WriteRate
 // and WriteBurst allow. The write did not run: it may be sent again once
@@ -247,6 +261,8 @@ func sentinelCode(err error) string {
 		return "not-found"
 	case errors.Is(err, ErrConflictingConsistency):
 		return "conflicting-consistency"
+	case errors.Is(err, ErrUnknownDatacenter): // before the no-path it wraps
+		return "unknown-datacenter"
 	case errors.Is(err, ErrNoPathToDatacenter):
 		return "no-path-to-datacenter"
 	case errors.Is(err, ErrNoLeader):
@@ -284,6 +300,8 @@ func sentinelOf(code string) error {
 		return ErrConflictingConsistency
 	case "no-path-to-datacenter":
 		return ErrNoPathToDatacenter
+	case "unknown-datacenter":
+		return ErrUnknownDatacenter
 	case "no-leader":
 		return ErrNoLeader
 	case "server-stopping":

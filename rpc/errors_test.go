@@ -56,6 +56,7 @@ func TestWireErrorRoundTrip(t *testing.T) {
 		{"not found", fmt.Errorf("register node %q: node %q: %w", "n1", "n1", catalog.ErrNotFound), `register node "n1": node "n1": not found`, nil, catalog.ErrNotFound},
 		{"conflicting consistency", ErrConflictingConsistency, ErrConflictingConsistency.Error(), nil, ErrConflictingConsistency},
 		{"no path to datacenter", fmt.Errorf("%w dc9", ErrNoPathToDatacenter), "no path to datacenter dc9", nil, ErrNoPathToDatacenter},
+		{"unknown datacenter", fmt.Errorf("%w %q", ErrUnknownDatacenter, "dc9"), `unknown datacenter "dc9"`, nil, ErrUnknownDatacenter},
 		{"rate limited", fmt.Errorf("rpc: Echo.Write from 10.0.0.1: %w", ErrRateLimited), "rpc: Echo.Write from 10.0.0.1: rate limit exceeded", nil, ErrRateLimited},
 		{"too many calls", fmt.Errorf("rpc: 3 calls in flight from 10.0.0.1: %w", ErrTooManyCalls), "rpc: 3 calls in flight from 10.0.0.1: too many calls in flight from this client", nil, ErrTooManyCalls},
 		{"field error wins over a sentinel", errors.Join(catalog.ErrNotFound, port), "not found\nService.Port: must be 1-65535", port, nil},

@@ -32,6 +32,7 @@ func TestClassifyEveryRPCError(t *testing.T) {
 		"ErrPoolClosed":             {rpc.ErrPoolClosed, rpc.Answered, rpc.Stopping},
 		"ErrServerClosed":           {rpc.ErrServerClosed, rpc.Answered, rpc.Stopping},
 		"ErrNoPathToDatacenter":     {rpc.ErrNoPathToDatacenter, rpc.Answered, rpc.Answered},
+		"ErrUnknownDatacenter":      {rpc.ErrUnknownDatacenter, rpc.Answered, rpc.Answered},
 		"ErrRateLimited":            {rpc.ErrRateLimited, rpc.Answered, rpc.Answered},
 		"ErrTooManyCalls":           {rpc.ErrTooManyCalls, rpc.Busy, rpc.Busy},
 		"ErrUnknownOutcome":         {rpc.ErrUnknownOutcome, rpc.Unknown, rpc.Unknown},

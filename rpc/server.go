@@ -38,9 +38,11 @@ type Server struct {
 	shutDown context.CancelFunc
 
 	// badConn rate-limits the debug lines about refused connections,
+	// peerRefused the warnings about peers' traffic refused (admit),
 	// limited those about writes refused by the rate limit.
-	badConn sampler
-	limited sampler
+	badConn     sampler
+	peerRefused sampler
+	limited     sampler
 	// expired paces the warnings about requests read after their
 	// deadline, overBudget those about clients over their budget.
 	expired    sampler
@@ -93,6 +95,7 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) (*Server, error) {
 		life:         life,
 		shutDown:     shutDown,
 		badConn:      sampler{every: time.Minute},
+		peerRefused:  sampler{every: time.Minute},
 		limited:      sampler{every: time.Minute},
 		expired:      sampler{every: time.Minute},
 		overBudget:   sampler{every: time.Minute},
@@ -380,7 +383,7 @@ func (s *Server) handleConn(raw net.Conn, client string) {
 		no = s.admit(raw.RemoteAddr(), kind, state)
 	}
 	if no != nil {
-		s.refuse(raw, no.msg, no.args...)
+		s.refuse(raw, no)
 		return
 	}
 	switch kind {
@@ -407,13 +410,18 @@ func (s *Server) forwarder(remote net.Addr, state *tls.ConnectionState) bool {
 }
 
 // refusal is why a connection is refused: a log message and its
-// attributes.
+// attributes, and whether it is a peer's traffic refused (admit: WARN, so
+// that a server refusing another's Raft or RPC says so where an operator
+// looks) or a connection that never said what it was (DEBUG).
 type refusal struct {
 	msg  string
 	args []any
+	peer bool
 }
 
 func refused(msg string, args ...any) *refusal { return &refusal{msg: msg, args: args} }
+
+func refusedPeer(msg string, args ...any) *refusal { return &refusal{msg: msg, args: args, peer: true} }
 
 // handshake reads raw's first byte and, for TLSByte, runs the TLS
 // handshake and reads the first byte inside it, before HandshakeTimeout.
@@ -465,15 +473,15 @@ func (s *Server) handshake(raw net.Conn) (net.Conn, byte, *tls.ConnectionState, 
 func (s *Server) admit(remote net.Addr, kind byte, state *tls.ConnectionState) *refusal {
 	if s.cfg.Admit != nil {
 		if err := s.cfg.Admit(remote, kind); err != nil {
-			return refused("not admitted", "kind", kindName(kind), "err", err)
+			return refusedPeer("not admitted", "kind", kindName(kind), "err", err)
 		}
 	}
 	if kind == RaftByte && s.cfg.RaftPeer != nil {
 		if state == nil {
-			return refused("Raft without TLS where peers must prove to be servers")
+			return refusedPeer("Raft without TLS where peers must prove to be servers")
 		}
 		if !s.cfg.RaftPeer(*state) {
-			return refused("Raft from a peer whose certificate is not a server's of this datacenter", "subject", peerSubject(state))
+			return refusedPeer("Raft from a peer whose certificate is not a server's of this datacenter", "subject", peerSubject(state))
 		}
 	}
 	return nil
@@ -495,12 +503,17 @@ func readByte(conn net.Conn) (byte, error) {
 	return b[0], nil
 }
 
-// refuse closes conn and logs why at debug level, at most once a minute.
-func (s *Server) refuse(conn net.Conn, msg string, args ...any) {
+// refuse closes conn and logs why, at most once a minute for each of
+// the two levels (see refusal).
+func (s *Server) refuse(conn net.Conn, no *refusal) {
 	closeQuietly(conn)
-	if ok, dropped := s.badConn.allow(time.Now()); ok {
-		args = append(args, "peer", conn.RemoteAddr().String(), "dropped", dropped)
-		s.logger.Debug("refused connection: "+msg, args...)
+	sampler, level := &s.badConn, slog.LevelDebug
+	if no.peer {
+		sampler, level = &s.peerRefused, slog.LevelWarn
+	}
+	if ok, dropped := sampler.allow(time.Now()); ok {
+		args := append(no.args, "peer", conn.RemoteAddr().String(), "local", conn.LocalAddr().String(), "dropped", dropped)
+		s.logger.Log(context.Background(), level, "refused connection: "+no.msg, args...)
 	}
 }
 

@@ -301,7 +301,9 @@ func TestAdmit(t *testing.T) {
 	if got.kind != RPCByte || !strings.HasPrefix(got.remote.String(), "127.0.0.1:") {
 		t.Errorf("Admit asked about %v, kind %d; want 127.0.0.1:*, RPCByte", got.remote, got.kind)
 	}
-	waitLogged(t, logs, "refused connection: not admitted", "not a member of the LAN pool", "kind=rpc")
+	// At WARN, naming the peer: a server refusing another's traffic says
+	// so where an operator looks.
+	waitLogged(t, logs, `level=WARN msg="refused connection: not admitted"`, "not a member of the LAN pool", "kind=rpc", "peer=127.0.0.1:")
 
 	accepted := acceptOne(s.RaftLayer())
 	conn, err := s.RaftLayer().Dial(s.Addr().String(), 2*time.Second)

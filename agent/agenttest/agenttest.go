@@ -4,7 +4,10 @@ package agenttest
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +43,47 @@ func StartPrepared(t testing.TB, cfg config.Config, prepare func(*agent.Agent)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &testWriter{t: t}
+	var lv slog.LevelVar
+	lv.Set(level)
+	return start(t, cfg, &lv, nil, prepare)
+}
+
+// StartLogging is Start with the agent's log lines, at level (which a
+// reload given it may change), also kept in the returned Logs.
+func StartLogging(t testing.TB, cfg config.Config, level *slog.LevelVar) (*agent.Agent, *Logs) {
+	t.Helper()
+	logs := &Logs{}
+	return start(t, cfg, level, logs, nil), logs
+}
+
+// Logs are the log lines of an agent started with StartLogging.
+type Logs struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// Lines returns the lines logged so far that contain every one of parts.
+func (l *Logs) Lines(parts ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.buf.String()) {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func start(t testing.TB, cfg config.Config, level *slog.LevelVar, also io.Writer, prepare func(*agent.Agent)) *agent.Agent {
+	t.Helper()
+	w := &testWriter{t: t, also: also}
 	// Registered before the agent's own cleanup, so it runs after it.
 	t.Cleanup(w.close)
 	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
@@ -77,6 +120,7 @@ func Stop(t testing.TB, a *agent.Agent) {
 // may still log, which t.Log refuses once the test has completed.
 type testWriter struct {
 	t      testing.TB
+	also   io.Writer // nil: none
 	mu     sync.Mutex
 	closed bool
 }
@@ -84,6 +128,9 @@ type testWriter struct {
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.also != nil {
+		_, _ = w.also.Write(p)
+	}
 	if !w.closed {
 		w.t.Log(string(p))
 	}

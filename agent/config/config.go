@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairndns/cairn/cache"
 	"github.com/cairndns/cairn/catalog"
+	"github.com/cairndns/cairn/internal/logfile"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/tlsutil"
 	"github.com/cairndns/cairn/zones"
@@ -71,6 +72,14 @@ type Config struct {
 	Server bool
 	// LogLevel is one of debug, info, warn, error. Default "info".
 	LogLevel string
+	// LogFile is where the agent logs besides stderr, and how that file
+	// rotates (log_file, log_rotate_bytes, log_rotate_duration,
+	// log_rotate_max_files; logging.go). Default logfile.DefaultConfig():
+	// no file.
+	LogFile logfile.Config
+	// LogJSON writes log lines as JSON objects, one a line, on stderr and
+	// in the log file (log_json). Default false: text (key=value).
+	LogJSON bool
 	// AltDomain is a second zone answered like Domain (for a migration, or
 	// a name users know from elsewhere). Default none.
 	AltDomain string
@@ -248,6 +257,7 @@ func Default() Config {
 		ClientAddr:          "127.0.0.1",
 		Ports:               Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1, DNSTLS: -1},
 		LogLevel:            "info",
+		LogFile:             logfile.DefaultConfig(),
 		Zones:               zc,
 		Resolver:            resolver.DefaultConfig(),
 		Cache:               cache.DefaultConfig(),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairndns/cairn/cache"
+	"github.com/cairndns/cairn/internal/logfile"
 	"github.com/cairndns/cairn/resolver"
 	"github.com/cairndns/cairn/telemetry"
 	"github.com/cairndns/cairn/tlsutil"
@@ -28,6 +29,7 @@ func TestConfigDefaults(t *testing.T) {
 		ClientAddr:            "127.0.0.1",
 		Ports:                 Ports{DNS: 8600, HTTP: 8500, Server: 8300, SerfLAN: 8301, SerfWAN: 8302, HTTPS: -1, DNSTLS: -1},
 		LogLevel:              "info",
+		LogFile:               logfile.Config{RotateDuration: 24 * time.Hour},
 		RetryInterval:         30 * time.Second,
 		ReconnectTimeout:      72 * time.Hour,
 		CheckUpdateInterval:   5 * time.Minute,
@@ -295,7 +297,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		"encrypt",
 		"gossip_lan.gossip_interval", "gossip_lan.gossip_nodes", "gossip_lan.probe_interval", "gossip_lan.probe_timeout", "gossip_lan.retransmit_mult", "gossip_lan.suspicion_mult",
 		"gossip_wan.gossip_interval", "gossip_wan.gossip_nodes", "gossip_wan.probe_interval", "gossip_wan.probe_timeout", "gossip_wan.retransmit_mult", "gossip_wan.suspicion_mult",
-		"http_config.read_timeout", "limits.kv_max_value_size", "log_level", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
+		"http_config.read_timeout", "limits.kv_max_value_size", "log_level", "log_rotate_duration", "node_name", "performance.commit_timeout", "performance.raft_multiplier", "performance.rpc_hold_timeout",
 		"ports.dns", "ports.http", "ports.serf_lan", "ports.serf_wan", "ports.server", "raft_logstore.wal.segment_size_mb",
 		"raft_snapshot_interval", "raft_snapshot_threshold", "reconnect_timeout", "retry_interval", "retry_max", "server_service_name", "sync_coordinate_interval_min", "telemetry.prometheus_retention_time"}
 	if !slices.Equal(got, want) {
@@ -556,7 +558,6 @@ func TestLoadFileUnknownKey(t *testing.T) {
 		{"port.json", `{"ports": {"http": 1, "grpc": 2}}`, "ports.grpc"},
 		{"assigned-port.hcl", "ports = { grpc = 1 }\n", "ports.grpc"},
 		{"labelled-block.hcl", "ports \"x\" {\n  dns = 1\n}\n", "ports.x"},
-		{"nested.json", `{"ports": {"dns": {"udp": 1}}}`, "ports.dns.udp"},
 	} {
 		path := writeConfig(t, tc.name, tc.content)
 		c := Default()

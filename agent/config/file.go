@@ -61,6 +61,7 @@ type fileConfig struct {
 	fileGossipKeys     `hcl:",squash"` // gossip.go
 	fileServiceKeys    `hcl:",squash"` // services.go
 	fileAddressKeys    `hcl:",squash"` // addresses.go
+	fileLogKeys        `hcl:",squash"` // logging.go
 }
 
 // fileDNS is the dns_config block. Durations are strings ("5s").
@@ -118,6 +119,43 @@ func LoadFile(path string, c *Config) error {
 	return applyFile(path, data, c)
 }
 
+// LoadPath applies path as Consul's -config-file and -config-dir do: a
+// file is loaded with LoadFile; a directory has each of its files whose
+// name ends in .hcl or .json loaded in name order, its subdirectories and
+// other files left alone. On error c is unchanged.
+func LoadPath(path string, c *Config) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	if !info.IsDir() {
+		return LoadFile(path, c)
+	}
+	entries, err := os.ReadDir(path) // sorted by name
+	if err != nil {
+		return fmt.Errorf("read config directory: %w", err)
+	}
+	out := *c
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if ext != ".hcl" && ext != ".json" {
+			continue
+		}
+		file := filepath.Join(path, e.Name())
+		// A symbolic link counts as what it points to.
+		if fi, err := os.Stat(file); err != nil {
+			return fmt.Errorf("read config file: %w", err)
+		} else if fi.IsDir() {
+			continue
+		}
+		if err := LoadFile(file, &out); err != nil {
+			return err
+		}
+	}
+	*c = out
+	return nil
+}
+
 func applyFile(path string, data []byte, c *Config) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil // an empty file sets nothing, as in Consul
@@ -141,7 +179,7 @@ func applyFile(path string, data []byte, c *Config) error {
 	// Applied to a copy, so that a bad value leaves c as it was.
 	out := *c
 	if err := fc.apply(&out); err != nil {
-		return err
+		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	*c = out
 	return nil
@@ -209,6 +247,9 @@ func (fc *fileConfig) apply(c *Config) error {
 		return err
 	}
 	fc.fileAddressKeys.apply(c)
+	if err := fc.fileLogKeys.apply(c); err != nil {
+		return err
+	}
 	setIf(&c.AltDomain, fc.AltDomain)
 	if fc.NodeMeta != nil {
 		c.NodeMeta = fc.NodeMeta

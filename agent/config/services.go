@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/hcl/ast"
+	"github.com/hashicorp/hcl/hcl/token"
 
 	"github.com/cairndns/cairn/agent/checks"
 	"github.com/cairndns/cairn/catalog"
@@ -286,7 +289,7 @@ func takeServices(f *ast.File) (fileServiceKeys, error) {
 			rest = append(rest, item)
 			continue
 		}
-		switch v := astValue(itemValue(item)).(type) {
+		switch v := astValue(itemValue(item), reflect.TypeFor[[]fileService]()).(type) {
 		case []any:
 			raw[name] = append(raw[name], v...)
 		default:
@@ -308,18 +311,36 @@ func takeServices(f *ast.File) (fileServiceKeys, error) {
 }
 
 // astValue turns a piece of the syntax tree into the value encoding/json
-// would have decoded: objects into maps (a key given twice, as HCL's
-// repeated blocks, into a list), lists into slices, literals into their
-// values.
-func astValue(node ast.Node) any {
+// would have decoded into a field of type t: objects into maps (a key
+// given twice, as HCL's repeated blocks, into a list), lists into slices,
+// literals into their values. checkFile has let through what hcl reads
+// leniently (a number for a string, a quoted whole number for an int);
+// those are converted here to what the field takes, so that the decoding
+// that follows fails only where checkFile would have.
+func astValue(node ast.Node, t reflect.Type) any {
+	if t == nil {
+		t = reflect.TypeFor[any]() // a key checkFile has refused already
+	}
+	t = deref(t)
 	switch n := node.(type) {
 	case *ast.ObjectType:
-		return astValue(n.List)
+		return astValue(n.List, t)
 	case *ast.ObjectList:
+		if t.Kind() == reflect.Slice { // one block of a list of blocks
+			t = deref(t.Elem())
+		}
+		fields := map[string]reflect.Type{}
+		if t.Kind() == reflect.Struct {
+			tagFields(t, fields)
+		}
 		out := map[string]any{}
 		for _, item := range n.Items {
 			name := keyName(item.Keys[0])
-			v := astValue(itemValue(item))
+			ft := fields[name]
+			if t.Kind() == reflect.Map {
+				ft = t.Elem()
+			}
+			v := astValue(itemValue(item), ft)
 			switch prev := out[name].(type) {
 			case nil:
 				out[name] = v
@@ -337,13 +358,30 @@ func astValue(node ast.Node) any {
 		}
 		return out
 	case *ast.ListType:
+		var elem reflect.Type
+		if t.Kind() == reflect.Slice {
+			elem = t.Elem()
+		}
 		out := make([]any, len(n.List))
 		for i, e := range n.List {
-			out[i] = astValue(e)
+			out[i] = astValue(e, elem)
 		}
 		return out
 	case *ast.LiteralType:
-		return n.Token.Value()
+		v := n.Token.Value()
+		switch t.Kind() {
+		case reflect.String:
+			if n.Token.Type == token.NUMBER || n.Token.Type == token.FLOAT {
+				return n.Token.Text
+			}
+		case reflect.Int:
+			if s, ok := v.(string); ok {
+				if i, err := strconv.ParseInt(s, 0, 0); err == nil {
+					return i
+				}
+			}
+		}
+		return v
 	}
 	return nil
 }

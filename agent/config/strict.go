@@ -55,10 +55,6 @@ func checkValue(key string, t reflect.Type, node ast.Node) error {
 	if ok && literalFits(t.Kind(), lit.Token) {
 		return nil
 	}
-	// A block under a key that takes a value holds keys that do not exist.
-	if list, ok := objectList(node); ok && len(list.Items) > 0 {
-		return &FieldError{Field: key + "." + keyName(list.Items[0].Keys[0]), Reason: "unknown key"}
-	}
 	return wrongType(key, node, kindName(t.Kind()))
 }
 

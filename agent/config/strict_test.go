@@ -66,6 +66,8 @@ func TestLoadFileWrongType(t *testing.T) {
 		{"list-elem.hcl", `recursors = ["1.1.1.1", false]`, "recursors[1]", "got false, want a string"},
 		{"map-value.hcl", "node_meta { rack = [1] }\n", "node_meta[rack]", "got a list, want a string"},
 		{"map.hcl", "dns_config { service_ttl = \"5s\" }\n", "dns_config.service_ttl", `got "5s", want a block`},
+		{"block-for-int.json", `{"ports": {"dns": {"udp": 1}}}`, "ports.dns", "got a block, want a whole number"},
+		{"block-for-bool.hcl", "server = { a = 1 }\n", "server", "got a block, want true or false"},
 		{"twice.hcl", "ports { dns = 53 }\nports { http = 80 }\n", "ports", "given more than once; write one block"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,9 +89,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" && !c.Dev {
 		bad("data_dir", "is required unless -dev is set")
 	}
-	if _, err := ParseLogLevel(c.LogLevel); err != nil {
-		bad("log_level", "%v", err)
-	}
+	c.validateLogging(bad) // logging.go
 	if err := catalog.ValidateMeta("node_meta", c.NodeMeta); err != nil {
 		var fe *catalog.FieldError
 		if errors.As(err, &fe) {

@@ -204,7 +204,7 @@ func (d *Client) RPC(ctx context.Context, method string, args, reply any) error 
 // by a hung server or on the way, is refused unrun by any server that
 // reads it later (rpc's transit.go), and one a server started by then is
 // being applied, so after the answer the write is applied or never will
-// be, within the transit slack (the README gives the bound). Answering
+// be, within the transit slack (docs/operating/troubleshooting.md gives the bound). Answering
 // at once would leave it pending for the rest of the hold, free to land
 // on top of newer writes.
 func settle(ctx context.Context) { <-ctx.Done() }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+
+	"github.com/cairndns/cairn/internal/buildinfo"
 )
 
 // agentSelf is the body of GET /v1/agent/self: the part of Consul's that
@@ -43,6 +45,11 @@ type selfConfig struct {
 	Server            bool
 	Version           string
 	Revision          string
+	BuildDate         string
+	// Ours: whether the tree the binary was built from was modified, and
+	// the cairn protocol it speaks and the range it accepts.
+	Dirty                                     bool
+	ProtocolVersion, ProtocolMin, ProtocolMax uint8
 }
 
 func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
@@ -50,7 +57,8 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 		Config: selfConfig{
 			Datacenter: s.cfg.Datacenter, PrimaryDatacenter: cmp.Or(s.cfg.PrimaryDatacenter, s.cfg.Datacenter),
 			NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID, Server: s.cfg.Server,
-			Version: s.cfg.Version,
+			Version: s.cfg.Version, Revision: buildinfo.Revision(), BuildDate: buildinfo.BuildDate(), Dirty: buildinfo.Read().Dirty,
+			ProtocolVersion: buildinfo.Protocol, ProtocolMin: buildinfo.ProtocolMin, ProtocolMax: buildinfo.ProtocolMax,
 		},
 		DebugConfig: selfDebugConfig{Datacenter: s.cfg.Datacenter, NodeName: s.cfg.NodeName, NodeID: s.cfg.NodeID,
 			ServerMode: s.cfg.Server, DNSDomain: s.cfg.Domain, EnableDebug: s.cfg.EnableDebug, ACLsEnabled: s.cfg.ACLsEnabled},
@@ -58,14 +66,14 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) error {
 	out.Stats = s.selfStats()
 	// The agent is a member of its own LAN pool.
 	for _, m := range s.cluster.Members() {
-		if m.Name == s.cfg.NodeName {
+		if m.Name == s.cfg.NodeName && m.Status != "incompatible" {
 			out.Member = toAgentMember(m)
 			out.DebugConfig.SerfAdvertiseAddrLAN = serfAddr(m)
 		}
 	}
 	if wan, err := s.cluster.WANMembers(); err == nil {
 		for _, m := range wan {
-			if m.Name == s.cfg.NodeName+"."+s.cfg.Datacenter {
+			if m.Name == s.cfg.NodeName+"."+s.cfg.Datacenter && m.Status != "incompatible" {
 				out.DebugConfig.SerfAdvertiseAddrWAN = serfAddr(m)
 			}
 		}

@@ -14,13 +14,15 @@ import (
 )
 
 // Consul's member status numbers (serf.MemberStatus), the values of
-// agentMember.Status.
+// agentMember.Status, and cairn's own 5: a peer refused for its protocol
+// version (no member; its "incompatible" tag says why).
 const (
-	memberNone    = 0
-	memberAlive   = 1
-	memberLeaving = 2
-	memberLeft    = 3
-	memberFailed  = 4
+	memberNone         = 0
+	memberAlive        = 1
+	memberLeaving      = 2
+	memberLeft         = 3
+	memberFailed       = 4
+	memberIncompatible = 5
 )
 
 // memberStatus maps Member.Status to Consul's number; an unknown status is
@@ -35,6 +37,8 @@ func memberStatus(status string) int {
 		return memberLeft
 	case "failed":
 		return memberFailed
+	case "incompatible":
+		return memberIncompatible
 	}
 	return memberNone
 }
@@ -134,6 +138,9 @@ func toAgentMember(m Member) agentMember {
 	}
 	if m.Build != "" {
 		tags["build"] = m.Build
+	}
+	if m.Refused != "" {
+		tags["incompatible"] = m.Refused
 	}
 	if m.Role == "server" {
 		tags["role"] = "consul"

@@ -80,7 +80,9 @@ type Deps struct {
 	Events Events
 	// Reload re-reads the configuration the agent was started with and
 	// applies what can change without a restart; a bad configuration is a
-	// *catalog.FieldError naming the field, and changes nothing. nil: PUT
+	// *catalog.FieldError naming the field, or wraps ErrBadConfig when no
+	// field is to blame (a file that does not parse), and changes
+	// nothing. nil: PUT
 	// /v1/agent/reload is 404.
 	Reload func() error
 }

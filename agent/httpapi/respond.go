@@ -55,6 +55,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = unavailable(err, "the write may or may not have been applied: read before sending it again")
 	case errors.As(err, &fe):
 		he = badRequest(fe.Field, "%s", fe.Reason)
+	case errors.Is(err, ErrBadConfig):
+		he = &httpError{code: http.StatusBadRequest, body: errorBody{Error: oneLine(err.Error())}}
 	case errors.Is(err, local.ErrUnknownService), errors.Is(err, local.ErrUnknownCheck),
 		errors.Is(err, catalog.ErrNotFound):
 		he = notFound("%s", oneLine(err.Error()))
@@ -74,6 +76,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = unavailable(err, "stored on this agent and not yet in the catalog; the agent keeps pushing it, and sending it again is safe")
 	case errors.Is(err, rpc.ErrConflictingConsistency):
 		he = badRequest("consistency", "%s", oneLine(err.Error()))
+	case errors.Is(err, rpc.ErrUnknownDatacenter):
+		// A client's error, which retrying does not cure (Consul answers
+		// a 500); Consul's words first, which its clients look for.
+		he = &httpError{code: http.StatusBadRequest, body: errorBody{Error: "No path to datacenter: " + oneLine(fromSentinel(err, rpc.ErrUnknownDatacenter))}}
 	case errors.Is(err, rpc.ErrNoPathToDatacenter):
 		// Consul's words, which its clients and tests look for.
 		he = unavailable(err, "No path to datacenter")
@@ -111,6 +117,16 @@ func permissionText(err error) string {
 		if i := strings.Index(msg, s.Error()); i >= 0 {
 			return msg[i:]
 		}
+	}
+	return msg
+}
+
+// fromSentinel is err's message from where sentinel's text begins (the
+// RPC method names before it left out), or all of it.
+func fromSentinel(err, sentinel error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, sentinel.Error()); i >= 0 {
+		return msg[i:]
 	}
 	return msg
 }

@@ -74,6 +74,7 @@ func TestEveryRPCErrorHasItsHTTPStatus(t *testing.T) {
 		"ErrPoolClosed":             {rpc.ErrPoolClosed, unavailable, ""},
 		"ErrServerClosed":           {rpc.ErrServerClosed, unavailable, ""},
 		"ErrNoPathToDatacenter":     {rpc.ErrNoPathToDatacenter, unavailable, "No path to datacenter: "},
+		"ErrUnknownDatacenter":      {rpc.ErrUnknownDatacenter, http.StatusBadRequest, "No path to datacenter: unknown datacenter"},
 		"ErrRateLimited":            {rpc.ErrRateLimited, http.StatusTooManyRequests, ""},
 		"ErrTooManyCalls":           {rpc.ErrTooManyCalls, http.StatusTooManyRequests, ""},
 		"ErrUnknownOutcome":         {rpc.ErrUnknownOutcome, unavailable, maybe},

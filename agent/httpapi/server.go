@@ -107,12 +107,17 @@ type Cluster interface {
 // an agent that is in no WAN pool; the API answers 400 naming "wan".
 var ErrNotInWAN = errors.New("this agent is in no WAN pool: only servers are")
 
+// ErrBadConfig is wrapped by an error of Deps.Reload for a configuration
+// that does not load and has no key to name (a file that does not parse,
+// or is missing): a 400, as a bad key's *catalog.FieldError is.
+var ErrBadConfig = errors.New("the configuration does not load")
+
 // Member is one agent of a gossip pool as Cluster reports it.
 type Member struct {
 	Name            string
 	Addr            string // gossip IP
 	Port            uint16 // gossip port
-	Status          string // "alive", "leaving", "left", "failed"
+	Status          string // "alive", "leaving", "left", "failed", "incompatible"
 	Role            string // "server" or "client"
 	Datacenter      string
 	RPCAddr         string // host:port of a server's RPC; "" for a client
@@ -122,6 +127,8 @@ type Member struct {
 	// and 0 when unknown.
 	ID, Build                string
 	ProtocolMin, ProtocolMax uint8
+	// Refused says why an "incompatible" peer was refused.
+	Refused string
 	// ClockSkew is how far a server's wall clock is ahead of this
 	// agent's (negative: behind), as this agent's rpc pool last measured
 	// it; ClockSkewKnown is false when it has not (a client, a server

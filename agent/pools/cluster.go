@@ -35,17 +35,19 @@ var _ httpapi.Cluster = (*Cluster)(nil)
 
 var errClientNotInWAN = fmt.Errorf("a client agent: %w", httpapi.ErrNotInWAN)
 
-// Members returns the LAN pool's members.
+// Members returns the LAN pool's members, and the peers it refused for
+// their protocol version (status "incompatible").
 func (c *Cluster) Members() []httpapi.Member {
-	return c.toHTTP(c.Pools.lan.Members(), gossip.LAN)
+	return c.toHTTP(append(c.Pools.lan.Members(), c.Pools.lan.Incompatible()...), gossip.LAN)
 }
 
-// WANMembers returns the WAN pool's members, named "<node>.<dc>".
+// WANMembers returns the WAN pool's members, named "<node>.<dc>", and the
+// peers it refused for their protocol version.
 func (c *Cluster) WANMembers() ([]httpapi.Member, error) {
 	if c.Pools.wan == nil {
 		return nil, errClientNotInWAN
 	}
-	return c.toHTTP(c.Pools.wan.Members(), gossip.WAN), nil
+	return c.toHTTP(append(c.Pools.wan.Members(), c.Pools.wan.Incompatible()...), gossip.WAN), nil
 }
 
 func (c *Cluster) toHTTP(members []gossip.Member, kind gossip.Kind) []httpapi.Member {
@@ -62,9 +64,9 @@ func (c *Cluster) toHTTP(members []gossip.Member, kind gossip.Kind) []httpapi.Me
 		hm := httpapi.Member{
 			Name: name, Addr: gm.Addr.String(), Port: gm.Port, Status: gm.Status.String(),
 			Role: role, Datacenter: gm.Datacenter, RPCAddr: gm.RPCAddr, ProtocolVersion: gm.ProtocolVersion,
-			ID: gm.ID, Build: gm.Build, ProtocolMin: gm.ProtocolMin, ProtocolMax: gm.ProtocolMax,
+			ID: gm.ID, Build: gm.Build, ProtocolMin: gm.ProtocolMin, ProtocolMax: gm.ProtocolMax, Refused: gm.Refused,
 		}
-		if gm.RPCAddr != "" {
+		if gm.RPCAddr != "" && gm.Status != gossip.StatusIncompatible {
 			hm.ClockSkew, hm.ClockSkewKnown = c.ClockSkew(gm.RPCAddr)
 		}
 		out = append(out, hm)

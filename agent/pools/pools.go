@@ -35,6 +35,9 @@ type Config struct {
 	// NodeName, NodeID and Datacenter are the agent's; Build its
 	// "<version>:<revision>", gossiped in its metadata.
 	NodeName, NodeID, Datacenter, Build string
+	// Protocol, when not 0, is the only cairn protocol version the pools
+	// speak and accept (config.ProtocolEnv, tests only); 0: this build's.
+	Protocol uint8
 	// BindAddr is where gossip listens (the ports below); Advertise the
 	// address other members reach this agent at, AdvertiseWAN the one
 	// other datacenters reach a server at ("": Advertise).
@@ -109,6 +112,13 @@ func (p *Pools) LAN() *gossip.Pool { return p.lan }
 // WAN is the WAN pool, nil on a client.
 func (p *Pools) WAN() *gossip.Pool { return p.wan }
 
+// protocol sets the test-only protocol version on gc, if any.
+func (c Config) protocol(gc *gossip.Config) {
+	if c.Protocol != 0 {
+		gc.ProtocolVersion, gc.ProtocolMin, gc.ProtocolMax = c.Protocol, c.Protocol, c.Protocol
+	}
+}
+
 // startLAN creates this agent's LAN pool member with role and (for a
 // server) the RPC address and WAN port it gossips.
 func (p *Pools) startLAN(role gossip.Role, rpcAddr string, wanPort int) error {
@@ -116,6 +126,7 @@ func (p *Pools) startLAN(role gossip.Role, rpcAddr string, wanPort int) error {
 	gc := gossip.DefaultLANConfig()
 	gc.NodeName, gc.Datacenter, gc.Role = c.NodeName, c.Datacenter, role
 	gc.NodeID, gc.Build = c.NodeID, c.Build
+	c.protocol(&gc)
 	gc.BindAddr, gc.BindPort = c.BindAddr, c.LANPort
 	gc.AdvertiseAddr = c.Advertise
 	gc.RPCAddr, gc.WANPort = rpcAddr, wanPort

@@ -18,6 +18,7 @@ func (p *Pools) startWAN(rpcAddr string) error {
 	gc := gossip.DefaultWANConfig()
 	gc.NodeName, gc.Datacenter = c.NodeName, c.Datacenter
 	gc.NodeID, gc.Build = c.NodeID, c.Build
+	c.protocol(&gc)
 	gc.BindAddr, gc.BindPort = c.BindAddr, c.WANPort
 	gc.AdvertiseAddr, gc.RPCAddr = c.Advertise, rpcAddr
 	if wan := c.AdvertiseWAN; wan != "" {

@@ -18,24 +18,30 @@ import (
 
 func agentCommand() *cli.Command {
 	def := config.Default()
+	// -config-file and -config-dir fill one list, in the order given,
+	// which is the order they are read in (as Consul's).
+	sources := &configSources{}
 	return &cli.Command{
 		Name:      "agent",
 		Usage:     "Run a cairn agent",
-		UsageText: "cairn agent -dev\ncairn agent -data-dir /var/lib/cairn [-config-file cairn.hcl] [options]",
+		UsageText: "cairn agent -dev\ncairn agent -data-dir /var/lib/cairn [-config-file cairn.hcl] [-config-dir /etc/cairn.d] [options]",
 		Description: "Runs the agent of this machine: the DNS server, the HTTP API and, with\n" +
 			"-server, the catalog. It runs until interrupted (SIGINT or SIGTERM), then\n" +
 			"shuts down cleanly. A client leaves the cluster first; a server does not,\n" +
 			"so that a restart leaves the Raft configuration as it is (the config\n" +
 			"file's leave_on_terminate and skip_leave_on_interrupt change that; \"cairn\n" +
 			"leave\" always leaves).\n\n" +
-			"Settings are applied in order: the defaults, -dev, the -config-file (HCL,\n" +
-			"or JSON when its name ends in .json), then the flags given on the command\n" +
-			"line, which win over the file.",
+			"Settings are applied in order: the defaults, -dev, each -config-file (HCL,\n" +
+			"or JSON when its name ends in .json) and -config-dir (its .hcl and .json\n" +
+			"files in name order) in the order given, then the other flags given on\n" +
+			"the command line, which win over the files. SIGHUP (or \"cairn reload\")\n" +
+			"reads them all again.",
 		OnUsageError: onUsageError("cairn agent"),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dev", Usage: "development mode: one in-memory server, nothing to configure"},
 			&cli.BoolFlag{Name: "server", Usage: "run as a server holding the catalog (implied by -dev)"},
-			&cli.StringSliceFlag{Name: "config-file", Usage: "read settings from an HCL or JSON `FILE`; given more than once, each file in turn (services add up)"},
+			&cli.GenericFlag{Name: "config-file", Value: sources, Usage: "read settings from an HCL or JSON `FILE`; given more than once, each file in turn (services add up)"},
+			&cli.GenericFlag{Name: "config-dir", Value: sources, Usage: "read settings from every .hcl and .json file of `DIR`, in name order; may be repeated, and is read in turn with -config-file"},
 			&cli.StringFlag{Name: "node", Usage: "node `NAME` in the catalog and in DNS", DefaultText: "host name"},
 			&cli.StringFlag{Name: "node-id", Usage: "node `UUID` of this agent", DefaultText: "generated once, kept in <data-dir>/node-id"},
 			&cli.StringFlag{Name: "datacenter", Usage: "`DC` this agent belongs to", Value: def.Datacenter},
@@ -50,6 +56,11 @@ func agentCommand() *cli.Command {
 			&cli.IntFlag{Name: "dns-tls-port", Usage: "DNS over TLS `PORT` (853 is the standard one; needs tls.dns or tls.defaults cert_file and key_file; -1: off)", Value: def.Ports.DNSTLS},
 			&cli.StringFlag{Name: "data-dir", Usage: "`DIR` holding the Raft log, snapshots and local services (required unless -dev)"},
 			&cli.StringFlag{Name: "log-level", Usage: "log `LEVEL`: debug, info, warn or error", Value: def.LogLevel},
+			&cli.StringFlag{Name: "log-file", Usage: "also log to `PATH` (a directory when it ends in /: cairn.log in it)"},
+			&cli.Int64Flag{Name: "log-rotate-bytes", Usage: "rotate the log file once it holds `N` bytes (0: no limit)"},
+			&cli.DurationFlag{Name: "log-rotate-duration", Usage: "rotate the log file once it is `DURATION` old", Value: def.LogFile.RotateDuration},
+			&cli.IntFlag{Name: "log-rotate-max-files", Usage: "keep `N` rotated log files (0: all; -1: none)"},
+			&cli.BoolFlag{Name: "log-json", Usage: "log JSON lines instead of text"},
 			&cli.StringSliceFlag{Name: "node-meta", Usage: "node metadata `key=value`, answered as DNS TXT; repeat for several"},
 			&cli.StringFlag{Name: "alt-domain", Usage: "a second DNS `ZONE` answered like -domain"},
 			&cli.StringSliceFlag{Name: "recursor", Usage: "upstream resolver `IP[:PORT]` for names outside cairn's zones; repeat for several (none: REFUSED)"},
@@ -83,11 +94,15 @@ func runAgent(c *cli.Context) error {
 	if err != nil { // Validate has checked it; kept for safety
 		return err
 	}
-	// A reload (SIGHUP, PUT /v1/agent/reload) reads the config file and
+	// A reload (SIGHUP, PUT /v1/agent/reload) reads the config files and
 	// the flags again, and may change the level.
 	var lvl slog.LevelVar
 	lvl.Set(level)
-	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: &lvl}))
+	logger, closeLog, err := agentLogger(cfg, c.App.ErrWriter, &lvl) // agent_log.go
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	rl := agent.Reloading{Load: func() (config.Config, error) { return buildAgentConfig(c) }, Level: &lvl}
 
 	// SIGINT and SIGTERM end ctx with the signal as its cause, which
@@ -167,7 +182,8 @@ func flagForField(field string) (string, bool) {
 	case "ports.serf_wan":
 		return "serf-wan-port", true
 	case "node_id", "datacenter", "domain", "data_dir", "log_level", "alt_domain",
-		"bootstrap_expect", "retry_interval", "retry_max", "encrypt":
+		"bootstrap_expect", "retry_interval", "retry_max", "encrypt",
+		"log_file", "log_rotate_bytes", "log_rotate_duration", "log_rotate_max_files":
 		return strings.ReplaceAll(field, "_", "-"), true
 	}
 	if strings.HasPrefix(field, "node_meta") {
@@ -207,8 +223,8 @@ func buildAgentConfig(c *cli.Context) (config.Config, error) {
 		cfg.Dev = true
 		cfg.Server = true
 	}
-	for _, path := range c.StringSlice("config-file") {
-		if err := config.LoadFile(path, &cfg); err != nil {
+	for _, path := range configPaths(c) {
+		if err := config.LoadPath(path, &cfg); err != nil {
 			return cfg, err
 		}
 	}
@@ -218,7 +234,7 @@ func buildAgentConfig(c *cli.Context) (config.Config, error) {
 	}{
 		{"node", &cfg.NodeName}, {"node-id", &cfg.NodeID}, {"datacenter", &cfg.Datacenter}, {"domain", &cfg.Domain},
 		{"bind", &cfg.BindAddr}, {"advertise", &cfg.AdvertiseAddr}, {"advertise-wan", &cfg.AdvertiseAddrWAN}, {"client", &cfg.ClientAddr},
-		{"data-dir", &cfg.DataDir}, {"log-level", &cfg.LogLevel}, {"alt-domain", &cfg.AltDomain},
+		{"data-dir", &cfg.DataDir}, {"log-level", &cfg.LogLevel}, {"alt-domain", &cfg.AltDomain}, {"log-file", &cfg.LogFile.Path},
 	} {
 		if c.IsSet(f.flag) {
 			*f.dst = c.String(f.flag)
@@ -294,6 +310,18 @@ func applyClusterFlags(c *cli.Context, cfg *config.Config) {
 	if c.IsSet("encrypt") {
 		cfg.EncryptKey = c.String("encrypt")
 	}
+	if c.IsSet("log-rotate-bytes") {
+		cfg.LogFile.RotateBytes = c.Int64("log-rotate-bytes")
+	}
+	if c.IsSet("log-rotate-duration") {
+		cfg.LogFile.RotateDuration = c.Duration("log-rotate-duration")
+	}
+	if c.IsSet("log-rotate-max-files") {
+		cfg.LogFile.RotateMaxFiles = c.Int("log-rotate-max-files")
+	}
+	if c.IsSet("log-json") {
+		cfg.LogJSON = c.Bool("log-json")
+	}
 }
 
 // explainConfigError names, for each rejected field, the flag the user gave
@@ -316,11 +344,15 @@ func explainConfigError(c *cli.Context, err error) error {
 		switch {
 		case !known:
 			out = append(out, e)
-		case c.IsSet(flag) || !c.IsSet("config-file"):
+		case c.IsSet(flag):
+			// A bad flag value is a usage error, as one that does not
+			// parse is (exit 2).
+			out = append(out, usagef("-%s: %s", flag, fe.Reason))
+		case len(configPaths(c)) == 0:
 			out = append(out, fmt.Errorf("-%s: %s", flag, fe.Reason))
 		default:
 			out = append(out, fmt.Errorf("%s (in %s, or set -%s): %s",
-				fe.Field, quoteList(c.StringSlice("config-file")), flag, fe.Reason))
+				fe.Field, quoteList(configPaths(c)), flag, fe.Reason))
 		}
 	}
 	return errors.Join(out...)
@@ -333,4 +365,24 @@ func quoteList(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, " or ")
+}
+
+// configSources is the value of -config-file and -config-dir: both append
+// to one list, so that the paths are read in the order given.
+type configSources struct{ paths []string }
+
+func (s *configSources) Set(path string) error {
+	s.paths = append(s.paths, path)
+	return nil
+}
+
+func (s *configSources) String() string { return strings.Join(s.paths, ", ") }
+
+// configPaths lists the -config-file and -config-dir paths in the order
+// given.
+func configPaths(c *cli.Context) []string {
+	if s, ok := c.Generic("config-file").(*configSources); ok {
+		return s.paths
+	}
+	return nil
 }

@@ -217,5 +217,33 @@ func TestAgentConfigErrors(t *testing.T) {
 
 func TestAgentBadConfigExitsWithOneLine(t *testing.T) {
 	_, stderr, code := runCLI(t, "agent", "-dev", "-dns-port", "70000", "-datacenter", "x_y")
-	wantError(t, stderr, code, "-dns-port: must be between 0 and 65535, got 70000", "; ", "-datacenter: ")
+	wantUsage(t, stderr, code, "-dns-port: must be between 0 and 65535, got 70000", "; ", "-datacenter: ")
+}
+
+// TestAgentBadFlagValueExitsUsage: a flag value the agent refuses is a
+// usage error (exit 2), as the README says, whether it does not parse or
+// is out of range, and the message names the flag and the value; a bad
+// value from a config file is not (exit 1).
+func TestAgentBadFlagValueExitsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-dns-port", "fifty"},
+		{"-dns-port", "-5"},
+		{"-log-level", "loud"},
+		{"-bind", "nowhere"},
+		{"-log-rotate-duration", "10s"},
+		{"-log-rotate-max-files", "-2"},
+		{"-retry-interval", "soon"},
+	} {
+		_, stderr, code := runCLI(t, append([]string{"agent", "-dev"}, args...)...)
+		wantUsage(t, stderr, code, args...)
+	}
+	// A secret is not echoed: the flag alone is named.
+	_, stderr, code := runCLI(t, "agent", "-dev", "-encrypt", "not-base64")
+	wantUsage(t, stderr, code, "-encrypt: ")
+	if strings.Contains(stderr, "not-base64") {
+		t.Errorf("got stderr %q, want the key not repeated", stderr)
+	}
+	file := writeFile(t, "bad.hcl", "ports { dns = -5 }\n")
+	_, stderr, code = runCLI(t, "agent", "-dev", "-config-file", file)
+	wantError(t, stderr, code, "ports.dns", "-5", file)
 }

@@ -15,24 +15,29 @@ import (
 )
 
 // memberStatuses are the values -status accepts.
-var memberStatuses = []string{api.MemberAlive, api.MemberFailed, api.MemberLeft, api.MemberLeaving}
+var memberStatuses = []string{api.MemberAlive, api.MemberFailed, api.MemberLeft, api.MemberLeaving, api.MemberIncompatible}
 
 func membersCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "members",
 		Usage:     "List the members of the agent's LAN (or WAN) gossip pool",
-		UsageText: "cairn members [-wan] [-status alive|failed|left|leaving] [-format table|json] [-http-addr ADDRESS]",
+		UsageText: "cairn members [-wan] [-status alive|failed|left|leaving|incompatible] [-format table|json] [-http-addr ADDRESS]",
 		Description: "Lists the agents the local agent sees in its datacenter's gossip pool,\n" +
 			"itself included, sorted by name. Gossip is eventually consistent: two\n" +
 			"agents may briefly disagree (\"cairn catalog nodes\" is the consistent view).\n" +
 			"With -wan, lists the WAN pool instead: the servers of every datacenter,\n" +
 			"named <node>.<dc> (the local agent must be a server).\n" +
+			"Build is each agent's \"<version>:<revision>\" and Protocol the cairn\n" +
+			"protocol it speaks: during an upgrade, they show which agents run what.\n" +
+			"An agent this one refused because its protocol range does not overlap\n" +
+			"this agent's is listed with status \"incompatible\" (see\n" +
+			"docs/operating/upgrades.md); it is no member, and gets no traffic.\n" +
 			"With -format json, prints an array of objects with Name, Addr, Port,\n" +
 			"Status, Role, Datacenter and Tags.",
 		OnUsageError: onUsageError("cairn members"),
 		Flags: agentFlags(
 			&cli.BoolFlag{Name: "wan", Usage: "list the WAN pool (servers of every datacenter) instead of the LAN pool"},
-			&cli.StringFlag{Name: "status", Usage: "list only members in `STATUS`: alive, failed, left or leaving"},
+			&cli.StringFlag{Name: "status", Usage: "list only members in `STATUS`: alive, failed, left, leaving or incompatible"},
 			formatFlag(),
 		),
 		Action: listMembers,
@@ -70,7 +75,7 @@ func listMembers(c *cli.Context) error {
 	if format == formatJSON {
 		return writeJSON(c.App.Writer, members)
 	}
-	rows := [][]string{{"Node", "Address", "Status", "Role", "DC", "Clock Skew"}}
+	rows := [][]string{{"Node", "Address", "Status", "Role", "Build", "Protocol", "DC", "Clock Skew"}}
 	var skewed []string
 	for _, m := range members {
 		addr := m.Addr
@@ -81,7 +86,7 @@ func listMembers(c *cli.Context) error {
 		if off {
 			skewed = append(skewed, m.Name+" "+skew)
 		}
-		rows = append(rows, []string{m.Name, addr, m.Status, m.Role, m.Datacenter, skew})
+		rows = append(rows, []string{m.Name, addr, m.Status, m.Role, m.Tags["build"], m.Tags["vsn"], m.Datacenter, skew})
 	}
 	if err := writeTable(c.App.Writer, rows); err != nil {
 		return err

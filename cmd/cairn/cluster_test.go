@@ -13,9 +13,9 @@ import (
 // membersBody is what an agent of a small cluster answers to
 // GET /v1/agent/members, in Consul's shape and in no particular order.
 const membersBody = `[
-	{"Name": "web-2", "Addr": "10.0.0.12", "Port": 8301, "Status": 4, "Tags": {"role": "node", "dc": "dc1", "vsn": "1"}},
+	{"Name": "web-2", "Addr": "10.0.0.12", "Port": 8301, "Status": 4, "Tags": {"role": "node", "dc": "dc1", "vsn": "1", "build": "0.1.0:fcfdcb7a"}},
 	{"Name": "srv-1", "Addr": "10.0.0.1", "Port": 8301, "Status": 1,
-	 "Tags": {"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}, "ClockSkew": "5.002s"},
+	 "Tags": {"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1", "build": "0.2.0:0123abcd"}, "ClockSkew": "5.002s"},
 	{"Name": "web-1", "Addr": "10.0.0.11", "Port": 8301, "Status": 1, "Tags": {"role": "node", "dc": "dc1", "vsn": "1"}},
 	{"Name": "v6", "Addr": "fd00::7", "Port": 18301, "Status": 3, "Tags": {"role": "node", "dc": "dc2", "vsn": "1"}},
 	{"Name": "dev", "Addr": "127.0.0.1", "Port": 0, "Status": 1, "Tags": {"role": "consul", "dc": "dc1", "vsn": "1"}, "ClockSkew": "0s"}]`
@@ -30,21 +30,21 @@ func TestMembers(t *testing.T) {
 		want string
 	}{
 		{nil, "" +
-			"Node   Address          Status  Role    DC   Clock Skew\n" +
-			"dev    127.0.0.1        alive   server  dc1  0s\n" +
-			"srv-1  10.0.0.1:8301    alive   server  dc1  5.002s\n" +
-			"v6     [fd00::7]:18301  left    client  dc2\n" +
-			"web-1  10.0.0.11:8301   alive   client  dc1\n" +
-			"web-2  10.0.0.12:8301   failed  client  dc1\n"},
+			"Node   Address          Status  Role    Build           Protocol  DC   Clock Skew\n" +
+			"dev    127.0.0.1        alive   server                  1         dc1  0s\n" +
+			"srv-1  10.0.0.1:8301    alive   server  0.2.0:0123abcd  1         dc1  5.002s\n" +
+			"v6     [fd00::7]:18301  left    client                  1         dc2\n" +
+			"web-1  10.0.0.11:8301   alive   client                  1         dc1\n" +
+			"web-2  10.0.0.12:8301   failed  client  0.1.0:fcfdcb7a  1         dc1\n"},
 		{[]string{"-status", "alive"}, "" +
-			"Node   Address         Status  Role    DC   Clock Skew\n" +
-			"dev    127.0.0.1       alive   server  dc1  0s\n" +
-			"srv-1  10.0.0.1:8301   alive   server  dc1  5.002s\n" +
-			"web-1  10.0.0.11:8301  alive   client  dc1\n"},
-		{[]string{"-status", "leaving"}, "Node  Address  Status  Role  DC  Clock Skew\n"},
+			"Node   Address         Status  Role    Build           Protocol  DC   Clock Skew\n" +
+			"dev    127.0.0.1       alive   server                  1         dc1  0s\n" +
+			"srv-1  10.0.0.1:8301   alive   server  0.2.0:0123abcd  1         dc1  5.002s\n" +
+			"web-1  10.0.0.11:8301  alive   client                  1         dc1\n"},
+		{[]string{"-status", "leaving"}, "Node  Address  Status  Role  Build  Protocol  DC  Clock Skew\n"},
 		{[]string{"-format", "table", "-status", "failed"}, "" +
-			"Node   Address         Status  Role    DC   Clock Skew\n" +
-			"web-2  10.0.0.12:8301  failed  client  dc1\n"},
+			"Node   Address         Status  Role    Build           Protocol  DC   Clock Skew\n" +
+			"web-2  10.0.0.12:8301  failed  client  0.1.0:fcfdcb7a  1         dc1\n"},
 	} {
 		agent := membersAgent(t)
 		args := append([]string{"members", "-http-addr", agent.URL}, tc.args...)
@@ -78,7 +78,7 @@ func TestMembersJSON(t *testing.T) {
 		{Name: "dev", Addr: "127.0.0.1", Status: "alive", Role: "server", Datacenter: "dc1",
 			Tags: map[string]string{"role": "consul", "dc": "dc1", "vsn": "1"}, ClockSkew: &zero},
 		{Name: "srv-1", Addr: "10.0.0.1", Port: 8301, Status: "alive", Role: "server", Datacenter: "dc1",
-			Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1"}, ClockSkew: &skew},
+			Tags: map[string]string{"role": "consul", "dc": "dc1", "port": "8300", "vsn": "1", "build": "0.2.0:0123abcd"}, ClockSkew: &skew},
 		{Name: "web-1", Addr: "10.0.0.11", Port: 8301, Status: "alive", Role: "client", Datacenter: "dc1",
 			Tags: map[string]string{"role": "node", "dc": "dc1", "vsn": "1"}},
 	}
@@ -284,9 +284,9 @@ func TestMembersWAN(t *testing.T) {
 		t.Fatalf("got exit code %d, stderr %q", code, stderr)
 	}
 	want := "" +
-		"Node    Address        Status  Role    DC   Clock Skew\n" +
-		"s1.dc1  10.0.1.1:8302  failed  server  dc1\n" +
-		"s1.dc2  10.0.2.1:8302  alive   server  dc2\n"
+		"Node    Address        Status  Role    Build  Protocol  DC   Clock Skew\n" +
+		"s1.dc1  10.0.1.1:8302  failed  server         1         dc1\n" +
+		"s1.dc2  10.0.2.1:8302  alive   server         1         dc2\n"
 	if stdout != want {
 		t.Errorf("got\n%s\nwant\n%s", stdout, want)
 	}

@@ -134,7 +134,7 @@ func TestCommandsAgainstAgent(t *testing.T) {
 	mustRun(t, "maint", "-disable")
 	eventually(t, "passing", "health", "web")
 
-	if out := mustRun(t, "members"); !strings.Contains(out, "test") || !strings.Contains(out, "alive   server  dc1") {
+	if out := mustRun(t, "members"); !strings.Contains(out, "test") || !regexp.MustCompile(`alive +server +\S+:\S+ +1 +dc1`).MatchString(out) {
 		t.Errorf("members: got %q", out)
 	}
 	if out := mustRun(t, "operator", "raft", "list-peers"); !regexp.MustCompile(`test  [0-9a-f-]{36}  `).MatchString(out) || !strings.Contains(out, "leader  true") {

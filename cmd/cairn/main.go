@@ -4,26 +4,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 
 	"github.com/cairndns/cairn/api"
+	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/urfave/cli/v2"
 )
-
-// devVersion is the version of a build that says nothing else.
-const devVersion = "0.1.0-dev"
-
-// version is set at release with
-// -ldflags "-X main.version=1.2.3"; otherwise the module version from the
-// build info is used when there is one.
-var version = devVersion
 
 func main() {
 	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
@@ -169,27 +162,51 @@ func errorLine(err error) string {
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "version",
-		Usage:        "Print the version of cairn",
-		UsageText:    "cairn version",
+		Name:      "version",
+		Usage:     "Print the version of cairn",
+		UsageText: "cairn version [-format table|json]",
+		Description: "Prints the version of this binary, its VCS revision and build date as\n" +
+			"the Go toolchain stamped them (\"unknown\" for a build without VCS\n" +
+			"information), and the cairn protocol versions it speaks: agents whose\n" +
+			"ranges do not overlap refuse each other (see docs/operating/upgrades.md).\n" +
+			"With -format json, prints an object with Version, Revision, BuildDate,\n" +
+			"Dirty, Protocol, ProtocolMin, ProtocolMax and GoVersion.",
 		OnUsageError: onUsageError("cairn version"),
+		Flags:        []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef(`"cairn version" takes no arguments`)
 			}
-			_, err := fmt.Fprintln(c.App.Writer, versionString())
+			format, err := outputFormat(c, "cairn version")
+			if err != nil {
+				return err
+			}
+			v := currentVersion()
+			if format == formatJSON {
+				return writeJSON(c.App.Writer, v)
+			}
+			_, err = fmt.Fprintf(c.App.Writer, "cairn %s\nRevision %s\nBuild Date %s\nProtocol %d spoken, understands %d to %d\nGo %s\n",
+				v.Version, v.Revision, cmp.Or(v.BuildDate, "unknown"), v.Protocol, v.ProtocolMin, v.ProtocolMax, v.GoVersion)
 			return err
 		},
 	}
 }
 
-// versionString is "cairn <version> (<go version>)".
-func versionString() string {
-	v := version
-	if v == devVersion {
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
+// versionInfo is what "cairn version" prints.
+type versionInfo struct {
+	Version   string
+	Revision  string // 8 characters, "-dirty" when the tree was modified; "unknown"
+	BuildDate string `json:",omitempty"` // the revision's commit time, RFC 3339
+	Dirty     bool
+	Protocol  uint8
+	// ProtocolMin and ProtocolMax are the range this build accepts.
+	ProtocolMin, ProtocolMax uint8
+	GoVersion                string
+}
+
+func currentVersion() versionInfo {
+	return versionInfo{
+		Version: buildinfo.Version(), Revision: buildinfo.Revision(), BuildDate: buildinfo.BuildDate(), Dirty: buildinfo.Read().Dirty,
+		Protocol: buildinfo.Protocol, ProtocolMin: buildinfo.ProtocolMin, ProtocolMax: buildinfo.ProtocolMax, GoVersion: runtime.Version(),
 	}
-	return fmt.Sprintf("cairn %s (%s)", v, runtime.Version())
 }

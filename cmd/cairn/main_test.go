@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairndns/cairn/internal/buildinfo"
 	"github.com/cairndns/cairn/internal/porttest"
 )
 
@@ -185,11 +186,24 @@ func TestVersion(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("got exit code %d, stderr %q", code, stderr)
 	}
-	if re := regexp.MustCompile(`^cairn \S+ \(go[0-9.]+\S*\)\n$`); !re.MatchString(stdout) {
+	re := regexp.MustCompile(`^cairn \S+\nRevision \S+\nBuild Date \S+\nProtocol [0-9]+ spoken, understands [0-9]+ to [0-9]+\nGo go[0-9.]+\S*\n$`)
+	if !re.MatchString(stdout) {
 		t.Errorf("got %q, want %s", stdout, re)
 	}
-	if !strings.Contains(stdout, " "+version+" ") {
-		t.Errorf("got %q, want it to hold the version %q", stdout, version)
+	if !strings.HasPrefix(stdout, "cairn "+buildinfo.Version()+"\n") {
+		t.Errorf("got %q, want it to start with the version %q", stdout, buildinfo.Version())
+	}
+	stdout, stderr, code = runCLI(t, "version", "-format", "json")
+	if code != 0 || stderr != "" {
+		t.Fatalf("-format json: got exit code %d, stderr %q", code, stderr)
+	}
+	var got versionInfo
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("-format json: %v in %q", err, stdout)
+	}
+	if got.Version != buildinfo.Version() || got.Revision != buildinfo.Revision() || got.Protocol != buildinfo.Protocol ||
+		got.ProtocolMin != buildinfo.ProtocolMin || got.ProtocolMax != buildinfo.ProtocolMax || got.GoVersion == "" {
+		t.Errorf("-format json: got %+v", got)
 	}
 }
 

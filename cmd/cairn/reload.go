@@ -11,11 +11,13 @@ func reloadCommand() *cli.Command {
 		Name:      "reload",
 		Usage:     "Make the local agent read its configuration again",
 		UsageText: "cairn reload [-http-addr ADDRESS]",
-		Description: "Tells the local agent to read its -config-file and flags again and apply\n" +
-			"what can change while it runs: log_level and the TLS certificates (other\n" +
-			"settings are logged and need a restart). A bad file is refused, naming\n" +
-			"the key, and the agent keeps the configuration it runs with. Sending the\n" +
-			"agent SIGHUP does the same.",
+		Description: "Tells the local agent to read its -config-file and -config-dir files and its\n" +
+			"flags again and apply what can change while it runs: log_level, the\n" +
+			"services of the config files and the TLS certificates. The agent logs what\n" +
+			"it applied, and the changed keys that need a restart (it keeps their\n" +
+			"running values). A bad file is refused, naming the key or the file, and\n" +
+			"the agent keeps the configuration it runs with. Sending the agent SIGHUP\n" +
+			"does the same.",
 		OnUsageError: onUsageError("cairn reload"),
 		Flags:        agentFlags(),
 		Action:       reloadAgent,

@@ -21,7 +21,11 @@ func BuildCairn(prefix string) (bin string, cleanup func(), err error) {
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
 	bin = filepath.Join(dir, "cairn")
-	build := exec.Command(goCommand(), "build", "-o", bin, "github.com/cairndns/cairn/cmd/cairn")
+	// -buildvcs=auto overrides a GOFLAGS=-buildvcs=false in the go env: in
+	// a clone the binary then reports its revision, as a user's build
+	// does (a git worktree still gets none: the go command does not
+	// recognize one).
+	build := exec.Command(goCommand(), "build", "-buildvcs=auto", "-o", bin, "github.com/cairndns/cairn/cmd/cairn")
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("%s: %w\n%s", strings.Join(build.Args, " "), err, out)

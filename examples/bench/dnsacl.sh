@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Measures what ACLs cost DNS: two dev agents with the same services, one
 # with ACLs off and one with ACLs on (deny by default, the anonymous token
-# given a policy reading services and nodes, as README's "Running it
-# securely" sets up), each pinned to CPU 0 with GOMAXPROCS=1, dnsperf on
+# given a policy reading services and nodes, as docs/operating/security.md
+# sets up), each pinned to CPU 0 with GOMAXPROCS=1, dnsperf on
 # CPU 1 with the query file of ../shared/tools/dnsref. The servers resolve
 # a policy when an answer is fetched, so the cached path should not differ.
 #

@@ -8,7 +8,7 @@
 # dc1, prints the WAN members and the datacenters, and stops every agent
 # (unless KEEP=1).
 #
-# SECURE=1 runs the same with everything README's "Running it securely"
+# SECURE=1 runs the same with everything docs/operating/security.md
 # sets up: a gossip key (cairn keygen), a CA and a certificate per agent
 # naming its address (cairn tls ... -additional-ipaddress) with mutual TLS
 # and verified server names on the server port, the HTTP API over HTTPS

@@ -32,6 +32,12 @@ type member struct {
 // DNS question for it asks about m alone.
 func (m *member) service() string { return "own-" + m.name }
 
+// target is an agent the bench sends HTTP and DNS requests to: a member,
+// or one of the servers.
+type target struct{ name, ip string }
+
+func (m *member) target() target { return target{m.name, m.ip} }
+
 // fleet is the client agents, each on its own loopback address with the
 // default ports, all in this process: they share the binary's memory and
 // go-metrics' process-wide sink, which is how gossip bytes are counted.
@@ -178,20 +184,20 @@ func (f *fleet) live() []*member {
 	return l
 }
 
-// each calls fn for every member of ms, `parallel` at a time, and returns
-// the errors joined.
-func each(ms []*member, parallel int, fn func(*member) error) error {
+// each calls fn for every element of xs, `parallel` at a time, and
+// returns the errors joined.
+func each[T any](xs []T, parallel int, fn func(T) error) error {
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, parallel)
 	)
-	for _, m := range ms {
+	for _, x := range xs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := fn(m); err != nil {
+			if err := fn(x); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -202,10 +208,10 @@ func each(ms []*member, parallel int, fn func(*member) error) error {
 	return errors.Join(errs...)
 }
 
-// call sends method path with body to m's HTTP API and wants a 200; it
-// returns the status too (0 when there was no answer).
-func (f *fleet) call(ctx context.Context, m *member, method, path, body string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+m.ip+":8500"+path, strings.NewReader(body))
+// call sends method path with body to t's HTTP API through hc and wants a
+// 200; it returns the status too (0 when there was no answer).
+func (f *fleet) call(ctx context.Context, hc *http.Client, t target, method, path, body string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+t.ip+":8500"+path, strings.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -222,15 +228,15 @@ func (f *fleet) call(ctx context.Context, m *member, method, path, body string) 
 	var conn httptrace.GotConnInfo
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = i }}))
 	start := time.Now()
-	resp, err := f.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s %s on %s (after %s on a connection %s): %w", method, path, m.name,
+		return 0, fmt.Errorf("%s %s on %s (after %s on a connection %s): %w", method, path, t.name,
 			time.Since(start).Round(time.Millisecond), describeConn(conn), err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, fmt.Errorf("%s %s on %s: status %d: %s", method, path, m.name, resp.StatusCode, strings.TrimSpace(string(b)))
+		return resp.StatusCode, fmt.Errorf("%s %s on %s: status %d: %s", method, path, t.name, resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	return resp.StatusCode, nil
 }

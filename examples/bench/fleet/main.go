@@ -27,10 +27,14 @@
 //     CPU while a writer changes, -rate times a second, the service cold
 //     (no member caches it: the feeds wake, nothing is refetched) and then
 //     hot (every member refetches it after every change).
-//   - storm: -storm registrations (of the service storm) offered evenly over
-//     -storm-over through the members' own HTTP APIs, spread across the
-//     members; their latency from the moment each was due, and the time
-//     until the leader's catalog holds all of them. They are deregistered
+//   - storm: every agent (servers and members) registers -storm-each
+//     services (storm-0, storm-1, …) through its own HTTP API, all at once
+//     (or offered evenly over -storm-over), at most -storm-conns at a time
+//     per agent; their latency from the moment each was due (how many took
+//     more than 30s, and the slowest), the time until the leader's catalog
+//     holds all of them, and the time until every agent's DNS answers every
+//     storm name with every agent's instance (each agent has asked for each
+//     name once before, so its cache must catch up). They are deregistered
 //     afterwards.
 //   - deaths: -deaths members, one at a time, are stopped without leaving
 //     (their sockets close as a killed process's would); the time until the
@@ -38,6 +42,11 @@
 //     has stopped answering for the dead member's service. Each is then
 //     started again, and the time until every member answers for it again
 //     is the rejoin figure.
+//
+// -phases picks which of gossip, feeds, storm and deaths run (all by
+// default); the storm alone at 200 members:
+//
+//	go run ./examples/bench/fleet -cairn /tmp/cairn -sizes 197 -phases storm
 //
 // Servers are stopped with SIGTERM at the end, members shut down; data and
 // logs live in a temporary directory removed unless -keep is given or
@@ -69,13 +78,17 @@ type options struct {
 	gossipWin time.Duration
 	quiet     time.Duration
 	rate      int
-	storm     int
-	stormOver time.Duration
-	deaths    int
-	timeout   time.Duration
-	profiles  string
-	gogc      int
-	keep      bool
+	phases    []string
+	// The storm: registrations per agent, how long they are spread over
+	// (0: all at once), and at most how many each agent is sent at a time.
+	stormEach  int
+	stormOver  time.Duration
+	stormConns int
+	deaths     int
+	timeout    time.Duration
+	profiles   string
+	gogc       int
+	keep       bool
 	// gossip is every agent's gossip_lan block (servers' and members').
 	probeInterval, probeTimeout time.Duration
 	suspicionMult               int
@@ -92,8 +105,11 @@ func main() {
 	flag.DurationVar(&o.gossipWin, "gossip-window", 3*time.Minute, "length of the idle window gossip bytes are counted over: push/pull syncs come minutes apart")
 	flag.DurationVar(&o.quiet, "quiet", 30*time.Second, "wait this long after the fleet settles before the gossip window")
 	flag.IntVar(&o.rate, "rate", 10, "catalog changes a second during the feed windows")
-	flag.IntVar(&o.storm, "storm", 10000, "registrations in the storm")
-	flag.DurationVar(&o.stormOver, "storm-over", 10*time.Second, "how long the storm's registrations are spread over")
+	phases := strings.Join(allPhases, ",")
+	flag.StringVar(&phases, "phases", phases, "comma-separated `phases` to run at each size, among "+phases)
+	flag.IntVar(&o.stormEach, "storm-each", 50, "services every agent registers in the storm")
+	flag.DurationVar(&o.stormOver, "storm-over", 0, "how long the storm's registrations are spread over (0: all at once)")
+	flag.IntVar(&o.stormConns, "storm-conns", 16, "at most this many of an agent's storm registrations in flight at once")
 	flag.IntVar(&o.deaths, "deaths", 3, "members killed, one at a time, at each size")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on any one wait after this long")
 	flag.StringVar(&o.profiles, "profiles", "", "write this process's CPU profiles over each idle window and storm to `directory`/fleet-N-{grow,idle,storm}.cpu.pprof")
@@ -112,15 +128,25 @@ func main() {
 		}
 		o.sizes = append(o.sizes, n)
 	}
-	if o.cairn == "" || o.parallel < 1 || o.window < time.Second || o.gossipWin < time.Second || o.rate < 1 || o.storm < 1 || o.stormOver <= 0 ||
-		o.deaths < 0 || o.deaths >= o.sizes[0] {
-		fmt.Fprintln(os.Stderr, "fleet: -cairn is required; -parallel, -rate, -storm and -storm-over must be positive, -window and -gossip-window at least 1s, -deaths below the first size")
+	for s := range strings.SplitSeq(phases, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(allPhases, s) {
+			fmt.Fprintf(os.Stderr, "fleet: -phases: %q is not one of %s\n", s, strings.Join(allPhases, ", "))
+			os.Exit(2)
+		}
+		o.phases = append(o.phases, s)
+	}
+	if o.cairn == "" || o.parallel < 1 || o.window < time.Second || o.gossipWin < time.Second || o.rate < 1 || o.stormEach < 1 || o.stormOver < 0 ||
+		o.stormConns < 1 || o.deaths < 0 || o.deaths >= o.sizes[0] {
+		fmt.Fprintln(os.Stderr, "fleet: -cairn is required; -parallel, -rate, -storm-each and -storm-conns must be positive, -storm-over not negative, -window and -gossip-window at least 1s, -deaths below the first size")
 		flag.Usage()
 		os.Exit(2)
 	}
 	debug.SetGCPercent(o.gogc)
 	loopback.Main("fleet", func(ctx context.Context) error { return run(ctx, o) })
 }
+
+var allPhases = []string{"gossip", "feeds", "storm", "deaths"}
 
 // bench is one run: the servers, the fleet and what was measured.
 type bench struct {
@@ -133,16 +159,19 @@ type bench struct {
 
 // point is the figures at one fleet size, for the curve.
 type point struct {
-	n                     int
-	gossipOut, gossipUDP  float64 // bytes/s sent per member, all and over UDP
-	serverGossip          float64 // bytes/s one server sends on LAN gossip, the busiest
-	cpuIdle, cpuCold      float64 // the busiest server's CPU, in cores
-	cpuHot                float64
-	memberCPU             float64 // this process's CPU per member, in cores
-	rssPerMember          float64 // MiB
-	stormAck99, stormDone time.Duration
-	critical, gone        []time.Duration // per death
-	back                  []time.Duration
+	n                    int
+	gossipOut, gossipUDP float64 // bytes/s sent per member, all and over UDP
+	serverGossip         float64 // bytes/s one server sends on LAN gossip, the busiest
+	cpuIdle, cpuCold     float64 // the busiest server's CPU, in cores
+	cpuHot               float64
+	memberCPU            float64 // this process's CPU per member, in cores
+	rssPerMember         float64 // MiB
+	stormAck99, stormMax time.Duration
+	stormPast            int // registrations answered more than 30s after they were due
+	stormCatalog         time.Duration
+	stormDNS             time.Duration   // every agent's DNS answering every storm name fully
+	critical, gone       []time.Duration // per death
+	back                 []time.Duration
 }
 
 func run(ctx context.Context, o options) (err error) {
@@ -201,16 +230,25 @@ func (b *bench) measure(ctx context.Context, n int) (point, error) {
 		return p, err
 	}
 	fmt.Printf("  grown and settled in %s\n", time.Since(begin).Round(time.Millisecond))
-	if err := b.gossip(ctx, &p); err != nil {
-		return p, err
+	if b.runs("gossip") {
+		if err := b.gossip(ctx, &p); err != nil {
+			return p, err
+		}
 	}
-	if err := b.feeds(ctx, &p); err != nil {
-		return p, err
+	if b.runs("feeds") {
+		if err := b.feeds(ctx, &p); err != nil {
+			return p, err
+		}
 	}
-	if err := b.storm(ctx, &p); err != nil {
-		return p, err
+	if b.runs("storm") {
+		if err := b.storm(ctx, &p); err != nil {
+			return p, err
+		}
 	}
 	for k := range b.o.deaths {
+		if !b.runs("deaths") {
+			break
+		}
 		// Spread over the fleet: the first, one in the middle, the last…
 		victim := b.f.members[(k*(n-1))/max(1, b.o.deaths-1)]
 		if err := b.death(ctx, victim, &p); err != nil {
@@ -220,17 +258,32 @@ func (b *bench) measure(ctx context.Context, n int) (point, error) {
 	return p, nil
 }
 
+func (b *bench) runs(phase string) bool { return slices.Contains(b.o.phases, phase) }
+
 func (b *bench) printCurve() {
-	fmt.Printf("\n%8s %12s %12s %14s %10s %10s %10s %12s %10s %12s %12s %12s %12s %12s\n", "members",
+	fmt.Printf("\n%8s %12s %12s %14s %10s %10s %10s %12s %10s %10s %10s %6s %10s %10s %12s %12s %12s\n", "members",
 		"gossip", "gossip UDP", "server gossip", "CPU idle", "CPU cold", "CPU hot", "member CPU",
-		"RSS/member", "storm p99", "storm done", "critical", "gone (max)", "back")
+		"RSS/member", "storm p99", "storm max", ">30s", "catalog", "DNS", "critical", "gone (max)", "back")
 	for _, p := range b.curve {
-		fmt.Printf("%8d %10.0f/s %10.0f/s %12.0f/s %10.2f %10.2f %10.2f %12.4f %8.1fMi %12s %12s %12s %12s %12s\n", p.n,
-			p.gossipOut, p.gossipUDP, p.serverGossip, p.cpuIdle, p.cpuCold, p.cpuHot, p.memberCPU, p.rssPerMember,
-			p.stormAck99.Round(time.Millisecond), p.stormDone.Round(time.Millisecond),
+		// A phase not run shows as "-".
+		col := func(phase, format string, v ...any) string {
+			if !b.runs(phase) {
+				return "-"
+			}
+			return fmt.Sprintf(format, v...)
+		}
+		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+		fmt.Printf("%8d %12s %12s %14s %10s %10s %10s %12s %10s %10s %10s %6s %10s %10s %12s %12s %12s\n", p.n,
+			col("gossip", "%.0f/s", p.gossipOut), col("gossip", "%.0f/s", p.gossipUDP), col("gossip", "%.0f/s", p.serverGossip),
+			col("gossip", "%.2f", p.cpuIdle), col("feeds", "%.2f", p.cpuCold), col("feeds", "%.2f", p.cpuHot),
+			col("gossip", "%.4f", p.memberCPU), col("gossip", "%.1fMi", p.rssPerMember),
+			col("storm", "%s", ms(p.stormAck99)), col("storm", "%s", ms(p.stormMax)), col("storm", "%d", p.stormPast),
+			col("storm", "%s", ms(p.stormCatalog)), col("storm", "%s", ms(p.stormDNS)),
 			span(p.critical), span(p.gone), span(p.back))
 	}
-	fmt.Println("\n(bytes are per member per second; CPU in cores, the busiest server; critical, gone and back (a restarted member answered for everywhere) are min–max over the deaths)")
+	fmt.Println("\n(bytes are per member per second; CPU in cores, the busiest server; storm: latency p99 and max from when each registration")
+	fmt.Println("was due, how many took over 30s, and the time until the leader's catalog holds all and until every agent's DNS answers for all;")
+	fmt.Println("critical, gone and back (a restarted member answered for everywhere) are min–max over the deaths)")
 }
 
 // span is "min–max" of ds, or "-" when there are none.

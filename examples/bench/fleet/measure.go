@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,7 +42,7 @@ func (b *bench) grow(ctx context.Context, n int) error {
 // for it to reach the catalog.
 func (b *bench) registerOwn(ctx context.Context) func(*member) error {
 	return func(m *member) error {
-		status, err := b.f.call(ctx, m, http.MethodPut, "/v1/agent/service/register", fmt.Sprintf(`{"Name":%q,"Port":8080}`, m.service()))
+		status, err := b.f.call(ctx, b.f.http, m.target(), http.MethodPut, "/v1/agent/service/register", fmt.Sprintf(`{"Name":%q,"Port":8080}`, m.service()))
 		if status == http.StatusServiceUnavailable {
 			return nil
 		}
@@ -381,113 +378,4 @@ func (b *bench) changing(ctx context.Context, leader *loopback.Agent, svc string
 		return 0, 0, err
 	}
 	return busiest(from, to), k, nil
-}
-
-// storm offers -storm registrations evenly over -storm-over through the
-// members' HTTP APIs and measures their latency from the moment each was
-// due, and how long until the leader's catalog holds them all.
-func (b *bench) storm(ctx context.Context, p *point) error {
-	live := b.f.live()
-	total, over := b.o.storm, b.o.stormOver
-	type job struct {
-		k   int
-		due time.Time
-	}
-	jobs := make(chan job, 1024)
-	lat := make([]time.Duration, total)
-	var (
-		failed, stored atomic.Int64
-		first          atomic.Value
-		wg             sync.WaitGroup
-	)
-	from, err := b.sample(ctx)
-	if err != nil {
-		return err
-	}
-	begin := from.at
-	stop, err := b.profile(len(live), "storm")
-	if err != nil {
-		return err
-	}
-	defer stop()
-	for range 256 {
-		wg.Go(func() {
-			for j := range jobs {
-				m := live[j.k%len(live)]
-				status, err := b.f.call(ctx, m, http.MethodPut, "/v1/agent/service/register", fmt.Sprintf(`{"ID":"storm-%d","Name":"storm","Port":%d}`, j.k, 1+j.k%60000))
-				lat[j.k] = time.Since(j.due)
-				switch {
-				case status == http.StatusServiceUnavailable:
-					// Stored on the agent, not yet in the catalog: the
-					// agent keeps pushing it; the wait below sees it land.
-					stored.Add(1)
-				case err != nil:
-					failed.Add(1)
-					first.CompareAndSwap(nil, err)
-				}
-			}
-		})
-	}
-	for k := range total {
-		due := begin.Add(over * time.Duration(k) / time.Duration(total))
-		if d := time.Until(due); d > 0 {
-			if !clock.Sleep(ctx, d) {
-				break
-			}
-		}
-		jobs <- job{k, due}
-	}
-	close(jobs)
-	wg.Wait()
-	acked := time.Since(begin)
-	if n := failed.Load(); n > 0 {
-		return fmt.Errorf("storm: %d of %d registrations failed, the first: %v", n, total, first.Load())
-	}
-	var done time.Duration
-	err = b.c.Poll(ctx, 100*time.Millisecond, fmt.Sprintf("%d storm instances in the catalog", total), func(ctx context.Context) (bool, error) {
-		n, err := b.stormCount(ctx)
-		done = time.Since(begin)
-		return n == total, err
-	})
-	if err != nil {
-		return err
-	}
-	to, err := b.sample(ctx)
-	if err != nil {
-		return err
-	}
-	slices.Sort(lat)
-	p.stormAck99, p.stormDone = time.Duration(loopback.Ms(lat, 0.99)*float64(time.Millisecond)), done
-	fmt.Printf("  storm: %d registrations offered over %s: all answered after %s (latency p50 %.0fms p99 %.0fms max %.0fms; %d stored on the agent but not yet in the catalog), all in the catalog after %s; servers' CPU %s cores\n",
-		total, over, acked.Round(time.Millisecond), loopback.Ms(lat, 0.5), loopback.Ms(lat, 0.99), loopback.Ms(lat, 1),
-		stored.Load(), done.Round(time.Millisecond), serverCPUs(from, to))
-	// Deregistered, so that the next size starts from the same catalog.
-	err = each(live, 64, func(m *member) error {
-		for k := slices.Index(live, m); k < total; k += len(live) {
-			if _, err := b.f.call(ctx, m, http.MethodPut, fmt.Sprintf("/v1/agent/service/deregister/storm-%d", k), ""); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return b.c.Poll(ctx, 250*time.Millisecond, "no storm instance left in the catalog", func(ctx context.Context) (bool, error) {
-		n, err := b.stormCount(ctx)
-		return n == 0, err
-	})
-}
-
-// stormCount is how many instances of storm the leader's catalog holds.
-func (b *bench) stormCount(ctx context.Context) (int, error) {
-	leader := b.leader(ctx)
-	if leader == nil {
-		return -1, nil
-	}
-	body, status, err := b.c.Get(ctx, leader, http.MethodGet, "/v1/catalog/service/storm", "")
-	if err != nil || status != http.StatusOK {
-		return -1, err
-	}
-	return bytes.Count(body, []byte(`"ServiceID"`)), nil
 }
