@@ -384,6 +384,10 @@ func TestBatcherResendsWhenRaftTookNothing(t *testing.T) {
 	r := &blockingReader{reading: make(chan struct{}), release: make(chan struct{})}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// A restore waits for the configuration entry to be applied.
+	if err := s.raft.Barrier(10 * time.Second).Error(); err != nil {
+		t.Fatalf("barrier: %v", err)
+	}
 	restored := make(chan error, 1)
 	wg.Go(func() {
 		restored <- s.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax}, r, 30*time.Second)
