@@ -326,6 +326,7 @@ func TestFSMBatchAppliesRequestOnce(t *testing.T) {
 func TestAllowBatches(t *testing.T) {
 	s := startServer(t, "")
 	defer s.Shutdown()
+	s.cfg.GroupCommit = true
 	srv := func(node string, f gossip.Features, st gossip.Status) gossip.Member {
 		return gossip.Member{Name: node, Node: node, Addr: netip.MustParseAddr("127.0.0.1"), Status: st,
 			Datacenter: "dc1", Role: gossip.RoleServer, RPCAddr: "127.0.0.1:8300", Features: f}
@@ -350,6 +351,16 @@ func TestAllowBatches(t *testing.T) {
 		if got := s.batchWrites.Load(); got != tc.want {
 			t.Errorf("%s: batches allowed %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	// Without Config.GroupCommit, never.
+	s.cfg.GroupCommit = false
+	l, err := NewLeader(DefaultLeaderConfig(), s, fixedMembers{srv("n1", gossip.FeatureBatchedWrites, gossip.StatusAlive)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.allowBatches()
+	if s.batchWrites.Load() {
+		t.Error("without GroupCommit: batches allowed")
 	}
 }
 

@@ -34,6 +34,12 @@ type Performance struct {
 	// top of a blocking query's own wait; past it the call answers 503.
 	// Default 7s, Consul's; 1s to 1m.
 	RPCHoldTimeout time.Duration
+	// RaftGroupCommit lets the leader commit writes that arrive while
+	// another is being committed together, as one Raft log entry
+	// (performance.raft_group_commit; consensus.Config.GroupCommit), once
+	// every server runs a version that reads such entries. v0.1.0 cannot:
+	// turn it on once no server will be rolled back to it. Default false.
+	RaftGroupCommit bool
 }
 
 // RaftLogStore is the raft_logstore block: how a server keeps its Raft
@@ -132,9 +138,10 @@ type fileRaftLogStore struct {
 }
 
 type filePerformance struct {
-	RaftMultiplier *int    `hcl:"raft_multiplier"`
-	CommitTimeout  *string `hcl:"commit_timeout"`
-	RPCHoldTimeout *string `hcl:"rpc_hold_timeout"`
+	RaftMultiplier  *int    `hcl:"raft_multiplier"`
+	CommitTimeout   *string `hcl:"commit_timeout"`
+	RPCHoldTimeout  *string `hcl:"rpc_hold_timeout"`
+	RaftGroupCommit *bool   `hcl:"raft_group_commit"`
 }
 
 type fileAutopilot struct {
@@ -164,6 +171,7 @@ func (f *fileServerKeys) apply(c *Config) error {
 	durations := []durationKey{{"raft_snapshot_interval", "30s", f.RaftSnapshotInterval, &c.RaftSnapshotInterval}}
 	if p := f.Performance; p != nil {
 		setIf(&c.Performance.RaftMultiplier, p.RaftMultiplier)
+		setIf(&c.Performance.RaftGroupCommit, p.RaftGroupCommit)
 		durations = append(durations,
 			durationKey{"performance.commit_timeout", "25ms", p.CommitTimeout, &c.Performance.CommitTimeout},
 			durationKey{"performance.rpc_hold_timeout", "7s", p.RPCHoldTimeout, &c.Performance.RPCHoldTimeout})
