@@ -30,9 +30,9 @@ import (
 // entry, and that happens here.
 //
 // A server older than this one cannot read a batch entry, so batches are
-// written only with Config.GroupCommit, which the operator turns on once
-// no server will be rolled back to such a version (a server rolled back
-// onto its data dir would replay batches from its log), and while every
+// written only with Config.GroupCommit (on by default; an operator who
+// wants to roll a server back to such a version onto its data dir turns
+// it off, as that server would replay batches from its log), and while every
 // server of the datacenter says in gossip that it reads them
 // (gossip.FeatureBatchedWrites; Leader.Reconcile sets
 // Server.batchWrites); otherwise each write is its own entry, as before.

@@ -60,8 +60,7 @@ type Config struct {
 	// another is being committed as one log entry (batch.go), while every
 	// server announces that it reads such entries. A server of v0.1.0
 	// cannot, not even one rolled back onto a data dir whose log holds
-	// them: turn it on once no server will go back to v0.1.0. Default
-	// false.
+	// them: false keeps that way back open. Default true.
 	GroupCommit bool
 	// ApplyTimeout bounds how long one write waits to be committed when the
 	// caller's context sets no deadline. Default 10s.
@@ -119,6 +118,7 @@ func DefaultConfig() Config {
 		LeaderLeaseTimeout: 500 * time.Millisecond,
 		CommitTimeout:      25 * time.Millisecond,
 		ApplyTimeout:       10 * time.Second,
+		GroupCommit:        true,
 		SnapshotsRetained:  2,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,

@@ -37,8 +37,10 @@ type Performance struct {
 	// RaftGroupCommit lets the leader commit writes that arrive while
 	// another is being committed together, as one Raft log entry
 	// (performance.raft_group_commit; consensus.Config.GroupCommit), once
-	// every server runs a version that reads such entries. v0.1.0 cannot:
-	// turn it on once no server will be rolled back to it. Default false.
+	// every server runs a version that reads such entries. v0.1.0 cannot,
+	// so a server rolled back to it onto its data dir after that would
+	// miss those writes: set it false on every server before the last one
+	// is upgraded to keep that way back open. Default true.
 	RaftGroupCommit bool
 }
 
@@ -82,7 +84,7 @@ type Autopilot struct {
 
 // DefaultPerformance returns the defaults documented on Performance.
 func DefaultPerformance() Performance {
-	return Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second}
+	return Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second, RaftGroupCommit: true}
 }
 
 // DefaultAutopilot returns the defaults documented on Autopilot, which are

@@ -103,11 +103,6 @@ func newClusterOf(t *testing.T, names []string, serverHCL string, clocks map[str
 			c.clients = append(c.clients, a)
 		}
 	}
-	// Group commit on, so that the checks cover batched writes.
-	groupCommit := filepath.Join(work, "group-commit.hcl")
-	if err := os.WriteFile(groupCommit, []byte("performance {\n  raft_group_commit = true\n}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	serverFile := filepath.Join(work, "server.hcl")
 	if serverHCL != "" {
 		if err := os.WriteFile(serverFile, []byte(serverHCL), 0o644); err != nil {
@@ -121,7 +116,7 @@ func newClusterOf(t *testing.T, names []string, serverHCL string, clocks map[str
 			a.args = append(a.args, "-retry-join", s.node.ip)
 		}
 		if a.server {
-			a.args = append(a.args, "-server", "-bootstrap-expect", "3", "-config-file", groupCommit)
+			a.args = append(a.args, "-server", "-bootstrap-expect", "3")
 			if serverHCL != "" {
 				a.args = append(a.args, "-config-file", serverFile)
 			}

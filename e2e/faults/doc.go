@@ -18,8 +18,8 @@
 //
 // # The lab
 //
-// Every scenario gets a fresh cluster of three servers (s1–s3, with
-// performance.raft_group_commit on) and two clients (c1, c2), each agent in a network namespace of its own, joined
+// Every scenario gets a fresh cluster of three servers (s1–s3) and two
+// clients (c1, c2), each agent in a network namespace of its own, joined
 // by veth pairs to a bridge in a hub namespace; the test process reaches
 // them through a veth of its own. Addresses are 10.200.N.0/24 with N
 // picked per run, names carry the test's PID and a random suffix, and

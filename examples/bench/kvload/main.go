@@ -8,7 +8,7 @@
 // keys of 100 bytes.
 //
 //	go build -o /tmp/cairn ./cmd/cairn && go run ./examples/bench/kvload -cairn /tmp/cairn
-//	go run ./examples/bench/kvload -cairn /tmp/cairn -phases writes -writers 1,8,32 -duration 5s -group-commit
+//	go run ./examples/bench/kvload -cairn /tmp/cairn -phases writes -writers 1,8,32 -duration 5s -group-commit=false
 //
 // It starts three servers (s1–s3) and one client (c1) as separate
 // processes on NET.51–NET.54, and sends every request to c1's HTTP API,
@@ -63,7 +63,7 @@ func main() {
 	flag.IntVar(&cfg.keys, "keys", 100000, "keys of 100 bytes written for the memory figure (0 skips it)")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up on any one wait after this long")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (data and logs)")
-	flag.BoolVar(&cfg.groupCommit, "group-commit", false, "run the agents with performance { raft_group_commit = true }")
+	flag.BoolVar(&cfg.groupCommit, "group-commit", true, "performance.raft_group_commit of the agents (-group-commit=false: each write its own Raft entry)")
 	flag.BoolVar(&cfg.debug, "enable-debug", false, "run the agents with -enable-debug, to profile them (/debug/pprof/ on their HTTP API) while it runs")
 	flag.Parse()
 	var err error
@@ -89,9 +89,9 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.debug {
 		c.Args = append(c.Args, "-enable-debug")
 	}
-	if cfg.groupCommit {
+	if !cfg.groupCommit {
 		path := filepath.Join(work, "group-commit.hcl")
-		if err := os.WriteFile(path, []byte("performance {\n  raft_group_commit = true\n}\n"), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte("performance {\n  raft_group_commit = false\n}\n"), 0o644); err != nil {
 			return err
 		}
 		c.Args = append(c.Args, "-config-file", path)
