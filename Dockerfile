@@ -6,7 +6,7 @@
 #   docker run --rm -p 8500:8500 -p 8600:8600/udp cairn
 #
 # The version comes from git (the build context includes .git): a
-# context without it builds a binary that says "(devel)".
+# context without it builds a binary whose version is "-dev", revision "unknown".
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src

@@ -69,7 +69,7 @@ func limitSigned(w dns.ResponseWriter, m *dns.Msg) {
 // owns, or with a synthesized HINFO "RFC8482" record. One real record is
 // as small (an A record packs to 16 bytes, that HINFO to 22) and still
 // useful to a client that asks ANY for an address, as some old tools do;
-// the README promised the address records. The A set is cut like
+// docs/reference/dns.md promises the address records. The A set is cut like
 // Config.UDPAnswerLimit cuts it, and as that limit, without TC: a client
 // that wants the whole set asks for A or AAAA, or over TCP, where ANY is
 // answered whole.

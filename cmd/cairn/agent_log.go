@@ -25,6 +25,14 @@ func agentLogger(cfg config.Config, stderr io.Writer, lvl *slog.LevelVar) (*slog
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	if cfg.LogJSON {
+		// Durations as "1.5s", as the text lines show them, rather than
+		// slog's nanoseconds.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(out, opts)), closeFn, nil
 	}
 	return slog.New(slog.NewTextHandler(out, opts)), closeFn, nil

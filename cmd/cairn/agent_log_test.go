@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairndns/cairn/agent/config"
 )
@@ -26,7 +27,7 @@ func TestAgentLoggerJSONFile(t *testing.T) {
 	}
 	logger.Info("configuration reloaded", "reloaded", "log_level")
 	logger.Debug("not at info")
-	logger.Warn("restart needed", "keys", "ports")
+	logger.Warn("restart needed", "keys", "ports", "retry_in", 1500*time.Millisecond)
 	if err := closeLog(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +48,8 @@ func TestAgentLoggerJSONFile(t *testing.T) {
 			t.Errorf("%s: got %v, want level INFO, the message and its field", name, first)
 		}
 		var second map[string]any
-		if err := json.Unmarshal([]byte(lines[1]), &second); err != nil || second["keys"] != "ports" {
-			t.Errorf("%s: second line %q: got %v (%v), want JSON with keys=ports", name, lines[1], second, err)
+		if err := json.Unmarshal([]byte(lines[1]), &second); err != nil || second["keys"] != "ports" || second["retry_in"] != "1.5s" {
+			t.Errorf("%s: second line %q: got %v (%v), want JSON with keys=ports and retry_in 1.5s", name, lines[1], second, err)
 		}
 	}
 }

@@ -221,7 +221,7 @@ func TestAgentBadConfigExitsWithOneLine(t *testing.T) {
 }
 
 // TestAgentBadFlagValueExitsUsage: a flag value the agent refuses is a
-// usage error (exit 2), as the README says, whether it does not parse or
+// usage error (exit 2), as docs/reference/cli.md says, whether it does not parse or
 // is out of range, and the message names the flag and the value; a bad
 // value from a config file is not (exit 1).
 func TestAgentBadFlagValueExitsUsage(t *testing.T) {

@@ -30,6 +30,7 @@ type agent struct {
 	dataDir string
 	logPath string
 	args    []string // the same for every release: the upgrade keeps the config
+	env     []string // added to the test's environment
 
 	rel     release // what it runs now
 	cmd     *exec.Cmd
@@ -133,6 +134,9 @@ func (c *cluster) start(a *agent, rel release) {
 	fmt.Fprintf(log, "=== upgrade test: %s starts %s (%s)\n", a.name, rel.name, rel.bin)
 	cmd := exec.Command(rel.bin, a.args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if len(a.env) > 0 {
+		cmd.Env = append(os.Environ(), a.env...)
+	}
 	// Should the test process die without its cleanups (go test's
 	// -timeout), its agents die with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -57,10 +57,22 @@
 // Once all run HEAD, no agent reports the previous release's revision in
 // /v1/agent/self or its gossiped build tag (and every one reports HEAD's,
 // where HEAD's build has one: go build stamps none in a git worktree or
-// with GOFLAGS=-buildvcs=false). Servers first then rolls a follower and
-// a client back to the previous release, on the data dirs HEAD wrote, with
-// the same checks at each step. At the end every acknowledged KV value and
+// with GOFLAGS=-buildvcs=false). Servers first also rolls a server back to
+// the previous release and forward again while another server still runs
+// the previous release (until every server runs HEAD the leader writes no
+// batch entry, which the previous release cannot read), and at the end
+// rolls a client back, with the same checks at each step. At the end every acknowledged KV value and
 // registration is in the catalog (read with ?consistent) and in every
 // server's own state, no acknowledged deregistration is undone, and no agent logged an RPC its peer does not
 // know ("can't find method"). The ERROR lines of every agent are printed.
+//
+// # A peer outside the supported range
+//
+// TestIncompatiblePeerRefused starts a server on HEAD and an agent of
+// HEAD's binary made to speak only cairn protocol 99
+// (CAIRN_TEST_PROTOCOL, test-only) that joins it. It must be refused, not
+// half served: no alive member, listed by the server as incompatible
+// (status 5) with the reason in its "incompatible" tag, counted in
+// cairn_gossip_incompatible_total, the refusal logged at ERROR on both
+// sides naming both protocol versions, and no leader known to the peer.
 package upgrade

@@ -262,7 +262,7 @@ func (l *load) verify(t *testing.T, limit time.Duration) {
 	}
 	for _, s := range c.servers {
 		if err := poll(limit, time.Second, func() error { return l.holds(s, "stale", l.kv, l.live, l.gone) }); err != nil {
-			t.Errorf("server %s (on %s)'s own state lacks acknowledged writes: %v", s.name, s.rel.name, err)
+			t.Errorf("server %s (on %s)'s own state lacks acknowledged writes%s: %v", s.name, s.rel.name, divergenceHint(s), err)
 		}
 	}
 	t.Logf("load: %d KV values, %d live and %d deregistered instances checked; %s", len(l.kv), len(l.live), len(l.gone), l.summary())
@@ -280,9 +280,19 @@ func (l *load) serversHold(t *testing.T, what string, limit time.Duration) {
 	l.mu.Unlock()
 	for _, s := range l.c.servers {
 		if err := poll(limit, 500*time.Millisecond, func() error { return l.holds(s, "stale", kv, nil, nil) }); err != nil {
-			t.Errorf("%s: server %s (on %s)'s own state lacks acknowledged writes: %v", what, s.name, s.rel.name, err)
+			t.Errorf("%s: server %s (on %s)'s own state lacks acknowledged writes%s: %v", what, s.name, s.rel.name, divergenceHint(s), err)
 		}
 	}
+}
+
+// divergenceHint says what most likely makes a server on a release other
+// than HEAD's diverge, for the failure message.
+func divergenceHint(s *agent) string {
+	if s.rel.name == "HEAD" {
+		return ""
+	}
+	return " (a server on " + s.rel.name + " skips, silently, every Raft log entry of a command type it does not know: " +
+		"HEAD must not write such entries while a server of the previous release may read them, rollback included)"
 }
 
 // holds reports whether the state read through a with the consistency
