@@ -76,6 +76,7 @@ func (a *Agent) startServer(loopCtx context.Context) error {
 	}
 	cc.ScaleRaftTimers(a.cfg.Performance.RaftMultiplier)
 	cc.CommitTimeout = a.cfg.Performance.CommitTimeout
+	cc.GroupCommit = a.cfg.Performance.RaftGroupCommit
 	cc.SealKeys = a.peers.GossipKeys
 	if pdc := a.cfg.ACL.PrimaryDatacenter; pdc == "" || strings.EqualFold(pdc, a.cfg.Datacenter) {
 		cc.InitialManagement = a.cfg.ACL.Tokens.InitialManagement // the primary's own, as Consul's

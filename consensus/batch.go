@@ -30,8 +30,11 @@ import (
 // entry, and that happens here.
 //
 // A server older than this one cannot read a batch entry, so batches are
-// written only while every server of the datacenter says in gossip that
-// it reads them (gossip.FeatureBatchedWrites; Leader.Reconcile sets
+// written only with Config.GroupCommit (on by default; an operator who
+// wants to roll a server back to such a version onto its data dir turns
+// it off, as that server would replay batches from its log), and while every
+// server of the datacenter says in gossip that it reads them
+// (gossip.FeatureBatchedWrites; Leader.Reconcile sets
 // Server.batchWrites); otherwise each write is its own entry, as before.
 
 // Bounds of one batch. raft sends at most MaxAppendEntries (64) entries
@@ -370,7 +373,7 @@ func (b *batcher) commitBatch(live []*pendingWrite, timeout time.Duration) bool 
 // server that cannot read batches is added only once none are written.
 func (l *Leader) allowBatches() {
 	peers, err := l.s.Peers()
-	ok := err == nil
+	ok := err == nil && l.s.cfg.GroupCommit
 	servers := l.serversByRaftID()
 	for _, p := range peers {
 		if m, known := servers[p.ID]; !known || !m.Features.Has(gossip.FeatureBatchedWrites) {

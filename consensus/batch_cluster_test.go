@@ -24,7 +24,10 @@ func startKVCluster(t *testing.T, features ...gossip.Features) ([]*consensustest
 	// Raft's timers at four times the tests' usual: hundreds of writes
 	// under the race detector on a loaded machine must not depose the
 	// leader.
-	nodes := consensustest.StartClusterWith(t, 3, func(c *consensus.Config) { c.ScaleRaftTimers(4) })
+	nodes := consensustest.StartClusterWith(t, 3, func(c *consensus.Config) {
+		c.ScaleRaftTimers(4)
+		c.GroupCommit = true
+	})
 	p := rpctest.NewPool(t)
 	for _, n := range nodes {
 		cfg := consensus.DefaultCatalogConfig()

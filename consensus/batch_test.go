@@ -16,6 +16,16 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// indexBefore is lastLogIndex once the entries of s's taking leadership
+// are in (a barrier's entry after them).
+func indexBefore(t *testing.T, s *Server) uint64 {
+	t.Helper()
+	if err := s.raft.Barrier(10 * time.Second).Error(); err != nil {
+		t.Fatalf("barrier: %v", err)
+	}
+	return lastLogIndex(t, s)
+}
+
 func lastLogIndex(t *testing.T, s *Server) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(s.RaftStats()["last_log_index"], 10, 64)
@@ -74,7 +84,7 @@ func TestBatcherResultsPerWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.batchWrites.Store(true)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	release := holdBatcher(s)
 
 	type outcome struct {
@@ -170,7 +180,7 @@ func TestBatcherLoneWriterGoesAtOnce(t *testing.T) {
 	s := startServer(t, "")
 	defer s.Shutdown()
 	s.batchWrites.Store(true)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	const n = 20
 	for i := range n {
 		if done, err := s.ApplyKV(context.Background(), kvSet(fmt.Sprintf("k%d", i), "v")); !done || err != nil {
@@ -191,7 +201,7 @@ func TestBatcherDropsWriteWhoseCallerStoppedWaiting(t *testing.T) {
 	s := startServer(t, "")
 	defer s.Shutdown()
 	s.batchWrites.Store(true)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	release := holdBatcher(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -224,7 +234,7 @@ func TestBatcherFallsBackToSingleEntries(t *testing.T) {
 	}
 	waitQueued(t, s, n)
 	s.batchWrites.Store(false)
-	before := lastLogIndex(t, s)
+	before := indexBefore(t, s)
 	release()
 	wg.Wait()
 	for i, err := range errs {
@@ -316,6 +326,7 @@ func TestFSMBatchAppliesRequestOnce(t *testing.T) {
 func TestAllowBatches(t *testing.T) {
 	s := startServer(t, "")
 	defer s.Shutdown()
+	s.cfg.GroupCommit = true
 	srv := func(node string, f gossip.Features, st gossip.Status) gossip.Member {
 		return gossip.Member{Name: node, Node: node, Addr: netip.MustParseAddr("127.0.0.1"), Status: st,
 			Datacenter: "dc1", Role: gossip.RoleServer, RPCAddr: "127.0.0.1:8300", Features: f}
@@ -341,9 +352,87 @@ func TestAllowBatches(t *testing.T) {
 			t.Errorf("%s: batches allowed %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// Without Config.GroupCommit, never.
+	s.cfg.GroupCommit = false
+	l, err := NewLeader(DefaultLeaderConfig(), s, fixedMembers{srv("n1", gossip.FeatureBatchedWrites, gossip.StatusAlive)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.allowBatches()
+	if s.batchWrites.Load() {
+		t.Error("without GroupCommit: batches allowed")
+	}
 }
 
 type fixedMembers []gossip.Member
 
 func (m fixedMembers) Members() []gossip.Member { return m }
 func (m fixedMembers) Changes() <-chan struct{} { return nil }
+
+// blockingReader blocks its first Read until release is closed, then
+// fails: a snapshot restore reading it holds Raft's leader loop, so that
+// nothing is taken from the apply queue meanwhile.
+type blockingReader struct {
+	reading chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (r *blockingReader) Read([]byte) (int, error) {
+	r.once.Do(func() { close(r.reading) })
+	<-r.release
+	return 0, errors.New("released")
+}
+
+// TestBatcherResendsWhenRaftTookNothing: a batch Raft does not take
+// within its shortest caller's wait is not applied; the writes whose
+// callers still wait are sent again and applied, the others fail as
+// never started.
+func TestBatcherResendsWhenRaftTookNothing(t *testing.T) {
+	s := startServer(t, "")
+	defer s.Shutdown()
+	s.batchWrites.Store(true)
+	r := &blockingReader{reading: make(chan struct{}), release: make(chan struct{})}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// A restore waits for the configuration entry to be applied.
+	if err := s.raft.Barrier(10 * time.Second).Error(); err != nil {
+		t.Fatalf("barrier: %v", err)
+	}
+	restored := make(chan error, 1)
+	wg.Go(func() {
+		restored <- s.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax}, r, 30*time.Second)
+	})
+	select {
+	case <-r.reading:
+	case err := <-restored:
+		t.Fatalf("restore did not read its snapshot: %v", err)
+	}
+	release := holdBatcher(s)
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var shortErr, longErr error
+	var writers sync.WaitGroup
+	writers.Go(func() { _, shortErr = s.ApplyKV(short, kvSet("short", "v")) })
+	writers.Go(func() { _, longErr = s.ApplyKV(context.Background(), kvSet("long", "v")) })
+	waitQueued(t, s, 2)
+	wg.Go(release)
+	// The short write's wait ends while Raft is held; then Raft is let go.
+	writers.Go(func() {
+		<-short.Done()
+		time.AfterFunc(200*time.Millisecond, func() { close(r.release) })
+	})
+	writers.Wait()
+	if !errors.Is(shortErr, context.DeadlineExceeded) {
+		t.Errorf("short write: got %v, want DeadlineExceeded", shortErr)
+	}
+	if longErr != nil {
+		t.Errorf("long write: %v", longErr)
+	}
+	if _, e, _ := s.Store().KVGet(nil, "short"); e != nil {
+		t.Errorf("key short: got %+v, want none", e)
+	}
+	if _, e, _ := s.Store().KVGet(nil, "long"); e == nil {
+		t.Error("key long: not written")
+	}
+}

@@ -56,6 +56,12 @@ type Config struct {
 	// idle at 2% of a core; 25ms gives 56 ms at 4%; 10ms 29 ms at 7% (an
 	// empty AppendEntries per follower every one to two timeouts).
 	CommitTimeout time.Duration
+	// GroupCommit lets the leader write the writes that arrive while
+	// another is being committed as one log entry (batch.go), while every
+	// server announces that it reads such entries. A server of v0.1.0
+	// cannot, not even one rolled back onto a data dir whose log holds
+	// them: false keeps that way back open. Default true.
+	GroupCommit bool
 	// ApplyTimeout bounds how long one write waits to be committed when the
 	// caller's context sets no deadline. Default 10s.
 	ApplyTimeout time.Duration
@@ -112,6 +118,7 @@ func DefaultConfig() Config {
 		LeaderLeaseTimeout: 500 * time.Millisecond,
 		CommitTimeout:      25 * time.Millisecond,
 		ApplyTimeout:       10 * time.Second,
+		GroupCommit:        true,
 		SnapshotsRetained:  2,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,

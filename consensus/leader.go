@@ -270,6 +270,9 @@ func (l *Leader) Run(ctx context.Context) {
 // with autopilot and the session TTL timers running beside it for as
 // long.
 func (l *Leader) lead(ctx context.Context, changed <-chan struct{}) {
+	// The next term's reconcile decides again whether to batch writes
+	// (allowBatches); until then each is its own entry.
+	defer l.s.batchWrites.Store(false)
 	apCtx, stopAutopilot := context.WithCancel(ctx)
 	var autopilot sync.WaitGroup
 	autopilot.Go(func() { l.runAutopilot(apCtx, changed) })

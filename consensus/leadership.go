@@ -39,8 +39,6 @@ func (s *Server) watchLeadership(notify <-chan bool) {
 		select {
 		case leader := <-notify:
 			s.logger.Info("leadership changed", "leader", leader)
-			// A new term's leader duties decide again (allowBatches).
-			s.batchWrites.Store(false)
 			s.leaderMu.Lock()
 			close(s.leaderChanged)
 			s.leaderChanged = make(chan struct{})

@@ -42,7 +42,7 @@ func TestConfigDefaults(t *testing.T) {
 		Limits:                Limits{HTTPMaxConnsPerClient: 200, RPCMaxBurst: 1000, RPCMaxConnsPerClient: 100, RPCMaxCallsPerClient: 2048, KVMaxValueSize: 512 * 1024, DataDirMinFreeBytes: 256 << 20},
 		Telemetry:             telemetry.Config{PrometheusRetentionTime: time.Minute, DisableHostname: true, ConsulAliases: true},
 		HTTP:                  HTTPConfig{ReadTimeout: 10 * time.Second},
-		Performance:           Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second},
+		Performance:           Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second, RaftGroupCommit: true},
 		RaftLogStore:          RaftLogStore{WALSegmentSizeMB: 64},
 		RaftSnapshotThreshold: 8192, RaftSnapshotInterval: 120 * time.Second, RaftTrailingLogs: 10240,
 		ServerServiceName: "cairn",

@@ -34,6 +34,14 @@ type Performance struct {
 	// top of a blocking query's own wait; past it the call answers 503.
 	// Default 7s, Consul's; 1s to 1m.
 	RPCHoldTimeout time.Duration
+	// RaftGroupCommit lets the leader commit writes that arrive while
+	// another is being committed together, as one Raft log entry
+	// (performance.raft_group_commit; consensus.Config.GroupCommit), once
+	// every server runs a version that reads such entries. v0.1.0 cannot,
+	// so a server rolled back to it onto its data dir after that would
+	// miss those writes: set it false on every server before the last one
+	// is upgraded to keep that way back open. Default true.
+	RaftGroupCommit bool
 }
 
 // RaftLogStore is the raft_logstore block: how a server keeps its Raft
@@ -76,7 +84,7 @@ type Autopilot struct {
 
 // DefaultPerformance returns the defaults documented on Performance.
 func DefaultPerformance() Performance {
-	return Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second}
+	return Performance{RaftMultiplier: 1, CommitTimeout: 25 * time.Millisecond, RPCHoldTimeout: 7 * time.Second, RaftGroupCommit: true}
 }
 
 // DefaultAutopilot returns the defaults documented on Autopilot, which are
@@ -132,9 +140,10 @@ type fileRaftLogStore struct {
 }
 
 type filePerformance struct {
-	RaftMultiplier *int    `hcl:"raft_multiplier"`
-	CommitTimeout  *string `hcl:"commit_timeout"`
-	RPCHoldTimeout *string `hcl:"rpc_hold_timeout"`
+	RaftMultiplier  *int    `hcl:"raft_multiplier"`
+	CommitTimeout   *string `hcl:"commit_timeout"`
+	RPCHoldTimeout  *string `hcl:"rpc_hold_timeout"`
+	RaftGroupCommit *bool   `hcl:"raft_group_commit"`
 }
 
 type fileAutopilot struct {
@@ -164,6 +173,7 @@ func (f *fileServerKeys) apply(c *Config) error {
 	durations := []durationKey{{"raft_snapshot_interval", "30s", f.RaftSnapshotInterval, &c.RaftSnapshotInterval}}
 	if p := f.Performance; p != nil {
 		setIf(&c.Performance.RaftMultiplier, p.RaftMultiplier)
+		setIf(&c.Performance.RaftGroupCommit, p.RaftGroupCommit)
 		durations = append(durations,
 			durationKey{"performance.commit_timeout", "25ms", p.CommitTimeout, &c.Performance.CommitTimeout},
 			durationKey{"performance.rpc_hold_timeout", "7s", p.RPCHoldTimeout, &c.Performance.RPCHoldTimeout})

@@ -11,7 +11,7 @@ func TestServerBlocks(t *testing.T) {
 		{"server.hcl", `
 leave_on_terminate = true
 skip_leave_on_interrupt = false
-performance { raft_multiplier = 5  commit_timeout = "50ms"  rpc_hold_timeout = "3s" }
+performance { raft_multiplier = 5  commit_timeout = "50ms"  rpc_hold_timeout = "3s"  raft_group_commit = false }
 autopilot {
   cleanup_dead_servers = false
   last_contact_threshold = "1s"
@@ -20,7 +20,7 @@ autopilot {
   server_stabilization_time = "30s"
 }`},
 		{"server.json", `{"leave_on_terminate": true, "skip_leave_on_interrupt": false,
-  "performance": {"raft_multiplier": 5, "commit_timeout": "50ms", "rpc_hold_timeout": "3s"},
+  "performance": {"raft_multiplier": 5, "commit_timeout": "50ms", "rpc_hold_timeout": "3s", "raft_group_commit": false},
   "autopilot": {"cleanup_dead_servers": false, "last_contact_threshold": "1s", "max_trailing_logs": 500,
     "min_quorum": 3, "server_stabilization_time": "30s"}}`},
 	} {

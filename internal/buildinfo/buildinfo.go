@@ -32,7 +32,11 @@ const DevVersion = "0.2.0-dev"
 // Protocol) and keeps ProtocolMin at the previous release's version,
 // speaking the old forms to peers that gossip it; the release after drops
 // them and raises ProtocolMin. v0.1.0 speaks protocol 1 and nothing since
-// has changed the wire: this build still speaks 1 only.
+// has changed the wire: this build still speaks 1 only. (Group commit's
+// batch Raft entries, which v0.1.0 cannot read, are written only with
+// performance.raft_group_commit (default on) and while every server gossips
+// gossip.FeatureBatchedWrites: a feature bit, not a protocol version, as
+// they are a choice of the leader's, not a form both sides must speak.)
 const (
 	Protocol    uint8 = 1
 	ProtocolMin uint8 = 1

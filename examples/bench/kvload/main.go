@@ -8,7 +8,7 @@
 // keys of 100 bytes.
 //
 //	go build -o /tmp/cairn ./cmd/cairn && go run ./examples/bench/kvload -cairn /tmp/cairn
-//	go run ./examples/bench/kvload -cairn /tmp/cairn -phases writes -writers 1,8,32 -duration 5s
+//	go run ./examples/bench/kvload -cairn /tmp/cairn -phases writes -writers 1,8,32 -duration 5s -group-commit=false
 //
 // It starts three servers (s1–s3) and one client (c1) as separate
 // processes on NET.51–NET.54, and sends every request to c1's HTTP API,
@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,8 @@ type config struct {
 	timeout  time.Duration
 	keep     bool
 	debug    bool
+	// groupCommit turns on performance.raft_group_commit.
+	groupCommit bool
 }
 
 func main() {
@@ -60,6 +63,7 @@ func main() {
 	flag.IntVar(&cfg.keys, "keys", 100000, "keys of 100 bytes written for the memory figure (0 skips it)")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up on any one wait after this long")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (data and logs)")
+	flag.BoolVar(&cfg.groupCommit, "group-commit", true, "performance.raft_group_commit of the agents (-group-commit=false: each write its own Raft entry)")
 	flag.BoolVar(&cfg.debug, "enable-debug", false, "run the agents with -enable-debug, to profile them (/debug/pprof/ on their HTTP API) while it runs")
 	flag.Parse()
 	var err error
@@ -84,6 +88,13 @@ func run(ctx context.Context, cfg config) (err error) {
 	c := loopback.New(bin, work, cfg.net, 51, 3, 1, cfg.timeout)
 	if cfg.debug {
 		c.Args = append(c.Args, "-enable-debug")
+	}
+	if !cfg.groupCommit {
+		path := filepath.Join(work, "group-commit.hcl")
+		if err := os.WriteFile(path, []byte("performance {\n  raft_group_commit = false\n}\n"), 0o644); err != nil {
+			return err
+		}
+		c.Args = append(c.Args, "-config-file", path)
 	}
 	c.IdleConnsPerHost(max(cfg.readers, slices.Max(cfg.writers), cfg.watchers) + 8)
 	defer func() { c.Finish(err, cfg.keep) }()
