@@ -321,7 +321,9 @@ func (s *Server) applyResponse(ctx context.Context, t commandType, req any) (any
 func entryResult(f raft.ApplyFuture) (any, error) {
 	if err := f.Error(); err != nil {
 		switch {
-		case errors.Is(err, raft.ErrNotLeader):
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			// Refused before it entered the log: the next leader may
+			// be sent it again.
 			return nil, fmt.Errorf("%w: %w", ErrNotLeader, err)
 		case errors.Is(err, raft.ErrLeadershipLost):
 			// The entry was in the log when leadership went: the next
