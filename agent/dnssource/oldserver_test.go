@@ -81,6 +81,10 @@ func TestOldServerWithoutFeedServFailsPastMaxStale(t *testing.T) {
 	if _, err := src.Instances(ctx, "dc1", "api", ""); !errors.Is(err, cache.ErrFeedFailing) {
 		t.Errorf("a new name past max_stale: got %v, want %v", err, cache.ErrFeedFailing)
 	}
+	// An HTTP ?cached read of it is a 503 (no server answered), not a 500.
+	if _, _, _, _, err := src.cachedInstances(ctx, "web", ""); !errors.Is(err, rpc.ErrTransport) || !errors.Is(err, cache.ErrFeedFailing) {
+		t.Errorf("a ?cached read past max_stale: got %v, want %v wrapping %v", err, rpc.ErrTransport, cache.ErrFeedFailing)
+	}
 
 	// The server learns the feed (upgraded): one reset, then heartbeats.
 	err = rpc.RegisterStream(rs, rpc.MethodCatalogFeed, rpc.NeedPublic(), func(ctx context.Context, _ *rpc.ChangesRequest, send func(*rpc.ChangesResponse) error) error {

@@ -313,6 +313,11 @@ func (s *Source) fetchQuery(ctx context.Context, key cache.Key, _ uint64, _ time
 // then service ID as the catalog sorts them.
 func (s *Source) cachedInstances(ctx context.Context, service, tag string) (uint64, []catalog.ServiceInstance, bool, time.Duration, error) {
 	e, info, err := s.instances.Get(ctx, cache.Key{Kind: kindService, Datacenter: s.dc, Name: service, Tag: tag})
+	if errors.Is(err, cache.ErrFeedFailing) {
+		// The servers could not be followed for longer than max_stale:
+		// the HTTP API's "no server answered" (a 503), not a 500.
+		return 0, nil, false, 0, fmt.Errorf("%w: %w", rpc.ErrTransport, err)
+	}
 	if err != nil {
 		return 0, nil, false, 0, err
 	}
