@@ -22,12 +22,11 @@ import (
 // own result, and its own failure (catalog.Store.ApplyBatch); all the
 // writes of a batch get its index.
 //
-// Forwarded writes are batched here too: a follower forwards each write
-// as its own RPC (multiplexed on one connection, so cheap) and the
-// leader's batcher takes them with its own. Batching on the follower
-// as well would add a second queue, a second wait and a new RPC that
-// older leaders lack, for little: what is costly per write is the Raft
-// entry, and that happens here.
+// Forwarded writes are batched here too, with the leader's own. A
+// follower forwards the writes that arrive while one of its forwards is
+// in flight together, as one call (rpc.Pool.CallCoalesced, to a leader
+// that announces gossip.FeatureBatchedForwards); the leader runs them
+// at once, so they reach this batcher together.
 //
 // A server older than this one cannot read a batch entry, so batches are
 // written only with Config.GroupCommit (on by default; an operator who

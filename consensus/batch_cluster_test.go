@@ -14,25 +14,39 @@ import (
 	"github.com/cairndns/cairn/gossip"
 	"github.com/cairndns/cairn/rpc"
 	"github.com/cairndns/cairn/rpc/rpctest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // startKVCluster starts three networked servers on disk, each with its
 // Catalog and KVS endpoints, and returns them with a client pool, after the leader duties of the leader reconciled once over gossip
 // members that announce features[i] for nodes[i].
-func startKVCluster(t *testing.T, features ...gossip.Features) ([]*consensustest.Node, *consensustest.Node, *rpc.Pool) {
+// fwd are the pools the servers forward with.
+func startKVCluster(t *testing.T, features ...gossip.Features) (nodes []*consensustest.Node, leader *consensustest.Node, p *rpc.Pool, fwd []*rpc.Pool) {
 	t.Helper()
 	// Raft's timers at four times the tests' usual: hundreds of writes
 	// under the race detector on a loaded machine must not depose the
 	// leader.
-	nodes := consensustest.StartClusterWith(t, 3, func(c *consensus.Config) {
+	nodes = consensustest.StartClusterWith(t, 3, func(c *consensus.Config) {
 		c.ScaleRaftTimers(4)
 		c.GroupCommit = true
 	})
-	p := rpctest.NewPool(t)
+	p = rpctest.NewPool(t)
+	ms := make(members, len(nodes))
+	for i, n := range nodes {
+		ms[i] = gossip.Member{Name: n.ID, Node: n.ID, Addr: netip.MustParseAddr("127.0.0.1"), Status: gossip.StatusAlive,
+			Datacenter: "dc1", Role: gossip.RoleServer, RPCAddr: n.Addr, Features: features[i]}
+	}
+	router, err := consensus.NewRouter("dc1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router.Update(ms)
 	for _, n := range nodes {
 		cfg := consensus.DefaultCatalogConfig()
-		cfg.Datacenter = "dc1"
-		cat, err := consensus.NewCatalog(n.Server, rpctest.NewPool(t), cfg)
+		cfg.Datacenter, cfg.Router = "dc1", router
+		pool := rpctest.NewPool(t)
+		fwd = append(fwd, pool)
+		cat, err := consensus.NewCatalog(n.Server, pool, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,16 +58,32 @@ func startKVCluster(t *testing.T, features ...gossip.Features) ([]*consensustest
 			t.Fatal(err)
 		}
 	}
-	leader := consensustest.WaitForLeader(t, nodes, within)
-	ms := make(members, len(nodes))
-	for i, n := range nodes {
-		ms[i] = gossip.Member{Name: n.ID, Node: n.ID, Addr: netip.MustParseAddr("127.0.0.1"), Status: gossip.StatusAlive,
-			Datacenter: "dc1", Role: gossip.RoleServer, RPCAddr: n.Addr, Features: features[i]}
-	}
+	leader = consensustest.WaitForLeader(t, nodes, within)
 	if err := newLeader(t, testLeaderConfig(), leader.Server, ms).Reconcile(context.Background()); err != nil {
 		t.Fatalf("Reconcile: %v", err)
 	}
-	return nodes, leader, p
+	return nodes, leader, p, fwd
+}
+
+// batchedForwards is how many writes the pools forwarded inside batches
+// (cairn_rpc_client_batched_calls_total).
+func batchedForwards(t *testing.T, pools []*rpc.Pool) float64 {
+	t.Helper()
+	sum := 0.0
+	for _, p := range pools {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(p.Collectors()...)
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() == "cairn_rpc_client_batched_calls_total" {
+				sum += f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 func raftLastIndex(t *testing.T, s *consensus.Server) uint64 {
@@ -121,12 +151,13 @@ func hammerKV(t *testing.T, nodes []*consensustest.Node, p *rpc.Pool, writers, r
 
 // TestGroupCommitCluster: three servers on disk, 32 writers spread over
 // them: every write gets its own answer (sets succeed, exactly one CAS
-// of each race wins and its value is stored) and the log holds fewer
-// entries than there were writes.
+// of each race wins and its value is stored), the log holds fewer
+// entries than there were writes, and the followers forwarded writes in
+// batches.
 func TestGroupCommitCluster(t *testing.T) {
 	t.Parallel()
-	all := gossip.FeatureBatchedWrites
-	nodes, leader, p := startKVCluster(t, all, all, all)
+	all := gossip.FeatureBatchedWrites | gossip.FeatureBatchedForwards
+	nodes, leader, p, fwd := startKVCluster(t, all, all, all)
 	before := raftLastIndex(t, leader.Server)
 	writes := hammerKV(t, nodes, p, 32, 10)
 	consensustest.WaitFor(t, within, func() error {
@@ -142,14 +173,19 @@ func TestGroupCommitCluster(t *testing.T) {
 	} else {
 		t.Logf("%d log entries for %d writes", entries, writes)
 	}
+	if n := batchedForwards(t, fwd); n == 0 {
+		t.Errorf("no write was forwarded in a batch")
+	} else {
+		t.Logf("%v writes forwarded in batches", n)
+	}
 }
 
 // TestGroupCommitMixedCluster: while one server does not announce that it
 // reads batch entries (an older version), every write is its own entry.
 func TestGroupCommitMixedCluster(t *testing.T) {
 	t.Parallel()
-	all := gossip.FeatureBatchedWrites
-	nodes, leader, p := startKVCluster(t, all, 0, all)
+	all := gossip.FeatureBatchedWrites | gossip.FeatureBatchedForwards
+	nodes, leader, p, _ := startKVCluster(t, all, 0, all)
 	before := raftLastIndex(t, leader.Server)
 	writes := hammerKV(t, nodes, p, 16, 5)
 	if entries := raftLastIndex(t, leader.Server) - before; entries < uint64(writes) {

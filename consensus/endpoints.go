@@ -686,7 +686,14 @@ func (c *Catalog) forwardOnce(ctx context.Context, leader, method string, args, 
 			}
 		}
 	}()
-	err := c.pool.Call(fctx, leader, method, args, reply)
+	var err error
+	if _, write := args.(rpc.Write); write && c.cfg.Router != nil && c.cfg.Router.TakesBatches(leader) {
+		// Writes forwarded together go as one call (rpc/batch.go), and
+		// the leader's group commit takes them in one entry.
+		err = c.pool.CallCoalesced(fctx, leader, method, args, reply)
+	} else {
+		err = c.pool.Call(fctx, leader, method, args, reply)
+	}
 	if err != nil && context.Cause(fctx) == errLeaderChanged {
 		return fmt.Errorf("%w: %w", errLeaderChanged, err)
 	}

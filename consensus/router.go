@@ -45,6 +45,9 @@ type routes struct {
 	servers map[string][]string
 	// names are the known datacenters, sorted.
 	names []string
+	// batches holds the RPC addresses of the local datacenter's servers
+	// that take forwarded writes in batches (gossip.FeatureBatchedForwards).
+	batches map[string]bool
 }
 
 // NewRouter returns the router of a server of datacenter dc. Until its
@@ -61,6 +64,11 @@ func NewRouter(dc string, logger *slog.Logger) (*Router, error) {
 	r.view.Store(&routes{servers: map[string][]string{r.dc: nil}, names: []string{r.dc}})
 	return r, nil
 }
+
+// TakesBatches reports whether the server of the local datacenter at
+// addr (its RPC address) takes forwarded writes in batches
+// (rpc.Pool.CallCoalesced).
+func (r *Router) TakesBatches(addr string) bool { return r.view.Load().batches[addr] }
 
 // Datacenter returns the local datacenter.
 func (r *Router) Datacenter() string { return r.dc }
@@ -84,12 +92,15 @@ func (r *Router) Run(ctx context.Context, m Membership) {
 // snapshot of the WAN pool. Members that are not servers, or that name no
 // RPC address, are ignored (the pool refuses them anyway).
 func (r *Router) Update(members []gossip.Member) {
-	next := &routes{servers: map[string][]string{r.dc: nil}}
+	next := &routes{servers: map[string][]string{r.dc: nil}, batches: map[string]bool{}}
 	for _, m := range members {
 		if !m.IsServer() || m.RPCAddr == "" || m.Datacenter == "" || m.Status == gossip.StatusLeft {
 			continue
 		}
 		dc := strings.ToLower(m.Datacenter)
+		if dc == r.dc && m.Features.Has(gossip.FeatureBatchedForwards) {
+			next.batches[m.RPCAddr] = true
+		}
 		addrs := next.servers[dc]
 		if m.Status == gossip.StatusAlive {
 			addrs = append(addrs, m.RPCAddr)

@@ -192,8 +192,23 @@ func (s *Server) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, r
 		s.closeStores()
 		return nil, nil, nil, fmt.Errorf("open raft snapshots in %s: %w", snapDir, err)
 	}
-	return wal, wal, watchedSnapshots{SnapshotStore: snaps, health: s.health}, nil
+	// Raft reads back each entry it has just written: the leader to send
+	// it to the followers, every server to apply it once committed. The
+	// cache answers those from memory, where raft-wal would read the
+	// segment file (a pread and a decode each).
+	logs, err := raft.NewLogCache(logCacheEntries, wal)
+	if err != nil {
+		s.closeStores()
+		return nil, nil, nil, fmt.Errorf("raft log cache: %w", err)
+	}
+	return logs, wal, watchedSnapshots{SnapshotStore: snaps, health: s.health}, nil
 }
+
+// logCacheEntries is how many of the latest Raft log entries are kept in
+// memory: many more than are in flight between the leader and a follower
+// that keeps up, and with batch entries of up to 256 KiB (batch.go) at
+// most 32 MiB.
+const logCacheEntries = 128
 
 // removeUnfinishedSnapshots deletes the snapshots whose writing was cut
 // short (a kill, a crash) and left in dir as <id>.tmp: Raft never

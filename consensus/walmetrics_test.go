@@ -21,7 +21,7 @@ func TestWALMetricsCountAppends(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open log store: %v", err)
 	}
-	t.Cleanup(func() { _ = logs.(*walStore).Close() })
+	t.Cleanup(s.closeStores)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.walMetrics.collectors()...)
 	for i := uint64(1); i <= 3; i++ {

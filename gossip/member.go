@@ -88,10 +88,13 @@ const (
 	// FeatureBatchedWrites: the server reads Raft log entries that batch
 	// several writes (consensus's group commit).
 	FeatureBatchedWrites Features = 1 << iota
+	// FeatureBatchedForwards: the server takes rpc.BatchMethod, the
+	// writes a follower forwards together.
+	FeatureBatchedForwards
 )
 
 // features are this build's.
-const features = FeatureBatchedWrites
+const features = FeatureBatchedWrites | FeatureBatchedForwards
 
 // Has reports whether f includes every feature of want.
 func (f Features) Has(want Features) bool { return f&want == want }

@@ -39,7 +39,7 @@ func serveHeader(t *testing.T, s *Server, b *transitBaseline, req requestHeader)
 	if err := newStreamCodec(nopCloser{ReadWriter: &in}, 1<<20, 1<<20).writeFrame(req, &EchoArgs{}); err != nil {
 		t.Fatal(err)
 	}
-	s.serveStream(streamInput{Reader: &in, Writer: &out}, nil, b)
+	s.serveStream(streamInput{Reader: &in, Writer: &out}, nil, b, "")
 	c := newStreamCodec(nopCloser{ReadWriter: &out}, 1<<20, 1<<20)
 	if err := c.readFrame(); err != nil {
 		t.Fatalf("no response: %v", err)

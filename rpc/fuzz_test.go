@@ -72,7 +72,7 @@ func FuzzServerCodec(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		srv.serveStream(streamInput{bytes.NewReader(data), io.Discard}, nil, nil)
+		srv.serveStream(streamInput{bytes.NewReader(data), io.Discard}, nil, nil, "")
 	})
 }
 

@@ -73,14 +73,27 @@ func (s *Server) Collectors() []prometheus.Collector {
 // queries are left out, as they wait on purpose.
 type poolMetrics struct {
 	duration *prometheus.HistogramVec
+	// batches and batched count the coalesced batches sent (batch.go)
+	// and the calls in them.
+	batches, batched prometheus.Counter
 }
 
 func newPoolMetrics() *poolMetrics {
-	return &poolMetrics{duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "cairn_rpc_client_request_duration_seconds",
-		Help:    "Time for an RPC call sent to a server to be answered, by the server's datacenter and result; blocking queries left out.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-	}, []string{"dc", "result"})}
+	return &poolMetrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cairn_rpc_client_request_duration_seconds",
+			Help:    "Time for an RPC call sent to a server to be answered, by the server's datacenter and result; blocking queries left out.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"dc", "result"}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cairn_rpc_client_batches_total",
+			Help: "Batches of writes a server forwarded to its leader as one call (those that arrived while a forward was in flight).",
+		}),
+		batched: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cairn_rpc_client_batched_calls_total",
+			Help: "Writes a server forwarded to its leader inside batches; divided by cairn_rpc_client_batches_total, the mean batch size.",
+		}),
+	}
 }
 
 func (m *poolMetrics) observe(dc string, args any, err error, took time.Duration) {
@@ -92,7 +105,7 @@ func (m *poolMetrics) observe(dc string, args any, err error, took time.Duration
 
 // Collectors returns the pool's metrics, for the agent's registry.
 func (p *Pool) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.metrics.duration, p.skew.gauge}
+	return []prometheus.Collector{p.metrics.duration, p.metrics.batches, p.metrics.batched, p.skew.gauge}
 }
 
 // blockingQuery is satisfied by the requests that embed QueryOptions.

@@ -39,6 +39,8 @@ type Pool struct {
 	metrics *poolMetrics // metrics.go
 	skew    *skewMeter   // skew.go
 
+	coalesce coalescer // batch.go
+
 	mu     sync.Mutex
 	conns  map[poolKey]*poolConn
 	closed bool

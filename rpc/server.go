@@ -565,7 +565,7 @@ func (s *Server) serveSession(conn net.Conn, client string) {
 			defer s.budget.give(client, true)
 			defer s.metrics.inFlight.Dec()
 			defer wake.add(stream)()
-			s.serveStream(stream, remote, transit)
+			s.serveStream(stream, remote, transit, client)
 		})
 	}
 }
@@ -608,8 +608,10 @@ type stream interface {
 //
 // remote is the address of the session's peer, for the write rate limit;
 // nil (in tests) limits nothing. transit is the session's (transit.go);
-// nil takes nothing off a request's time left.
-func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaseline) {
+// nil takes nothing off a request's time left. client is the session's
+// key in the per-client budget ("" for none), which the calls of a batch
+// beyond its first are taken from (batch.go).
+func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaseline, client string) {
 	defer closeQuietly(st)
 	c := newStreamCodec(st, s.cfg.MaxMessageSize, s.cfg.MaxReplySize)
 	c.clockOffset = s.cfg.ClockOffset
@@ -624,7 +626,7 @@ func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaselin
 	name := req.ServiceMethod
 	sm := s.methods.lookupStream(name)
 	var m *method
-	if sm == nil {
+	if sm == nil && name != BatchMethod {
 		if m, err = s.methods.lookup(name); err != nil {
 			c.writeResponse(req, err, nil)
 			return
@@ -648,6 +650,10 @@ func (s *Server) serveStream(st stream, remote net.Addr, transit *transitBaselin
 	}
 	if sm != nil {
 		s.serveStreamMethod(st, c, req, sm, deadline) // stream.go
+		return
+	}
+	if name == BatchMethod {
+		s.serveBatch(st, c, req, remote, client, deadline) // batch.go
 		return
 	}
 	args := reflect.New(m.args.Elem())

@@ -40,6 +40,7 @@ type options struct {
 	etcd, net        string
 	timeout          time.Duration
 	keep             bool
+	profile          string
 }
 
 // firstOctet is where each system's three servers' addresses start in
@@ -62,6 +63,7 @@ func main() {
 	flag.StringVar(&o.net, "net", "127.0.4", "first three `octets` of the servers' loopback addresses: cairn on .11–.13, consul .21–.23, etcd .31–.33")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up on a cluster that is not ready after this long")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data and logs)")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of each cairn server over each measured run into `dir` (cairn runs with -enable-debug)")
 	flag.Parse()
 	var err error
 	if o.systems, err = names(systems, "cairn", "consul", "etcd"); err == nil {
@@ -154,7 +156,7 @@ func resolve(o options) ([]*system, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, cairnSystem(bin))
+			out = append(out, cairnSystem(bin, o.profile != ""))
 		case "consul":
 			bin := o.consul
 			if bin == "" {
@@ -207,7 +209,9 @@ func turn(ctx context.Context, hc *http.Client, o options, s *system, work strin
 			if o.warmup > 0 {
 				load(ctx, hc, c, op, w, o.warmup, &seq)
 			}
+			stopProfiles := profile(ctx, hc, o, s, c, fmt.Sprintf("r%d-%s-%d", r+1, op, w))
 			res := load(ctx, hc, c, op, w, o.duration, &seq)
+			stopProfiles()
 			if err := c.alive(); err != nil {
 				c.stop(true)
 				return err

@@ -75,11 +75,16 @@ func consulReady(ctx context.Context, hc *http.Client, bases []string) bool {
 	return true
 }
 
-func cairnSystem(bin string) *system {
+// cairnSystem runs cairn's servers with their defaults but the addresses;
+// debug serves their runtime profiles (for -profile).
+func cairnSystem(bin string, debug bool) *system {
 	return &system{name: "cairn", bin: bin, port: 8500, ready: consulReady, write: consulWrites,
 		args: func(i int, ips []string, dir string) []string {
 			a := []string{"agent", "-server", "-bootstrap-expect", "3", "-node", fmt.Sprintf("s%d", i+1),
 				"-bind", ips[i], "-client", ips[i], "-data-dir", dir, "-retry-interval", "1s", "-log-level", "warn"}
+			if debug {
+				a = append(a, "-enable-debug")
+			}
 			for _, ip := range ips {
 				a = append(a, "-retry-join", ip)
 			}
