@@ -148,13 +148,9 @@ type slot[V any] struct {
 	size                      int64
 	removed                   bool
 	queued, refetching, again bool
-	// delayed: queued again once Config.RefetchInterval has passed since
-	// lastRefetch, now() of the last refetch's start.
-	delayed      bool
-	lastRefetch  int64
-	failures     int
-	lastOK       int64
-	refreshAfter time.Duration // Config.RefreshAfter of the current value
+	failures                  int
+	lastOK                    int64
+	refreshAfter              time.Duration // Config.RefreshAfter of the current value
 	// atLeast is the highest feed index that named the slot: its
 	// refetches ask for data at least that recent.
 	atLeast uint64

@@ -67,14 +67,6 @@ type Config struct {
 	// attempts per second, not a storm.
 	RetryMin time.Duration
 	RetryMax time.Duration
-	// RefetchInterval is the least time between the starts of two
-	// refetches of one entry: a change after a quiet spell is read at
-	// once, but an entry the feed names many times a second (a storm of
-	// registrations to one service, on every agent that caches it) is
-	// read once per interval, with every change since. 0 refetches at
-	// every change. Default 0; the agent's is 250ms
-	// (dns_config.cache_refetch_interval).
-	RefetchInterval time.Duration
 	// Hub is the hub whose feeds keep the entries fresh, shared with other
 	// caches (one feed per datacenter for all of them); New
 	// requires it. The caches must be closed before the hub. Default nil:
@@ -135,9 +127,6 @@ func (c Config) Validate() error {
 		if d.d <= 0 {
 			bad(d.field, "must be positive, got %s", d.d)
 		}
-	}
-	if c.RefetchInterval < 0 {
-		bad("RefetchInterval", "must not be negative, got %s", c.RefetchInterval)
 	}
 	if c.StaleAfter < 0 || c.StaleAfter > c.MaxStale {
 		bad("StaleAfter", "must be between 0 and MaxStale (%s), got %s", c.MaxStale, c.StaleAfter)

@@ -96,10 +96,10 @@ func (c *Cache[V]) invalidate(match func(Key) bool, atLeast uint64) {
 }
 
 // queueLocked queues s for a refetch; if one is running, it runs again
-// after it; if one waits for its RefetchInterval, that one will do.
+// after it.
 func (c *Cache[V]) queueLocked(s *slot[V]) {
 	switch {
-	case s.removed || s.queued || s.delayed:
+	case s.removed || s.queued:
 	case s.refetching:
 		s.again = true
 	default:
@@ -132,22 +132,6 @@ func (c *Cache[V]) compactQueueLocked() {
 	c.queue = live
 }
 
-// delayLocked queues s again once wait has passed: an entry the feed
-// names again and again (a storm of registrations to one service) is
-// refetched once per Config.RefetchInterval, however many changes land
-// in it, and the changes of the interval are read together.
-func (c *Cache[V]) delayLocked(s *slot[V], wait time.Duration) {
-	s.delayed = true
-	time.AfterFunc(wait, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		s.delayed = false
-		if !c.closed {
-			c.queueLocked(s)
-		}
-	})
-}
-
 // refetcher refetches queued entries until the cache closes.
 func (c *Cache[V]) refetcher() {
 	for {
@@ -175,12 +159,6 @@ func (c *Cache[V]) refetcher() {
 			c.mu.Unlock()
 			continue
 		}
-		if wait := c.cfg.RefetchInterval - time.Duration(c.now()-s.lastRefetch); s.lastRefetch != 0 && wait > 0 {
-			c.delayLocked(s, wait)
-			c.mu.Unlock()
-			continue
-		}
-		s.lastRefetch = c.now()
 		s.refetching = true
 		atLeast := s.atLeast
 		c.mu.Unlock()

@@ -3,7 +3,6 @@ package cache_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -50,53 +49,6 @@ func TestFeedRefetchesOnlyWhatChanged(t *testing.T) {
 		synctest.Wait()
 		if got := f.feedCalls() - before; got != 1 {
 			t.Errorf("feed calls for one change: got %d, want 1", got)
-		}
-	})
-}
-
-// TestFeedRefetchIntervalSpacesReads: with RefetchInterval, a change after
-// a quiet spell is read at once, and the changes that come faster than
-// the interval are read together, once per interval, the last of them
-// included.
-func TestFeedRefetchIntervalSpacesReads(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const interval = 250 * time.Millisecond
-		f := newFake()
-		f.register("web", "10.0.0.1")
-		cfg := cache.DefaultConfig()
-		cfg.RefetchInterval = interval
-		c := newCache(t, cfg, f)
-		get(t, c, web)
-		synctest.Wait()
-		time.Sleep(interval) // a quiet spell
-		synctest.Wait()
-
-		before := f.callsFor("web")
-		f.register("web", "10.0.0.2")
-		synctest.Wait()
-		e, _ := get(t, c, web)
-		wantInstances(t, e, "10.0.0.1", "10.0.0.2") // at once
-		if got := f.callsFor("web") - before; got != 1 {
-			t.Fatalf("reads of one change after a quiet spell: got %d, want 1", got)
-		}
-
-		// Ten changes within one interval: none read before the interval
-		// has passed since the last read, then one read takes them all.
-		for i := range 10 {
-			f.register("web", fmt.Sprintf("10.0.1.%d", i))
-			synctest.Wait()
-		}
-		if got := f.callsFor("web") - before; got != 1 {
-			t.Errorf("reads during the interval: got %d, want still 1", got)
-		}
-		time.Sleep(interval)
-		synctest.Wait()
-		if got := f.callsFor("web") - before; got != 2 {
-			t.Errorf("reads after the interval: got %d, want 2", got)
-		}
-		e, _ = get(t, c, web)
-		if n := len(e.Value.instances); n != 12 {
-			t.Errorf("instances after the interval: got %d, want all 12", n)
 		}
 	})
 }

@@ -97,8 +97,7 @@ type Config struct {
 	// resolver.DefaultConfig().
 	Resolver resolver.Config
 	// Cache configures the agent's DNS cache (dns_config:
-	// cache_max_entries, cache_idle_timeout, cache_refetch_interval,
-	// max_stale). The agent sets
+	// cache_max_entries, cache_idle_timeout, max_stale). The agent sets
 	// its Hub and RefreshAfter. Default cache.DefaultConfig().
 	Cache cache.Config
 	// DNSSEC is where the DNSSEC key comes from (dns_config.dnssec:
@@ -261,7 +260,7 @@ func Default() Config {
 		LogFile:             logfile.DefaultConfig(),
 		Zones:               zc,
 		Resolver:            resolver.DefaultConfig(),
-		Cache:               defaultCache(),
+		Cache:               cache.DefaultConfig(),
 		RetryInterval:       30 * time.Second,
 		ReconnectTimeout:    72 * time.Hour,
 		CheckUpdateInterval: 5 * time.Minute,
@@ -333,13 +332,4 @@ func ParseLogLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
-}
-
-// defaultCache is the agent's cache configuration: cache's defaults, and
-// a name that changes many times a second (a storm of registrations) read
-// four times a second at most, for at most a quarter second of delay.
-func defaultCache() cache.Config {
-	c := cache.DefaultConfig()
-	c.RefetchInterval = 250 * time.Millisecond
-	return c
 }

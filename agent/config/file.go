@@ -79,7 +79,6 @@ type fileDNS struct {
 	MaxStale                    *string           `hcl:"max_stale"`
 	CacheMaxEntries             *int              `hcl:"cache_max_entries"`
 	CacheIdleTimeout            *string           `hcl:"cache_idle_timeout"`
-	CacheRefetchInterval        *string           `hcl:"cache_refetch_interval"`
 	RecursorStrategy            *string           `hcl:"recursor_strategy"`
 	UnhealthyAnswer             *string           `hcl:"unhealthy_answer"`
 	NodeMetaTXT                 *bool             `hcl:"node_meta_txt"`
@@ -322,7 +321,6 @@ func (f *fileDNS) apply(c *Config) error {
 		{"node_ttl", &z.NodeTTL, f.NodeTTL}, {"ptr_ttl", &z.PTRTTL, f.PTRTTL},
 		{"recursor_timeout", &r.RecursorTimeout, f.RecursorTimeout},
 		{"max_stale", &ca.MaxStale, f.MaxStale}, {"cache_idle_timeout", &ca.IdleTimeout, f.CacheIdleTimeout},
-		{"cache_refetch_interval", &ca.RefetchInterval, f.CacheRefetchInterval},
 	} {
 		if err := dur(d.key, d.dst, d.v); err != nil {
 			return err

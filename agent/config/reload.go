@@ -35,7 +35,7 @@ var RestartKeys = map[string]string{
 	"AltDomain":             "alt_domain",
 	"Zones":                 "dns_config (node_ttl, ptr_ttl, service_ttl, soa, node_meta_txt, enable_additional_node_meta_txt)",
 	"Resolver":              "dns_config (DNS server keys), recursors, limits.dns_max_tcp_conns*",
-	"Cache":                 "dns_config (cache_max_entries, cache_idle_timeout, cache_refetch_interval, max_stale)",
+	"Cache":                 "dns_config (cache_max_entries, cache_idle_timeout, max_stale)",
 	"DNSSEC":                "dns_config.dnssec",
 	"OnlyPassing":           "dns_config.only_passing",
 	"BootstrapExpect":       "bootstrap_expect",

@@ -209,9 +209,6 @@ func (c *Config) validateDNS() []error {
 	if ca.IdleTimeout <= 0 {
 		bad("cache_idle_timeout", "must be positive, got %s", ca.IdleTimeout)
 	}
-	if ca.RefetchInterval < 0 {
-		bad("cache_refetch_interval", "must not be negative, got %s", ca.RefetchInterval)
-	}
 	if r.UDPAnswerLimit < 0 {
 		bad("udp_answer_limit", "must not be negative, got %d", r.UDPAnswerLimit)
 	}
