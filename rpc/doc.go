@@ -29,7 +29,12 @@
 // stream per call, so concurrent calls share one connection; it tells an
 // error of the remote method (*RemoteError) from a failure to reach the
 // server or to finish the exchange (ErrTransport), so that callers retry
-// only the latter on another server. The wire carries an error as text
+// only the latter on another server. Pool.CallCoalesced, for a server
+// forwarding writes to its leader, sends the calls that arrive while one
+// is in flight as one BatchMethod call whose reply holds each call's own
+// answer; the server runs each as a call of its own (authorized, limited,
+// under its own deadline, counted in the caller's budget) (batch.go).
+// The wire carries an error as text
 // only; the server passes every method's error through WireError, which
 // writes a *catalog.FieldError or a known sentinel into the text, and the
 // calling side decodes it back into the RemoteError, for errors.As and

@@ -45,7 +45,11 @@ func fetchProfile(ctx context.Context, hc *http.Client, base string, seconds int
 	if err != nil {
 		return err
 	}
-	resp, err := hc.Do(req)
+	// The bench's client gives up after 30s; a profile takes as long as
+	// the run.
+	long := *hc
+	long.Timeout = 0
+	resp, err := long.Do(req)
 	if err != nil {
 		return err
 	}
